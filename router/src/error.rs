@@ -1,0 +1,110 @@
+//! Error types: [`ConfigError`] for one inbox, [`RouterError`] for a router.
+
+use std::fmt;
+
+use crate::validation::RouteProblem;
+
+/// An invalid [`InboxConfig`](crate::InboxConfig), or a duration string that
+/// does not parse.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    /// `batch_size` is 0: an invocation would never take a message.
+    #[error("batch size must be at least 1")]
+    ZeroBatchSize,
+
+    /// `capacity` is `Some(0)`: the inbox could never hold a message.
+    #[error("capacity must be at least 1 (use no capacity for an unbounded inbox)")]
+    ZeroCapacity,
+
+    /// The inbox could fill up without ever holding a full batch.
+    #[error(
+        "capacity {capacity} is smaller than batch size {batch_size}: a full inbox could never fill a batch"
+    )]
+    CapacityBelowBatchSize {
+        /// The configured capacity.
+        capacity: usize,
+        /// The configured batch size.
+        batch_size: usize,
+    },
+
+    /// A humantime duration string (such as `"1h"` or `"30s"`) did not parse.
+    #[error("invalid {option} duration {input:?}: {source}")]
+    InvalidDuration {
+        /// The option being set, such as `"ttl"`.
+        option: &'static str,
+        /// The string as given.
+        input: String,
+        /// Why it did not parse.
+        source: humantime::DurationError,
+    },
+
+    /// [`Inbox::restore`](crate::Inbox::restore) got more messages than the
+    /// configured capacity allows.
+    #[error("snapshot holds {len} messages but the inbox capacity is {capacity}")]
+    SnapshotExceedsCapacity {
+        /// Messages in the snapshot.
+        len: usize,
+        /// The configured capacity.
+        capacity: usize,
+    },
+}
+
+/// Why [`RouterBuilder::build`](crate::RouterBuilder::build) failed: every
+/// problem found, not just the first, so one edit can fix them all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RouterError {
+    /// The problems, in a stable order: participant names, unknown agents,
+    /// inbox options, then reachability.
+    pub problems: Vec<RouteProblem>,
+}
+
+impl fmt::Display for RouterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.problems.as_slice() {
+            [one] => write!(f, "invalid router: {one}"),
+            many => {
+                write!(f, "invalid router: {} problems", many.len())?;
+                for problem in many {
+                    write!(f, "\n  - {problem}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for RouterError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn router_error_lists_every_problem() {
+        let err = RouterError {
+            problems: vec![
+                RouteProblem::Unreachable { agent: "a".into() },
+                RouteProblem::ReachesNobody { agent: "b".into() },
+            ],
+        };
+        let text = err.to_string();
+        assert!(text.starts_with("invalid router: 2 problems"), "{text}");
+        assert!(text.contains("\"a\""), "{text}");
+        assert!(text.contains("\"b\""), "{text}");
+
+        let one = RouterError {
+            problems: vec![RouteProblem::Unreachable { agent: "a".into() }],
+        };
+        assert!(!one.to_string().contains('\n'));
+    }
+
+    #[test]
+    fn capacity_error_names_both_numbers() {
+        let text = ConfigError::CapacityBelowBatchSize {
+            capacity: 2,
+            batch_size: 5,
+        }
+        .to_string();
+        assert!(text.contains('2') && text.contains('5'), "{text}");
+    }
+}

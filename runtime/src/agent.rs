@@ -1,0 +1,220 @@
+//! The [`Agent`] trait — the centre of troupe — and what a turn gives back.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::context::RunContext;
+use crate::error::RunError;
+use crate::message::{Content, Message};
+use crate::thread::Thread;
+
+/// Anything with a name, a description and an async `run` over a thread.
+///
+/// A turn is given the agent's thread (everything it should see, its inbox
+/// already drained into it) and a [`RunContext`], and returns a [`Reply`]:
+/// the new messages, the last of which is its response. The engine appends
+/// them to the thread, stamps them with the agent's name as their source and
+/// routes them on; an agent never appends to its own thread.
+///
+/// A [`Workflow`](crate::Workflow) is an `Agent` too, so workflows nest.
+///
+/// ```
+/// use std::sync::Arc;
+/// use troupe_runtime::{async_trait, Agent, AgentError, Reply, RunContext, Thread};
+///
+/// struct Echo;
+///
+/// #[async_trait]
+/// impl Agent for Echo {
+///     fn name(&self) -> &str { "echo" }
+///     async fn run(&self, thread: Arc<Thread>, _ctx: RunContext) -> Result<Reply, AgentError> {
+///         let last = thread.last().map(|m| m.text_content().into_owned()).unwrap_or_default();
+///         Ok(Reply::text(last))
+///     }
+/// }
+/// ```
+#[async_trait]
+pub trait Agent: Send + Sync + 'static {
+    /// The agent's name, unique within a workflow.
+    fn name(&self) -> &str;
+
+    /// What the agent does, for selectors and tool descriptions.
+    fn description(&self) -> &str {
+        ""
+    }
+
+    /// Takes one turn over `thread`.
+    async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError>;
+}
+
+#[async_trait]
+impl<A: Agent + ?Sized> Agent for Arc<A> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn description(&self) -> &str {
+        (**self).description()
+    }
+    async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
+        (**self).run(thread, ctx).await
+    }
+}
+
+/// What one turn produced.
+#[derive(Debug, Clone, Default)]
+pub struct Reply {
+    /// New messages, in order; the last is the agent's response.
+    pub messages: Vec<Message>,
+    /// A replacement for the agent's thread (before the new messages are
+    /// appended). Workflows use it to keep their children and state.
+    pub thread: Option<Thread>,
+}
+
+impl Reply {
+    /// A reply with no message.
+    pub fn empty() -> Self {
+        Self::default()
+    }
+
+    /// A reply of one text message.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::message(Message::new("", Content::Text(text.into())))
+    }
+
+    /// A reply of one message.
+    pub fn message(message: Message) -> Self {
+        Reply {
+            messages: vec![message],
+            thread: None,
+        }
+    }
+
+    /// A reply of several messages.
+    pub fn messages(messages: Vec<Message>) -> Self {
+        Reply {
+            messages,
+            thread: None,
+        }
+    }
+
+    /// Sets the replacement thread.
+    pub fn with_thread(mut self, thread: Thread) -> Self {
+        self.thread = Some(thread);
+        self
+    }
+}
+
+impl From<String> for Reply {
+    fn from(s: String) -> Self {
+        Reply::text(s)
+    }
+}
+impl From<&str> for Reply {
+    fn from(s: &str) -> Self {
+        Reply::text(s)
+    }
+}
+impl From<Message> for Reply {
+    fn from(m: Message) -> Self {
+        Reply::message(m)
+    }
+}
+impl From<Vec<Message>> for Reply {
+    fn from(v: Vec<Message>) -> Self {
+        Reply::messages(v)
+    }
+}
+impl From<()> for Reply {
+    fn from(_: ()) -> Self {
+        Reply::empty()
+    }
+}
+impl From<Content> for Reply {
+    fn from(c: Content) -> Self {
+        Reply::message(Message::new("", c))
+    }
+}
+
+/// The broad kind of an [`AgentError`], for retry policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// A failure retrying will not fix.
+    Failed,
+    /// A failure that may pass (rate limit, a dropped connection).
+    Transient,
+    /// The turn took too long.
+    Timeout,
+    /// The model call failed.
+    Model,
+    /// A tool failed in a way that ends the turn.
+    Tool,
+    /// A nested workflow failed.
+    Workflow,
+    /// A remote node was lost.
+    Node,
+}
+
+/// Why an agent's turn failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// A failure retrying will not fix.
+    #[error("{0}")]
+    Failed(String),
+    /// A failure that may pass if tried again.
+    #[error("transient failure: {0}")]
+    Transient(String),
+    /// The turn took longer than allowed.
+    #[error("timed out after {0:?}")]
+    Timeout(Duration),
+    /// The model call failed.
+    #[error("model error: {0}")]
+    Model(String),
+    /// A tool failed in a way that ends the turn.
+    #[error("tool '{name}' failed: {message}")]
+    Tool {
+        /// The tool.
+        name: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A nested workflow's run failed.
+    #[error("{0}")]
+    Workflow(Box<RunError>),
+    /// A remote node was lost or unreachable.
+    #[error("node '{node}' lost: {message}")]
+    Node {
+        /// The node.
+        node: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl AgentError {
+    /// A non-retryable failure with this text.
+    pub fn failed(text: impl Into<String>) -> Self {
+        AgentError::Failed(text.into())
+    }
+
+    /// A failure worth retrying.
+    pub fn transient(text: impl Into<String>) -> Self {
+        AgentError::Transient(text.into())
+    }
+
+    /// The broad kind, for retry policies.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            AgentError::Failed(_) => ErrorKind::Failed,
+            AgentError::Transient(_) => ErrorKind::Transient,
+            AgentError::Timeout(_) => ErrorKind::Timeout,
+            AgentError::Model(_) => ErrorKind::Model,
+            AgentError::Tool { .. } => ErrorKind::Tool,
+            AgentError::Workflow(_) => ErrorKind::Workflow,
+            AgentError::Node { .. } => ErrorKind::Node,
+        }
+    }
+}

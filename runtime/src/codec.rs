@@ -1,0 +1,138 @@
+//! The one place that knows the binary format (bincode 2, serde mode), used
+//! for checkpoints and for messages crossing the wire between nodes.
+//! Everything else calls [`encode`] and [`decode`], so the format can be
+//! swapped here alone.
+//!
+//! bincode's serde mode cannot carry `serde_json::Value`, `untagged`,
+//! `flatten` or skipped fields: encoded types keep JSON payloads as text.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// Version of the encoded layout; bump it when an encoded type changes shape.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Encoding or decoding failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CodecError {
+    /// The value could not be encoded.
+    #[error("cannot encode: {0}")]
+    Encode(String),
+    /// The bytes are not a valid encoding of the expected type.
+    #[error("cannot decode: {0}")]
+    Decode(String),
+    /// Bytes were left over after the value: the input is not one value.
+    #[error("cannot decode: {0} trailing bytes after the value")]
+    Trailing(usize),
+}
+
+fn config() -> bincode::config::Configuration {
+    bincode::config::standard()
+}
+
+/// Encodes a value into bytes.
+pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CodecError> {
+    bincode::serde::encode_to_vec(value, config()).map_err(|e| CodecError::Encode(e.to_string()))
+}
+
+/// Decodes a value from exactly these bytes.
+pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CodecError> {
+    let (value, read) = bincode::serde::decode_from_slice(bytes, config())
+        .map_err(|e| CodecError::Decode(e.to_string()))?;
+    if read != bytes.len() {
+        return Err(CodecError::Trailing(bytes.len() - read));
+    }
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{Content, Handoff, Message, ToolCall, ToolResult, Usage};
+    use crate::thread::{Thread, WorkflowState};
+    use std::sync::Arc;
+
+    fn every_content() -> Vec<Message> {
+        vec![
+            Message::user("hello"),
+            Message::new(
+                "a",
+                Content::ToolCalls(vec![ToolCall {
+                    id: "c1".into(),
+                    name: "add".into(),
+                    arguments: r#"{"a":1,"b":2}"#.into(),
+                }]),
+            ),
+            Message::new(
+                "a",
+                Content::ToolResults(vec![ToolResult {
+                    call_id: "c1".into(),
+                    name: "add".into(),
+                    content: "3".into(),
+                    is_error: false,
+                    memory: Some("added".into()),
+                }]),
+            ),
+            Message::new(
+                "a",
+                Content::Handoff(Handoff {
+                    target: "b".into(),
+                    reason: "yours".into(),
+                }),
+            ),
+            Message::structured("b", r#"{"ok":true}"#),
+            Message::new("b", Content::Stop("done".into()))
+                .with_usage(Usage {
+                    prompt_tokens: 3,
+                    completion_tokens: 4,
+                })
+                .with_metadata("k", "v"),
+        ]
+    }
+
+    #[test]
+    fn every_message_kind_round_trips() {
+        for m in every_content() {
+            let back: Message = decode(&encode(&m).unwrap()).unwrap();
+            assert_eq!(back, m);
+            let json: Message = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+            assert_eq!(json, m);
+        }
+    }
+
+    #[test]
+    fn thread_with_children_and_state_round_trips() {
+        let mut t = Thread::from_messages(every_content());
+        let mut child = Thread::from_messages([Message::user("inner")]);
+        child
+            .children_mut()
+            .insert("deep".into(), Thread::from_messages(every_content()));
+        t.children_mut().insert("a".into(), child);
+        let mut state = WorkflowState {
+            consumed: 3,
+            turns: 7,
+            last_speaker: Some("a".into()),
+            ..Default::default()
+        };
+        state
+            .pending
+            .insert("b".into(), vec![Arc::new(Message::user("waiting"))]);
+        state.data.insert("cursor".into(), "2".into());
+        *t.state_mut() = Some(state);
+        let back: Thread = decode(&encode(&t).unwrap()).unwrap();
+        assert_eq!(back, t);
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        let bytes = encode(&Message::user("x")).unwrap();
+        assert!(decode::<Message>(&bytes[..bytes.len() / 2]).is_err());
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(matches!(
+            decode::<Message>(&longer),
+            Err(CodecError::Trailing(1))
+        ));
+        assert!(decode::<Thread>(&[0xff; 7]).is_err());
+    }
+}

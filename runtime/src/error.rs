@@ -1,0 +1,157 @@
+//! Errors of building and running workflows.
+
+use crate::agent::AgentError;
+use crate::thread::Thread;
+
+/// A workflow could not be built: its parts do not fit together.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// A workflow needs at least one participant.
+    #[error("workflow '{0}' has no participants")]
+    NoParticipants(String),
+    /// Two participants share a name.
+    #[error("two participants are named '{0}': names must be unique within a workflow")]
+    DuplicateParticipant(String),
+    /// A participant uses a reserved name.
+    #[error("a participant may not be named '{0}': the name is reserved")]
+    ReservedName(String),
+    /// The router does not fit the participants.
+    #[error(transparent)]
+    Router(#[from] troupe_router::RouterError),
+    /// A shared thread names an agent that is not a participant.
+    #[error("shared thread '{group}' names '{agent}', which is not a participant")]
+    UnknownGroupMember {
+        /// The shared thread.
+        group: String,
+        /// The unknown name.
+        agent: String,
+    },
+    /// An agent was put in two shared threads.
+    #[error("'{agent}' is in two shared threads ('{first}' and '{second}'): an agent has one thread")]
+    AgentInTwoGroups {
+        /// The agent.
+        agent: String,
+        /// One group.
+        first: String,
+        /// The other.
+        second: String,
+    },
+    /// The graph does not validate.
+    #[error(transparent)]
+    Graph(#[from] crate::graph::GraphError),
+    /// Participants were given besides a graph, which brings its own.
+    #[error("workflow '{0}' has a graph: its participants are the graph's nodes, add agents there")]
+    GraphAndParticipants(String),
+    /// An option names an agent that is not a participant.
+    #[error("{option} names '{agent}', which is not a participant")]
+    UnknownParticipant {
+        /// The option.
+        option: String,
+        /// The unknown name.
+        agent: String,
+    },
+    /// A shared thread's name is also a participant's or another group's.
+    #[error("shared thread name '{0}' is already used by a participant or another shared thread")]
+    GroupNameTaken(String),
+}
+
+/// A run failed. Where the run got far enough to have one, the error keeps
+/// the thread as it was when the failure happened ([`RunError::thread`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// An agent's turn returned an error.
+    #[error("agent '{agent}' failed: {source}")]
+    AgentFailed {
+        /// The agent's path.
+        agent: String,
+        /// What it returned.
+        #[source]
+        source: AgentError,
+        /// The thread up to the failure.
+        thread: Box<Thread>,
+    },
+    /// An agent panicked.
+    #[error("agent '{agent}' panicked: {message}")]
+    AgentPanicked {
+        /// The agent's path.
+        agent: String,
+        /// The panic message.
+        message: String,
+        /// The thread up to the panic.
+        thread: Box<Thread>,
+    },
+    /// An agent's actor stopped without finishing its turn.
+    #[error("agent '{agent}' stopped unexpectedly: {reason}")]
+    AgentLost {
+        /// The agent's path.
+        agent: String,
+        /// What the supervisor was told.
+        reason: String,
+        /// The thread up to the loss.
+        thread: Box<Thread>,
+    },
+    /// A loop went round more often than its limit.
+    #[error("max loop iterations exceeded (step: {step}, limit: {limit})")]
+    LoopLimit {
+        /// The step the loop returns to.
+        step: String,
+        /// The limit.
+        limit: u32,
+        /// The thread up to the last completed superstep.
+        thread: Box<Thread>,
+    },
+    /// The run took more supersteps than allowed.
+    #[error("max supersteps exceeded (limit: {limit})")]
+    SuperstepLimit {
+        /// The limit.
+        limit: u64,
+        /// The thread up to the last completed superstep.
+        thread: Box<Thread>,
+    },
+    /// The run's actors could not be started or vanished.
+    #[error("workflow '{workflow}': {reason}")]
+    Runtime {
+        /// The workflow's path.
+        workflow: String,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+impl RunError {
+    /// The thread as it was when the run failed, if it got that far.
+    pub fn thread(&self) -> Option<&Thread> {
+        match self {
+            RunError::AgentFailed { thread, .. }
+            | RunError::AgentPanicked { thread, .. }
+            | RunError::AgentLost { thread, .. }
+            | RunError::LoopLimit { thread, .. }
+            | RunError::SuperstepLimit { thread, .. } => Some(thread),
+            RunError::Runtime { .. } => None,
+        }
+    }
+
+    /// Takes the thread out of the error.
+    pub fn into_thread(self) -> Option<Thread> {
+        match self {
+            RunError::AgentFailed { thread, .. }
+            | RunError::AgentPanicked { thread, .. }
+            | RunError::AgentLost { thread, .. }
+            | RunError::LoopLimit { thread, .. }
+            | RunError::SuperstepLimit { thread, .. } => Some(*thread),
+            RunError::Runtime { .. } => None,
+        }
+    }
+
+    /// The path of the agent that failed, if an agent did.
+    pub fn agent(&self) -> Option<&str> {
+        match self {
+            RunError::AgentFailed { agent, .. }
+            | RunError::AgentPanicked { agent, .. }
+            | RunError::AgentLost { agent, .. } => Some(agent),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! # troupe-runtime
+//!
+//! The runtime under troupe: the [`Message`]s agents exchange, the
+//! [`Thread`]s they work on, the [`Agent`] trait, and the [`Workflow`] that
+//! composes agents — and is itself an agent, so workflows nest.
+//!
+//! A workflow run is a supervisor actor (ractor); each participant is an
+//! actor linked to it. The run keeps every participant's inbox (built from
+//! a [`Router`]) and thread; when an inbox holds a full batch, the run lends
+//! the participant its thread for a turn, appends what it produced, and
+//! routes it to the inboxes that accept it. The run ends when nothing can
+//! run and nothing is in flight, when its [`StopCondition`] holds, or when
+//! its [`RunContext`] is cancelled.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use troupe_runtime::{FnAgent, Router, RunContext, StopCondition, Thread, Workflow};
+//!
+//! // Two agents that answer each other, and a condition that ends the talk.
+//! let ping = FnAgent::sync("ping", |_: &Thread| Ok("ping"));
+//! let pong = FnAgent::sync("pong", |_: &Thread| Ok("pong"));
+//! let rally = Workflow::builder()
+//!     .name("rally")
+//!     .participant(ping)
+//!     .participant(pong)
+//!     .router(Router::builder().add_route("user", "ping").add_route("ping", "pong").add_route("pong", "ping"))
+//!     .stop_condition(StopCondition::max_messages(5))
+//!     .build()?;
+//!
+//! let result = rally.run_task("serve", &RunContext::new()).await?;
+//! assert_eq!(result.thread.len(), 5); // the task and four shots
+//! assert_eq!(result.final_text(), "pong");
+//!
+//! // Runs are stateless: continue the conversation from the returned thread.
+//! let mut thread = result.thread;
+//! thread.push(troupe_runtime::Message::user("again"));
+//! let again = rally.run(thread, &RunContext::new()).await?;
+//! // Both agents may be mid-turn when the limit is reached; turns under way
+//! // finish, so a concurrent run can end a message or two past it.
+//! assert!(again.thread.len() >= 10);
+//! # Ok(()) }
+//! ```
+//!
+//! ## Actor messages and the cluster
+//!
+//! ractor's `cluster` feature is on for the whole workspace from the start:
+//! it changes what every actor message type must implement. Local actor
+//! messages implement `ractor::Message` with no serialization
+//! ([`local_message!`]); the messages that cross nodes are encoded with
+//! [`codec`] and are declared with the cluster module, so turning
+//! distribution on rewrites none of the local actors.
+
+mod agent;
+pub mod codec;
+mod context;
+mod error;
+mod event;
+mod fn_agent;
+pub mod graph;
+mod message;
+mod retry;
+mod stop;
+mod thread;
+mod workflow;
+
+pub use agent::{Agent, AgentError, ErrorKind, Reply};
+pub use async_trait::async_trait;
+pub use context::{EventSink, EventStream, RunContext};
+pub use error::{BuildError, RunError};
+pub use event::Event;
+pub use fn_agent::FnAgent;
+pub use graph::{Condition, Graph, GraphBuilder, Isolation, Join, NodeInput, Scheduler};
+pub use message::{Content, Handoff, Message, MessageId, ToolCall, ToolResult, USER, Usage};
+pub use retry::{Backoff, RetryPolicy};
+pub use stop::{StopCondition, StopHandle, StopReason};
+pub use thread::{Thread, WorkflowState};
+pub use tokio_util::sync::CancellationToken;
+pub use troupe_router::{InboxConfig, Overflow, Router, RouterBuilder};
+pub use workflow::{RunResult, RunStatus, RunStream, Workflow, WorkflowBuilder};
+
+/// Declares a type as a local-only actor message.
+///
+/// With ractor's `cluster` feature every actor message implements
+/// `ractor::Message`; messages that never leave the process take the
+/// default (no serialization), which is all this macro writes.
+#[macro_export]
+macro_rules! local_message {
+    ($t:ty) => {
+        impl ::ractor::Message for $t {}
+    };
+}

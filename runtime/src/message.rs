@@ -1,0 +1,289 @@
+//! The unit agents exchange: [`Message`] and its [`Content`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+/// The name messages from the caller carry as their source.
+pub const USER: &str = "user";
+
+/// A message's identity: unique across processes (a random per-process
+/// prefix and a counter), so a message delivered twice — through two
+/// inboxes into one shared thread, or by a retried remote call — is
+/// recognised and enters a thread once.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct MessageId(pub u128);
+
+impl MessageId {
+    /// A fresh id, never handed out before in this process.
+    pub fn new() -> Self {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        MessageId(((process_prefix() as u128) << 64) | n as u128)
+    }
+}
+
+impl Default for MessageId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A per-process random prefix, so ids made by two processes of a cluster
+/// (or a process resumed from a checkpoint) do not collide.
+fn process_prefix() -> u64 {
+    static PREFIX: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *PREFIX.get_or_init(|| {
+        use std::hash::{BuildHasher, Hasher};
+        // RandomState is seeded from the OS; mixing in time and pid keeps
+        // the prefix distinct even where the seed is weak.
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        if let Ok(d) = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH) {
+            h.write_u128(d.as_nanos());
+        }
+        h.finish()
+    })
+}
+
+impl fmt::Debug for MessageId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "MessageId({self})")
+    }
+}
+
+impl fmt::Display for MessageId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:032x}", self.0)
+    }
+}
+
+/// Tokens a model call consumed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens in the prompt.
+    pub prompt_tokens: u64,
+    /// Tokens in the completion.
+    pub completion_tokens: u64,
+}
+
+impl Usage {
+    /// Prompt plus completion tokens.
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+}
+
+impl std::ops::Add for Usage {
+    type Output = Usage;
+    fn add(self, rhs: Usage) -> Usage {
+        Usage {
+            prompt_tokens: self.prompt_tokens + rhs.prompt_tokens,
+            completion_tokens: self.completion_tokens + rhs.completion_tokens,
+        }
+    }
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, rhs: Usage) {
+        *self = *self + rhs;
+    }
+}
+
+/// A model's request to call a tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The id the result must answer to.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments as JSON text (kept as text so every encoding can carry it).
+    pub arguments: String,
+}
+
+/// What a tool call gave back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// The [`ToolCall::id`] this answers.
+    pub call_id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The result (or the error text) shown to the model.
+    pub content: String,
+    /// Whether the call failed; the model sees the error text either way.
+    pub is_error: bool,
+    /// A short note kept in the agent's context after the raw result is
+    /// trimmed away (an action's "memory").
+    pub memory: Option<String>,
+}
+
+/// Control handed to another agent (or to `user`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Handoff {
+    /// Who takes over.
+    pub target: String,
+    /// Why, or what the next agent should know.
+    pub reason: String,
+}
+
+/// What a message says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Content {
+    /// Plain text.
+    Text(String),
+    /// Tool calls requested by a model.
+    ToolCalls(Vec<ToolCall>),
+    /// Results of tool calls.
+    ToolResults(Vec<ToolResult>),
+    /// A handoff to another agent.
+    Handoff(Handoff),
+    /// Structured output, as JSON text.
+    Structured(String),
+    /// A request to stop, with the reason.
+    Stop(String),
+}
+
+impl Content {
+    /// The text a reader (or a stop condition) sees in this content.
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        use std::borrow::Cow;
+        match self {
+            Content::Text(t) | Content::Structured(t) | Content::Stop(t) => Cow::Borrowed(t),
+            Content::Handoff(h) => Cow::Borrowed(&h.reason),
+            Content::ToolCalls(calls) => Cow::Owned(
+                calls
+                    .iter()
+                    .map(|c| format!("{}({})", c.name, c.arguments))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            Content::ToolResults(results) => Cow::Owned(
+                results
+                    .iter()
+                    .map(|r| r.content.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+        }
+    }
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Unique id; a thread holds a message at most once.
+    pub id: MessageId,
+    /// Who produced it: an agent's name, or [`USER`].
+    pub source: Arc<str>,
+    /// What it says.
+    pub content: Content,
+    /// When it was created (TTLs are measured from here).
+    pub created_at: SystemTime,
+    /// Tokens spent producing it, if a model did.
+    pub usage: Option<Usage>,
+    /// Free-form annotations.
+    pub metadata: BTreeMap<String, String>,
+}
+
+impl Message {
+    /// A message with the given source and content, created now.
+    pub fn new(source: impl Into<Arc<str>>, content: Content) -> Self {
+        Message {
+            id: MessageId::new(),
+            source: source.into(),
+            content,
+            created_at: SystemTime::now(),
+            usage: None,
+            metadata: BTreeMap::new(),
+        }
+    }
+
+    /// A text message from `source`.
+    pub fn text(source: impl Into<Arc<str>>, text: impl Into<String>) -> Self {
+        Self::new(source, Content::Text(text.into()))
+    }
+
+    /// A text message from the caller ([`USER`]).
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::text(USER, text)
+    }
+
+    /// A handoff from `source` to `target`.
+    pub fn handoff(
+        source: impl Into<Arc<str>>,
+        target: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> Self {
+        Self::new(
+            source,
+            Content::Handoff(Handoff {
+                target: target.into(),
+                reason: reason.into(),
+            }),
+        )
+    }
+
+    /// Structured output (JSON text) from `source`.
+    pub fn structured(source: impl Into<Arc<str>>, json: impl Into<String>) -> Self {
+        Self::new(source, Content::Structured(json.into()))
+    }
+
+    /// Sets the token usage.
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = Some(usage);
+        self
+    }
+
+    /// Adds a metadata entry.
+    pub fn with_metadata(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.metadata.insert(key.into(), value.into());
+        self
+    }
+
+    /// The text of the content (see [`Content::text`]).
+    pub fn text_content(&self) -> std::borrow::Cow<'_, str> {
+        self.content.text()
+    }
+
+    /// The handoff this message carries, if any.
+    pub fn handoff_target(&self) -> Option<&str> {
+        match &self.content {
+            Content::Handoff(h) => Some(&h.target),
+            _ => None,
+        }
+    }
+}
+
+impl troupe_router::Envelope for Message {
+    fn sender(&self) -> &str {
+        &self.source
+    }
+    fn created_at(&self) -> SystemTime {
+        self.created_at
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_unique_and_print_as_hex() {
+        let a = MessageId::new();
+        let b = MessageId::new();
+        assert_ne!(a, b);
+        assert_eq!(a.to_string().len(), 32);
+    }
+
+    #[test]
+    fn text_of_each_content() {
+        assert_eq!(Message::user("hi").text_content(), "hi");
+        let h = Message::handoff("a", "b", "over to you");
+        assert_eq!(h.handoff_target(), Some("b"));
+        assert_eq!(h.text_content(), "over to you");
+    }
+}

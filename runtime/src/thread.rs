@@ -1,0 +1,230 @@
+//! [`Thread`]: the ordered messages an agent works on, with the child
+//! threads and scheduling state of a workflow, so that a whole run's state
+//! lives in the value `run` returns.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::message::{Message, MessageId};
+
+/// An ordered conversation.
+///
+/// A message enters a thread at most once (by [`MessageId`]), however many
+/// inboxes it reached the thread through. A workflow keeps one child thread
+/// per participant (or per shared group) in [`Thread::children`] and the
+/// little it needs to continue in [`Thread::state`]: run a workflow again
+/// with the thread it returned plus a new user message and it carries on.
+///
+/// ```
+/// use troupe_runtime::{Message, Thread};
+///
+/// let mut thread = Thread::from_messages([Message::user("hello")]);
+/// let again = thread.messages()[0].as_ref().clone();
+/// assert!(!thread.push(again)); // already there: not added twice
+/// assert_eq!(thread.len(), 1);
+/// ```
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(from = "ThreadRepr")]
+pub struct Thread {
+    messages: Vec<Arc<Message>>,
+    // Derived from `messages`; rebuilt on deserialization rather than stored.
+    ids: HashSet<MessageId>,
+    children: BTreeMap<String, Thread>,
+    state: Option<WorkflowState>,
+}
+
+/// What a workflow remembers between runs of one conversation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowState {
+    /// How many of the thread's own messages the workflow has already taken
+    /// in; later ones are new input.
+    pub consumed: usize,
+    /// Messages still waiting in each participant's inbox.
+    pub pending: BTreeMap<String, Vec<Arc<Message>>>,
+    /// Turns taken so far, over every run of this conversation.
+    pub turns: u64,
+    /// The participant that spoke last.
+    pub last_speaker: Option<String>,
+    /// Scheduler-specific state (graph frontier, preset cursors), as text.
+    pub data: BTreeMap<String, String>,
+}
+
+impl Thread {
+    /// An empty thread.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A thread holding `messages` in order (duplicates by id are skipped).
+    pub fn from_messages(messages: impl IntoIterator<Item = Message>) -> Self {
+        let mut t = Self::new();
+        for m in messages {
+            t.push(m);
+        }
+        t
+    }
+
+    /// Appends a message unless one with the same id is already here.
+    /// Returns whether it was added.
+    pub fn push(&mut self, message: Message) -> bool {
+        self.push_shared(Arc::new(message))
+    }
+
+    /// Appends a shared message unless one with the same id is already here.
+    /// Returns whether it was added.
+    pub fn push_shared(&mut self, message: Arc<Message>) -> bool {
+        if self.ids.insert(message.id) {
+            self.messages.push(message);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Whether a message with this id is in the thread.
+    pub fn contains(&self, id: MessageId) -> bool {
+        self.ids.contains(&id)
+    }
+
+    /// The messages, oldest first.
+    pub fn messages(&self) -> &[Arc<Message>] {
+        &self.messages
+    }
+
+    /// The newest message.
+    pub fn last(&self) -> Option<&Arc<Message>> {
+        self.messages.last()
+    }
+
+    /// Number of messages (children not counted).
+    pub fn len(&self) -> usize {
+        self.messages.len()
+    }
+
+    /// Whether the thread holds no message.
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty()
+    }
+
+    /// Child threads by participant (or shared group) name.
+    pub fn children(&self) -> &BTreeMap<String, Thread> {
+        &self.children
+    }
+
+    /// The child thread of one participant.
+    pub fn child(&self, name: &str) -> Option<&Thread> {
+        self.children.get(name)
+    }
+
+    /// Mutable access to the child threads.
+    pub fn children_mut(&mut self) -> &mut BTreeMap<String, Thread> {
+        &mut self.children
+    }
+
+    /// The workflow state, if a workflow ran on this thread.
+    pub fn state(&self) -> Option<&WorkflowState> {
+        self.state.as_ref()
+    }
+
+    /// Mutable access to the workflow state.
+    pub fn state_mut(&mut self) -> &mut Option<WorkflowState> {
+        &mut self.state
+    }
+
+    /// Appends every message of `messages` (skipping known ids); returns how
+    /// many were added.
+    pub fn extend_shared(&mut self, messages: impl IntoIterator<Item = Arc<Message>>) -> usize {
+        messages
+            .into_iter()
+            .map(|m| self.push_shared(m) as usize)
+            .sum()
+    }
+}
+
+impl PartialEq for Thread {
+    fn eq(&self, other: &Self) -> bool {
+        self.messages == other.messages
+            && self.children == other.children
+            && self.state == other.state
+    }
+}
+
+/// The stored form of a thread: the id set is derived, so it is not stored.
+#[derive(Deserialize)]
+struct ThreadRepr {
+    messages: Vec<Arc<Message>>,
+    children: BTreeMap<String, Thread>,
+    state: Option<WorkflowState>,
+}
+
+/// Borrowed twin of [`ThreadRepr`], so serializing never clones a thread.
+#[derive(Serialize)]
+struct ThreadReprRef<'a> {
+    messages: &'a [Arc<Message>],
+    children: &'a BTreeMap<String, Thread>,
+    state: &'a Option<WorkflowState>,
+}
+
+impl From<ThreadRepr> for Thread {
+    fn from(r: ThreadRepr) -> Self {
+        let mut t = Thread {
+            messages: Vec::with_capacity(r.messages.len()),
+            ids: HashSet::with_capacity(r.messages.len()),
+            children: r.children,
+            state: r.state,
+        };
+        t.extend_shared(r.messages);
+        t
+    }
+}
+
+impl Serialize for Thread {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        ThreadReprRef {
+            messages: &self.messages,
+            children: &self.children,
+            state: &self.state,
+        }
+        .serialize(s)
+    }
+}
+
+impl From<Vec<Message>> for Thread {
+    fn from(v: Vec<Message>) -> Self {
+        Thread::from_messages(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_enters_once() {
+        let m = Message::user("x");
+        let mut t = Thread::new();
+        assert!(t.push(m.clone()));
+        assert!(!t.push(m.clone()));
+        assert_eq!(t.len(), 1);
+        assert!(t.contains(m.id));
+    }
+
+    #[test]
+    fn json_round_trip_rebuilds_ids() {
+        let mut t = Thread::from_messages([Message::user("a"), Message::text("b", "c")]);
+        t.children_mut()
+            .insert("b".into(), Thread::from_messages([Message::user("z")]));
+        *t.state_mut() = Some(WorkflowState {
+            consumed: 2,
+            ..Default::default()
+        });
+        let json = serde_json::to_string(&t).unwrap();
+        let back: Thread = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, t);
+        let first = back.messages()[0].as_ref().clone();
+        let mut back = back;
+        assert!(!back.push(first));
+    }
+}

@@ -1,0 +1,106 @@
+//! The actor hosting one participant of a run.
+//!
+//! It never awaits an agent's turn in its handler: the turn runs as a task
+//! and reports back, so the actor stays responsive. A turn's end goes
+//! straight to the run's supervisor; a panic comes back here and fails this
+//! actor, so the supervisor learns of it through ractor's supervision.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::FutureExt;
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use tokio_util::sync::CancellationToken;
+
+use super::run_actor::{RunMsg, TurnOutcome};
+use crate::agent::Agent;
+use crate::context::RunContext;
+use crate::thread::Thread;
+
+/// Messages an agent actor handles.
+pub(crate) enum AgentMsg {
+    /// Take a turn over this thread.
+    Turn {
+        thread: Arc<Thread>,
+        ctx: RunContext,
+    },
+    /// The turn task caught a panic; the actor fails with it.
+    Panicked(String),
+}
+
+crate::local_message!(AgentMsg);
+
+pub(crate) struct AgentActor;
+
+pub(crate) struct AgentArgs {
+    pub(crate) index: usize,
+    pub(crate) agent: Arc<dyn Agent>,
+    pub(crate) run: ActorRef<RunMsg>,
+    /// Cancelled when the run's turns must end now (cancel, timeout, failure).
+    pub(crate) turns: CancellationToken,
+}
+
+impl Actor for AgentActor {
+    type Msg = AgentMsg;
+    type State = AgentArgs;
+    type Arguments = AgentArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<AgentMsg>,
+        args: AgentArgs,
+    ) -> Result<AgentArgs, ActorProcessingErr> {
+        Ok(args)
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<AgentMsg>,
+        message: AgentMsg,
+        state: &mut AgentArgs,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            AgentMsg::Turn { thread, ctx } => {
+                let agent = state.agent.clone();
+                let run = state.run.clone();
+                let turns = state.turns.clone();
+                let index = state.index;
+                tokio::spawn(async move {
+                    let started = Instant::now();
+                    let turn = AssertUnwindSafe(agent.run(thread, ctx)).catch_unwind();
+                    let outcome = tokio::select! {
+                        biased;
+                        _ = turns.cancelled() => TurnOutcome::Cancelled,
+                        r = turn => match r {
+                            Ok(Ok(reply)) => TurnOutcome::Done(reply),
+                            Ok(Err(e)) => TurnOutcome::Failed(e),
+                            Err(panic) => {
+                                let _ = myself.cast(AgentMsg::Panicked(panic_text(panic)));
+                                return;
+                            }
+                        },
+                    };
+                    // The run may be over already; then nobody needs the outcome.
+                    let _ = run.cast(RunMsg::TurnDone {
+                        index,
+                        outcome,
+                        elapsed: started.elapsed(),
+                    });
+                });
+                Ok(())
+            }
+            AgentMsg::Panicked(text) => Err(text.into()),
+        }
+    }
+}
+
+fn panic_text(panic: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-text payload".to_string()
+    }
+}

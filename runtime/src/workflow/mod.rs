@@ -1,0 +1,520 @@
+//! [`Workflow`]: agents composed under a router (and, with the graph
+//! module, a control-flow graph), run by a supervisor actor, and itself an
+//! [`Agent`].
+
+mod agent_actor;
+mod run_actor;
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use ractor::Actor;
+use tokio::sync::oneshot;
+use troupe_router::{Router, RouterBuilder};
+
+use crate::agent::{Agent, AgentError, Reply};
+use crate::context::{EventSink, EventStream, RunContext};
+use crate::error::{BuildError, RunError};
+use crate::event::Event;
+use crate::graph::{Graph, GraphError, GraphProblem, NodeInput};
+use crate::message::{Message, MessageId, USER, Usage};
+use crate::retry::RetryPolicy;
+use crate::stop::{StopCondition, StopReason};
+use crate::thread::Thread;
+
+use run_actor::{RunActor, RunArgs};
+
+/// How a run ended (when it did not fail).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum RunStatus {
+    /// Nothing was left to do: no agent could run and nothing was in flight.
+    Completed,
+    /// A stop condition held.
+    Stopped(StopReason),
+    /// The run was cancelled through its context.
+    Cancelled,
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunStatus::Completed => f.write_str("completed"),
+            RunStatus::Stopped(r) => write!(f, "stopped ({r})"),
+            RunStatus::Cancelled => f.write_str("cancelled"),
+        }
+    }
+}
+
+/// What a run gives back.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// The updated thread: the conversation, a child thread per participant
+    /// and the state to continue from. Append a user message and run again
+    /// to carry on.
+    pub thread: Thread,
+    /// The last message of the last agent to run.
+    pub final_response: Option<Arc<Message>>,
+    /// Messages produced in this run, in order.
+    pub messages: Vec<Arc<Message>>,
+    /// How the run ended.
+    pub status: RunStatus,
+    /// Tokens spent in this run.
+    pub usage: Usage,
+    /// Agent turns taken in this run.
+    pub turns: u64,
+}
+
+impl RunResult {
+    /// The final response's text, or "" if no agent spoke.
+    pub fn final_text(&self) -> String {
+        self.final_response
+            .as_ref()
+            .map(|m| m.text_content().into_owned())
+            .unwrap_or_default()
+    }
+}
+
+/// The immutable description of a workflow, shared by all of its runs.
+pub(crate) struct Spec {
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) agents: Vec<Arc<dyn Agent>>,
+    pub(crate) names: Vec<Arc<str>>,
+    pub(crate) router: Router,
+    /// Participant index → thread slot.
+    pub(crate) slot_of: Vec<usize>,
+    /// Thread slot → key in the run thread's children.
+    pub(crate) slot_names: Vec<String>,
+    pub(crate) stop: Option<StopCondition>,
+    /// Retry policy by participant.
+    pub(crate) retries: Vec<Option<RetryPolicy>>,
+    /// What each participant receives of its predecessors (graph mode).
+    pub(crate) inputs: Vec<NodeInput>,
+    /// The control-flow graph, if any.
+    pub(crate) graph: Option<Graph>,
+    /// Graph without a router: messages travel along the transitions taken.
+    pub(crate) edge_delivery: bool,
+}
+
+/// Agents composed into one agent.
+///
+/// Built from participants and a router (see [`WorkflowBuilder`]). A run is a
+/// supervisor actor with one linked actor per participant: every agent runs
+/// whenever its inbox holds a full batch (or a partial one after its max
+/// wait), its messages are routed to the inboxes that accept them, and the
+/// run ends when nothing can run and nothing is in flight, when the stop
+/// condition holds, or on cancellation.
+///
+/// One `Workflow` value serves any number of concurrent runs; runs keep all
+/// their state in the [`Thread`] they return.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use troupe_runtime::{FnAgent, Message, Router, RunContext, Thread, Workflow};
+///
+/// let upper = FnAgent::sync("upper", |t: &Thread| {
+///     Ok(t.last().map(|m| m.text_content().to_uppercase()).unwrap_or_default())
+/// });
+/// let exclaim = FnAgent::sync("exclaim", |t: &Thread| {
+///     Ok(format!("{}!", t.last().map(|m| m.text_content().into_owned()).unwrap_or_default()))
+/// });
+/// let workflow = Workflow::builder()
+///     .name("shouter")
+///     .participant(upper)
+///     .participant(exclaim)
+///     .router(
+///         Router::builder()
+///             .add_route("user", "upper")
+///             .add_route("upper", "exclaim")
+///             .output("exclaim"),
+///     )
+///     .build()?;
+/// let result = workflow.run(Thread::from_messages([Message::user("hi")]), &RunContext::new()).await?;
+/// assert_eq!(result.final_text(), "HI!");
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Workflow {
+    spec: Arc<Spec>,
+}
+
+impl fmt::Debug for Workflow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Workflow")
+            .field("name", &self.spec.name)
+            .field("participants", &self.spec.names)
+            .field("stop", &self.spec.stop)
+            .finish()
+    }
+}
+
+impl Workflow {
+    /// Starts describing a workflow.
+    pub fn builder() -> WorkflowBuilder {
+        WorkflowBuilder::default()
+    }
+
+    /// The workflow's name.
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// The participants' names, in order.
+    pub fn participants(&self) -> impl Iterator<Item = &str> {
+        self.spec.names.iter().map(|n| &**n)
+    }
+
+    /// The router's warnings (routes that can cascade without end).
+    pub fn warnings(&self) -> Vec<String> {
+        self.spec
+            .router
+            .warnings()
+            .iter()
+            .map(|w| w.to_string())
+            .collect()
+    }
+
+    /// Runs the workflow over `thread` until it completes, stops or is
+    /// cancelled. Messages of the thread the workflow has not seen yet (all
+    /// of them, the first time) are its input.
+    pub async fn run(
+        &self,
+        thread: impl Into<Thread>,
+        ctx: &RunContext,
+    ) -> Result<RunResult, RunError> {
+        self.execute(thread.into(), ctx.child(&self.spec.name)).await
+    }
+
+    /// Runs the workflow on one user message.
+    pub async fn run_task(
+        &self,
+        task: impl Into<String>,
+        ctx: &RunContext,
+    ) -> Result<RunResult, RunError> {
+        self.run(Thread::from_messages([Message::user(task)]), ctx)
+            .await
+    }
+
+    /// Runs the workflow in the background, streaming its events live.
+    pub fn run_stream(&self, thread: impl Into<Thread>, ctx: &RunContext) -> RunStream {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let sink = match ctx.sink() {
+            EventSink::None => EventSink::Channel(tx),
+            other => EventSink::Many(vec![other.clone(), EventSink::Channel(tx)]),
+        };
+        let ctx = ctx.with_events(sink);
+        let workflow = self.clone();
+        let thread = thread.into();
+        let handle = tokio::spawn(async move { workflow.run(thread, &ctx).await });
+        RunStream {
+            events: EventStream::from_receiver(rx),
+            handle,
+        }
+    }
+
+    /// Runs with `ctx` already carrying this run's path.
+    async fn execute(&self, thread: Thread, ctx: RunContext) -> Result<RunResult, RunError> {
+        let (tx, rx) = oneshot::channel();
+        let run_path = ctx.path().to_string();
+        // If the caller stops awaiting, the run must not go on unseen.
+        let guard = ctx.cancellation().clone().drop_guard();
+        let args = RunArgs {
+            spec: self.spec.clone(),
+            thread,
+            ctx,
+            reply: tx,
+        };
+        let spawned = Actor::spawn(None, RunActor, args).await;
+        let result = match spawned {
+            Ok(_) => rx.await.unwrap_or_else(|_| {
+                Err(RunError::Runtime {
+                    workflow: run_path,
+                    reason: "the run's supervisor stopped without a result".into(),
+                })
+            }),
+            Err(e) => Err(RunError::Runtime {
+                workflow: run_path,
+                reason: format!("cannot start the run's supervisor: {e}"),
+            }),
+        };
+        guard.disarm();
+        result
+    }
+}
+
+/// A run in the background with its live events.
+#[derive(Debug)]
+pub struct RunStream {
+    events: EventStream,
+    handle: tokio::task::JoinHandle<Result<RunResult, RunError>>,
+}
+
+impl RunStream {
+    /// The next event; `None` once the run is over and every event was read.
+    pub async fn next(&mut self) -> Option<Event> {
+        self.events.next().await
+    }
+
+    /// Waits for the run's result (events not read yet are dropped).
+    pub async fn result(self) -> Result<RunResult, RunError> {
+        self.handle.await.unwrap_or_else(|e| {
+            Err(RunError::Runtime {
+                workflow: String::new(),
+                reason: format!("the run's task ended abnormally: {e}"),
+            })
+        })
+    }
+}
+
+#[async_trait]
+impl Agent for Workflow {
+    fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    fn description(&self) -> &str {
+        &self.spec.description
+    }
+
+    /// Runs the workflow as one turn of an outer workflow: the reply is the
+    /// inner final response (as a message of this workflow's name, its usage
+    /// the whole inner run's), and the inner state is kept in the thread.
+    async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
+        // The outer run keeps its own reference so nothing is lost if this
+        // turn is cancelled; the inner run works on a copy.
+        let working = Arc::try_unwrap(thread).unwrap_or_else(|shared| (*shared).clone());
+        let result = self
+            .execute(working, ctx)
+            .await
+            .map_err(|e| AgentError::Workflow(Box::new(e)))?;
+        let mut thread = result.thread;
+        let mut messages = Vec::new();
+        if let Some(last) = result.final_response {
+            let mut reply = (*last).clone();
+            reply.id = MessageId::new();
+            reply.source = Arc::from(self.spec.name.as_str());
+            reply.usage = Some(result.usage);
+            reply
+                .metadata
+                .insert("inner_source".into(), last.source.to_string());
+            // Recorded as already seen, so the next inner run does not take
+            // its own answer for new input.
+            thread.push(reply.clone());
+            let len = thread.len();
+            if let Some(state) = thread.state_mut() {
+                state.consumed = len;
+            }
+            messages.push(reply);
+        }
+        Ok(Reply {
+            messages,
+            thread: Some(thread),
+        })
+    }
+}
+
+/// Describes a [`Workflow`]: participants, router, shared threads, stop
+/// condition.
+#[derive(Default)]
+pub struct WorkflowBuilder {
+    name: Option<String>,
+    description: String,
+    agents: Vec<Arc<dyn Agent>>,
+    router: Option<RouterBuilder>,
+    groups: Vec<(String, Vec<String>)>,
+    stop: Option<StopCondition>,
+    graph: Option<Graph>,
+    retries: Vec<(String, RetryPolicy)>,
+}
+
+impl fmt::Debug for WorkflowBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkflowBuilder")
+            .field("name", &self.name)
+            .field("participants", &self.agents.len())
+            .finish()
+    }
+}
+
+impl WorkflowBuilder {
+    /// Names the workflow (default `workflow`); the name is its path in
+    /// events and its name as a participant of another workflow.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Describes the workflow (for selectors and tool descriptions).
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// Adds a participant.
+    pub fn participant(mut self, agent: impl Agent) -> Self {
+        self.agents.push(Arc::new(agent));
+        self
+    }
+
+    /// Adds a shared participant.
+    pub fn participant_arc(mut self, agent: Arc<dyn Agent>) -> Self {
+        self.agents.push(agent);
+        self
+    }
+
+    /// Adds several shared participants.
+    pub fn participants(mut self, agents: impl IntoIterator<Item = Arc<dyn Agent>>) -> Self {
+        self.agents.extend(agents);
+        self
+    }
+
+    /// Sets the router; without one every message reaches every other
+    /// participant.
+    pub fn router(mut self, router: RouterBuilder) -> Self {
+        self.router = Some(router);
+        self
+    }
+
+    /// Makes `members` share one thread named `group`: a message enters it
+    /// once however many members receive it.
+    pub fn shared_thread<S: Into<String>>(
+        mut self,
+        group: impl Into<String>,
+        members: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.groups.push((
+            group.into(),
+            members.into_iter().map(Into::into).collect(),
+        ));
+        self
+    }
+
+    /// Sets the stop condition.
+    pub fn stop_condition(mut self, stop: StopCondition) -> Self {
+        self.stop = Some(stop);
+        self
+    }
+
+    /// Runs the workflow along a control-flow graph: the graph's nodes are
+    /// the participants and decide who runs; the router, if one is set too,
+    /// decides what each inbox receives (without one, messages travel along
+    /// the transitions taken).
+    pub fn graph(mut self, graph: Graph) -> Self {
+        self.graph = Some(graph);
+        self
+    }
+
+    /// Retries the failed turns of participant `name`.
+    pub fn retry(mut self, name: impl Into<String>, policy: RetryPolicy) -> Self {
+        self.retries.push((name.into(), policy));
+        self
+    }
+
+    /// Checks that the parts fit and builds the workflow.
+    pub fn build(mut self) -> Result<Workflow, BuildError> {
+        let name = self.name.unwrap_or_else(|| "workflow".into());
+        if let Some(graph) = &self.graph {
+            if !self.agents.is_empty() {
+                return Err(BuildError::GraphAndParticipants(name));
+            }
+            self.agents = graph.agents.clone();
+            if self.stop.is_none() && graph.max_supersteps.is_none() {
+                if let Some(cycle) = graph.endless_cycles.first() {
+                    return Err(BuildError::Graph(GraphError {
+                        problems: vec![GraphProblem::CycleWithoutExit(cycle.clone())],
+                    }));
+                }
+            }
+        }
+        if self.agents.is_empty() {
+            return Err(BuildError::NoParticipants(name));
+        }
+        let names: Vec<Arc<str>> = self.agents.iter().map(|a| Arc::from(a.name())).collect();
+        let mut seen = HashSet::new();
+        for n in &names {
+            if &**n == USER {
+                return Err(BuildError::ReservedName(n.to_string()));
+            }
+            if !seen.insert(n.clone()) {
+                return Err(BuildError::DuplicateParticipant(n.to_string()));
+            }
+        }
+        let edge_delivery = self.graph.is_some() && self.router.is_none();
+        // Without a router every message reaches every other participant
+        // (or, with a graph, travels along transitions), and whatever an
+        // agent says is a possible result of the workflow.
+        let router = match self.router {
+            Some(r) if self.graph.is_none() => r,
+            Some(r) => names.iter().fold(r, |b, n| b.output(n.to_string())),
+            None => names
+                .iter()
+                .fold(RouterBuilder::default(), |b, n| b.output(n.to_string())),
+        };
+        let router = router.build(&names.iter().map(|n| &**n).collect::<Vec<_>>())?;
+
+        let mut retries: Vec<Option<RetryPolicy>> = match &self.graph {
+            Some(g) => g.retries.clone(),
+            None => vec![None; names.len()],
+        };
+        for (agent, policy) in self.retries {
+            let Some(i) = names.iter().position(|n| **n == *agent) else {
+                return Err(BuildError::UnknownParticipant {
+                    option: "retry".into(),
+                    agent,
+                });
+            };
+            retries[i] = Some(policy);
+        }
+        let inputs = match &self.graph {
+            Some(g) => g.inputs.clone(),
+            None => vec![NodeInput::Messages; names.len()],
+        };
+
+        // Every participant has its own slot unless a shared group joins them.
+        let mut slot_names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let mut slot_of: Vec<usize> = (0..names.len()).collect();
+        let mut group_of: BTreeMap<usize, String> = BTreeMap::new();
+        for (group, members) in &self.groups {
+            if slot_names.iter().any(|s| s == group) {
+                return Err(BuildError::GroupNameTaken(group.clone()));
+            }
+            let slot = slot_names.len();
+            slot_names.push(group.clone());
+            for m in members {
+                let Some(i) = names.iter().position(|n| **n == **m) else {
+                    return Err(BuildError::UnknownGroupMember {
+                        group: group.clone(),
+                        agent: m.clone(),
+                    });
+                };
+                if let Some(first) = group_of.insert(i, group.clone()) {
+                    return Err(BuildError::AgentInTwoGroups {
+                        agent: m.clone(),
+                        first,
+                        second: group.clone(),
+                    });
+                }
+                slot_of[i] = slot;
+            }
+        }
+        Ok(Workflow {
+            spec: Arc::new(Spec {
+                name,
+                description: self.description,
+                agents: self.agents,
+                names,
+                router,
+                slot_of,
+                slot_names,
+                stop: self.stop,
+                retries,
+                inputs,
+                graph: self.graph,
+                edge_delivery,
+            }),
+        })
+    }
+}
