@@ -83,7 +83,10 @@ fn turn(c: &mut Criterion) {
         let check = rt
             .block_on(rally.run_task("serve", &RunContext::new()))
             .expect("the rally runs");
-        assert_eq!(check.turns, turns, "the stop condition must cut at exactly {turns} turns");
+        assert_eq!(
+            check.turns, turns,
+            "the stop condition must cut at exactly {turns} turns"
+        );
         group.throughput(Throughput::Elements(turns));
         group.bench_with_input(BenchmarkId::new("ping_pong", turns), &rally, |b, rally| {
             b.to_async(&rt).iter(|| async {
@@ -146,7 +149,11 @@ fn router_only(c: &mut Criterion) {
         .block_on(ring.run_task("start", &RunContext::new()))
         .expect("the ring runs");
     assert_eq!(check.status, RunStatus::Completed);
-    assert_eq!(check.messages.len(), RING * HOPS, "exactly 100,000 messages");
+    assert_eq!(
+        check.messages.len(),
+        RING * HOPS,
+        "exactly 100,000 messages"
+    );
     assert_eq!(check.turns as usize, RING * (HOPS + 1));
 
     let mut group = c.benchmark_group("router_only");
@@ -172,10 +179,15 @@ fn fan(n: usize) -> Workflow {
     let mut builder = Workflow::builder().name("fan");
     for i in 0..n {
         let name = format!("agent-{i}");
-        router = router.add_route("user", name.as_str()).output(name.as_str());
+        router = router
+            .add_route("user", name.as_str())
+            .output(name.as_str());
         builder = builder.participant(FnAgent::sync(name, |_: &Thread| Ok("done")));
     }
-    builder.router(router).build().expect("a valid fan workflow")
+    builder
+        .router(router)
+        .build()
+        .expect("a valid fan workflow")
 }
 
 fn spawn(c: &mut Criterion) {

@@ -28,7 +28,9 @@ pub enum BuildError {
         agent: String,
     },
     /// An agent was put in two shared threads.
-    #[error("'{agent}' is in two shared threads ('{first}' and '{second}'): an agent has one thread")]
+    #[error(
+        "'{agent}' is in two shared threads ('{first}' and '{second}'): an agent has one thread"
+    )]
     AgentInTwoGroups {
         /// The agent.
         agent: String,

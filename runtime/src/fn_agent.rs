@@ -53,10 +53,11 @@ impl FnAgent {
         Fut: Future<Output = Result<R, AgentError>> + Send + 'static,
         R: Into<Reply>,
     {
-        let body = move |t: Arc<Thread>, c: RunContext| -> BoxFuture<'static, Result<Reply, AgentError>> {
-            let fut = body(t, c);
-            Box::pin(async move { fut.await.map(Into::into) })
-        };
+        let body =
+            move |t: Arc<Thread>, c: RunContext| -> BoxFuture<'static, Result<Reply, AgentError>> {
+                let fut = body(t, c);
+                Box::pin(async move { fut.await.map(Into::into) })
+            };
         FnAgent {
             name: name.into(),
             description: String::new(),

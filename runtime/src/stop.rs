@@ -301,7 +301,10 @@ impl fmt::Display for StopReason {
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Trigger<'a> {
     /// A message entered the run; `produced` is false for inputs.
-    Message { message: &'a Message, produced: bool },
+    Message {
+        message: &'a Message,
+        produced: bool,
+    },
     /// A turn ended.
     Turn,
     /// The run has lasted its shortest timeout.
@@ -505,18 +508,23 @@ mod tests {
 
     #[test]
     fn all_latches_each_part() {
-        let mut t = StopTracker::new(
-            StopCondition::text_mention("X") & StopCondition::source_match(["c"]),
-        );
+        let mut t =
+            StopTracker::new(StopCondition::text_mention("X") & StopCondition::source_match(["c"]));
         assert!(t.observe(produced(&Message::text("a", "X"))).is_none());
-        assert!(t.observe(produced(&Message::text("b", "nothing"))).is_none());
+        assert!(
+            t.observe(produced(&Message::text("b", "nothing")))
+                .is_none()
+        );
         assert!(t.observe(produced(&Message::text("c", "hello"))).is_some());
     }
 
     #[test]
     fn handoff_tokens_turns_external() {
         let mut t = StopTracker::new(StopCondition::handoff("user"));
-        assert!(t.observe(produced(&Message::handoff("a", "b", ""))).is_none());
+        assert!(
+            t.observe(produced(&Message::handoff("a", "b", "")))
+                .is_none()
+        );
         assert!(
             t.observe(produced(&Message::handoff("a", "user", "")))
                 .is_some()
@@ -537,17 +545,16 @@ mod tests {
         let mut t = StopTracker::new(StopCondition::external(&h) | StopCondition::max_turns(9));
         assert!(t.observe(Trigger::External).is_none());
         h.stop();
-        assert_eq!(
-            t.observe(Trigger::External).unwrap().condition,
-            "external"
-        );
+        assert_eq!(t.observe(Trigger::External).unwrap().condition, "external");
     }
 
     #[test]
     fn operators_flatten_and_display() {
-        let c = StopCondition::max_turns(1) | StopCondition::max_turns(2) | StopCondition::max_turns(3);
+        let c =
+            StopCondition::max_turns(1) | StopCondition::max_turns(2) | StopCondition::max_turns(3);
         assert!(matches!(&c, StopCondition::Any(v) if v.len() == 3));
-        let d = (StopCondition::max_turns(1) | StopCondition::max_turns(2)) & StopCondition::handoff("u");
+        let d = (StopCondition::max_turns(1) | StopCondition::max_turns(2))
+            & StopCondition::handoff("u");
         assert_eq!(d.to_string(), "(max_turns(1) | max_turns(2)) & handoff(u)");
         assert!(StopCondition::timeout_str("nope").is_err());
         assert_eq!(

@@ -26,9 +26,15 @@ async fn guard<T>(f: impl std::future::Future<Output = T>) -> T {
 fn pipeline() -> Workflow {
     Workflow::builder()
         .name("pipe")
-        .participant(FnAgent::sync("a", |t: &Thread| Ok(format!("{}>a", last_text(t)))))
-        .participant(FnAgent::sync("b", |t: &Thread| Ok(format!("{}>b", last_text(t)))))
-        .participant(FnAgent::sync("c", |t: &Thread| Ok(format!("{}>c", last_text(t)))))
+        .participant(FnAgent::sync("a", |t: &Thread| {
+            Ok(format!("{}>a", last_text(t)))
+        }))
+        .participant(FnAgent::sync("b", |t: &Thread| {
+            Ok(format!("{}>b", last_text(t)))
+        }))
+        .participant(FnAgent::sync("c", |t: &Thread| {
+            Ok(format!("{}>c", last_text(t)))
+        }))
         .router(
             Router::builder()
                 .add_route("user", "a")
@@ -71,11 +77,11 @@ async fn batches_wait_for_a_full_batch_then_flush_at_quiescence() {
     });
     let wf = Workflow::builder()
         .participant(collector)
-        .router(Router::builder().add_route_with(
-            "user",
-            "collect",
-            InboxConfig::new().batch_size(3),
-        ).output("collect"))
+        .router(
+            Router::builder()
+                .add_route_with("user", "collect", InboxConfig::new().batch_size(3))
+                .output("collect"),
+        )
         .build()
         .unwrap();
     let input: Vec<Message> = (0..7).map(|i| Message::user(format!("m{i}"))).collect();
@@ -92,22 +98,25 @@ async fn batches_wait_for_a_full_batch_then_flush_at_quiescence() {
 async fn expired_messages_are_dropped_and_reported() {
     let (ctx, mut events) = RunContext::stream();
     let wf = Workflow::builder()
-        .participant(FnAgent::sync("late", |t: &Thread| Ok(format!("saw {}", t.len()))))
-        .router(Router::builder().add_route_with(
-            "user",
-            "late",
-            InboxConfig::new().ttl(Duration::from_secs(60)),
-        ).output("late"))
+        .participant(FnAgent::sync("late", |t: &Thread| {
+            Ok(format!("saw {}", t.len()))
+        }))
+        .router(
+            Router::builder()
+                .add_route_with(
+                    "user",
+                    "late",
+                    InboxConfig::new().ttl(Duration::from_secs(60)),
+                )
+                .output("late"),
+        )
         .build()
         .unwrap();
     let mut old = Message::user("stale");
     old.created_at -= Duration::from_secs(3600);
-    let r = guard(wf.run(
-        Thread::from_messages([old, Message::user("fresh")]),
-        &ctx,
-    ))
-    .await
-    .unwrap();
+    let r = guard(wf.run(Thread::from_messages([old, Message::user("fresh")]), &ctx))
+        .await
+        .unwrap();
     assert_eq!(r.final_text(), "saw 1"); // only the fresh message reached it
     let dropped: Vec<_> = events
         .drain_ready()
@@ -122,9 +131,10 @@ async fn a_panicking_agent_fails_the_run_naming_it_and_keeps_the_thread() {
     let wf = Workflow::builder()
         .name("team")
         .participant(FnAgent::sync("fine", |_: &Thread| Ok("first")))
-        .participant(FnAgent::sync("boom", |_: &Thread| -> Result<String, AgentError> {
-            panic!("kaboom")
-        }))
+        .participant(FnAgent::sync(
+            "boom",
+            |_: &Thread| -> Result<String, AgentError> { panic!("kaboom") },
+        ))
         .router(
             Router::builder()
                 .add_route("user", "fine")
@@ -153,9 +163,10 @@ async fn a_panicking_agent_fails_the_run_naming_it_and_keeps_the_thread() {
 async fn an_agent_error_fails_the_run_naming_it() {
     let wf = Workflow::builder()
         .name("team")
-        .participant(FnAgent::sync("bad", |_: &Thread| -> Result<String, AgentError> {
-            Err(AgentError::failed("no such file"))
-        }))
+        .participant(FnAgent::sync(
+            "bad",
+            |_: &Thread| -> Result<String, AgentError> { Err(AgentError::failed("no such file")) },
+        ))
         .build()
         .unwrap();
     let err = guard(wf.run_task("go", &RunContext::new()))
@@ -192,7 +203,11 @@ async fn cancelling_during_a_long_turn_returns_promptly() {
     });
     let started = std::time::Instant::now();
     let r = guard(wf.run_task("go", &ctx)).await.unwrap();
-    assert!(started.elapsed() < Duration::from_millis(500), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(r.status, RunStatus::Cancelled);
     // Consistent: the completed turn is there, the cancelled one left nothing.
     let texts: Vec<_> = r
@@ -321,10 +336,12 @@ async fn an_external_stop_ends_the_run() {
 async fn token_budget_counts_usage() {
     let wf = Workflow::builder()
         .participant(FnAgent::sync("spender", |_: &Thread| {
-            Ok(Message::text("", "costly").with_usage(troupe_runtime::Usage {
-                prompt_tokens: 40,
-                completion_tokens: 10,
-            }))
+            Ok(
+                Message::text("", "costly").with_usage(troupe_runtime::Usage {
+                    prompt_tokens: 40,
+                    completion_tokens: 10,
+                }),
+            )
         }))
         .participant(FnAgent::sync("other", |_: &Thread| Ok("free")))
         .stop_condition(StopCondition::token_budget(120))
@@ -360,8 +377,12 @@ async fn running_again_continues_the_conversation() {
 async fn a_shared_thread_receives_each_message_once() {
     let wf = Workflow::builder()
         .participant(FnAgent::sync("a", |_: &Thread| Ok("from a")))
-        .participant(FnAgent::sync("b", |t: &Thread| Ok(format!("b saw {}", t.len()))))
-        .participant(FnAgent::sync("c", |t: &Thread| Ok(format!("c saw {}", t.len()))))
+        .participant(FnAgent::sync("b", |t: &Thread| {
+            Ok(format!("b saw {}", t.len()))
+        }))
+        .participant(FnAgent::sync("c", |t: &Thread| {
+            Ok(format!("c saw {}", t.len()))
+        }))
         .router(
             Router::builder()
                 .add_route("user", "a")
@@ -399,7 +420,10 @@ async fn a_shared_thread_receives_each_message_once() {
         .iter()
         .filter(|m| &*m.source == "a")
         .count();
-    assert_eq!(from_a, 1, "a's message reached b and c but enters their shared thread once");
+    assert_eq!(
+        from_a, 1,
+        "a's message reached b and c but enters their shared thread once"
+    );
     assert_eq!(shared.len(), 3);
     assert!(r.thread.child("b").is_none());
 }
@@ -443,7 +467,10 @@ async fn workflows_nest_three_levels_with_paths_in_events() {
         paths.contains(&"level2/level1/level0/worker0".to_string()),
         "{paths:?}"
     );
-    assert!(paths.contains(&"level2/level1/worker1".to_string()), "{paths:?}");
+    assert!(
+        paths.contains(&"level2/level1/worker1".to_string()),
+        "{paths:?}"
+    );
     // The inner state lives in the outer thread: level1's child holds level0's.
     let l1 = r.thread.child("level1").unwrap();
     assert!(l1.child("level0").unwrap().child("worker0").is_some());
@@ -481,7 +508,10 @@ async fn one_workflow_serves_a_hundred_concurrent_runs() {
 
 #[tokio::test]
 async fn run_stream_yields_events_live_and_the_result() {
-    let mut stream = pipeline().run_stream(Thread::from_messages([Message::user("s")]), &RunContext::new());
+    let mut stream = pipeline().run_stream(
+        Thread::from_messages([Message::user("s")]),
+        &RunContext::new(),
+    );
     let mut kinds = Vec::new();
     while let Some(e) = guard(stream.next()).await {
         kinds.push(match e {
@@ -491,7 +521,10 @@ async fn run_stream_yields_events_live_and_the_result() {
             _ => continue,
         });
     }
-    assert_eq!(kinds, ["start", "produced", "produced", "produced", "finish"]);
+    assert_eq!(
+        kinds,
+        ["start", "produced", "produced", "produced", "finish"]
+    );
     assert_eq!(stream.result().await.unwrap().final_text(), "s>a>b>c");
 }
 

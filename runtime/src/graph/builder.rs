@@ -142,7 +142,10 @@ pub struct GraphBuilder {
 impl fmt::Debug for GraphBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GraphBuilder")
-            .field("nodes", &self.agents.iter().map(|a| a.name()).collect::<Vec<_>>())
+            .field(
+                "nodes",
+                &self.agents.iter().map(|a| a.name()).collect::<Vec<_>>(),
+            )
             .field("edges", &self.edges.len())
             .finish()
     }

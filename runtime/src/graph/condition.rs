@@ -5,6 +5,9 @@ use std::sync::Arc;
 
 use crate::message::{Content, Message};
 
+/// A closure judging the messages of one turn.
+pub type TurnPredicate = Arc<dyn Fn(&[Arc<Message>]) -> bool + Send + Sync>;
+
 /// A predicate on the messages a node produced in one turn.
 ///
 /// Text, regex, field and handoff conditions look at the node's response
@@ -47,7 +50,7 @@ pub enum Condition {
     /// The turn called this tool.
     ToolCalled(String),
     /// A named closure over the turn's messages.
-    Fn(String, Arc<dyn Fn(&[Arc<Message>]) -> bool + Send + Sync>),
+    Fn(String, TurnPredicate),
     /// Any of these holds.
     Any(Vec<Condition>),
     /// All of these hold.
@@ -131,7 +134,9 @@ impl Condition {
         match self {
             Condition::Always => true,
             Condition::Otherwise => false,
-            Condition::TextContains(t) => last.is_some_and(|m| m.text_content().contains(t.as_str())),
+            Condition::TextContains(t) => {
+                last.is_some_and(|m| m.text_content().contains(t.as_str()))
+            }
             Condition::Regex(r) => last.is_some_and(|m| r.is_match(&m.text_content())),
             Condition::HandoffTo(t) => last.is_some_and(|m| m.handoff_target() == Some(t.as_str())),
             Condition::SourceIs(s) => s == source,
@@ -176,7 +181,9 @@ impl fmt::Display for Condition {
             Condition::Regex(r) => write!(f, "regex({:?})", r.as_str()),
             Condition::HandoffTo(t) => write!(f, "handoff_to({t})"),
             Condition::SourceIs(s) => write!(f, "source_is({s})"),
-            Condition::FieldEquals { pointer, value } => write!(f, "field_equals({pointer} = {value})"),
+            Condition::FieldEquals { pointer, value } => {
+                write!(f, "field_equals({pointer} = {value})")
+            }
             Condition::ToolCalled(n) => write!(f, "tool_called({n})"),
             Condition::Fn(n, _) => write!(f, "fn({n})"),
             Condition::Any(v) => list(f, "any", v),
@@ -265,7 +272,10 @@ mod tests {
     fn combinators_nest() {
         let t = turn(vec![Message::text("qa", "REJECT: too long")]);
         let c = Condition::any([
-            Condition::all([Condition::text_contains("REJECT"), Condition::source_is("qa")]),
+            Condition::all([
+                Condition::text_contains("REJECT"),
+                Condition::source_is("qa"),
+            ]),
             Condition::text_contains("nope"),
         ]);
         assert!(c.evaluate("qa", &t));

@@ -162,7 +162,11 @@ impl Graph {
                 e.to,
                 e.condition,
                 if e.back { ",loop" } else { "" },
-                if e.back { format!(",{}", e.limit) } else { String::new() }
+                if e.back {
+                    format!(",{}", e.limit)
+                } else {
+                    String::new()
+                }
             ));
         }
         s.push_str(&format!(

@@ -84,7 +84,7 @@ impl Actor for AgentActor {
                     // The run may be over already; then nobody needs the outcome.
                     let _ = run.cast(RunMsg::TurnDone {
                         index,
-                        outcome,
+                        outcome: Box::new(outcome),
                         elapsed: started.elapsed(),
                     });
                 });

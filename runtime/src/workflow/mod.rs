@@ -185,7 +185,8 @@ impl Workflow {
         thread: impl Into<Thread>,
         ctx: &RunContext,
     ) -> Result<RunResult, RunError> {
-        self.execute(thread.into(), ctx.child(&self.spec.name)).await
+        self.execute(thread.into(), ctx.child(&self.spec.name))
+            .await
     }
 
     /// Runs the workflow on one user message.
@@ -385,10 +386,8 @@ impl WorkflowBuilder {
         group: impl Into<String>,
         members: impl IntoIterator<Item = S>,
     ) -> Self {
-        self.groups.push((
-            group.into(),
-            members.into_iter().map(Into::into).collect(),
-        ));
+        self.groups
+            .push((group.into(), members.into_iter().map(Into::into).collect()));
         self
     }
 
@@ -421,12 +420,13 @@ impl WorkflowBuilder {
                 return Err(BuildError::GraphAndParticipants(name));
             }
             self.agents = graph.agents.clone();
-            if self.stop.is_none() && graph.max_supersteps.is_none() {
-                if let Some(cycle) = graph.endless_cycles.first() {
-                    return Err(BuildError::Graph(GraphError {
-                        problems: vec![GraphProblem::CycleWithoutExit(cycle.clone())],
-                    }));
-                }
+            if self.stop.is_none()
+                && graph.max_supersteps.is_none()
+                && let Some(cycle) = graph.endless_cycles.first()
+            {
+                return Err(BuildError::Graph(GraphError {
+                    problems: vec![GraphProblem::CycleWithoutExit(cycle.clone())],
+                }));
             }
         }
         if self.agents.is_empty() {

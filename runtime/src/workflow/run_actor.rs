@@ -33,7 +33,8 @@ pub(crate) enum RunMsg {
     /// A participant's turn ended.
     TurnDone {
         index: usize,
-        outcome: TurnOutcome,
+        // Boxed: a reply is large and most messages of this enum are small.
+        outcome: Box<TurnOutcome>,
         elapsed: Duration,
     },
     /// A partial batch's max wait may have passed.
@@ -311,7 +312,7 @@ impl Actor for RunActor {
                 index,
                 outcome,
                 elapsed,
-            } => state.turn_done(index, outcome, elapsed, &myself),
+            } => state.turn_done(index, *outcome, elapsed, &myself),
             RunMsg::Wake { generation } => {
                 if generation == state.wake_generation {
                     state.wake_at = None;
@@ -370,10 +371,8 @@ impl Actor for RunActor {
             state.in_flight -= 1;
         }
         match failure {
-            Some(message) if was_running => {
-                if !state.retry_later(index, None, &message, &myself) {
-                    state.fail(Failure::Panicked { agent, message });
-                }
+            Some(message) if was_running && !state.retry_later(index, None, &message, &myself) => {
+                state.fail(Failure::Panicked { agent, message });
             }
             reason if was_running => state.fail(Failure::Lost {
                 agent,
@@ -590,7 +589,13 @@ impl RunState {
         self.pending_retry.push(index);
     }
 
-    fn turn_done(&mut self, index: usize, outcome: TurnOutcome, elapsed: Duration, myself: &ActorRef<RunMsg>) {
+    fn turn_done(
+        &mut self,
+        index: usize,
+        outcome: TurnOutcome,
+        elapsed: Duration,
+        myself: &ActorRef<RunMsg>,
+    ) {
         let part = &mut self.parts[index];
         if !part.running || part.backing_off {
             return;
@@ -619,7 +624,13 @@ impl RunState {
             elapsed_ms: elapsed.as_secs_f64() * 1e3,
         });
         match &mut self.graph {
-            Some(g) if self.spec.graph.as_ref().is_some_and(|g| g.scheduler == Scheduler::Supersteps) => {
+            Some(g)
+                if self
+                    .spec
+                    .graph
+                    .as_ref()
+                    .is_some_and(|g| g.scheduler == Scheduler::Supersteps) =>
+            {
                 // Applied at the barrier, in node order, so the superstep's
                 // outcome does not depend on which turn finished first.
                 g.buffered.push((index, reply));
@@ -702,7 +713,8 @@ impl RunState {
             if g.isolation[index] == Isolation::Inherit {
                 let parent = self.slots[self.spec.slot_of[index]].clone();
                 let child = self.spec.slot_of[to];
-                Arc::make_mut(&mut self.slots[child]).extend_shared(parent.messages().iter().cloned());
+                Arc::make_mut(&mut self.slots[child])
+                    .extend_shared(parent.messages().iter().cloned());
             }
             if self.spec.edge_delivery {
                 for m in produced {
@@ -719,7 +731,9 @@ impl RunState {
             return;
         }
         for index in std::mem::take(&mut self.pending_retry) {
-            if matches!(self.phase, Phase::Running | Phase::Stopping(_)) && !self.turns_token.is_cancelled() {
+            if matches!(self.phase, Phase::Running | Phase::Stopping(_))
+                && !self.turns_token.is_cancelled()
+            {
                 self.start_turn(index, Vec::new(), myself).await;
             }
         }
@@ -814,11 +828,11 @@ impl RunState {
                 if !matches!(self.phase, Phase::Running) || !run.cursor.has_next() {
                     return;
                 }
-                if let Some(limit) = g.max_supersteps {
-                    if run.cursor.superstep >= limit {
-                        self.fail(Failure::SuperstepLimit { limit });
-                        return;
-                    }
+                if let Some(limit) = g.max_supersteps
+                    && run.cursor.superstep >= limit
+                {
+                    self.fail(Failure::SuperstepLimit { limit });
+                    return;
                 }
                 run.cursor.superstep += 1;
                 let superstep = run.cursor.superstep;
@@ -869,7 +883,9 @@ impl RunState {
         self.wake_generation += 1;
         self.wake_at = Some(at);
         let generation = self.wake_generation;
-        let delay = at.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO);
+        let delay = at
+            .duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO);
         myself.send_after(delay, move || RunMsg::Wake { generation });
     }
 
@@ -907,10 +923,15 @@ impl RunState {
         let mut text = String::new();
         match mode {
             NodeInput::PriorOutputs => {
-                text.push_str("Prior outputs:\n");
+                // The layout cagent injects, so prompts written for it fit.
+                text.push_str("--- Prior Step Outputs ---\n\n");
                 for (step, m) in &last {
-                    text.push_str(&format!("[{step}]: {}\n", m.text_content()));
+                    text.push_str(&format!(
+                        "[{step} (agent: {step})]:\n{}\n\n",
+                        m.text_content()
+                    ));
                 }
+                text.push_str("--- End Prior Step Outputs ---");
             }
             _ => {
                 for (step, m) in &last {
@@ -927,10 +948,17 @@ impl RunState {
                 }
             }
         }
-        let kind = if mode == NodeInput::PriorOutputs { "prior_outputs" } else { "attachments" };
+        let kind = if mode == NodeInput::PriorOutputs {
+            "prior_outputs"
+        } else {
+            "attachments"
+        };
         vec![Arc::new(
-            Message::new(crate::message::USER, Content::Text(text.trim_end().to_string()))
-                .with_metadata("troupe.input", kind),
+            Message::new(
+                crate::message::USER,
+                Content::Text(text.trim_end().to_string()),
+            )
+            .with_metadata("troupe.input", kind),
         )]
     }
 
@@ -1089,12 +1117,11 @@ impl RunState {
         }
         // A graph that stopped midway continues where it was; one that ran
         // out of nodes starts afresh (loop counters too) next time.
-        if let Some(run) = &self.graph {
-            if run.cursor.has_next() {
-                if let Ok(text) = serde_json::to_string(&run.cursor) {
-                    state.data.insert(GRAPH_STATE.into(), text);
-                }
-            }
+        if let Some(run) = &self.graph
+            && run.cursor.has_next()
+            && let Ok(text) = serde_json::to_string(&run.cursor)
+        {
+            state.data.insert(GRAPH_STATE.into(), text);
         }
         state.consumed = thread.len();
         *thread.state_mut() = Some(state);
