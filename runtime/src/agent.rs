@@ -45,6 +45,12 @@ pub trait Agent: Send + Sync + 'static {
         ""
     }
 
+    /// The agents this one can hand control to (for swarms to check and
+    /// draw transitions); empty for agents that never hand off.
+    fn handoffs(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Takes one turn over `thread`.
     async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError>;
 }
@@ -56,6 +62,9 @@ impl<A: Agent + ?Sized> Agent for Arc<A> {
     }
     fn description(&self) -> &str {
         (**self).description()
+    }
+    fn handoffs(&self) -> Vec<String> {
+        (**self).handoffs()
     }
     async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
         (**self).run(thread, ctx).await
@@ -70,6 +79,10 @@ pub struct Reply {
     /// A replacement for the agent's thread (before the new messages are
     /// appended). Workflows use it to keep their children and state.
     pub thread: Option<Thread>,
+    /// The node(s) the agent chose to run next, for graph transitions with
+    /// [`Condition::Selected`](crate::Condition::Selected): how a selector
+    /// steers a group chat without adding to the conversation.
+    pub next: Option<Vec<String>>,
 }
 
 impl Reply {
@@ -87,7 +100,7 @@ impl Reply {
     pub fn message(message: Message) -> Self {
         Reply {
             messages: vec![message],
-            thread: None,
+            ..Default::default()
         }
     }
 
@@ -95,7 +108,15 @@ impl Reply {
     pub fn messages(messages: Vec<Message>) -> Self {
         Reply {
             messages,
-            thread: None,
+            ..Default::default()
+        }
+    }
+
+    /// A reply choosing the node(s) to run next, with no message.
+    pub fn select<S: Into<String>>(next: impl IntoIterator<Item = S>) -> Self {
+        Reply {
+            next: Some(next.into_iter().map(Into::into).collect()),
+            ..Default::default()
         }
     }
 
@@ -216,5 +237,54 @@ impl AgentError {
             AgentError::Workflow(_) => ErrorKind::Workflow,
             AgentError::Node { .. } => ErrorKind::Node,
         }
+    }
+}
+
+/// An agent under another name: the same agent can then take part several
+/// times in one workflow (a map's workers, replicas).
+///
+/// ```
+/// use troupe_runtime::{Agent, FnAgent, Renamed, Thread};
+/// let worker = std::sync::Arc::new(FnAgent::sync("worker", |_: &Thread| Ok("done")));
+/// let first = Renamed::new("worker#1", worker.clone());
+/// assert_eq!(first.name(), "worker#1");
+/// ```
+pub struct Renamed {
+    name: String,
+    inner: Arc<dyn Agent>,
+}
+
+impl Renamed {
+    /// `inner`, known as `name`.
+    pub fn new(name: impl Into<String>, inner: Arc<dyn Agent>) -> Self {
+        Renamed {
+            name: name.into(),
+            inner,
+        }
+    }
+}
+
+impl std::fmt::Debug for Renamed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Renamed")
+            .field("name", &self.name)
+            .field("inner", &self.inner.name())
+            .finish()
+    }
+}
+
+#[async_trait]
+impl Agent for Renamed {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn description(&self) -> &str {
+        self.inner.description()
+    }
+    fn handoffs(&self) -> Vec<String> {
+        self.inner.handoffs()
+    }
+    async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
+        self.inner.run(thread, ctx).await
     }
 }

@@ -98,6 +98,13 @@ pub enum Event {
         /// Who takes over.
         to: String,
     },
+    /// An agent chose who runs next (a selector picking a speaker).
+    Selected {
+        /// The choosing agent's path.
+        path: Arc<str>,
+        /// The chosen node(s).
+        next: Vec<String>,
+    },
     /// A superstep of a graph run began.
     SuperstepStarted {
         /// The workflow's path.
@@ -148,6 +155,7 @@ impl Event {
             | Event::ToolCall { path, .. }
             | Event::ToolResult { path, .. }
             | Event::Handoff { path, .. }
+            | Event::Selected { path, .. }
             | Event::SuperstepStarted { path, .. }
             | Event::SuperstepCompleted { path, .. }
             | Event::Retry { path, .. }
@@ -221,6 +229,7 @@ impl fmt::Display for Event {
                 excerpt(&result.content, 120)
             ),
             Event::Handoff { path, to } => write!(f, "  ⇒ {path} hands off to {to}"),
+            Event::Selected { path, next } => write!(f, "  ☞ {path} selects {}", next.join(", ")),
             Event::SuperstepStarted {
                 path,
                 superstep,

@@ -36,6 +36,7 @@ enum Body {
 pub struct FnAgent {
     name: String,
     description: String,
+    handoffs: Vec<String>,
     body: Body,
 }
 
@@ -61,6 +62,7 @@ impl FnAgent {
         FnAgent {
             name: name.into(),
             description: String::new(),
+            handoffs: Vec::new(),
             body: Body::Async(Box::new(body)),
         }
     }
@@ -74,6 +76,7 @@ impl FnAgent {
         FnAgent {
             name: name.into(),
             description: String::new(),
+            handoffs: Vec::new(),
             body: Body::Sync(Box::new(move |t| body(t).map(Into::into))),
         }
     }
@@ -81,6 +84,12 @@ impl FnAgent {
     /// Sets the description.
     pub fn with_description(mut self, description: impl Into<String>) -> Self {
         self.description = description.into();
+        self
+    }
+
+    /// Declares the agents this one may hand off to.
+    pub fn with_handoffs<S: Into<String>>(mut self, targets: impl IntoIterator<Item = S>) -> Self {
+        self.handoffs = targets.into_iter().map(Into::into).collect();
         self
     }
 }
@@ -93,6 +102,10 @@ impl Agent for FnAgent {
 
     fn description(&self) -> &str {
         &self.description
+    }
+
+    fn handoffs(&self) -> Vec<String> {
+        self.handoffs.clone()
     }
 
     async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {

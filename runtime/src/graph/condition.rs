@@ -49,6 +49,8 @@ pub enum Condition {
     },
     /// The turn called this tool.
     ToolCalled(String),
+    /// The node chose this one to run next ([`Reply::select`](crate::Reply::select)).
+    Selected(String),
     /// A named closure over the turn's messages.
     Fn(String, TurnPredicate),
     /// Any of these holds.
@@ -92,6 +94,10 @@ impl Condition {
             value: value.to_string(),
         }
     }
+    /// The node chose `name` to run next.
+    pub fn selected(name: impl Into<String>) -> Self {
+        Condition::Selected(name.into())
+    }
     /// The turn called the tool `name`.
     pub fn tool_called(name: impl Into<String>) -> Self {
         Condition::ToolCalled(name.into())
@@ -127,9 +133,21 @@ impl Condition {
         matches!(self, Condition::Otherwise)
     }
 
-    /// Judges a turn of node `source` that produced `messages`.
-    /// `Otherwise` is decided by the graph, not here: alone it is false.
+    /// Judges a turn of node `source` that produced `messages` (and chose
+    /// no next node). `Otherwise` is decided by the graph, not here: alone it
+    /// is false.
     pub fn evaluate(&self, source: &str, messages: &[Arc<Message>]) -> bool {
+        self.evaluate_turn(source, messages, None)
+    }
+
+    /// Judges a turn that produced `messages` and chose `selected` to run
+    /// next.
+    pub fn evaluate_turn(
+        &self,
+        source: &str,
+        messages: &[Arc<Message>],
+        selected: Option<&[String]>,
+    ) -> bool {
         let last = messages.last();
         match self {
             Condition::Always => true,
@@ -154,10 +172,15 @@ impl Condition {
                 Content::ToolResults(results) => results.iter().any(|r| &r.name == name),
                 _ => false,
             }),
+            Condition::Selected(name) => selected.is_some_and(|s| s.contains(name)),
             Condition::Fn(_, f) => f(messages),
-            Condition::Any(v) => v.iter().any(|c| c.evaluate(source, messages)),
-            Condition::All(v) => v.iter().all(|c| c.evaluate(source, messages)),
-            Condition::Not(c) => !c.evaluate(source, messages),
+            Condition::Any(v) => v
+                .iter()
+                .any(|c| c.evaluate_turn(source, messages, selected)),
+            Condition::All(v) => v
+                .iter()
+                .all(|c| c.evaluate_turn(source, messages, selected)),
+            Condition::Not(c) => !c.evaluate_turn(source, messages, selected),
         }
     }
 }
@@ -185,6 +208,7 @@ impl fmt::Display for Condition {
                 write!(f, "field_equals({pointer} = {value})")
             }
             Condition::ToolCalled(n) => write!(f, "tool_called({n})"),
+            Condition::Selected(n) => write!(f, "selected({n})"),
             Condition::Fn(n, _) => write!(f, "fn({n})"),
             Condition::Any(v) => list(f, "any", v),
             Condition::All(v) => list(f, "all", v),

@@ -108,13 +108,14 @@ impl Cursor {
         g: &Graph,
         x: usize,
         messages: &[Arc<Message>],
+        selected: Option<&[String]>,
     ) -> Result<Vec<usize>, LoopLimitExceeded> {
         let name = &g.names[x];
         let mut taken = Vec::new();
         let mut conditional_taken = false;
         for &e in &g.out[x] {
             let c = &g.edges[e].condition;
-            if !c.is_otherwise() && c.evaluate(name, messages) {
+            if !c.is_otherwise() && c.evaluate_turn(name, messages, selected) {
                 taken.push(e);
                 conditional_taken |= !c.is_always();
             }
@@ -267,9 +268,9 @@ mod tests {
     fn all_that_can_arrive_skips_a_branch_that_will_not_come() {
         let g = diamond(Join::AllThatCanArrive);
         let mut c = Cursor::new(&g);
-        c.finished(&g, 0, &says("A only")).unwrap();
+        c.finished(&g, 0, &says("A only"), None).unwrap();
         assert_eq!(c.take_next(), [1]);
-        c.finished(&g, 1, &says("done")).unwrap();
+        c.finished(&g, 1, &says("done"), None).unwrap();
         assert_eq!(c.take_next(), [3], "j runs: b's edge is dead, a's fired");
     }
 
@@ -277,20 +278,20 @@ mod tests {
     fn all_waits_for_both_and_any_for_one() {
         let g = diamond(Join::All);
         let mut c = Cursor::new(&g);
-        c.finished(&g, 0, &says("A and B")).unwrap();
+        c.finished(&g, 0, &says("A and B"), None).unwrap();
         assert_eq!(c.take_next(), [1, 2]);
-        c.finished(&g, 1, &says("")).unwrap();
+        c.finished(&g, 1, &says(""), None).unwrap();
         assert!(!c.has_next());
-        c.finished(&g, 2, &says("")).unwrap();
+        c.finished(&g, 2, &says(""), None).unwrap();
         assert_eq!(c.take_next(), [3]);
 
         let g = diamond(Join::Any);
         let mut c = Cursor::new(&g);
-        c.finished(&g, 0, &says("A and B")).unwrap();
+        c.finished(&g, 0, &says("A and B"), None).unwrap();
         c.take_next();
-        c.finished(&g, 1, &says("")).unwrap();
+        c.finished(&g, 1, &says(""), None).unwrap();
         assert_eq!(c.take_next(), [3]);
-        c.finished(&g, 2, &says("")).unwrap();
+        c.finished(&g, 2, &says(""), None).unwrap();
         assert!(!c.has_next(), "any runs once per round");
     }
 
@@ -304,9 +305,9 @@ mod tests {
             .build()
             .unwrap();
         let mut c = Cursor::new(&g);
-        assert!(c.finished(&g, 1, &says("REJECT")).is_ok());
-        assert!(c.finished(&g, 1, &says("REJECT")).is_ok());
-        let err = c.finished(&g, 1, &says("REJECT")).unwrap_err();
+        assert!(c.finished(&g, 1, &says("REJECT"), None).is_ok());
+        assert!(c.finished(&g, 1, &says("REJECT"), None).is_ok());
+        let err = c.finished(&g, 1, &says("REJECT"), None).unwrap_err();
         assert_eq!(
             err,
             LoopLimitExceeded {
@@ -327,9 +328,9 @@ mod tests {
             .build()
             .unwrap();
         let mut c = Cursor::new(&g);
-        c.finished(&g, 0, &says("Y")).unwrap();
+        c.finished(&g, 0, &says("Y"), None).unwrap();
         assert_eq!(c.take_next(), [1]);
-        c.finished(&g, 0, &says("n")).unwrap();
+        c.finished(&g, 0, &says("n"), None).unwrap();
         assert_eq!(c.take_next(), [2]);
     }
 }

@@ -96,6 +96,8 @@ pub(crate) struct Spec {
     pub(crate) graph: Option<Graph>,
     /// Graph without a router: messages travel along the transitions taken.
     pub(crate) edge_delivery: bool,
+    /// At most this many turns at once (router and dataflow scheduling).
+    pub(crate) max_concurrency: Option<usize>,
 }
 
 /// Agents composed into one agent.
@@ -313,6 +315,7 @@ impl Agent for Workflow {
         Ok(Reply {
             messages,
             thread: Some(thread),
+            next: None,
         })
     }
 }
@@ -329,6 +332,7 @@ pub struct WorkflowBuilder {
     stop: Option<StopCondition>,
     graph: Option<Graph>,
     retries: Vec<(String, RetryPolicy)>,
+    max_concurrency: Option<usize>,
 }
 
 impl fmt::Debug for WorkflowBuilder {
@@ -403,6 +407,13 @@ impl WorkflowBuilder {
     /// the transitions taken).
     pub fn graph(mut self, graph: Graph) -> Self {
         self.graph = Some(graph);
+        self
+    }
+
+    /// Runs at most `n` turns at once (router-only and dataflow scheduling;
+    /// a superstep always runs whole). `n` of 0 counts as 1.
+    pub fn max_concurrency(mut self, n: usize) -> Self {
+        self.max_concurrency = Some(n.max(1));
         self
     }
 
@@ -514,6 +525,7 @@ impl WorkflowBuilder {
                 inputs,
                 graph: self.graph,
                 edge_delivery,
+                max_concurrency: self.max_concurrency,
             }),
         })
     }

@@ -651,6 +651,12 @@ impl RunState {
         if let Some(t) = reply.thread {
             self.slots[slot] = Arc::new(t);
         }
+        if let Some(next) = &reply.next {
+            self.ctx.emit_with(|| Event::Selected {
+                path: path.clone(),
+                next: next.clone(),
+            });
+        }
         let mut produced = Vec::with_capacity(reply.messages.len());
         for mut m in reply.messages {
             m.source = name.clone();
@@ -683,21 +689,30 @@ impl RunState {
             self.last = Some(m.clone());
             produced.push(m);
         }
-        if let Some(reason) = self.observe(Trigger::Turn) {
+        // A turn that only steered (a selector's) is not a turn of the
+        // conversation: it does not count towards max_turns.
+        if !produced.is_empty()
+            && let Some(reason) = self.observe(Trigger::Turn)
+        {
             self.stop_gracefully(RunStatus::Stopped(reason));
         }
         if self.graph.is_some() {
-            self.take_transitions(index, &produced);
+            self.take_transitions(index, &produced, reply.next.as_deref());
         } else {
             self.mark_dirty(index);
         }
     }
 
-    fn take_transitions(&mut self, index: usize, produced: &[Arc<Message>]) {
+    fn take_transitions(
+        &mut self,
+        index: usize,
+        produced: &[Arc<Message>],
+        selected: Option<&[String]>,
+    ) {
         let (Some(g), Some(run)) = (self.spec.graph.clone(), self.graph.as_mut()) else {
             return;
         };
-        let taken = match run.cursor.finished(&g, index, produced) {
+        let taken = match run.cursor.finished(&g, index, produced, selected) {
             Ok(taken) => taken,
             Err(e) => {
                 self.fail(Failure::LoopLimit {
@@ -748,7 +763,9 @@ impl RunState {
     }
 
     async fn drive_router(&mut self, myself: &ActorRef<RunMsg>) {
-        while let Some(i) = self.dirty.pop() {
+        let limit = self.spec.max_concurrency.unwrap_or(usize::MAX);
+        while self.in_flight < limit {
+            let Some(i) = self.dirty.pop() else { break };
             self.is_dirty[i] = false;
             if matches!(self.phase, Phase::Running) && !self.parts[i].running {
                 self.try_start(i, false, myself).await;
@@ -855,8 +872,13 @@ impl RunState {
                 }
                 let mut ready = Vec::new();
                 if let Some(run) = self.graph.as_mut() {
+                    let room = self
+                        .spec
+                        .max_concurrency
+                        .unwrap_or(usize::MAX)
+                        .saturating_sub(self.in_flight);
                     for &i in run.cursor.next_nodes() {
-                        if !self.parts[i].running {
+                        if !self.parts[i].running && ready.len() < room {
                             ready.push(i);
                         }
                     }

@@ -1,0 +1,42 @@
+//! Errors of building a preset.
+
+/// A preset could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PresetError {
+    /// The team has no participants.
+    #[error("team '{0}' has no participants")]
+    NoParticipants(String),
+    /// A required part is missing.
+    #[error("team '{team}' needs {what}")]
+    Missing {
+        /// The team.
+        team: String,
+        /// What is missing.
+        what: String,
+    },
+    /// Swarm's first participant cannot hand off, so control could never move.
+    #[error(
+        "swarm '{team}': its first participant '{agent}' declares no handoffs, so control could never move on"
+    )]
+    FirstCannotHandOff {
+        /// The team.
+        team: String,
+        /// The first participant.
+        agent: String,
+    },
+    /// A participant's name collides with one the preset uses itself.
+    #[error("team '{team}': a participant may not be named '{name}', the preset uses that name")]
+    ReservedName {
+        /// The team.
+        team: String,
+        /// The name.
+        name: String,
+    },
+    /// The underlying workflow did not build.
+    #[error(transparent)]
+    Workflow(#[from] troupe_runtime::BuildError),
+    /// The underlying graph did not validate.
+    #[error(transparent)]
+    Graph(#[from] troupe_runtime::graph::GraphError),
+}

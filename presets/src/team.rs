@@ -1,0 +1,82 @@
+//! What every preset has: a name, participants, a stop condition and a turn
+//! limit.
+
+use std::sync::Arc;
+
+use troupe_runtime::{Agent, StopCondition};
+
+/// The parts every team shares, gathered by each preset's builder.
+#[derive(Default)]
+pub(crate) struct Team {
+    pub(crate) name: Option<String>,
+    pub(crate) description: String,
+    pub(crate) agents: Vec<Arc<dyn Agent>>,
+    pub(crate) stop: Option<StopCondition>,
+    pub(crate) max_turns: Option<u64>,
+}
+
+impl Team {
+    pub(crate) fn name_or(&self, default: &str) -> String {
+        self.name.clone().unwrap_or_else(|| default.to_string())
+    }
+
+    pub(crate) fn names(&self) -> Vec<String> {
+        self.agents.iter().map(|a| a.name().to_string()).collect()
+    }
+
+    /// The stop condition with the turn limit folded in.
+    pub(crate) fn stop_condition(&self) -> Option<StopCondition> {
+        match (self.stop.clone(), self.max_turns) {
+            (Some(s), Some(n)) => Some(s | StopCondition::max_turns(n)),
+            (Some(s), None) => Some(s),
+            (None, Some(n)) => Some(StopCondition::max_turns(n)),
+            (None, None) => None,
+        }
+    }
+}
+
+/// Builder methods every preset shares; each builder has a `team: Team`.
+macro_rules! team_methods {
+    () => {
+        /// Names the team (its path in events, its name when nested).
+        pub fn name(mut self, name: impl Into<String>) -> Self {
+            self.team.name = Some(name.into());
+            self
+        }
+
+        /// Describes the team (for selectors and tools when it is nested).
+        pub fn description(mut self, description: impl Into<String>) -> Self {
+            self.team.description = description.into();
+            self
+        }
+
+        /// Adds a participant: an agent, or another workflow or team.
+        pub fn participant(mut self, agent: impl troupe_runtime::Agent) -> Self {
+            self.team.agents.push(std::sync::Arc::new(agent));
+            self
+        }
+
+        /// Adds shared participants.
+        pub fn participants(
+            mut self,
+            agents: impl IntoIterator<Item = std::sync::Arc<dyn troupe_runtime::Agent>>,
+        ) -> Self {
+            self.team.agents.extend(agents);
+            self
+        }
+
+        /// Sets the stop condition.
+        pub fn stop_condition(mut self, stop: troupe_runtime::StopCondition) -> Self {
+            self.team.stop = Some(stop);
+            self
+        }
+
+        /// Stops after `n` agent turns (besides any stop condition).
+        pub fn max_turns(mut self, n: u64) -> Self {
+            self.team.max_turns = Some(n);
+            self
+        }
+    };
+}
+
+pub(crate) use team_methods;
