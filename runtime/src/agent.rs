@@ -83,6 +83,9 @@ pub struct Reply {
     /// [`Condition::Selected`](crate::Condition::Selected): how a selector
     /// steers a group chat without adding to the conversation.
     pub next: Option<Vec<String>>,
+    /// A question for the caller: the run ends waiting for input (with a
+    /// checkpoint), and resumes with the answer delivered to this agent.
+    pub request: Option<String>,
 }
 
 impl Reply {
@@ -116,6 +119,14 @@ impl Reply {
     pub fn select<S: Into<String>>(next: impl IntoIterator<Item = S>) -> Self {
         Reply {
             next: Some(next.into_iter().map(Into::into).collect()),
+            ..Default::default()
+        }
+    }
+
+    /// A reply asking the caller a question (human in the loop).
+    pub fn ask(prompt: impl Into<String>) -> Self {
+        Reply {
+            request: Some(prompt.into()),
             ..Default::default()
         }
     }

@@ -129,6 +129,7 @@ struct Inner {
     cancel: CancellationToken,
     deadline: Option<Instant>,
     path: Arc<str>,
+    run_id: Option<Arc<str>>,
 }
 
 /// What a run (and every agent turn in it) is given: the event sink,
@@ -184,6 +185,7 @@ impl RunContext {
                 cancel: CancellationToken::new(),
                 deadline: None,
                 path: Arc::from(""),
+                run_id: None,
             }),
         }
     }
@@ -217,8 +219,28 @@ impl RunContext {
                 cancel: self.inner.cancel.clone(),
                 deadline: self.inner.deadline,
                 path: self.inner.path.clone(),
+                run_id: self.inner.run_id.clone(),
             }),
         }
+    }
+
+    /// The same context naming the run: checkpoints are saved under this
+    /// id (one is made up when none is given).
+    pub fn with_run_id(&self, run_id: impl Into<Arc<str>>) -> Self {
+        RunContext {
+            inner: Arc::new(Inner {
+                sink: self.inner.sink.clone(),
+                cancel: self.inner.cancel.clone(),
+                deadline: self.inner.deadline,
+                path: self.inner.path.clone(),
+                run_id: Some(run_id.into()),
+            }),
+        }
+    }
+
+    /// The run id given with [`RunContext::with_run_id`], if any.
+    pub fn run_id(&self) -> Option<&Arc<str>> {
+        self.inner.run_id.as_ref()
     }
 
     /// A context for something this one starts: its path gains `/name`,
@@ -252,6 +274,7 @@ impl RunContext {
                 cancel,
                 deadline,
                 path,
+                run_id: self.inner.run_id.clone(),
             }),
         }
     }

@@ -112,6 +112,9 @@ pub enum RunError {
         /// The thread up to the last completed superstep.
         thread: Box<Thread>,
     },
+    /// A checkpoint could not be saved, found or used.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
     /// The run's actors could not be started or vanished.
     #[error("workflow '{workflow}': {reason}")]
     Runtime {
@@ -131,7 +134,7 @@ impl RunError {
             | RunError::AgentLost { thread, .. }
             | RunError::LoopLimit { thread, .. }
             | RunError::SuperstepLimit { thread, .. } => Some(thread),
-            RunError::Runtime { .. } => None,
+            RunError::Runtime { .. } | RunError::Checkpoint(_) => None,
         }
     }
 
@@ -143,7 +146,7 @@ impl RunError {
             | RunError::AgentLost { thread, .. }
             | RunError::LoopLimit { thread, .. }
             | RunError::SuperstepLimit { thread, .. } => Some(*thread),
-            RunError::Runtime { .. } => None,
+            RunError::Runtime { .. } | RunError::Checkpoint(_) => None,
         }
     }
 
@@ -156,4 +159,72 @@ impl RunError {
             _ => None,
         }
     }
+}
+
+/// Why a run could not resume from a checkpoint.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CheckpointError {
+    /// The store has no such checkpoint (or none for the run).
+    #[error("no checkpoint {id} for run '{run_id}'")]
+    NotFound {
+        /// The run.
+        run_id: String,
+        /// The checkpoint asked for, or "at all".
+        id: String,
+    },
+    /// The checkpoint was taken by a workflow of another shape.
+    #[error(
+        "checkpoint {id} of run '{run_id}' belongs to another workflow topology (hash {found:016x}, this workflow's is {expected:016x})"
+    )]
+    OtherTopology {
+        /// The run.
+        run_id: String,
+        /// The checkpoint.
+        id: String,
+        /// This workflow's hash.
+        expected: u64,
+        /// The checkpoint's.
+        found: u64,
+    },
+    /// The checkpoint's encoding is of a version this build does not read.
+    #[error(
+        "checkpoint {id} of run '{run_id}' has format version {found}, this build reads version {expected}"
+    )]
+    UnknownVersion {
+        /// The run.
+        run_id: String,
+        /// The checkpoint.
+        id: String,
+        /// The version read here.
+        expected: u32,
+        /// The checkpoint's.
+        found: u32,
+    },
+    /// The checkpoint's bytes are damaged.
+    #[error("checkpoint {id} of run '{run_id}' is corrupt: {reason}")]
+    Corrupt {
+        /// The run.
+        run_id: String,
+        /// The checkpoint.
+        id: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The store failed.
+    #[error("checkpoint store: {0}")]
+    Store(#[from] crate::store::StoreError),
+    /// No pending request has this id.
+    #[error("run '{run_id}' has no pending input request '{request}' (pending: {pending})")]
+    UnknownRequest {
+        /// The run.
+        run_id: String,
+        /// The request asked for.
+        request: String,
+        /// The pending requests.
+        pending: String,
+    },
+    /// The workflow has no checkpoint store to resume from.
+    #[error("workflow '{0}' has no checkpoint store")]
+    NoStore(String),
 }

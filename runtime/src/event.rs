@@ -105,6 +105,28 @@ pub enum Event {
         /// The chosen node(s).
         next: Vec<String>,
     },
+    /// An agent asked the caller for input; the run will wait for it.
+    InputRequested {
+        /// The asking agent's path.
+        path: Arc<str>,
+        /// The request's id, to answer it by.
+        request: String,
+        /// The question.
+        prompt: String,
+    },
+    /// A checkpoint of the run was saved.
+    CheckpointSaved {
+        /// The workflow's path.
+        path: Arc<str>,
+        /// The run's id.
+        run_id: String,
+        /// The checkpoint's id.
+        checkpoint: String,
+        /// Supersteps completed when it was taken.
+        superstep: u64,
+        /// Encoded size in bytes.
+        bytes: usize,
+    },
     /// A superstep of a graph run began.
     SuperstepStarted {
         /// The workflow's path.
@@ -156,6 +178,8 @@ impl Event {
             | Event::ToolResult { path, .. }
             | Event::Handoff { path, .. }
             | Event::Selected { path, .. }
+            | Event::InputRequested { path, .. }
+            | Event::CheckpointSaved { path, .. }
             | Event::SuperstepStarted { path, .. }
             | Event::SuperstepCompleted { path, .. }
             | Event::Retry { path, .. }
@@ -229,6 +253,22 @@ impl fmt::Display for Event {
                 excerpt(&result.content, 120)
             ),
             Event::Handoff { path, to } => write!(f, "  ⇒ {path} hands off to {to}"),
+            Event::InputRequested {
+                path,
+                request,
+                prompt,
+            } => write!(f, "  ? {path} asks ({request}): {}", excerpt(prompt, 160)),
+            Event::CheckpointSaved {
+                path,
+                checkpoint,
+                superstep,
+                bytes,
+                ..
+            } => write!(
+                f,
+                "  ⛁ {path}: checkpoint {} after superstep {superstep} ({bytes} bytes)",
+                &checkpoint[checkpoint.len().saturating_sub(8)..]
+            ),
             Event::Selected { path, next } => write!(f, "  ☞ {path} selects {}", next.join(", ")),
             Event::SuperstepStarted {
                 path,

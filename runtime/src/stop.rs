@@ -324,7 +324,40 @@ pub(crate) struct StopTracker {
     timed_out: bool,
 }
 
+/// What a [`StopTracker`] has counted, as kept in checkpoints.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct TrackerState {
+    latched: Vec<bool>,
+    messages: u64,
+    turns: u64,
+    tokens: u64,
+    timed_out: bool,
+}
+
 impl StopTracker {
+    /// The counters, for a checkpoint.
+    pub(crate) fn state(&self) -> TrackerState {
+        TrackerState {
+            latched: self.latched.clone(),
+            messages: self.messages,
+            turns: self.turns,
+            tokens: self.tokens,
+            timed_out: self.timed_out,
+        }
+    }
+
+    /// Picks up the counting where a checkpoint left it (ignored if it was
+    /// taken under another condition's shape).
+    pub(crate) fn restore(&mut self, state: TrackerState) {
+        if state.latched.len() == self.latched.len() {
+            self.latched = state.latched;
+        }
+        self.messages = state.messages;
+        self.turns = state.turns;
+        self.tokens = state.tokens;
+        self.timed_out = state.timed_out;
+    }
+
     pub(crate) fn new(condition: StopCondition) -> Self {
         StopTracker {
             latched: vec![false; condition.node_count()],

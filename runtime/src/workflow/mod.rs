@@ -4,6 +4,7 @@
 
 mod agent_actor;
 mod run_actor;
+pub(crate) mod snapshot;
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
@@ -16,12 +17,14 @@ use troupe_router::{Router, RouterBuilder};
 
 use crate::agent::{Agent, AgentError, Reply};
 use crate::context::{EventSink, EventStream, RunContext};
+use crate::error::CheckpointError;
 use crate::error::{BuildError, RunError};
 use crate::event::Event;
 use crate::graph::{Graph, GraphError, GraphProblem, NodeInput};
 use crate::message::{Message, MessageId, USER, Usage};
 use crate::retry::RetryPolicy;
 use crate::stop::{StopCondition, StopReason};
+use crate::store::{CheckpointId, CheckpointStore};
 use crate::thread::Thread;
 
 use run_actor::{RunActor, RunArgs};
@@ -35,6 +38,20 @@ pub enum RunStatus {
     Stopped(StopReason),
     /// The run was cancelled through its context.
     Cancelled,
+    /// Agents asked the caller for input; answer with [`Workflow::respond`]
+    /// (or [`Workflow::respond_in_thread`]) to go on.
+    WaitingForInput(Vec<InputRequest>),
+}
+
+/// A question an agent asked the caller ([`Reply::ask`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct InputRequest {
+    /// The id to answer it by.
+    pub id: String,
+    /// The asking participant.
+    pub agent: String,
+    /// The question.
+    pub prompt: String,
 }
 
 impl fmt::Display for RunStatus {
@@ -43,6 +60,14 @@ impl fmt::Display for RunStatus {
             RunStatus::Completed => f.write_str("completed"),
             RunStatus::Stopped(r) => write!(f, "stopped ({r})"),
             RunStatus::Cancelled => f.write_str("cancelled"),
+            RunStatus::WaitingForInput(r) => write!(
+                f,
+                "waiting for input ({})",
+                r.iter()
+                    .map(|r| r.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         }
     }
 }
@@ -64,6 +89,10 @@ pub struct RunResult {
     pub usage: Usage,
     /// Agent turns taken in this run.
     pub turns: u64,
+    /// The run's id (checkpoints are saved under it).
+    pub run_id: String,
+    /// The last checkpoint saved, if the workflow has a store.
+    pub checkpoint: Option<CheckpointId>,
 }
 
 impl RunResult {
@@ -98,6 +127,12 @@ pub(crate) struct Spec {
     pub(crate) edge_delivery: bool,
     /// At most this many turns at once (router and dataflow scheduling).
     pub(crate) max_concurrency: Option<usize>,
+    /// Where checkpoints go.
+    pub(crate) store: Option<Arc<dyn CheckpointStore>>,
+    /// Also checkpoint every this many turns (router-only, dataflow).
+    pub(crate) checkpoint_every: Option<u64>,
+    /// See [`snapshot::topology_hash`].
+    pub(crate) topology_hash: u64,
 }
 
 /// Agents composed into one agent.
@@ -187,8 +222,101 @@ impl Workflow {
         thread: impl Into<Thread>,
         ctx: &RunContext,
     ) -> Result<RunResult, RunError> {
-        self.execute(thread.into(), ctx.child(&self.spec.name))
+        self.execute(thread.into(), ctx.child(&self.spec.name), true, None)
             .await
+    }
+
+    /// Continues run `run_id` from a checkpoint in `store` (the latest when
+    /// `checkpoint` is `None`), exactly where it was. A checkpoint of
+    /// another topology, of an unknown format version, or whose bytes fail
+    /// their checksum is refused with a [`CheckpointError`] saying which.
+    /// New checkpoints go to the workflow's own store, under the run id of
+    /// `ctx` if it has one, else under `run_id`.
+    pub async fn run_from_checkpoint(
+        &self,
+        store: &dyn CheckpointStore,
+        run_id: &str,
+        checkpoint: Option<CheckpointId>,
+        ctx: &RunContext,
+    ) -> Result<RunResult, RunError> {
+        let (cp, snapshot) = snapshot::load(&self.spec, store, run_id, checkpoint).await?;
+        let resumed = snapshot::Resumed {
+            snapshot,
+            parent: cp.id,
+            run_id: ctx
+                .run_id()
+                .map_or_else(|| run_id.to_string(), |r| r.to_string()),
+        };
+        self.execute(
+            Thread::new(),
+            ctx.child(&self.spec.name),
+            true,
+            Some(resumed),
+        )
+        .await
+    }
+
+    /// Continues run `run_id` from the latest checkpoint in the workflow's
+    /// own store (see [`Workflow::run_from_checkpoint`]).
+    pub async fn resume(&self, run_id: &str, ctx: &RunContext) -> Result<RunResult, RunError> {
+        let Some(store) = self.spec.store.clone() else {
+            return Err(CheckpointError::NoStore(self.spec.name.clone()).into());
+        };
+        self.run_from_checkpoint(store.as_ref(), run_id, None, ctx)
+            .await
+    }
+
+    /// Answers input request `request` of run `run_id` (waiting in its
+    /// latest checkpoint in `store`) and runs on. Works across processes:
+    /// all it needs is the store.
+    pub async fn respond(
+        &self,
+        store: &dyn CheckpointStore,
+        run_id: &str,
+        request: &str,
+        answer: impl Into<String>,
+        ctx: &RunContext,
+    ) -> Result<RunResult, RunError> {
+        let (cp, mut snapshot) = snapshot::load(&self.spec, store, run_id, None).await?;
+        snapshot::deliver_answer(
+            &self.spec,
+            &mut snapshot.thread,
+            run_id,
+            request,
+            answer.into(),
+        )?;
+        snapshot.start_len = snapshot.thread.len();
+        let resumed = snapshot::Resumed {
+            snapshot,
+            parent: cp.id,
+            run_id: run_id.to_string(),
+        };
+        self.execute(
+            Thread::new(),
+            ctx.child(&self.spec.name),
+            true,
+            Some(resumed),
+        )
+        .await
+    }
+
+    /// Answers input request `request` in a thread a run returned (no store
+    /// needed) and runs on.
+    pub async fn respond_in_thread(
+        &self,
+        mut thread: Thread,
+        request: &str,
+        answer: impl Into<String>,
+        ctx: &RunContext,
+    ) -> Result<RunResult, RunError> {
+        let run_id = ctx.run_id().map_or("", |r| &**r).to_string();
+        snapshot::deliver_answer(&self.spec, &mut thread, &run_id, request, answer.into())?;
+        self.run(thread, ctx).await
+    }
+
+    /// The pending input requests of a thread a run returned.
+    pub fn pending_requests(thread: &Thread) -> Vec<InputRequest> {
+        snapshot::pending_requests(thread)
     }
 
     /// Runs the workflow on one user message.
@@ -218,8 +346,15 @@ impl Workflow {
         }
     }
 
-    /// Runs with `ctx` already carrying this run's path.
-    async fn execute(&self, thread: Thread, ctx: RunContext) -> Result<RunResult, RunError> {
+    /// Runs with `ctx` already carrying this run's path. Only a top-level
+    /// run checkpoints: a nested run's state rides in its parent's.
+    async fn execute(
+        &self,
+        thread: Thread,
+        ctx: RunContext,
+        top_level: bool,
+        resumed: Option<snapshot::Resumed>,
+    ) -> Result<RunResult, RunError> {
         let (tx, rx) = oneshot::channel();
         let run_path = ctx.path().to_string();
         // If the caller stops awaiting, the run must not go on unseen.
@@ -229,6 +364,8 @@ impl Workflow {
             thread,
             ctx,
             reply: tx,
+            top_level,
+            resumed,
         };
         let spawned = Actor::spawn(None, RunActor, args).await;
         let result = match spawned {
@@ -290,7 +427,7 @@ impl Agent for Workflow {
         // turn is cancelled; the inner run works on a copy.
         let working = Arc::try_unwrap(thread).unwrap_or_else(|shared| (*shared).clone());
         let result = self
-            .execute(working, ctx)
+            .execute(working, ctx, false, None)
             .await
             .map_err(|e| AgentError::Workflow(Box::new(e)))?;
         let mut thread = result.thread;
@@ -316,6 +453,7 @@ impl Agent for Workflow {
             messages,
             thread: Some(thread),
             next: None,
+            request: None,
         })
     }
 }
@@ -333,6 +471,8 @@ pub struct WorkflowBuilder {
     graph: Option<Graph>,
     retries: Vec<(String, RetryPolicy)>,
     max_concurrency: Option<usize>,
+    store: Option<Arc<dyn CheckpointStore>>,
+    checkpoint_every: Option<u64>,
 }
 
 impl fmt::Debug for WorkflowBuilder {
@@ -414,6 +554,21 @@ impl WorkflowBuilder {
     /// a superstep always runs whole). `n` of 0 counts as 1.
     pub fn max_concurrency(mut self, n: usize) -> Self {
         self.max_concurrency = Some(n.max(1));
+        self
+    }
+
+    /// Saves checkpoints of top-level runs in `store`: after every
+    /// superstep of a graph, and when a run ends (completed, stopped,
+    /// cancelled, waiting for input).
+    pub fn checkpoint_store(mut self, store: Arc<dyn CheckpointStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Also saves a checkpoint every `n` turns (router-only and dataflow
+    /// runs, which have no supersteps).
+    pub fn checkpoint_every(mut self, n: u64) -> Self {
+        self.checkpoint_every = Some(n.max(1));
         self
     }
 
@@ -511,8 +666,19 @@ impl WorkflowBuilder {
                 slot_of[i] = slot;
             }
         }
+        let topology = format!(
+            "name={name};participants={names:?};slots={slot_of:?}/{slot_names:?};routes={:?};graph={}",
+            router.routes(),
+            self.graph
+                .as_ref()
+                .map(|g| g.topology())
+                .unwrap_or_default()
+        );
         Ok(Workflow {
             spec: Arc::new(Spec {
+                topology_hash: snapshot::topology_hash(&topology),
+                store: self.store,
+                checkpoint_every: self.checkpoint_every,
                 name,
                 description: self.description,
                 agents: self.agents,

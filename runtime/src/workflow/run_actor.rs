@@ -17,15 +17,18 @@ use tokio_util::sync::CancellationToken;
 use troupe_router::{Batch, Inbox, Push, Readiness};
 
 use super::agent_actor::{AgentActor, AgentArgs, AgentMsg};
-use super::{RunResult, RunStatus, Spec};
+use super::snapshot::{GRAPH_STATE, REQUESTS, Resumed, Snapshot};
+use super::{InputRequest, RunResult, RunStatus, Spec};
 use crate::agent::{AgentError, Reply};
+use crate::codec;
 use crate::context::RunContext;
 use crate::error::RunError;
 use crate::event::Event;
 use crate::graph::cursor::Cursor;
 use crate::graph::{Isolation, NodeInput, Scheduler};
-use crate::message::{Content, Message, Usage};
+use crate::message::{Content, Message, MessageId, Usage};
 use crate::stop::{StopHandle, StopReason, StopTracker, Trigger};
+use crate::store::{Checkpoint, CheckpointId, CheckpointStore};
 use crate::thread::{Thread, WorkflowState};
 
 /// Messages the run's supervisor handles.
@@ -65,6 +68,8 @@ pub(crate) struct RunArgs {
     pub(crate) thread: Thread,
     pub(crate) ctx: RunContext,
     pub(crate) reply: oneshot::Sender<Result<RunResult, RunError>>,
+    pub(crate) top_level: bool,
+    pub(crate) resumed: Option<Resumed>,
 }
 
 pub(crate) struct RunActor;
@@ -170,6 +175,18 @@ pub(crate) struct RunState {
     pending_retry: Vec<usize>,
     /// Waiting for a partial batch's max wait (counted in `in_flight`).
     waking: bool,
+    run_id: String,
+    /// Where checkpoints go (top-level runs with a store only).
+    store: Option<Arc<dyn CheckpointStore>>,
+    /// The last checkpoint saved (or resumed from).
+    parent: Option<CheckpointId>,
+    turns_since_checkpoint: u64,
+    /// Something happened since the last checkpoint.
+    changed: bool,
+    /// Input requests raised in this run.
+    waiting: Vec<InputRequest>,
+    /// Length of the thread before this run produced anything.
+    start_len: usize,
 }
 
 impl Actor for RunActor {
@@ -184,10 +201,26 @@ impl Actor for RunActor {
     ) -> Result<RunState, ActorProcessingErr> {
         let RunArgs {
             spec,
-            mut thread,
+            thread,
             ctx,
             reply,
+            top_level,
+            resumed,
         } = args;
+        let (mut thread, resumed_from, run_id) = match resumed {
+            Some(r) => (
+                r.snapshot.thread.clone(),
+                Some((r.snapshot, r.parent)),
+                r.run_id,
+            ),
+            None => {
+                let id = ctx.run_id().map_or_else(
+                    || format!("{}-{}", spec.name, &MessageId::new().to_string()[16..]),
+                    |r| r.to_string(),
+                );
+                (thread, None, id)
+            }
+        };
         let turns_token = ctx.cancellation().child_token();
         let mut children = std::mem::take(thread.children_mut());
         let mut state = thread.state_mut().take().unwrap_or_default();
@@ -252,7 +285,35 @@ impl Actor for RunActor {
             graph: None,
             pending_retry: Vec::new(),
             waking: false,
+            store: None,
+            run_id,
+            parent: None,
+            turns_since_checkpoint: 0,
+            changed: true,
+            waiting: Vec::new(),
+            start_len: 0,
         };
+        if top_level {
+            run.store = run.spec.store.clone();
+        }
+        if let Some((snapshot, parent)) = resumed_from {
+            run.parent = Some(parent);
+            if let (Some(t), Some(state)) = (run.tracker.as_mut(), snapshot.stop) {
+                t.restore(state);
+            }
+            run.usage = snapshot.usage;
+            run.turns = snapshot.turns;
+            run.start_len = snapshot.start_len.min(run.root.len());
+            run.last = snapshot.last.and_then(|id| {
+                run.root
+                    .messages()
+                    .iter()
+                    .rev()
+                    .find(|m| m.id == id)
+                    .cloned()
+            });
+            run.produced = run.root.messages()[run.start_len..].to_vec();
+        }
         run.graph = run.spec.graph.as_ref().map(|g| {
             let saved = run
                 .state
@@ -261,7 +322,10 @@ impl Actor for RunActor {
                 .and_then(|text| serde_json::from_str::<Cursor>(&text).ok())
                 .filter(|c| c.fits(g));
             let mut cursor = saved.unwrap_or_else(|| Cursor::new(g));
-            if !cursor.has_next() {
+            // A graph that ran out of nodes starts again only for new input;
+            // resuming a finished run has nothing left to do.
+            let fresh_input = run.state.consumed < run.root.len();
+            if !cursor.has_next() && fresh_input {
                 let entry = g
                     .entry
                     .as_ref()
@@ -285,6 +349,9 @@ impl Actor for RunActor {
         });
         run.restore_pending(pending);
         run.take_input();
+        if run.start_len == 0 {
+            run.start_len = run.root.len();
+        }
         run.watcher = Some(run.spawn_watcher(myself));
         Ok(run)
     }
@@ -385,9 +452,6 @@ impl Actor for RunActor {
         Ok(())
     }
 }
-
-/// Key of the graph cursor in [`WorkflowState::data`].
-const GRAPH_STATE: &str = "graph";
 
 impl RunState {
     fn mark_dirty(&mut self, i: usize) {
@@ -651,6 +715,20 @@ impl RunState {
         if let Some(t) = reply.thread {
             self.slots[slot] = Arc::new(t);
         }
+        if let Some(prompt) = &reply.request {
+            let request = InputRequest {
+                id: format!("{}-{}", name, &MessageId::new().to_string()[24..]),
+                agent: name.to_string(),
+                prompt: prompt.clone(),
+            };
+            self.ctx.emit_with(|| Event::InputRequested {
+                path: path.clone(),
+                request: request.id.clone(),
+                prompt: request.prompt.clone(),
+            });
+            self.waiting.push(request);
+            self.stop_gracefully(RunStatus::WaitingForInput(Vec::new()));
+        }
         if let Some(next) = &reply.next {
             self.ctx.emit_with(|| Event::Selected {
                 path: path.clone(),
@@ -695,6 +773,13 @@ impl RunState {
             && let Some(reason) = self.observe(Trigger::Turn)
         {
             self.stop_gracefully(RunStatus::Stopped(reason));
+        }
+        self.turns_since_checkpoint += 1;
+        self.changed = true;
+        // An agent waiting for the caller's answer goes nowhere yet: it
+        // runs again once the answer arrives.
+        if reply.request.is_some() {
+            return;
         }
         if self.graph.is_some() {
             self.take_transitions(index, &produced, reply.next.as_deref());
@@ -752,13 +837,20 @@ impl RunState {
                 self.start_turn(index, Vec::new(), myself).await;
             }
         }
+        if let Some(n) = self.spec.checkpoint_every
+            && self.turns_since_checkpoint >= n
+            && matches!(self.phase, Phase::Running)
+            && self.in_flight == 0
+        {
+            self.checkpoint_now().await;
+        }
         if self.graph.is_some() {
             self.drive_graph(myself).await;
         } else {
             self.drive_router(myself).await;
         }
         if self.in_flight == 0 && self.reply.is_some() {
-            self.finish(myself);
+            self.finish(myself).await;
         }
     }
 
@@ -838,6 +930,11 @@ impl RunState {
                         path: self.ctx.path().clone(),
                         superstep,
                     });
+                    // Between supersteps nothing is in flight: the state is
+                    // whole, and the next superstep has not begun.
+                    if matches!(self.phase, Phase::Running) {
+                        self.checkpoint_now().await;
+                    }
                 }
                 let Some(run) = self.graph.as_mut() else {
                     return;
@@ -1019,6 +1116,7 @@ impl RunState {
         if taken > 0 {
             Arc::make_mut(&mut self.slots[slot]).extend_shared(batch);
         }
+        self.changed = true;
         let part = &mut self.parts[i];
         let turn = AgentMsg::Turn {
             thread: self.slots[slot].clone(),
@@ -1110,8 +1208,124 @@ impl RunState {
         })
     }
 
-    /// Hands back the result and stops the run's actors.
-    fn finish(&mut self, myself: &ActorRef<RunMsg>) {
+    /// The run's state as the thread it would return now, without
+    /// disturbing the run (for a checkpoint between supersteps).
+    fn thread_now(&self) -> Thread {
+        let mut thread = self.root.clone();
+        let mut children = self.foreign_children.clone();
+        for (s, slot) in self.slots.iter().enumerate() {
+            if self.used_slots[s] {
+                children.insert(self.spec.slot_names[s].clone(), (**slot).clone());
+            }
+        }
+        *thread.children_mut() = children;
+        *thread.state_mut() = Some(self.state_now(self.state.clone(), thread.len()));
+        thread
+    }
+
+    /// `state` completed with what lives outside it while the run goes on:
+    /// inbox contents, the graph's cursor, pending input requests.
+    fn state_now(&self, mut state: WorkflowState, len: usize) -> WorkflowState {
+        for (i, part) in self.parts.iter().enumerate() {
+            let name = self.spec.names[i].to_string();
+            if part.inbox.is_empty() {
+                state.pending.remove(&name);
+            } else {
+                state
+                    .pending
+                    .insert(name, part.inbox.iter().cloned().collect());
+            }
+        }
+        // A graph that stopped midway continues where it was; one that ran
+        // out of nodes starts afresh (loop counters too) next time.
+        state.data.remove(GRAPH_STATE);
+        if let Some(run) = &self.graph
+            && run.cursor.has_next()
+            && let Ok(text) = serde_json::to_string(&run.cursor)
+        {
+            state.data.insert(GRAPH_STATE.into(), text);
+        }
+        let mut requests: Vec<InputRequest> = state
+            .data
+            .get(REQUESTS)
+            .and_then(|t| serde_json::from_str(t).ok())
+            .unwrap_or_default();
+        requests.extend(self.waiting.iter().cloned());
+        state.data.remove(REQUESTS);
+        if !requests.is_empty()
+            && let Ok(text) = serde_json::to_string(&requests)
+        {
+            state.data.insert(REQUESTS.into(), text);
+        }
+        state.consumed = len;
+        state
+    }
+
+    /// Saves a checkpoint of the run as it is now (if it has a store).
+    async fn checkpoint_now(&mut self) {
+        if self.store.is_some() {
+            let thread = self.thread_now();
+            self.save_checkpoint(thread).await;
+        }
+    }
+
+    /// Encodes `thread` with the run's counters and saves it; a failure is
+    /// reported as a warning, the run goes on.
+    async fn save_checkpoint(&mut self, thread: Thread) -> Thread {
+        let Some(store) = self.store.clone() else {
+            return thread;
+        };
+        self.turns_since_checkpoint = 0;
+        self.changed = false;
+        let superstep = self.graph.as_ref().map_or(0, |g| g.cursor.superstep);
+        let snapshot = Snapshot {
+            thread,
+            stop: self.tracker.as_ref().map(|t| t.state()),
+            usage: self.usage,
+            turns: self.turns,
+            last: self.last.as_ref().map(|m| m.id),
+            start_len: self.start_len,
+        };
+        let saved = match codec::encode(&snapshot) {
+            Ok(payload) => {
+                let bytes = payload.len();
+                let cp = Checkpoint::new(
+                    self.run_id.clone(),
+                    self.parent,
+                    superstep,
+                    self.spec.topology_hash,
+                    payload,
+                );
+                store
+                    .save(&cp)
+                    .await
+                    .map(|_| (cp.id, bytes))
+                    .map_err(|e| e.to_string())
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        match saved {
+            Ok((id, bytes)) => {
+                self.parent = Some(id);
+                self.ctx.emit_with(|| Event::CheckpointSaved {
+                    path: self.ctx.path().clone(),
+                    run_id: self.run_id.clone(),
+                    checkpoint: id.to_string(),
+                    superstep,
+                    bytes,
+                });
+            }
+            Err(e) => self.ctx.emit_with(|| Event::Warning {
+                path: self.ctx.path().clone(),
+                text: format!("checkpoint not saved: {e}"),
+            }),
+        }
+        snapshot.thread
+    }
+
+    /// Hands back the result, saves the last checkpoint and stops the run's
+    /// actors.
+    async fn finish(&mut self, myself: &ActorRef<RunMsg>) {
         let Some(reply) = self.reply.take() else {
             return;
         };
@@ -1128,29 +1342,21 @@ impl RunState {
             }
         }
         *thread.children_mut() = children;
-        let mut state = std::mem::take(&mut self.state);
-        for (i, part) in self.parts.iter().enumerate() {
-            if !part.inbox.is_empty() {
-                state.pending.insert(
-                    self.spec.names[i].to_string(),
-                    part.inbox.iter().cloned().collect(),
-                );
-            }
+        let state = std::mem::take(&mut self.state);
+        let len = thread.len();
+        *thread.state_mut() = Some(self.state_now(state, len));
+        let failed = matches!(self.phase, Phase::Failing(_));
+        if !failed && (self.changed || self.parent.is_none()) {
+            thread = self.save_checkpoint(thread).await;
         }
-        // A graph that stopped midway continues where it was; one that ran
-        // out of nodes starts afresh (loop counters too) next time.
-        if let Some(run) = &self.graph
-            && run.cursor.has_next()
-            && let Ok(text) = serde_json::to_string(&run.cursor)
-        {
-            state.data.insert(GRAPH_STATE.into(), text);
-        }
-        state.consumed = thread.len();
-        *thread.state_mut() = Some(state);
 
         let phase = std::mem::replace(&mut self.phase, Phase::Running);
+        let waiting = std::mem::take(&mut self.waiting);
         let result = match phase {
             Phase::Failing(f) => Err(f.into_error(thread)),
+            Phase::Stopping(RunStatus::WaitingForInput(_)) => {
+                Ok(self.result(thread, RunStatus::WaitingForInput(waiting)))
+            }
             Phase::Stopping(status) => Ok(self.result(thread, status)),
             Phase::Running => Ok(self.result(thread, RunStatus::Completed)),
         };
@@ -1178,6 +1384,8 @@ impl RunState {
             status,
             usage: self.usage,
             turns: self.turns,
+            run_id: self.run_id.clone(),
+            checkpoint: self.parent,
         }
     }
 }
