@@ -521,3 +521,63 @@ fn message_round_trip_through_the_public_codec() {
         troupe_runtime::codec::decode(&troupe_runtime::codec::encode(&m).unwrap()).unwrap();
     assert_eq!(back, m);
 }
+
+fn pipeline(store: Arc<dyn CheckpointStore>, b_sleeps: Duration) -> Workflow {
+    Workflow::builder()
+        .name("pipe")
+        .participant(node("a".into()))
+        .participant(FnAgent::new("b", move |t: Arc<Thread>, _| async move {
+            tokio::time::sleep(b_sleeps).await;
+            Ok::<_, troupe_runtime::AgentError>(format!(
+                "b after {}",
+                t.last().unwrap().text_content()
+            ))
+        }))
+        .participant(node("c".into()))
+        .router(
+            troupe_runtime::Router::builder()
+                .add_route("user", "a")
+                .add_route("a", "b")
+                .add_route("b", "c")
+                .output("c"),
+        )
+        .checkpoint_store(store)
+        .checkpoint_every(1)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_cancelled_router_only_run_resumes_the_turn_it_cut_short() {
+    let store: Arc<dyn CheckpointStore> = Arc::new(MemoryStore::new());
+    let (ctx, mut events) = RunContext::stream();
+    let ctx = ctx.with_run_id("cut");
+    let canceller = ctx.clone();
+    tokio::spawn(async move {
+        while let Some(e) = events.next().await {
+            if matches!(&e, Event::AgentStarted { path, .. } if path.ends_with("/b")) {
+                canceller.cancel();
+            }
+        }
+    });
+    let r = guard(pipeline(store.clone(), Duration::from_secs(30)).run_task("go", &ctx))
+        .await
+        .unwrap();
+    assert_eq!(r.status, RunStatus::Cancelled);
+    assert!(
+        store.list("cut").await.unwrap().len() >= 2,
+        "every delivery and the end"
+    );
+
+    let done = guard(pipeline(store.clone(), Duration::ZERO).resume("cut", &RunContext::new()))
+        .await
+        .unwrap();
+    assert_eq!(done.status, RunStatus::Completed);
+    let sources: Vec<String> = done
+        .thread
+        .messages()
+        .iter()
+        .map(|m| m.source.to_string())
+        .collect();
+    assert_eq!(sources, ["user", "a", "b", "c"], "b ran again, once");
+}

@@ -129,7 +129,7 @@ pub(crate) struct Spec {
     pub(crate) max_concurrency: Option<usize>,
     /// Where checkpoints go.
     pub(crate) store: Option<Arc<dyn CheckpointStore>>,
-    /// Also checkpoint every this many turns (router-only, dataflow).
+    /// Also checkpoint every this many deliveries (router-only, dataflow).
     pub(crate) checkpoint_every: Option<u64>,
     /// See [`snapshot::topology_hash`].
     pub(crate) topology_hash: u64,
@@ -565,7 +565,8 @@ impl WorkflowBuilder {
         self
     }
 
-    /// Also saves a checkpoint every `n` turns (router-only and dataflow
+    /// Also saves a checkpoint once `n` messages have been delivered since
+    /// the last one, whenever no turn is under way (router-only and dataflow
     /// runs, which have no supersteps).
     pub fn checkpoint_every(mut self, n: u64) -> Self {
         self.checkpoint_every = Some(n.max(1));

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use troupe_router::{Batch, Inbox, Push, Readiness};
 
 use super::agent_actor::{AgentActor, AgentArgs, AgentMsg};
-use super::snapshot::{GRAPH_STATE, REQUESTS, Resumed, Snapshot};
+use super::snapshot::{GRAPH_STATE, REQUESTS, RUNNING, Resumed, Snapshot};
 use super::{InputRequest, RunResult, RunStatus, Spec};
 use crate::agent::{AgentError, Reply};
 use crate::codec;
@@ -180,9 +180,11 @@ pub(crate) struct RunState {
     store: Option<Arc<dyn CheckpointStore>>,
     /// The last checkpoint saved (or resumed from).
     parent: Option<CheckpointId>,
-    turns_since_checkpoint: u64,
+    deliveries_since_checkpoint: u64,
     /// Something happened since the last checkpoint.
     changed: bool,
+    /// Participants whose turn was cancelled midway.
+    cut_short: Vec<usize>,
     /// Input requests raised in this run.
     waiting: Vec<InputRequest>,
     /// Length of the thread before this run produced anything.
@@ -256,6 +258,11 @@ impl Actor for RunActor {
         let tracker = spec.stop.clone().map(StopTracker::new);
         let n = spec.names.len();
         let pending = std::mem::take(&mut state.pending);
+        let interrupted: Vec<String> = state
+            .data
+            .remove(RUNNING)
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
         let mut run = RunState {
             spec,
             ctx,
@@ -288,8 +295,9 @@ impl Actor for RunActor {
             store: None,
             run_id,
             parent: None,
-            turns_since_checkpoint: 0,
+            deliveries_since_checkpoint: 0,
             changed: true,
+            cut_short: Vec::new(),
             waiting: Vec::new(),
             start_len: 0,
         };
@@ -348,6 +356,11 @@ impl Actor for RunActor {
             participants: n,
         });
         run.restore_pending(pending);
+        for name in interrupted {
+            if let Some(i) = run.spec.router.index_of(&name) {
+                run.pending_retry.push(i);
+            }
+        }
         run.take_input();
         if run.start_len == 0 {
             run.start_len = run.root.len();
@@ -532,6 +545,10 @@ impl RunState {
             to: to.to_string(),
             reason,
         };
+        if outcome.is_accepted() {
+            self.deliveries_since_checkpoint += 1;
+            self.changed = true;
+        }
         match outcome {
             Push::Accepted => wf.emit_with(delivered),
             Push::AcceptedWithDrop(d) => {
@@ -679,7 +696,14 @@ impl RunState {
                 }
                 return;
             }
-            TurnOutcome::Cancelled => return,
+            TurnOutcome::Cancelled => {
+                // Cut short: it runs again when the run resumes. (A graph's
+                // interrupted superstep is re-activated whole instead.)
+                if !self.supersteps() {
+                    self.cut_short.push(index);
+                }
+                return;
+            }
         };
         self.parts[index].attempts = 0;
         self.ctx.emit_with(|| Event::AgentFinished {
@@ -774,7 +798,6 @@ impl RunState {
         {
             self.stop_gracefully(RunStatus::Stopped(reason));
         }
-        self.turns_since_checkpoint += 1;
         self.changed = true;
         // An agent waiting for the caller's answer goes nowhere yet: it
         // runs again once the answer arrives.
@@ -838,9 +861,8 @@ impl RunState {
             }
         }
         if let Some(n) = self.spec.checkpoint_every
-            && self.turns_since_checkpoint >= n
+            && self.deliveries_since_checkpoint >= n
             && matches!(self.phase, Phase::Running)
-            && self.in_flight == 0
         {
             self.checkpoint_now().await;
         }
@@ -989,6 +1011,13 @@ impl RunState {
                 }
             }
         }
+    }
+
+    fn supersteps(&self) -> bool {
+        self.spec
+            .graph
+            .as_ref()
+            .is_some_and(|g| g.scheduler == Scheduler::Supersteps)
     }
 
     fn phase_is(&self, status: &RunStatus) -> bool {
@@ -1257,6 +1286,21 @@ impl RunState {
         {
             state.data.insert(REQUESTS.into(), text);
         }
+        // Turns under way when the checkpoint is taken run again on resume:
+        // their input is in their threads already.
+        let running: Vec<&str> = self
+            .parts
+            .iter()
+            .enumerate()
+            .filter(|(i, p)| p.running || self.cut_short.contains(i))
+            .map(|(i, _)| &*self.spec.names[i])
+            .collect();
+        state.data.remove(RUNNING);
+        if !running.is_empty()
+            && let Ok(text) = serde_json::to_string(&running)
+        {
+            state.data.insert(RUNNING.into(), text);
+        }
         state.consumed = len;
         state
     }
@@ -1275,7 +1319,7 @@ impl RunState {
         let Some(store) = self.store.clone() else {
             return thread;
         };
-        self.turns_since_checkpoint = 0;
+        self.deliveries_since_checkpoint = 0;
         self.changed = false;
         let superstep = self.graph.as_ref().map_or(0, |g| g.cursor.superstep);
         let snapshot = Snapshot {

@@ -19,6 +19,8 @@ use super::{InputRequest, Spec};
 pub(crate) const GRAPH_STATE: &str = "graph";
 /// Key of the pending input requests in `WorkflowState::data`.
 pub(crate) const REQUESTS: &str = "requests";
+/// Key of the participants whose turn was under way at a checkpoint.
+pub(crate) const RUNNING: &str = "running";
 
 /// A run's state between two supersteps: its thread (with every child
 /// thread, inbox, the graph's frontier, joins and loop counters, pending
