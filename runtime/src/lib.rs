@@ -60,24 +60,27 @@ mod fn_agent;
 pub mod graph;
 mod message;
 mod retry;
+mod session;
 mod stop;
+pub mod store;
 mod thread;
 mod workflow;
 
-pub use agent::{Agent, AgentError, ErrorKind, Reply};
+pub use agent::{Agent, AgentError, ErrorKind, Renamed, Reply};
 pub use async_trait::async_trait;
 pub use context::{EventSink, EventStream, RunContext};
-pub use error::{BuildError, RunError};
+pub use error::{BuildError, CheckpointError, RunError};
 pub use event::Event;
 pub use fn_agent::FnAgent;
 pub use graph::{Condition, Graph, GraphBuilder, Isolation, Join, NodeInput, Scheduler};
 pub use message::{Content, Handoff, Message, MessageId, ToolCall, ToolResult, USER, Usage};
 pub use retry::{Backoff, RetryPolicy};
+pub use session::{Session, SessionError};
 pub use stop::{StopCondition, StopHandle, StopReason};
 pub use thread::{Thread, WorkflowState};
 pub use tokio_util::sync::CancellationToken;
 pub use troupe_router::{InboxConfig, Overflow, Router, RouterBuilder};
-pub use workflow::{RunResult, RunStatus, RunStream, Workflow, WorkflowBuilder};
+pub use workflow::{InputRequest, RunResult, RunStatus, RunStream, Workflow, WorkflowBuilder};
 
 /// Declares a type as a local-only actor message.
 ///

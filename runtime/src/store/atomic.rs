@@ -1,0 +1,105 @@
+//! Crash-safe file replacement: a reader sees the old file or the new one,
+//! never a mix, and once a write returns the new file survives a power cut.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::error::StoreError;
+
+/// Writes `parts` (concatenated) to `path` atomically.
+///
+/// The bytes go to a hidden temporary file in the same directory (a rename
+/// is atomic only within one file system), which is flushed to disk before
+/// it is renamed over `path`; then the directory is flushed so the rename
+/// itself is durable. On failure the temporary file is removed.
+pub(crate) fn write_atomic(path: &Path, parts: &[&[u8]]) -> Result<(), StoreError> {
+    let tmp = temp_path(path);
+    let result = write_then_rename(&tmp, path, parts);
+    if result.is_err() {
+        // Best effort: the error being reported matters more than this one.
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+fn write_then_rename(tmp: &Path, path: &Path, parts: &[&[u8]]) -> Result<(), StoreError> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(tmp)
+        .map_err(|e| StoreError::io("create", tmp, e))?;
+    for part in parts {
+        file.write_all(part)
+            .map_err(|e| StoreError::io("write", tmp, e))?;
+    }
+    file.sync_all()
+        .map_err(|e| StoreError::io("sync", tmp, e))?;
+    drop(file);
+    fs::rename(tmp, path).map_err(|e| StoreError::io("rename into place", path, e))?;
+    if let Some(dir) = path.parent() {
+        sync_dir(dir)?;
+    }
+    Ok(())
+}
+
+/// Flushes a directory's entries (creations, renames, removals) to disk.
+pub(crate) fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+    #[cfg(unix)]
+    {
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| StoreError::io("sync directory", dir, e))
+    }
+    // Other platforms cannot open a directory as a file; their renames are
+    // made durable by the file system's own journal.
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        Ok(())
+    }
+}
+
+/// A hidden name beside `path`, unique among concurrent writers of this
+/// machine (process id and a counter), so two saves of the same file never
+/// share a temporary file.
+fn temp_path(path: &Path) -> PathBuf {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.tmp-{}-{n}", std::process::id()))
+}
+
+/// Whether a directory entry's name is one of our temporary files (or any
+/// hidden file): listings skip them.
+pub(crate) fn is_hidden(name: &str) -> bool {
+    name.starts_with('.')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_and_leaves_no_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.bin");
+        write_atomic(&path, &[b"one"]).unwrap();
+        write_atomic(&path, &[b"two", b"-parts"]).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"two-parts");
+        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn a_failed_write_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("missing-dir").join("f.bin");
+        let e = write_atomic(&path, &[b"x"]).unwrap_err();
+        assert!(e.to_string().contains("missing-dir"), "{e}");
+    }
+}

@@ -1,0 +1,396 @@
+//! [`FileStore`]: checkpoints and conversations as files under one root
+//! directory.
+
+use std::fs::{self, File};
+use std::io::{ErrorKind, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::atomic::{is_hidden, sync_dir, write_atomic};
+use super::checkpoint::{Checkpoint, CheckpointId, CheckpointMeta};
+use super::error::StoreError;
+use super::format::{
+    CHECKPOINT_PREFIX, checkpoint_header, checkpoint_header_info, decode_checkpoint_file,
+    decode_checkpoint_meta, decode_thread, encode_thread,
+};
+use super::key::{check_conversation_id, check_run_id};
+use super::{CheckpointStore, ThreadStore};
+use crate::thread::Thread;
+
+const CHECKPOINT_EXT: &str = ".ckpt";
+const THREAD_EXT: &str = ".thread";
+
+/// A store of files under a root directory:
+///
+/// ```text
+/// <root>/checkpoints/<run id>/<checkpoint id>.ckpt   one file per checkpoint
+/// <root>/threads/<conversation id>.thread            one file per conversation
+/// ```
+///
+/// Every file is written atomically (a hidden temporary file in the same
+/// directory, flushed, renamed into place, directory flushed), so a crash
+/// leaves the old file or the new one, never half of one. Every file
+/// carries magic bytes and checksums: a truncated or damaged file is
+/// reported as [`StoreError::Corrupt`] naming it, never decoded into wrong
+/// values. Listing reads only the small header of each checkpoint file.
+///
+/// Blocking file I/O runs on tokio's blocking pool. Several processes may
+/// share a root: writes never leave partial files, and the last write of a
+/// conversation wins.
+#[derive(Debug, Clone)]
+pub struct FileStore {
+    root: Arc<PathBuf>,
+}
+
+impl FileStore {
+    /// Opens (creating if needed) a store rooted at `root`.
+    ///
+    /// Creating the directories is blocking I/O; call this at setup.
+    pub fn open(root: impl Into<PathBuf>) -> Result<Self, StoreError> {
+        let root = root.into();
+        for dir in [root.join("checkpoints"), root.join("threads")] {
+            fs::create_dir_all(&dir).map_err(|e| StoreError::io("create directory", &dir, e))?;
+        }
+        Ok(FileStore {
+            root: Arc::new(root),
+        })
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The directory holding a run's checkpoints.
+    pub fn run_dir(&self, run_id: &str) -> PathBuf {
+        self.root.join("checkpoints").join(run_id)
+    }
+
+    /// The file holding one checkpoint.
+    pub fn checkpoint_path(&self, run_id: &str, id: &CheckpointId) -> PathBuf {
+        self.run_dir(run_id).join(format!("{id}{CHECKPOINT_EXT}"))
+    }
+
+    /// The file holding a conversation's thread.
+    pub fn thread_path(&self, conversation: &str) -> PathBuf {
+        self.root
+            .join("threads")
+            .join(format!("{conversation}{THREAD_EXT}"))
+    }
+
+    /// Runs blocking file work off the async threads.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&FileStore) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || f(&this)).await?
+    }
+
+    /// The ids of a run's checkpoint files, oldest first (from the names
+    /// alone; files whose names are not ids are not ours and are skipped).
+    fn ids(&self, run_id: &str) -> Result<Vec<CheckpointId>, StoreError> {
+        let dir = self.run_dir(run_id);
+        let mut ids: Vec<CheckpointId> = entry_names(&dir)?
+            .iter()
+            .filter_map(|n| n.strip_suffix(CHECKPOINT_EXT))
+            .filter_map(|stem| stem.parse().ok())
+            .collect();
+        ids.sort();
+        Ok(ids)
+    }
+
+    fn read_checkpoint(
+        &self,
+        run_id: &str,
+        id: &CheckpointId,
+    ) -> Result<Option<Checkpoint>, StoreError> {
+        let path = self.checkpoint_path(run_id, id);
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(StoreError::io("read", &path, e)),
+        };
+        let what = file_what(&path);
+        let cp = decode_checkpoint_file(&bytes, &what)?;
+        check_identity(&cp.run_id, &cp.id, run_id, id, &what)?;
+        Ok(Some(cp))
+    }
+
+    /// Reads only a checkpoint file's header.
+    fn read_meta(
+        &self,
+        run_id: &str,
+        id: &CheckpointId,
+    ) -> Result<Option<CheckpointMeta>, StoreError> {
+        let path = self.checkpoint_path(run_id, id);
+        let mut file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(StoreError::io("open", &path, e)),
+        };
+        let what = file_what(&path);
+        let mut prefix = [0u8; CHECKPOINT_PREFIX];
+        let got =
+            read_up_to(&mut file, &mut prefix).map_err(|e| StoreError::io("read", &path, e))?;
+        let info = checkpoint_header_info(&prefix[..got], &what)?;
+        let mut header = vec![0u8; info.len];
+        let got =
+            read_up_to(&mut file, &mut header).map_err(|e| StoreError::io("read", &path, e))?;
+        if got < info.len {
+            return Err(StoreError::corrupt(
+                what,
+                format!("truncated: header needs {} bytes, {got} left", info.len),
+            ));
+        }
+        let meta = decode_checkpoint_meta(&header, info, &what)?;
+        check_identity(&meta.run_id, &meta.id, run_id, id, &what)?;
+        // The payload's length is checked here too, so a listing does not
+        // show a checkpoint that cannot be loaded because it was cut short.
+        let len = file
+            .metadata()
+            .map_err(|e| StoreError::io("stat", &path, e))?
+            .len();
+        let expected = (CHECKPOINT_PREFIX + info.len) as u64 + meta.payload_len;
+        if len != expected {
+            return Err(StoreError::corrupt(
+                what,
+                format!("truncated or padded: {len} bytes, the header says {expected}"),
+            ));
+        }
+        Ok(Some(meta))
+    }
+
+    fn remove(&self, run_id: &str, id: &CheckpointId) -> Result<bool, StoreError> {
+        let path = self.checkpoint_path(run_id, id);
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(StoreError::io("remove", &path, e)),
+        }
+    }
+}
+
+/// How errors name a file.
+fn file_what(path: &Path) -> String {
+    format!("file '{}'", path.display())
+}
+
+/// A file that holds another checkpoint than its name says was copied or
+/// renamed by hand: using it would resume the wrong run.
+fn check_identity(
+    found_run: &str,
+    found_id: &CheckpointId,
+    run_id: &str,
+    id: &CheckpointId,
+    what: &str,
+) -> Result<(), StoreError> {
+    if found_run != run_id || found_id != id {
+        return Err(StoreError::corrupt(
+            what,
+            format!(
+                "holds checkpoint {found_id} of run '{found_run}', but its path says {id} of run '{run_id}'"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Fills `buf` as far as the file allows; returns how much was read.
+fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+/// The visible entry names of a directory; none if it does not exist.
+fn entry_names(dir: &Path) -> Result<Vec<String>, StoreError> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(StoreError::io("read directory", dir, e)),
+    };
+    let mut names = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| StoreError::io("read directory", dir, e))?;
+        // Names that are not UTF-8 were not written by this store.
+        if let Ok(name) = entry.file_name().into_string()
+            && !is_hidden(&name)
+        {
+            names.push(name);
+        }
+    }
+    Ok(names)
+}
+
+#[async_trait]
+impl CheckpointStore for FileStore {
+    async fn save(&self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
+        check_run_id(&checkpoint.run_id)?;
+        let header = checkpoint_header(checkpoint)?;
+        let (run_id, id) = (checkpoint.run_id.clone(), checkpoint.id);
+        // The blocking task needs its own copy of the payload.
+        let payload = checkpoint.payload.clone();
+        self.blocking(move |s| {
+            let dir = s.run_dir(&run_id);
+            fs::create_dir_all(&dir).map_err(|e| StoreError::io("create directory", &dir, e))?;
+            write_atomic(&s.checkpoint_path(&run_id, &id), &[&header, &payload])
+        })
+        .await
+    }
+
+    async fn load(
+        &self,
+        run_id: &str,
+        id: &CheckpointId,
+    ) -> Result<Option<Checkpoint>, StoreError> {
+        check_run_id(run_id)?;
+        let (run_id, id) = (run_id.to_string(), *id);
+        self.blocking(move |s| s.read_checkpoint(&run_id, &id))
+            .await
+    }
+
+    async fn latest(&self, run_id: &str) -> Result<Option<Checkpoint>, StoreError> {
+        check_run_id(run_id)?;
+        let run_id = run_id.to_string();
+        self.blocking(move |s| {
+            // A concurrent prune can remove the newest file between listing
+            // and reading it; look again rather than report a false `None`.
+            for _ in 0..3 {
+                let Some(id) = s.ids(&run_id)?.pop() else {
+                    return Ok(None);
+                };
+                if let Some(cp) = s.read_checkpoint(&run_id, &id)? {
+                    return Ok(Some(cp));
+                }
+            }
+            Ok(None)
+        })
+        .await
+    }
+
+    async fn list(&self, run_id: &str) -> Result<Vec<CheckpointMeta>, StoreError> {
+        check_run_id(run_id)?;
+        let run_id = run_id.to_string();
+        self.blocking(move |s| {
+            let mut out = Vec::new();
+            for id in s.ids(&run_id)? {
+                // Removed since the directory was read: not listed.
+                if let Some(meta) = s.read_meta(&run_id, &id)? {
+                    out.push(meta);
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
+
+    async fn delete(&self, run_id: &str, id: &CheckpointId) -> Result<bool, StoreError> {
+        check_run_id(run_id)?;
+        let (run_id, id) = (run_id.to_string(), *id);
+        self.blocking(move |s| {
+            let existed = s.remove(&run_id, &id)?;
+            if existed {
+                sync_dir(&s.run_dir(&run_id))?;
+            }
+            Ok(existed)
+        })
+        .await
+    }
+
+    async fn prune(&self, run_id: &str, keep_last: usize) -> Result<usize, StoreError> {
+        check_run_id(run_id)?;
+        let run_id = run_id.to_string();
+        self.blocking(move |s| {
+            let ids = s.ids(&run_id)?;
+            let excess = ids.len().saturating_sub(keep_last);
+            let mut removed = 0;
+            for id in &ids[..excess] {
+                removed += s.remove(&run_id, id)? as usize;
+            }
+            if removed > 0 {
+                sync_dir(&s.run_dir(&run_id))?;
+            }
+            Ok(removed)
+        })
+        .await
+    }
+
+    async fn runs(&self) -> Result<Vec<String>, StoreError> {
+        self.blocking(|s| {
+            // Run directories are kept when emptied (removing them would race
+            // with a concurrent save into them), so a run counts only while
+            // it holds a checkpoint.
+            let mut runs = Vec::new();
+            for name in entry_names(&s.root.join("checkpoints"))? {
+                if check_run_id(&name).is_ok() && !s.ids(&name)?.is_empty() {
+                    runs.push(name);
+                }
+            }
+            runs.sort();
+            Ok(runs)
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl ThreadStore for FileStore {
+    async fn load_thread(&self, conversation: &str) -> Result<Option<Thread>, StoreError> {
+        check_conversation_id(conversation)?;
+        let path = self.thread_path(conversation);
+        self.blocking(move |_| {
+            let bytes = match fs::read(&path) {
+                Ok(b) => b,
+                Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(StoreError::io("read", &path, e)),
+            };
+            decode_thread(&bytes, &file_what(&path)).map(Some)
+        })
+        .await
+    }
+
+    async fn save_thread(&self, conversation: &str, thread: &Thread) -> Result<(), StoreError> {
+        check_conversation_id(conversation)?;
+        // Encoded here, not in the blocking task, so the thread is not cloned.
+        let bytes = encode_thread(thread, conversation)?;
+        let path = self.thread_path(conversation);
+        self.blocking(move |_| write_atomic(&path, &[&bytes])).await
+    }
+
+    async fn delete_thread(&self, conversation: &str) -> Result<bool, StoreError> {
+        check_conversation_id(conversation)?;
+        let path = self.thread_path(conversation);
+        self.blocking(move |s| match fs::remove_file(&path) {
+            Ok(()) => {
+                sync_dir(&s.root.join("threads"))?;
+                Ok(true)
+            }
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(StoreError::io("remove", &path, e)),
+        })
+        .await
+    }
+
+    async fn conversations(&self) -> Result<Vec<String>, StoreError> {
+        self.blocking(|s| {
+            let mut ids: Vec<String> = entry_names(&s.root.join("threads"))?
+                .into_iter()
+                .filter_map(|n| n.strip_suffix(THREAD_EXT).map(str::to_string))
+                .filter(|id| check_conversation_id(id).is_ok())
+                .collect();
+            ids.sort();
+            Ok(ids)
+        })
+        .await
+    }
+}

@@ -1,0 +1,155 @@
+//! [`MemoryStore`]: checkpoints and conversations kept in the process.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use async_trait::async_trait;
+
+use super::checkpoint::{Checkpoint, CheckpointId, CheckpointMeta};
+use super::error::StoreError;
+use super::key::{check_conversation_id, check_run_id};
+use super::{CheckpointStore, ThreadStore};
+use crate::thread::Thread;
+
+/// A store in memory: for tests, examples and runs that need not outlive
+/// the process. Clones share the same data.
+///
+/// Locks are held only for map operations, never across an `.await`.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryStore {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    runs: RwLock<HashMap<String, BTreeMap<CheckpointId, Checkpoint>>>,
+    threads: RwLock<BTreeMap<String, Thread>>,
+}
+
+// A poisoned lock means a panic elsewhere mid-operation; every operation
+// here leaves the maps consistent before it can panic, so the data is
+// still good and the store keeps working.
+fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|p| p.into_inner())
+}
+
+fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The same contract as the stores on disk: what comes back is verified,
+/// so a checkpoint damaged before it was saved is caught here too.
+fn verified(found: Option<Checkpoint>) -> Result<Option<Checkpoint>, StoreError> {
+    if let Some(cp) = &found {
+        cp.verify()?;
+    }
+    Ok(found)
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+#[async_trait]
+impl CheckpointStore for MemoryStore {
+    async fn save(&self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
+        check_run_id(&checkpoint.run_id)?;
+        write(&self.inner.runs)
+            .entry(checkpoint.run_id.clone())
+            .or_default()
+            .insert(checkpoint.id, checkpoint.clone());
+        Ok(())
+    }
+
+    async fn load(
+        &self,
+        run_id: &str,
+        id: &CheckpointId,
+    ) -> Result<Option<Checkpoint>, StoreError> {
+        check_run_id(run_id)?;
+        let found = read(&self.inner.runs)
+            .get(run_id)
+            .and_then(|run| run.get(id))
+            .cloned();
+        verified(found)
+    }
+
+    async fn latest(&self, run_id: &str) -> Result<Option<Checkpoint>, StoreError> {
+        check_run_id(run_id)?;
+        let found = read(&self.inner.runs)
+            .get(run_id)
+            .and_then(|run| run.values().next_back())
+            .cloned();
+        verified(found)
+    }
+
+    async fn list(&self, run_id: &str) -> Result<Vec<CheckpointMeta>, StoreError> {
+        check_run_id(run_id)?;
+        Ok(read(&self.inner.runs)
+            .get(run_id)
+            .map(|run| run.values().map(Checkpoint::meta).collect())
+            .unwrap_or_default())
+    }
+
+    async fn delete(&self, run_id: &str, id: &CheckpointId) -> Result<bool, StoreError> {
+        check_run_id(run_id)?;
+        let mut runs = write(&self.inner.runs);
+        let Some(run) = runs.get_mut(run_id) else {
+            return Ok(false);
+        };
+        let existed = run.remove(id).is_some();
+        if run.is_empty() {
+            runs.remove(run_id);
+        }
+        Ok(existed)
+    }
+
+    async fn prune(&self, run_id: &str, keep_last: usize) -> Result<usize, StoreError> {
+        check_run_id(run_id)?;
+        let mut runs = write(&self.inner.runs);
+        let Some(run) = runs.get_mut(run_id) else {
+            return Ok(0);
+        };
+        let excess = run.len().saturating_sub(keep_last);
+        let doomed: Vec<CheckpointId> = run.keys().take(excess).copied().collect();
+        for id in &doomed {
+            run.remove(id);
+        }
+        if run.is_empty() {
+            runs.remove(run_id);
+        }
+        Ok(doomed.len())
+    }
+
+    async fn runs(&self) -> Result<Vec<String>, StoreError> {
+        let mut runs: Vec<String> = read(&self.inner.runs).keys().cloned().collect();
+        runs.sort();
+        Ok(runs)
+    }
+}
+
+#[async_trait]
+impl ThreadStore for MemoryStore {
+    async fn load_thread(&self, conversation: &str) -> Result<Option<Thread>, StoreError> {
+        check_conversation_id(conversation)?;
+        Ok(read(&self.inner.threads).get(conversation).cloned())
+    }
+
+    async fn save_thread(&self, conversation: &str, thread: &Thread) -> Result<(), StoreError> {
+        check_conversation_id(conversation)?;
+        write(&self.inner.threads).insert(conversation.to_string(), thread.clone());
+        Ok(())
+    }
+
+    async fn delete_thread(&self, conversation: &str) -> Result<bool, StoreError> {
+        check_conversation_id(conversation)?;
+        Ok(write(&self.inner.threads).remove(conversation).is_some())
+    }
+
+    async fn conversations(&self) -> Result<Vec<String>, StoreError> {
+        Ok(read(&self.inner.threads).keys().cloned().collect())
+    }
+}
