@@ -1,0 +1,303 @@
+//! [`ChatAgentBuilder`]: describing a [`ChatAgent`] and checking that its
+//! parts fit.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use troupe_runtime::Agent;
+
+use super::{ChatAgent, HandoffTarget, ToolMessages};
+use crate::context_policy::ContextPolicy;
+use crate::error::BuildError;
+use crate::model::{ChatModel, ToolDefinition};
+use crate::structured::StructuredOutput;
+use crate::tool::{AgentTool, ThreadMode, Tool, handoff_tool_name, is_valid_tool_name};
+
+/// Describes a [`ChatAgent`]; [`build`](ChatAgentBuilder::build) checks it.
+pub struct ChatAgentBuilder {
+    name: String,
+    description: String,
+    instructions: Option<String>,
+    model: Option<Arc<dyn ChatModel>>,
+    tools: Vec<Arc<dyn Tool>>,
+    handoffs: Vec<HandoffTarget>,
+    max_tool_iterations: usize,
+    structured: Option<Result<StructuredOutput, String>>,
+    structured_retries: usize,
+    context: ContextPolicy,
+    tool_timeout: Option<Duration>,
+    streaming: bool,
+    temperature: Option<f32>,
+    max_tokens: Option<u32>,
+    tool_messages: ToolMessages,
+}
+
+impl fmt::Debug for ChatAgentBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ChatAgentBuilder")
+            .field("name", &self.name)
+            .field(
+                "model",
+                &self.model.as_ref().map(|m| m.model_name().to_string()),
+            )
+            .field("tools", &self.tools.len())
+            .field("handoffs", &self.handoffs)
+            .finish()
+    }
+}
+
+impl ChatAgentBuilder {
+    pub(crate) fn new(name: impl Into<String>) -> Self {
+        ChatAgentBuilder {
+            name: name.into(),
+            description: String::new(),
+            instructions: None,
+            model: None,
+            tools: Vec::new(),
+            handoffs: Vec::new(),
+            max_tool_iterations: 10,
+            structured: None,
+            structured_retries: 1,
+            context: ContextPolicy::default(),
+            tool_timeout: None,
+            streaming: false,
+            temperature: None,
+            max_tokens: None,
+            tool_messages: ToolMessages::default(),
+        }
+    }
+
+    /// What the agent does (for selectors, and its description as a tool).
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// The system instructions.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// The model (required).
+    pub fn model(mut self, model: impl ChatModel) -> Self {
+        self.model = Some(Arc::new(model));
+        self
+    }
+
+    /// A shared model.
+    pub fn model_arc(mut self, model: Arc<dyn ChatModel>) -> Self {
+        self.model = Some(model);
+        self
+    }
+
+    /// Adds a tool.
+    pub fn tool(mut self, tool: impl Tool) -> Self {
+        self.tools.push(Arc::new(tool));
+        self
+    }
+
+    /// Adds a shared tool.
+    pub fn tool_arc(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Adds several tools (for example an MCP server's).
+    pub fn tools<T: Tool>(mut self, tools: impl IntoIterator<Item = T>) -> Self {
+        self.tools
+            .extend(tools.into_iter().map(|t| Arc::new(t) as Arc<dyn Tool>));
+        self
+    }
+
+    /// Adds an agent (or workflow) as a tool, on a fresh or the shared thread.
+    pub fn agent_tool(self, agent: impl Agent, mode: ThreadMode) -> Self {
+        self.tool(AgentTool::new(agent).with_mode(mode))
+    }
+
+    /// Allows handing off to `target`: the model gets a
+    /// `transfer_to_<target>` tool.
+    pub fn handoff(self, target: impl Into<String>) -> Self {
+        self.handoff_described(target, "")
+    }
+
+    /// Allows handing off to `target`, telling the model what it does.
+    pub fn handoff_described(
+        mut self,
+        target: impl Into<String>,
+        description: impl Into<String>,
+    ) -> Self {
+        self.handoffs.push(HandoffTarget {
+            name: target.into(),
+            description: description.into(),
+        });
+        self
+    }
+
+    /// Allows handing off to each of `targets`.
+    pub fn handoffs<S: Into<String>>(self, targets: impl IntoIterator<Item = S>) -> Self {
+        targets.into_iter().fold(self, |b, t| b.handoff(t))
+    }
+
+    /// How many rounds of tool calls one turn may take (default 10). The
+    /// last model call of a turn is told to answer without tools; if it
+    /// still asks for them, the turn fails with a clear error.
+    pub fn max_tool_iterations(mut self, n: usize) -> Self {
+        self.max_tool_iterations = n;
+        self
+    }
+
+    /// Requires the final answer to be JSON matching `schema`.
+    pub fn structured_output(mut self, schema: serde_json::Value) -> Self {
+        self.structured = Some(StructuredOutput::new(schema));
+        self
+    }
+
+    /// Requires the final answer to be a JSON `T` (schema derived).
+    pub fn structured_output_of<T: JsonSchema>(mut self) -> Self {
+        self.structured = Some(StructuredOutput::of::<T>());
+        self
+    }
+
+    /// How many times a non-matching structured answer is sent back to the
+    /// model with what is wrong (default 1) before the turn fails.
+    pub fn structured_retries(mut self, n: usize) -> Self {
+        self.structured_retries = n;
+        self
+    }
+
+    /// How much of the thread the model sees (default: all of it).
+    pub fn context(mut self, policy: ContextPolicy) -> Self {
+        self.context = policy;
+        self
+    }
+
+    /// Time allowed for each tool call; a call that takes longer gives the
+    /// model a timeout error. No limit by default.
+    pub fn tool_timeout(mut self, timeout: Duration) -> Self {
+        self.tool_timeout = Some(timeout);
+        self
+    }
+
+    /// Whether to call the model in streaming mode (the answer is the same).
+    pub fn streaming(mut self, streaming: bool) -> Self {
+        self.streaming = streaming;
+        self
+    }
+
+    /// Sampling temperature.
+    pub fn temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// Cap on completion tokens per model call.
+    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// Where the turn's tool calls and results go (default: the agent's
+    /// own thread only).
+    pub fn tool_messages(mut self, policy: ToolMessages) -> Self {
+        self.tool_messages = policy;
+        self
+    }
+
+    /// Checks the description and builds the agent.
+    pub fn build(self) -> Result<ChatAgent, BuildError> {
+        let agent = self.name.clone();
+        let model = self
+            .model
+            .ok_or_else(|| BuildError::MissingModel(agent.clone()))?;
+        let structured =
+            self.structured
+                .transpose()
+                .map_err(|message| BuildError::InvalidSchema {
+                    agent: agent.clone(),
+                    message,
+                })?;
+
+        let mut definitions: Vec<ToolDefinition> = Vec::new();
+        let mut tool_index = HashMap::new();
+        let mut handoff_index = HashMap::new();
+        let mut claim = |definition: ToolDefinition| -> Result<(), BuildError> {
+            if !is_valid_tool_name(&definition.name) {
+                return Err(BuildError::InvalidToolName {
+                    agent: agent.clone(),
+                    name: definition.name,
+                });
+            }
+            if definitions.iter().any(|d| d.name == definition.name) {
+                return Err(BuildError::DuplicateTool {
+                    agent: agent.clone(),
+                    name: definition.name,
+                });
+            }
+            definitions.push(definition);
+            Ok(())
+        };
+        for (i, tool) in self.tools.iter().enumerate() {
+            let definition = tool.definition().clone();
+            tool_index.insert(definition.name.clone(), i);
+            claim(definition)?;
+        }
+        for (i, target) in self.handoffs.iter().enumerate() {
+            if target.name == agent {
+                return Err(BuildError::HandoffToSelf(agent.clone()));
+            }
+            let definition = target.definition();
+            handoff_index.insert(definition.name.clone(), i);
+            claim(definition)?;
+        }
+
+        Ok(ChatAgent {
+            name: Arc::from(self.name.as_str()),
+            description: self.description,
+            instructions: self.instructions,
+            model,
+            tools: self.tools,
+            tool_index,
+            handoffs: self.handoffs,
+            handoff_index,
+            definitions,
+            max_tool_iterations: self.max_tool_iterations,
+            structured,
+            structured_retries: self.structured_retries,
+            context: self.context,
+            tool_timeout: self.tool_timeout,
+            streaming: self.streaming,
+            temperature: self.temperature,
+            max_tokens: self.max_tokens,
+            tool_messages: self.tool_messages,
+        })
+    }
+}
+
+impl HandoffTarget {
+    /// The `transfer_to_<name>` tool the model sees.
+    pub(crate) fn definition(&self) -> ToolDefinition {
+        let mut description = format!("Hand the conversation over to '{}'.", self.name);
+        if !self.description.is_empty() {
+            description.push(' ');
+            description.push_str(&self.description);
+        }
+        ToolDefinition {
+            name: handoff_tool_name(&self.name),
+            description,
+            parameters: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "reason": {
+                        "type": "string",
+                        "description": "Why, and what the next agent needs to know."
+                    }
+                },
+                "additionalProperties": false
+            }),
+        }
+    }
+}

@@ -1,0 +1,382 @@
+//! [`ChatAgent`]: an agent whose turns are a model's answers, with tools,
+//! handoffs and structured output.
+
+mod builder;
+mod tool_round;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use troupe_runtime::{
+    Agent, AgentError, Content, Message, Reply, RunContext, Thread, ToolCall, Usage,
+};
+
+use crate::context_policy::ContextPolicy;
+use crate::conversation::ASSISTANT_TEXT;
+use crate::model::{
+    ChatMessage, ChatModel, ChatRequest, ChatResponse, ToolChoice, ToolDefinition, collect_stream,
+};
+use crate::structured::StructuredOutput;
+use crate::tool::Tool;
+
+pub use builder::ChatAgentBuilder;
+
+/// An agent this one may hand the conversation to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HandoffTarget {
+    /// The agent's name.
+    pub name: String,
+    /// What it does (shown to the model in the handoff tool's description).
+    pub description: String,
+}
+
+/// Where the tool calls and results of a turn go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolMessages {
+    /// Into the agent's own thread only (the default): the reply's messages
+    /// are just the answer (text, structured output, or the handoff), so
+    /// other agents never receive tool internals, while the agent's later
+    /// turns still see them (and trim them down to their memories). The
+    /// turn's whole token usage is on the answer. The own thread is updated
+    /// through [`Reply::thread`], which replaces the thread the agent was
+    /// given: in a thread shared with agents running at the same time, use
+    /// [`ToolMessages::Reply`].
+    #[default]
+    Private,
+    /// Into the reply, before the answer: routed and shown like any other
+    /// message. Each model call's usage is on the message it produced.
+    Reply,
+}
+
+/// An agent backed by a chat model.
+///
+/// Each turn shows the model the system instructions and the thread (as
+/// much as the [`ContextPolicy`] allows), then runs the **tool loop** (the
+/// seed's feedback loop): when the model asks for tool calls, they run —
+/// concurrently when there are several — and their results go back to the
+/// model, up to `max_tool_iterations` rounds. A tool that fails gives the
+/// model its error text as the result; it does not fail the turn.
+///
+/// **Handoffs**: every allowed target becomes a `transfer_to_<name>` tool;
+/// calling it ends the turn with a [`Handoff`](troupe_runtime::Handoff)
+/// message. If one answer calls several, the first in the model's order
+/// wins and the others are answered "not transferred"; ordinary tool calls
+/// of the same answer still run.
+///
+/// **Structured output**: with a schema, the final answer must be JSON
+/// matching it; it is validated before it is returned (as
+/// [`Content::Structured`]), and a wrong answer is sent back to the model
+/// with what is wrong, `structured_retries` times, before the turn fails.
+///
+/// The turn's tool-call and tool-result messages are kept in the agent's
+/// own thread, or put in the reply before the answer ([`ToolMessages`]);
+/// either way later turns see the history and trim raw results down to
+/// their memories. The loop stops promptly when the run context is
+/// cancelled.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use troupe_agents::{ChatAgent, ScriptedModel, ScriptedReply};
+/// use troupe_runtime::{Agent, Message, RunContext, Thread};
+///
+/// let agent = ChatAgent::builder("greeter")
+///     .instructions("Greet warmly.")
+///     .model(ScriptedModel::new([ScriptedReply::text("Hello there!")]))
+///     .build()?;
+/// let thread = Arc::new(Thread::from_messages([Message::user("hi")]));
+/// let reply = agent.run(thread, RunContext::new()).await?;
+/// assert_eq!(reply.messages.last().unwrap().text_content(), "Hello there!");
+/// # Ok(()) }
+/// ```
+pub struct ChatAgent {
+    name: Arc<str>,
+    description: String,
+    instructions: Option<String>,
+    model: Arc<dyn ChatModel>,
+    tools: Vec<Arc<dyn Tool>>,
+    tool_index: HashMap<String, usize>,
+    handoffs: Vec<HandoffTarget>,
+    handoff_index: HashMap<String, usize>,
+    definitions: Vec<ToolDefinition>,
+    max_tool_iterations: usize,
+    structured: Option<StructuredOutput>,
+    structured_retries: usize,
+    context: ContextPolicy,
+    tool_timeout: Option<Duration>,
+    streaming: bool,
+    temperature: Option<f32>,
+    max_tokens: Option<u32>,
+    tool_messages: ToolMessages,
+}
+
+impl fmt::Debug for ChatAgent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ChatAgent")
+            .field("name", &self.name)
+            .field("model", &self.model.model_name())
+            .field(
+                "tools",
+                &self.definitions.iter().map(|d| &d.name).collect::<Vec<_>>(),
+            )
+            .field("max_tool_iterations", &self.max_tool_iterations)
+            .field("context", &self.context)
+            .finish()
+    }
+}
+
+impl ChatAgent {
+    /// Starts describing an agent named `name`.
+    pub fn builder(name: impl Into<String>) -> ChatAgentBuilder {
+        ChatAgentBuilder::new(name)
+    }
+
+    /// The system instructions.
+    pub fn instructions(&self) -> Option<&str> {
+        self.instructions.as_deref()
+    }
+
+    /// The tools the model sees (handoff tools included), in order.
+    pub fn tool_definitions(&self) -> &[ToolDefinition] {
+        &self.definitions
+    }
+
+    /// The agents this one may hand off to.
+    pub fn handoff_targets(&self) -> &[HandoffTarget] {
+        &self.handoffs
+    }
+
+    /// The request for the next model call.
+    fn request(
+        &self,
+        thread: &Thread,
+        produced: &[Message],
+        corrections: &[ChatMessage],
+        tools_allowed: bool,
+    ) -> ChatRequest {
+        let all: Vec<&Message> = thread
+            .messages()
+            .iter()
+            .map(|m| m.as_ref())
+            .chain(produced)
+            .collect();
+        let reserved = self.instructions.as_ref().map_or(0, |i| {
+            crate::context_policy::estimate_tokens(&ChatMessage::system(i.clone()))
+        });
+        let context = self.context.apply(&self.name, &all, reserved);
+
+        let mut system = self.instructions.clone().unwrap_or_default();
+        if !context.memories.is_empty() {
+            if !system.is_empty() {
+                system.push_str("\n\n");
+            }
+            system.push_str(
+                "Notes kept from earlier tool results (the full results are no longer shown):",
+            );
+            for memory in &context.memories {
+                system.push_str("\n- ");
+                system.push_str(memory);
+            }
+        }
+        let mut messages = Vec::with_capacity(context.messages.len() + 1 + corrections.len());
+        if !system.is_empty() {
+            messages.push(ChatMessage::system(system));
+        }
+        messages.extend(context.messages);
+        messages.extend_from_slice(corrections);
+
+        let mut request = ChatRequest::new(messages);
+        if !self.definitions.is_empty() {
+            // The tools stay declared on the last call so the history's
+            // calls still make sense; the choice forbids new ones.
+            request.tools = self.definitions.clone();
+            request.tool_choice = Some(if tools_allowed {
+                ToolChoice::Auto
+            } else {
+                ToolChoice::None
+            });
+        }
+        request.response_format = self
+            .structured
+            .as_ref()
+            .map(StructuredOutput::response_format);
+        request.temperature = self.temperature;
+        request.max_tokens = self.max_tokens;
+        request
+    }
+
+    async fn call_model(&self, request: &ChatRequest) -> Result<ChatResponse, AgentError> {
+        let response = if self.streaming {
+            collect_stream(self.model.stream(request).await?).await?
+        } else {
+            self.model.complete(request).await?
+        };
+        Ok(response)
+    }
+
+    /// The reply of a turn whose tool messages are `internal` and whose
+    /// answer is `answer`; `total` is the whole turn's usage.
+    fn reply(
+        &self,
+        thread: &Thread,
+        mut internal: Vec<Message>,
+        answer: Message,
+        total: Option<Usage>,
+    ) -> Reply {
+        match self.tool_messages {
+            ToolMessages::Reply => {
+                internal.push(answer);
+                Reply::messages(internal)
+            }
+            ToolMessages::Private => {
+                let mut answer = answer;
+                answer.usage = total;
+                if internal.is_empty() {
+                    return Reply::message(answer);
+                }
+                let mut own = thread.clone();
+                for mut m in internal {
+                    m.usage = None; // counted once, on the answer
+                    own.push(m);
+                }
+                Reply::message(answer).with_thread(own)
+            }
+        }
+    }
+
+    fn cancelled(&self) -> AgentError {
+        AgentError::Failed(format!("'{}' was cancelled", self.name))
+    }
+}
+
+/// Gives calls in one answer distinct, non-empty ids (some servers repeat
+/// or omit them), so each result answers exactly one call.
+fn distinct_call_ids(calls: Vec<ToolCall>, round: usize) -> Vec<ToolCall> {
+    let mut seen = std::collections::HashSet::new();
+    calls
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut call)| {
+            if call.id.is_empty() || !seen.insert(call.id.clone()) {
+                call.id = format!("call_r{round}_{i}");
+                seen.insert(call.id.clone());
+            }
+            call
+        })
+        .collect()
+}
+
+fn add_usage(total: &mut Option<Usage>, usage: Option<Usage>) {
+    if let Some(u) = usage {
+        *total = Some(total.unwrap_or_default() + u);
+    }
+}
+
+fn with_usage(message: Message, usage: Option<Usage>) -> Message {
+    match usage {
+        Some(u) => message.with_usage(u),
+        None => message,
+    }
+}
+
+#[async_trait]
+impl Agent for ChatAgent {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
+        let mut produced: Vec<Message> = Vec::new();
+        // Corrections of a structured answer are shown to the model but are
+        // not part of the conversation.
+        let mut corrections: Vec<ChatMessage> = Vec::new();
+        let mut usage: Option<Usage> = None;
+        let mut total: Option<Usage> = None;
+        let mut rounds = 0;
+        loop {
+            if ctx.is_cancelled() {
+                return Err(self.cancelled());
+            }
+            let tools_allowed = rounds < self.max_tool_iterations;
+            let request = self.request(&thread, &produced, &corrections, tools_allowed);
+            let response = tokio::select! {
+                biased;
+                _ = ctx.cancelled() => return Err(self.cancelled()),
+                response = self.call_model(&request) => response?,
+            };
+            add_usage(&mut usage, response.usage);
+            add_usage(&mut total, response.usage);
+
+            if !response.tool_calls.is_empty() {
+                if !tools_allowed {
+                    let names: Vec<&str> = response
+                        .tool_calls
+                        .iter()
+                        .map(|c| c.name.as_str())
+                        .collect();
+                    return Err(AgentError::Failed(format!(
+                        "'{}' used all {} tool iterations and the model still asks for tools ({})",
+                        self.name,
+                        self.max_tool_iterations,
+                        names.join(", ")
+                    )));
+                }
+                rounds += 1;
+                corrections.clear();
+                let calls = distinct_call_ids(response.tool_calls, rounds);
+                let mut message =
+                    Message::new(self.name.clone(), Content::ToolCalls(calls.clone()));
+                if let Some(text) = response.content.filter(|t| !t.trim().is_empty()) {
+                    message = message.with_metadata(ASSISTANT_TEXT, text);
+                }
+                produced.push(with_usage(message, usage.take()));
+                let outcome = tokio::select! {
+                    biased;
+                    _ = ctx.cancelled() => return Err(self.cancelled()),
+                    outcome = self.run_tool_calls(&calls, &thread, &produced, &ctx) => outcome?,
+                };
+                produced.push(Message::new(
+                    self.name.clone(),
+                    Content::ToolResults(outcome.results),
+                ));
+                if let Some(handoff) = outcome.handoff {
+                    let answer =
+                        Message::handoff(self.name.clone(), handoff.target, handoff.reason);
+                    return Ok(self.reply(&thread, produced, answer, total));
+                }
+                continue;
+            }
+
+            let text = response.content.unwrap_or_default();
+            let answer = match &self.structured {
+                None => Message::text(self.name.clone(), text),
+                Some(output) => match output.parse(&text) {
+                    Ok(json) => Message::structured(self.name.clone(), json),
+                    Err(why) if corrections.len() / 2 < self.structured_retries => {
+                        corrections.push(ChatMessage::assistant(text));
+                        corrections.push(ChatMessage::user(format!(
+                            "{why}. Answer again with only JSON matching the required schema."
+                        )));
+                        continue;
+                    }
+                    Err(why) => {
+                        return Err(AgentError::Model(format!(
+                            "'{}' gave no valid structured output: {why}",
+                            self.name
+                        )));
+                    }
+                },
+            };
+            let answer = with_usage(answer, usage.take());
+            return Ok(self.reply(&thread, produced, answer, total));
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! One round of the tool loop: running the calls of one model answer
+//! (concurrently) and picking the handoff, if any.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures::FutureExt;
+use troupe_runtime::{
+    AgentError, Event, Handoff, Message, RunContext, Thread, ToolCall, ToolResult,
+};
+
+use super::ChatAgent;
+use crate::error::ToolError;
+use crate::tool::ToolContext;
+
+/// What a round gave back.
+pub(super) struct RoundOutcome {
+    /// One result per call, in the calls' order.
+    pub results: Vec<ToolResult>,
+    /// The handoff that won, if any.
+    pub handoff: Option<Handoff>,
+}
+
+fn error_result(call: &ToolCall, text: impl std::fmt::Display) -> ToolResult {
+    ToolResult {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content: format!("Error: {text}"),
+        is_error: true,
+        memory: None,
+    }
+}
+
+/// The `reason` argument of a handoff call; a handoff whose arguments are
+/// unreadable still happens (the intent is clear), with no reason.
+fn handoff_reason(arguments: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(arguments)
+        .ok()
+        .and_then(|v| v.get("reason").and_then(|r| r.as_str()).map(str::to_string))
+        .unwrap_or_default()
+}
+
+impl ChatAgent {
+    /// Runs the calls of one answer. Tools run concurrently; handoff calls
+    /// are settled here (first wins). Only a [`ToolError::Fatal`] fails.
+    pub(super) async fn run_tool_calls(
+        &self,
+        calls: &[ToolCall],
+        thread: &Arc<Thread>,
+        produced: &[Message],
+        ctx: &RunContext,
+    ) -> Result<RoundOutcome, AgentError> {
+        // Tools see the caller's thread as it is now, this turn included.
+        let mut view = Thread::new();
+        view.extend_shared(thread.messages().iter().cloned());
+        for m in produced {
+            view.push(m.clone());
+        }
+        let view = Arc::new(view);
+
+        let winner = calls
+            .iter()
+            .position(|c| self.handoff_index.contains_key(&c.name));
+        for call in calls {
+            ctx.emit_with(|| Event::ToolCall {
+                path: ctx.path().clone(),
+                call: call.clone(),
+            });
+        }
+        let runs = calls.iter().enumerate().map(|(i, call)| {
+            let view = view.clone();
+            async move {
+                match self.handoff_index.get(&call.name) {
+                    Some(&target) => {
+                        Ok(self.handoff_result(call, target, winner == Some(i), winner))
+                    }
+                    None => self.run_tool(call, view, ctx).await,
+                }
+            }
+        });
+        let results = futures::future::join_all(runs)
+            .await
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()?;
+        for result in &results {
+            ctx.emit_with(|| Event::ToolResult {
+                path: ctx.path().clone(),
+                result: result.clone(),
+            });
+        }
+        let handoff = winner.and_then(|i| {
+            let call = &calls[i];
+            let target = self.handoff_index.get(&call.name)?;
+            Some(Handoff {
+                target: self.handoffs[*target].name.clone(),
+                reason: handoff_reason(&call.arguments),
+            })
+        });
+        if let Some(h) = &handoff {
+            ctx.emit_with(|| Event::Handoff {
+                path: ctx.path().clone(),
+                to: h.target.clone(),
+            });
+        }
+        Ok(RoundOutcome { results, handoff })
+    }
+
+    fn handoff_result(
+        &self,
+        call: &ToolCall,
+        target: usize,
+        won: bool,
+        winner: Option<usize>,
+    ) -> ToolResult {
+        let target = &self.handoffs[target].name;
+        if won {
+            ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: format!("Transferred to {target}."),
+                is_error: false,
+                memory: None,
+            }
+        } else {
+            let first = winner
+                .map(|w| format!(" (an earlier handoff call, #{}, was taken)", w + 1))
+                .unwrap_or_default();
+            error_result(
+                call,
+                format!("not transferred to {target}: only one handoff per answer{first}"),
+            )
+        }
+    }
+
+    /// Runs one tool call; a failure (even a panic) becomes an error result
+    /// for the model, except a fatal one, which fails the turn.
+    async fn run_tool(
+        &self,
+        call: &ToolCall,
+        thread: Arc<Thread>,
+        ctx: &RunContext,
+    ) -> Result<ToolResult, AgentError> {
+        let Some(&index) = self.tool_index.get(&call.name) else {
+            let known: Vec<&str> = self.definitions.iter().map(|d| d.name.as_str()).collect();
+            return Ok(error_result(
+                call,
+                format!(
+                    "there is no tool '{}'; the tools are: {}",
+                    call.name,
+                    known.join(", ")
+                ),
+            ));
+        };
+        let tool_ctx = ToolContext {
+            agent: self.name.clone(),
+            call_id: call.id.clone(),
+            thread,
+            run: ctx.clone(),
+        };
+        let run =
+            AssertUnwindSafe(self.tools[index].call(&call.arguments, tool_ctx)).catch_unwind();
+        let outcome = match self.tool_timeout {
+            Some(after) => match tokio::time::timeout(after, run).await {
+                Ok(outcome) => outcome,
+                Err(_) => Ok(Err(ToolError::Timeout {
+                    tool: call.name.clone(),
+                    after,
+                })),
+            },
+            None => run.await,
+        };
+        match outcome {
+            Ok(Ok(output)) => Ok(ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: output.content,
+                is_error: false,
+                memory: output.memory,
+            }),
+            Ok(Err(ToolError::Fatal(message))) => Err(AgentError::Tool {
+                name: call.name.clone(),
+                message,
+            }),
+            Ok(Err(e)) => {
+                tracing::debug!(agent = %self.name, tool = %call.name, error = %e, "tool call failed");
+                Ok(error_result(call, e))
+            }
+            Err(panic) => {
+                let text = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "no message".into());
+                tracing::warn!(agent = %self.name, tool = %call.name, panic = %text, "tool panicked");
+                Ok(error_result(call, format!("the tool panicked: {text}")))
+            }
+        }
+    }
+}

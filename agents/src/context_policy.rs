@@ -1,0 +1,209 @@
+//! [`ContextPolicy`]: how much of its thread an agent shows its model, and
+//! the memories kept from what is left out.
+
+use troupe_runtime::{Content, Message};
+
+use crate::conversation::{pair_tool_calls, render};
+use crate::model::ChatMessage;
+
+/// How much of the thread the model is shown on each call.
+///
+/// Trimming drops the oldest messages. A tool result that carries a
+/// `memory` (seed pattern 6, an action's memory) leaves that note behind
+/// when it is trimmed: the notes of trimmed results are listed after the
+/// system instructions, so the model keeps what the tool wanted remembered
+/// without the raw output. Tool calls and results cut apart by trimming are
+/// dropped together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ContextPolicy {
+    /// Every message (the default).
+    #[default]
+    WholeThread,
+    /// The last N messages of the thread (a message with several tool
+    /// results counts once); at least one.
+    LastN(usize),
+    /// The newest messages that fit in this many tokens, estimated at four
+    /// characters a token; the system instructions count against it, the
+    /// memory notes do not. The newest message is always kept.
+    TokenBudget(usize),
+}
+
+/// What the model is shown of a thread.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Context {
+    /// The conversation, oldest first, calls and results paired.
+    pub messages: Vec<ChatMessage>,
+    /// Memories of trimmed tool results, as `tool: memory`, oldest first.
+    pub memories: Vec<String>,
+}
+
+/// Tokens of a chat message, roughly (four characters a token, plus a few
+/// for the message's framing).
+pub(crate) fn estimate_tokens(message: &ChatMessage) -> usize {
+    let chars = match message {
+        ChatMessage::Assistant {
+            content,
+            tool_calls,
+        } => {
+            content.as_deref().map_or(0, |c| c.chars().count())
+                + tool_calls
+                    .iter()
+                    .map(|c| c.name.len() + c.arguments.chars().count())
+                    .sum::<usize>()
+        }
+        other => other.text().chars().count(),
+    };
+    chars.div_ceil(4) + 4
+}
+
+impl ContextPolicy {
+    /// Selects what agent `me` shows its model of `messages`, leaving
+    /// `reserved` tokens (the system instructions) out of a budget.
+    pub(crate) fn apply(&self, me: &str, messages: &[&Message], reserved: usize) -> Context {
+        let units: Vec<(usize, Vec<ChatMessage>)> = messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (i, render(me, m)))
+            .filter(|(_, rendered)| !rendered.is_empty())
+            .collect();
+        let mut keep_from = match *self {
+            ContextPolicy::WholeThread => 0,
+            ContextPolicy::LastN(n) => units.len().saturating_sub(n.max(1)),
+            ContextPolicy::TokenBudget(budget) => {
+                let mut left = budget.saturating_sub(reserved);
+                let mut from = units.len();
+                while from > 0 {
+                    let cost: usize = units[from - 1].1.iter().map(estimate_tokens).sum();
+                    if cost > left && from < units.len() {
+                        break;
+                    }
+                    left = left.saturating_sub(cost);
+                    from -= 1;
+                }
+                from
+            }
+        };
+        // Results whose calls were trimmed cannot be shown: they count as
+        // trimmed (and leave their memories).
+        while keep_from < units.len()
+            && units[keep_from]
+                .1
+                .iter()
+                .all(|m| matches!(m, ChatMessage::Tool { .. }))
+        {
+            keep_from += 1;
+        }
+        let cutoff = units.get(keep_from).map_or(messages.len(), |(i, _)| *i);
+        let memories = messages[..cutoff]
+            .iter()
+            .filter(|m| &*m.source == me)
+            .filter_map(|m| match &m.content {
+                Content::ToolResults(results) => Some(results),
+                _ => None,
+            })
+            .flatten()
+            .filter_map(|r| {
+                r.memory
+                    .as_ref()
+                    .map(|memory| format!("{}: {memory}", r.name))
+            })
+            .collect();
+        let kept = units
+            .into_iter()
+            .skip(keep_from)
+            .flat_map(|(_, rendered)| rendered)
+            .collect();
+        Context {
+            messages: pair_tool_calls(kept),
+            memories,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use troupe_runtime::{ToolCall, ToolResult};
+
+    fn tool_round(me: &str, id: &str, content: &str, memory: Option<&str>) -> [Message; 2] {
+        [
+            Message::new(
+                me,
+                Content::ToolCalls(vec![ToolCall {
+                    id: id.into(),
+                    name: "search".into(),
+                    arguments: "{}".into(),
+                }]),
+            ),
+            Message::new(
+                me,
+                Content::ToolResults(vec![ToolResult {
+                    call_id: id.into(),
+                    name: "search".into(),
+                    content: content.into(),
+                    is_error: false,
+                    memory: memory.map(Into::into),
+                }]),
+            ),
+        ]
+    }
+
+    fn thread() -> Vec<Message> {
+        let mut v = vec![Message::user("find things")];
+        v.extend(tool_round(
+            "me",
+            "1",
+            &"raw page one ".repeat(40),
+            Some("page one says A"),
+        ));
+        v.extend(tool_round("me", "2", "raw page two", None));
+        v.push(Message::text("me", "done"));
+        v
+    }
+
+    #[test]
+    fn whole_thread_keeps_everything_and_no_memories() {
+        let t = thread();
+        let refs: Vec<&Message> = t.iter().collect();
+        let c = ContextPolicy::WholeThread.apply("me", &refs, 0);
+        assert_eq!(c.messages.len(), 6);
+        assert!(c.memories.is_empty());
+    }
+
+    #[test]
+    fn last_n_trims_and_keeps_memories_of_trimmed_results() {
+        let t = thread();
+        let refs: Vec<&Message> = t.iter().collect();
+        let c = ContextPolicy::LastN(3).apply("me", &refs, 0);
+        assert_eq!(c.memories, vec!["search: page one says A"]);
+        assert_eq!(c.messages.len(), 3);
+        assert!(
+            matches!(&c.messages[0], ChatMessage::Assistant { tool_calls, .. } if tool_calls[0].id == "2")
+        );
+
+        // Cutting between a call and its result drops the lone result too.
+        let c = ContextPolicy::LastN(4).apply("me", &refs, 0);
+        assert_eq!(c.messages.len(), 3, "{:?}", c.messages);
+        assert_eq!(c.memories, vec!["search: page one says A"]);
+    }
+
+    #[test]
+    fn token_budget_keeps_the_newest_that_fit() {
+        let t = thread();
+        let refs: Vec<&Message> = t.iter().collect();
+        let c = ContextPolicy::TokenBudget(40).apply("me", &refs, 0);
+        assert_eq!(c.memories, vec!["search: page one says A"]);
+        assert_eq!(c.messages.last(), Some(&ChatMessage::assistant("done")));
+        assert!(
+            c.messages
+                .iter()
+                .all(|m| !m.text().contains("raw page one"))
+        );
+        let c = ContextPolicy::TokenBudget(0).apply("me", &refs, 100);
+        assert_eq!(
+            c.messages,
+            vec![ChatMessage::assistant("done")],
+            "the newest is always kept"
+        );
+    }
+}

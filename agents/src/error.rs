@@ -1,0 +1,270 @@
+//! The crate's errors: what a model call, a tool call or building an agent
+//! can fail with.
+
+use std::time::Duration;
+
+use troupe_runtime::AgentError;
+
+/// A model call failed.
+///
+/// Every variant that involves a server names the endpoint; none carries
+/// the API key (bodies echoed back by a server are redacted).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModelError {
+    /// The server answered with an error status.
+    #[error("{endpoint} answered HTTP {status}: {body}")]
+    Status {
+        /// The URL called.
+        endpoint: String,
+        /// The HTTP status.
+        status: u16,
+        /// The start of the response body.
+        body: String,
+        /// How long the server asked us to wait before trying again.
+        retry_after: Option<Duration>,
+    },
+    /// The server could not be reached (or the connection dropped).
+    #[error("cannot reach {endpoint}: {message}")]
+    Connect {
+        /// The URL called.
+        endpoint: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The server did not answer in time.
+    #[error("{endpoint} did not answer within {after:?}")]
+    Timeout {
+        /// The URL called.
+        endpoint: String,
+        /// The time allowed.
+        after: Duration,
+    },
+    /// The response could not be understood.
+    #[error("cannot read the response of {endpoint}: {message} (body: {body})")]
+    Decode {
+        /// The URL called.
+        endpoint: String,
+        /// What was wrong with it.
+        message: String,
+        /// The start of the body.
+        body: String,
+    },
+    /// The server reported an error inside a successful response (or a stream).
+    #[error("{endpoint} reported an error: {message}")]
+    Api {
+        /// The URL called.
+        endpoint: String,
+        /// The server's error message.
+        message: String,
+    },
+    /// A streamed response broke off.
+    #[error("the stream from {endpoint} broke off: {message}")]
+    Stream {
+        /// The URL called.
+        endpoint: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A retryable failure persisted through every attempt.
+    #[error("gave up on {endpoint} after {attempts} attempts; last error: {last}")]
+    RetriesExhausted {
+        /// The URL called.
+        endpoint: String,
+        /// Attempts made.
+        attempts: u32,
+        /// The last attempt's error.
+        last: Box<ModelError>,
+    },
+    /// The client is misconfigured (missing key, bad URL, bad header).
+    #[error("model client configuration: {0}")]
+    Config(String),
+    /// A scripted model was asked for more replies than it holds.
+    #[error(
+        "scripted model '{model}' is exhausted: call {call} asked for a reply but the script holds only {replies}"
+    )]
+    ScriptExhausted {
+        /// The scripted model's name.
+        model: String,
+        /// How many replies the script held.
+        replies: usize,
+        /// The call that found it empty (1-based).
+        call: usize,
+    },
+    /// Any other failure (for example one a scripted reply simulates).
+    #[error("{0}")]
+    Other(String),
+}
+
+impl ModelError {
+    /// Whether trying again may succeed: rate limits (429), request
+    /// timeouts (408), server errors (5xx), connection failures and timeouts.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            ModelError::Status { status, .. } => {
+                *status == 429 || *status == 408 || (500..=599).contains(status)
+            }
+            ModelError::Connect { .. } | ModelError::Timeout { .. } => true,
+            _ => false,
+        }
+    }
+
+    /// The wait the server asked for, if it did.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ModelError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+/// A failure that may pass (retried and still failing, rate limits, lost
+/// connections) becomes [`AgentError::Transient`], so a workflow's retry
+/// policy can try the turn again later; anything else is
+/// [`AgentError::Model`].
+impl From<ModelError> for AgentError {
+    fn from(e: ModelError) -> Self {
+        if e.is_retryable() || matches!(e, ModelError::RetriesExhausted { .. }) {
+            AgentError::Transient(format!("model call failed: {e}"))
+        } else {
+            AgentError::Model(e.to_string())
+        }
+    }
+}
+
+/// A tool call failed.
+///
+/// Except for [`ToolError::Fatal`], a failed call does not end the agent's
+/// turn: its text goes back to the model as the call's (error) result, so
+/// the model can correct itself.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// The model's arguments do not fit the tool's parameters.
+    #[error("invalid arguments for tool '{tool}': {message}")]
+    InvalidArguments {
+        /// The tool.
+        tool: String,
+        /// What is wrong with them.
+        message: String,
+    },
+    /// The tool ran and failed.
+    #[error("{0}")]
+    Failed(String),
+    /// The tool did not finish in time.
+    #[error("tool '{tool}' did not finish within {after:?}")]
+    Timeout {
+        /// The tool.
+        tool: String,
+        /// The time allowed.
+        after: Duration,
+    },
+    /// A failure that must end the agent's turn rather than go back to the model.
+    #[error("{0}")]
+    Fatal(String),
+}
+
+impl ToolError {
+    /// A failure with this text, shown to the model.
+    pub fn failed(text: impl Into<String>) -> Self {
+        ToolError::Failed(text.into())
+    }
+}
+
+/// Talking to an MCP server failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpError {
+    /// The server could not be started or connected to.
+    #[error("cannot connect to MCP server '{server}': {message}")]
+    Connect {
+        /// The server's configured name.
+        server: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The server did not answer in time.
+    #[error("MCP server '{server}' did not answer {operation} within {after:?}")]
+    Timeout {
+        /// The server's configured name.
+        server: String,
+        /// What was asked (`initialize`, `tools/list`, `tools/call x`).
+        operation: String,
+        /// The time allowed.
+        after: Duration,
+    },
+    /// The connection is gone: the server exited, crashed or hung up.
+    #[error("MCP server '{server}' is gone ({operation}): {message}")]
+    Disconnected {
+        /// The server's configured name.
+        server: String,
+        /// What was being asked.
+        operation: String,
+        /// What the transport said.
+        message: String,
+    },
+    /// The server answered a request with an error.
+    #[error("MCP server '{server}' refused {operation}: {message}")]
+    Server {
+        /// The server's configured name.
+        server: String,
+        /// What was asked.
+        operation: String,
+        /// The server's error.
+        message: String,
+    },
+    /// The tool is not among the ones this client may use.
+    #[error("MCP server '{server}': tool '{tool}' is not in the allow-list")]
+    NotAllowed {
+        /// The server's configured name.
+        server: String,
+        /// The tool.
+        tool: String,
+    },
+    /// The configuration is unusable (bad header, bad URL).
+    #[error("MCP server '{server}' configuration: {message}")]
+    Config {
+        /// The server's configured name.
+        server: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// A [`ChatAgent`](crate::ChatAgent) could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// No model was given.
+    #[error("chat agent '{0}' has no model")]
+    MissingModel(String),
+    /// A name the model would see is not a valid tool name.
+    #[error(
+        "chat agent '{agent}': '{name}' is not a valid tool name (1 to 64 letters, digits, '_' or '-')"
+    )]
+    InvalidToolName {
+        /// The agent.
+        agent: String,
+        /// The offending name.
+        name: String,
+    },
+    /// Two tools (or a tool and a handoff) share a name.
+    #[error("chat agent '{agent}' has two tools named '{name}'")]
+    DuplicateTool {
+        /// The agent.
+        agent: String,
+        /// The name.
+        name: String,
+    },
+    /// An agent may not hand off to itself.
+    #[error("chat agent '{0}' lists itself as a handoff target")]
+    HandoffToSelf(String),
+    /// The structured-output schema cannot be used.
+    #[error("chat agent '{agent}': structured output schema: {message}")]
+    InvalidSchema {
+        /// The agent.
+        agent: String,
+        /// What is wrong with it.
+        message: String,
+    },
+}

@@ -1,0 +1,94 @@
+//! # troupe-agents
+//!
+//! The agents of troupe: chat models, tools, and the [`ChatAgent`] that
+//! puts them together.
+//!
+//! - [`model`]: the [`ChatModel`] trait (a completion over messages and tool
+//!   definitions, whole or streamed), an [`OpenAiClient`] for any
+//!   OpenAI-compatible server, and a deterministic [`ScriptedModel`] for
+//!   offline examples and tests.
+//! - [`tool`]: the [`Tool`] trait; Rust functions as tools
+//!   ([`FunctionTool`]), MCP servers' tools ([`McpClient`]), agents and
+//!   workflows as tools ([`AgentTool`]).
+//! - [`ChatAgent`]: instructions, a model, tools, handoffs, structured
+//!   output and a [`ContextPolicy`]; its turn is the tool-result feedback
+//!   loop.
+//! - [`UserProxy`]: an agent whose answer comes from the caller.
+//!
+//! Every agent here implements [`troupe_runtime::Agent`], so it can run
+//! alone or as a participant of a workflow.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use serde::Deserialize;
+//! use serde_json::json;
+//! use troupe_agents::{schemars::JsonSchema, ChatAgent, FunctionTool, ScriptedModel, ScriptedReply};
+//! use troupe_runtime::{Agent, Content, Message, RunContext, Thread};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Weather {
+//!     /// The city to look up.
+//!     city: String,
+//! }
+//!
+//! let weather = FunctionTool::new("weather", "Today's weather in a city.", |w: Weather| async move {
+//!     Ok::<_, String>(format!("sunny in {}", w.city))
+//! });
+//!
+//! // Offline: the model's answers are scripted (swap in an OpenAiClient for real).
+//! let model = ScriptedModel::new([
+//!     ScriptedReply::tool_call("weather", json!({"city": "Oslo"})),
+//!     ScriptedReply::text("It is sunny in Oslo."),
+//! ]);
+//! let agent = ChatAgent::builder("assistant")
+//!     .instructions("Answer with the tools you have.")
+//!     .model(model)
+//!     .tool(weather)
+//!     .build()?;
+//!
+//! let thread = Arc::new(Thread::from_messages([Message::user("Weather in Oslo?")]));
+//! let reply = agent.run(thread, RunContext::new()).await?;
+//! // The reply is the answer; the tool call and its result stay in the
+//! // agent's own thread (the one a workflow keeps for it).
+//! assert_eq!(reply.messages.len(), 1);
+//! assert_eq!(reply.messages[0].text_content(), "It is sunny in Oslo.");
+//! let own = reply.thread.expect("the turn's tool history");
+//! assert!(matches!(&own.messages()[2].content, Content::ToolResults(r) if r[0].content == "sunny in Oslo"));
+//! # Ok(()) }
+//! ```
+
+#![warn(missing_docs)]
+
+mod chat_agent;
+mod context_policy;
+mod conversation;
+mod error;
+mod json_schema;
+pub mod model;
+mod structured;
+mod tls;
+pub mod tool;
+mod user_proxy;
+
+pub use async_trait::async_trait;
+/// The schema derive used by [`FunctionTool`] and structured output.
+pub use schemars;
+pub use troupe_runtime::FnAgent;
+
+pub use chat_agent::{ChatAgent, ChatAgentBuilder, HandoffTarget, ToolMessages};
+pub use context_policy::ContextPolicy;
+pub use error::{BuildError, McpError, ModelError, ToolError};
+pub use json_schema::{SchemaErrors, SchemaValidator};
+pub use model::{
+    ChatDelta, ChatMessage, ChatModel, ChatRequest, ChatResponse, ChatStream, FinishReason,
+    OpenAiClient, ResponseFormat, RetryPolicy, ScriptedModel, ScriptedReply, ToolChoice,
+    ToolDefinition,
+};
+pub use structured::StructuredOutput;
+pub use tool::{
+    AgentTool, FunctionTool, McpCallResult, McpClient, McpServerConfig, McpTool, McpToolInfo,
+    McpTransport, ThreadMode, Tool, ToolContext, ToolOutput,
+};
+pub use user_proxy::{UserProxy, UserProxyHandle, UserRequest};

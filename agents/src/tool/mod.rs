@@ -1,0 +1,245 @@
+//! Tools a [`ChatAgent`](crate::ChatAgent) can call: the [`Tool`] trait and
+//! what a call is given and gives back. Implementations: Rust functions
+//! ([`FunctionTool`]), MCP servers ([`McpClient`]), agents and workflows
+//! ([`AgentTool`]).
+
+mod agent_tool;
+mod function;
+mod mcp;
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use troupe_runtime::{RunContext, Thread};
+
+use crate::error::ToolError;
+use crate::model::ToolDefinition;
+
+pub use agent_tool::{AgentTool, ThreadMode};
+pub use function::FunctionTool;
+pub(crate) use function::schema_for;
+pub use mcp::{McpCallResult, McpClient, McpServerConfig, McpTool, McpToolInfo, McpTransport};
+
+/// What a tool call is given besides its arguments.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// The calling agent's name.
+    pub agent: Arc<str>,
+    /// The id of the call being answered.
+    pub call_id: String,
+    /// The caller's thread as the caller sees it now: the messages of its
+    /// turn so far (the tool calls being answered included) follow the
+    /// thread it was given.
+    pub thread: Arc<Thread>,
+    /// The caller's run context (events, cancellation, deadline).
+    pub run: RunContext,
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("agent", &self.agent)
+            .field("call_id", &self.call_id)
+            .field("thread_len", &self.thread.len())
+            .finish()
+    }
+}
+
+impl ToolContext {
+    /// A context for calling a tool outside any agent (tests, scripts): an
+    /// empty thread and a fresh run context.
+    pub fn detached(call_id: impl Into<String>) -> Self {
+        ToolContext {
+            agent: Arc::from(""),
+            call_id: call_id.into(),
+            thread: Arc::new(Thread::new()),
+            run: RunContext::new(),
+        }
+    }
+}
+
+/// What a tool call gave back.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ToolOutput {
+    /// The result the model sees.
+    pub content: String,
+    /// A short note that stays in the agent's context after the raw result
+    /// is trimmed away (an action's "memory").
+    pub memory: Option<String>,
+}
+
+impl ToolOutput {
+    /// A result of this text.
+    pub fn text(content: impl Into<String>) -> Self {
+        ToolOutput {
+            content: content.into(),
+            memory: None,
+        }
+    }
+
+    /// A result of this value as JSON text.
+    pub fn json(value: &impl serde::Serialize) -> Result<Self, ToolError> {
+        serde_json::to_string(value)
+            .map(Self::text)
+            .map_err(|e| ToolError::Failed(format!("cannot encode the result as JSON: {e}")))
+    }
+
+    /// Adds the memory kept when the raw result is trimmed.
+    pub fn with_memory(mut self, memory: impl Into<String>) -> Self {
+        self.memory = Some(memory.into());
+        self
+    }
+}
+
+impl From<String> for ToolOutput {
+    fn from(s: String) -> Self {
+        ToolOutput::text(s)
+    }
+}
+
+impl From<&str> for ToolOutput {
+    fn from(s: &str) -> Self {
+        ToolOutput::text(s)
+    }
+}
+
+/// A JSON string becomes its text; any other value its JSON.
+impl From<serde_json::Value> for ToolOutput {
+    fn from(v: serde_json::Value) -> Self {
+        match v {
+            serde_json::Value::String(s) => ToolOutput::text(s),
+            other => ToolOutput::text(other.to_string()),
+        }
+    }
+}
+
+macro_rules! tool_output_from_display {
+    ($($t:ty),*) => {$(
+        impl From<$t> for ToolOutput {
+            fn from(v: $t) -> Self {
+                ToolOutput::text(v.to_string())
+            }
+        }
+    )*};
+}
+tool_output_from_display!(bool, i32, i64, u32, u64, usize, f32, f64);
+
+/// Something a model can call.
+///
+/// ```
+/// use troupe_agents::{async_trait, Tool, ToolContext, ToolDefinition, ToolError, ToolOutput};
+///
+/// struct Clock(ToolDefinition);
+///
+/// #[async_trait]
+/// impl Tool for Clock {
+///     fn definition(&self) -> &ToolDefinition { &self.0 }
+///     async fn call(&self, _arguments: &str, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+///         Ok(ToolOutput::text("12:00"))
+///     }
+/// }
+/// ```
+#[async_trait]
+pub trait Tool: Send + Sync + 'static {
+    /// The name, description and argument schema the model sees.
+    fn definition(&self) -> &ToolDefinition;
+
+    /// Runs one call. `arguments` is the model's JSON text, unchecked.
+    /// An error goes back to the model as the call's result (unless it is
+    /// [`ToolError::Fatal`]).
+    async fn call(&self, arguments: &str, ctx: ToolContext) -> Result<ToolOutput, ToolError>;
+}
+
+#[async_trait]
+impl<T: Tool + ?Sized> Tool for Arc<T> {
+    fn definition(&self) -> &ToolDefinition {
+        (**self).definition()
+    }
+    async fn call(&self, arguments: &str, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+        (**self).call(arguments, ctx).await
+    }
+}
+
+/// The name of the tool that hands off to `target`: `transfer_to_<target>`,
+/// with characters a tool name may not hold replaced by `_`.
+pub fn handoff_tool_name(target: &str) -> String {
+    format!("transfer_to_{}", sanitize_tool_name(target))
+}
+
+/// `name` with every character a tool name may not hold replaced by `_`,
+/// cut to 64 characters.
+pub(crate) fn sanitize_tool_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect()
+}
+
+/// Whether providers accept `name` as a tool name (`^[A-Za-z0-9_-]{1,64}$`).
+pub(crate) fn is_valid_tool_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// The arguments as a JSON value; empty text counts as `{}` (some models
+/// send nothing for a call without arguments).
+pub(crate) fn parse_arguments(tool: &str, arguments: &str) -> Result<serde_json::Value, ToolError> {
+    if arguments.trim().is_empty() {
+        return Ok(serde_json::Value::Object(Default::default()));
+    }
+    serde_json::from_str(arguments).map_err(|e| ToolError::InvalidArguments {
+        tool: tool.to_string(),
+        message: format!("the arguments are not valid JSON ({e})"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names() {
+        assert_eq!(
+            handoff_tool_name("billing agent"),
+            "transfer_to_billing_agent"
+        );
+        assert!(is_valid_tool_name("get_weather-2"));
+        assert!(!is_valid_tool_name("get weather"));
+        assert!(!is_valid_tool_name(""));
+        assert!(!is_valid_tool_name(&"x".repeat(65)));
+    }
+
+    #[test]
+    fn outputs_from_values() {
+        assert_eq!(
+            ToolOutput::from(serde_json::json!("plain")).content,
+            "plain"
+        );
+        assert_eq!(
+            ToolOutput::from(serde_json::json!({"a": 1})).content,
+            "{\"a\":1}"
+        );
+        assert_eq!(ToolOutput::from(42i64).content, "42");
+        assert_eq!(
+            ToolOutput::text("x").with_memory("m").memory.as_deref(),
+            Some("m")
+        );
+    }
+
+    #[test]
+    fn empty_arguments_are_an_empty_object() {
+        assert_eq!(parse_arguments("t", " ").unwrap(), serde_json::json!({}));
+        let e = parse_arguments("t", "{oops").unwrap_err();
+        assert!(e.to_string().contains("not valid JSON"), "{e}");
+    }
+}

@@ -1,0 +1,295 @@
+//! [`UserProxy`]: an agent whose answer comes from the caller — a
+//! callback, a channel, or a terminal.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{Mutex, mpsc, oneshot};
+use troupe_runtime::{Agent, AgentError, Content, Reply, RunContext, Thread};
+
+type Callback = dyn Fn(Arc<Thread>) -> BoxFuture<'static, Result<String, AgentError>> + Send + Sync;
+
+/// A turn waiting for the caller's answer (see [`UserProxy::channel`]).
+#[derive(Debug)]
+pub struct UserRequest {
+    /// The proxy's thread: what the user is answering.
+    pub thread: Arc<Thread>,
+    answer: oneshot::Sender<String>,
+}
+
+impl UserRequest {
+    /// The text of the last message (usually the question).
+    pub fn prompt(&self) -> String {
+        self.thread
+            .last()
+            .map(|m| m.text_content().into_owned())
+            .unwrap_or_default()
+    }
+
+    /// Answers; the proxy's turn ends with this text. Fails (giving the
+    /// text back) if the turn is no longer waiting.
+    pub fn respond(self, text: impl Into<String>) -> Result<(), String> {
+        self.answer.send(text.into())
+    }
+}
+
+/// The caller's end of a channel proxy: requests arrive here.
+#[derive(Debug)]
+pub struct UserProxyHandle {
+    requests: mpsc::Receiver<UserRequest>,
+}
+
+impl UserProxyHandle {
+    /// The next turn waiting for an answer; `None` once the proxy is gone.
+    pub async fn next(&mut self) -> Option<UserRequest> {
+        self.requests.recv().await
+    }
+}
+
+type Lines = (
+    Box<dyn AsyncBufRead + Send + Unpin>,
+    Box<dyn AsyncWrite + Send + Unpin>,
+);
+
+enum Source {
+    Callback(Box<Callback>),
+    Channel(mpsc::Sender<UserRequest>),
+    Lines(Mutex<Lines>),
+}
+
+/// An agent that asks the caller: its reply is the caller's text.
+///
+/// Three ways to answer: a callback (for tests and GUIs), a channel (the
+/// caller gets a [`UserRequest`] per turn and responds when ready), or
+/// lines of text (a terminal: the last message is printed and a line read;
+/// [`UserProxy::stdin`]). When the input ends, the proxy replies with a
+/// [`Content::Stop`] instead of text.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use troupe_agents::UserProxy;
+/// use troupe_runtime::{Agent, Message, RunContext, Thread};
+///
+/// let (proxy, mut handle) = UserProxy::channel("human");
+/// tokio::spawn(async move {
+///     while let Some(request) = handle.next().await {
+///         let answer = format!("yes to '{}'", request.prompt());
+///         let _ = request.respond(answer);
+///     }
+/// });
+/// let thread = Arc::new(Thread::from_messages([Message::text("bot", "Ship it?")]));
+/// let reply = proxy.run(thread, RunContext::new()).await?;
+/// assert_eq!(reply.messages[0].text_content(), "yes to 'Ship it?'");
+/// # Ok(()) }
+/// ```
+pub struct UserProxy {
+    name: String,
+    description: String,
+    source: Source,
+    timeout: Option<Duration>,
+}
+
+impl fmt::Debug for UserProxy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let source = match self.source {
+            Source::Callback(_) => "callback",
+            Source::Channel(_) => "channel",
+            Source::Lines(_) => "lines",
+        };
+        f.debug_struct("UserProxy")
+            .field("name", &self.name)
+            .field("source", &source)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+impl UserProxy {
+    fn with_source(name: impl Into<String>, source: Source) -> Self {
+        UserProxy {
+            name: name.into(),
+            description: "A human: asks the user and relays the answer.".into(),
+            source,
+            timeout: None,
+        }
+    }
+
+    /// A proxy answering with `answer(thread)`.
+    pub fn new<F, Fut>(name: impl Into<String>, answer: F) -> Self
+    where
+        F: Fn(Arc<Thread>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<String, AgentError>> + Send + 'static,
+    {
+        Self::with_source(
+            name,
+            Source::Callback(Box::new(move |thread| Box::pin(answer(thread)))),
+        )
+    }
+
+    /// A proxy whose turns are sent to the returned handle.
+    pub fn channel(name: impl Into<String>) -> (Self, UserProxyHandle) {
+        let (tx, rx) = mpsc::channel(8);
+        (
+            Self::with_source(name, Source::Channel(tx)),
+            UserProxyHandle { requests: rx },
+        )
+    }
+
+    /// A proxy writing the last message to `output` and reading one line of
+    /// `input` per turn.
+    pub fn lines(
+        name: impl Into<String>,
+        input: impl AsyncBufRead + Send + Unpin + 'static,
+        output: impl AsyncWrite + Send + Unpin + 'static,
+    ) -> Self {
+        Self::with_source(
+            name,
+            Source::Lines(Mutex::new((Box::new(input), Box::new(output)))),
+        )
+    }
+
+    /// A proxy on the terminal: stdout and stdin.
+    pub fn stdin(name: impl Into<String>) -> Self {
+        Self::lines(
+            name,
+            tokio::io::BufReader::new(tokio::io::stdin()),
+            tokio::io::stdout(),
+        )
+    }
+
+    /// Sets the description.
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// Fails a turn that gets no answer within `timeout`.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// The answer, or `None` when the input has ended.
+    async fn answer(&self, thread: Arc<Thread>) -> Result<Option<String>, AgentError> {
+        match &self.source {
+            Source::Callback(f) => f(thread).await.map(Some),
+            Source::Channel(tx) => {
+                let (answer, rx) = oneshot::channel();
+                let gone = || AgentError::Failed(format!("nobody answers for '{}'", self.name));
+                tx.send(UserRequest { thread, answer })
+                    .await
+                    .map_err(|_| gone())?;
+                rx.await.map(Some).map_err(|_| gone())
+            }
+            Source::Lines(io) => {
+                let mut io = io.lock().await;
+                let (input, output) = &mut *io;
+                let prompt = thread
+                    .last()
+                    .map(|m| format!("{}: {}\n", m.source, m.text_content()))
+                    .unwrap_or_default();
+                let io_error = |e: std::io::Error| {
+                    AgentError::Failed(format!("'{}' cannot talk to the user: {e}", self.name))
+                };
+                output
+                    .write_all(format!("{prompt}{}> ", self.name).as_bytes())
+                    .await
+                    .map_err(io_error)?;
+                output.flush().await.map_err(io_error)?;
+                let mut line = String::new();
+                let read = input.read_line(&mut line).await.map_err(io_error)?;
+                if read == 0 {
+                    return Ok(None);
+                }
+                Ok(Some(line.trim_end_matches(['\n', '\r']).to_string()))
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Agent for UserProxy {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
+        let answer = async {
+            match self.timeout {
+                Some(after) => tokio::time::timeout(after, self.answer(thread))
+                    .await
+                    .map_err(|_| AgentError::Timeout(after))?,
+                None => self.answer(thread).await,
+            }
+        };
+        let answer = tokio::select! {
+            biased;
+            _ = ctx.cancelled() => return Err(AgentError::Failed(format!("'{}' was cancelled", self.name))),
+            answer = answer => answer?,
+        };
+        Ok(match answer {
+            Some(text) => Reply::text(text),
+            None => Reply::from(Content::Stop("the user closed the input".into())),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use troupe_runtime::Message;
+
+    #[tokio::test]
+    async fn lines_prompt_and_read_until_the_input_ends() {
+        let (out_tx, mut out_rx) = tokio::io::duplex(1024);
+        let proxy = UserProxy::lines("me", &b"first answer\r\n"[..], out_tx);
+        let thread = Arc::new(Thread::from_messages([Message::text("bot", "Question?")]));
+        let reply = proxy.run(thread.clone(), RunContext::new()).await.unwrap();
+        assert_eq!(reply.messages[0].text_content(), "first answer");
+        let reply = proxy.run(thread, RunContext::new()).await.unwrap();
+        assert!(matches!(reply.messages[0].content, Content::Stop(_)));
+        drop(proxy);
+        let mut shown = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut out_rx, &mut shown)
+            .await
+            .unwrap();
+        assert!(shown.starts_with("bot: Question?\nme> "), "{shown:?}");
+    }
+
+    #[tokio::test]
+    async fn callbacks_timeouts_and_lost_handles() {
+        let proxy = UserProxy::new("cb", |t: Arc<Thread>| async move {
+            Ok(format!("{} seen", t.len()))
+        });
+        let reply = proxy
+            .run(Arc::new(Thread::new()), RunContext::new())
+            .await
+            .unwrap();
+        assert_eq!(reply.messages[0].text_content(), "0 seen");
+
+        let (proxy, handle) = UserProxy::channel("slow");
+        let proxy = proxy.with_timeout(Duration::from_millis(20));
+        let e = proxy
+            .run(Arc::new(Thread::new()), RunContext::new())
+            .await
+            .unwrap_err();
+        assert!(matches!(e, AgentError::Timeout(_)), "{e}");
+        drop(handle);
+        let e = proxy
+            .run(Arc::new(Thread::new()), RunContext::new())
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("nobody answers"), "{e}");
+    }
+}
