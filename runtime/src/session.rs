@@ -179,7 +179,13 @@ impl Session {
             .map_err(store_error)?
             .unwrap_or_default();
         thread.push(message);
-        match self.workflow.run(thread, &self.ctx).await {
+        // The conversation id names the run, so a workflow with a checkpoint
+        // store can resume a turn that crashed (`Workflow::resume`).
+        let ctx = match self.ctx.run_id() {
+            Some(_) => self.ctx.clone(),
+            None => self.ctx.with_run_id(conversation),
+        };
+        match self.workflow.run(thread, &ctx).await {
             Ok(result) => match self.store.save_thread(conversation, &result.thread).await {
                 Ok(()) => Ok(result),
                 Err(source) => Err(SessionError::Save {
