@@ -86,6 +86,10 @@ pub struct Reply {
     /// A question for the caller: the run ends waiting for input (with a
     /// checkpoint), and resumes with the answer delivered to this agent.
     pub request: Option<String>,
+    /// Messages for the agent's own thread only, appended before
+    /// `messages`: never routed, not part of the conversation (a tool
+    /// loop's calls and results, kept for the agent's later turns).
+    pub private: Vec<Message>,
 }
 
 impl Reply {
@@ -129,6 +133,12 @@ impl Reply {
             request: Some(prompt.into()),
             ..Default::default()
         }
+    }
+
+    /// Adds messages for the agent's own thread only (see [`Reply::private`]).
+    pub fn with_private(mut self, private: Vec<Message>) -> Self {
+        self.private = private;
+        self
     }
 
     /// Sets the replacement thread.
@@ -187,6 +197,8 @@ pub enum ErrorKind {
     Workflow,
     /// A remote node was lost.
     Node,
+    /// The turn was cancelled.
+    Cancelled,
 }
 
 /// Why an agent's turn failed.
@@ -216,6 +228,9 @@ pub enum AgentError {
     /// A nested workflow's run failed.
     #[error("{0}")]
     Workflow(Box<RunError>),
+    /// The turn was cancelled before it finished.
+    #[error("cancelled")]
+    Cancelled,
     /// A remote node was lost or unreachable.
     #[error("node '{node}' lost: {message}")]
     Node {
@@ -247,6 +262,7 @@ impl AgentError {
             AgentError::Tool { .. } => ErrorKind::Tool,
             AgentError::Workflow(_) => ErrorKind::Workflow,
             AgentError::Node { .. } => ErrorKind::Node,
+            AgentError::Cancelled => ErrorKind::Cancelled,
         }
     }
 }

@@ -40,10 +40,8 @@ pub enum ToolMessages {
     /// are just the answer (text, structured output, or the handoff), so
     /// other agents never receive tool internals, while the agent's later
     /// turns still see them (and trim them down to their memories). The
-    /// turn's whole token usage is on the answer. The own thread is updated
-    /// through [`Reply::thread`], which replaces the thread the agent was
-    /// given: in a thread shared with agents running at the same time, use
-    /// [`ToolMessages::Reply`].
+    /// turn's whole token usage is on the answer. They travel as the
+    /// reply's private messages ([`Reply::private`]).
     #[default]
     Private,
     /// Into the reply, before the answer: routed and shown like any other
@@ -220,13 +218,7 @@ impl ChatAgent {
 
     /// The reply of a turn whose tool messages are `internal` and whose
     /// answer is `answer`; `total` is the whole turn's usage.
-    fn reply(
-        &self,
-        thread: &Thread,
-        mut internal: Vec<Message>,
-        answer: Message,
-        total: Option<Usage>,
-    ) -> Reply {
+    fn reply(&self, mut internal: Vec<Message>, answer: Message, total: Option<Usage>) -> Reply {
         match self.tool_messages {
             ToolMessages::Reply => {
                 internal.push(answer);
@@ -238,18 +230,16 @@ impl ChatAgent {
                 if internal.is_empty() {
                     return Reply::message(answer);
                 }
-                let mut own = thread.clone();
-                for mut m in internal {
+                for m in &mut internal {
                     m.usage = None; // counted once, on the answer
-                    own.push(m);
                 }
-                Reply::message(answer).with_thread(own)
+                Reply::message(answer).with_private(internal)
             }
         }
     }
 
     fn cancelled(&self) -> AgentError {
-        AgentError::Failed(format!("'{}' was cancelled", self.name))
+        AgentError::Cancelled
     }
 }
 
@@ -350,7 +340,7 @@ impl Agent for ChatAgent {
                 if let Some(handoff) = outcome.handoff {
                     let answer =
                         Message::handoff(self.name.clone(), handoff.target, handoff.reason);
-                    return Ok(self.reply(&thread, produced, answer, total));
+                    return Ok(self.reply(produced, answer, total));
                 }
                 continue;
             }
@@ -376,7 +366,7 @@ impl Agent for ChatAgent {
                 },
             };
             let answer = with_usage(answer, usage.take());
-            return Ok(self.reply(&thread, produced, answer, total));
+            return Ok(self.reply(produced, answer, total));
         }
     }
 }

@@ -454,6 +454,7 @@ impl Agent for Workflow {
             thread: Some(thread),
             next: None,
             request: None,
+            private: Vec::new(),
         })
     }
 }

@@ -57,6 +57,9 @@ pub(crate) enum RunMsg {
 crate::local_message!(RunMsg);
 
 /// How a turn ended.
+// Travels boxed (`RunMsg::TurnDone`), so its size does not weigh on the
+// mailbox.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum TurnOutcome {
     Done(Reply),
     Failed(AgentError),
@@ -758,6 +761,13 @@ impl RunState {
                 path: path.clone(),
                 next: next.clone(),
             });
+        }
+        for mut m in reply.private {
+            m.source = name.clone();
+            if let Some(u) = m.usage {
+                self.usage += u;
+            }
+            Arc::make_mut(&mut self.slots[slot]).push(m);
         }
         let mut produced = Vec::with_capacity(reply.messages.len());
         for mut m in reply.messages {
