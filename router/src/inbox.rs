@@ -135,6 +135,14 @@ impl<M: Envelope> Inbox<M> {
         if !self.config.senders.accepts(message.sender()) {
             return Push::Filtered(message);
         }
+        self.deliver(message, now)
+    }
+
+    /// Delivers a message whose destination the caller has already decided
+    /// (a workflow moving a message along a graph edge, or answering a
+    /// question this inbox's owner asked): like [`push`](Self::push) but
+    /// without the sender filter. TTL and capacity still apply.
+    pub fn deliver(&mut self, message: M, now: SystemTime) -> Push<M> {
         if let Some(reason) = self.expiry(&message, now) {
             return Push::Dropped(Dropped { message, reason });
         }

@@ -581,3 +581,30 @@ async fn a_cancelled_router_only_run_resumes_the_turn_it_cut_short() {
         .collect();
     assert_eq!(sources, ["user", "a", "b", "c"], "b ran again, once");
 }
+
+#[tokio::test]
+async fn an_answer_reaches_an_agent_whose_inbox_takes_no_user_messages() {
+    // Router-only: the clerk accepts messages from intake only, yet the
+    // answer to its own question must reach it.
+    let wf = Workflow::builder()
+        .name("desk")
+        .participant(node("intake".into()))
+        .participant(asker())
+        .router(
+            troupe_runtime::Router::builder()
+                .add_route("user", "intake")
+                .add_route("intake", "clerk")
+                .output("clerk"),
+        )
+        .build()
+        .unwrap();
+    let r = guard(wf.run_task("a table", &RunContext::new()))
+        .await
+        .unwrap();
+    let pending = Workflow::pending_requests(&r.thread);
+    assert_eq!(pending.len(), 1);
+    let done = guard(wf.respond_in_thread(r.thread, &pending[0].id, "Tuesday", &RunContext::new()))
+        .await
+        .unwrap();
+    assert_eq!(done.final_text(), "booked for Tuesday");
+}

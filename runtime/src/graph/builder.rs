@@ -521,16 +521,28 @@ fn endless_cycles(n: usize, edges: &[Edge], names: &[String]) -> Vec<Vec<String>
             t.visit(v);
         }
     }
+    let mut component = vec![0usize; n];
+    for (c, comp) in t.comps.iter().enumerate() {
+        for &v in comp {
+            component[v] = c;
+        }
+    }
+    // Per component: has an internal edge, and are all internal edges
+    // unconditional — one pass over the edges.
+    let mut internal = vec![false; t.comps.len()];
+    let mut all_always = vec![true; t.comps.len()];
+    for e in edges {
+        let c = component[e.from];
+        if component[e.to] == c {
+            internal[c] = true;
+            all_always[c] &= e.condition.is_always();
+        }
+    }
     let mut out = Vec::new();
-    for comp in t.comps {
-        let inside = |i: usize| comp.contains(&i);
-        let internal: Vec<&Edge> = edges
-            .iter()
-            .filter(|e| inside(e.from) && inside(e.to))
-            .collect();
-        let is_cycle = comp.len() > 1 || !internal.is_empty();
-        if is_cycle && internal.iter().all(|e| e.condition.is_always()) {
-            let mut nodes: Vec<usize> = comp;
+    for (c, comp) in t.comps.into_iter().enumerate() {
+        let is_cycle = comp.len() > 1 || internal[c];
+        if is_cycle && all_always[c] {
+            let mut nodes = comp;
             nodes.sort_unstable();
             out.push(nodes.into_iter().map(|i| names[i].clone()).collect());
         }

@@ -614,10 +614,24 @@ impl WorkflowBuilder {
         // Without a router every message reaches every other participant
         // (or, with a graph, travels along transitions), and whatever an
         // agent says is a possible result of the workflow.
-        let router = match self.router {
-            Some(r) if self.graph.is_none() => r,
-            Some(r) => names.iter().fold(r, |b, n| b.output(n.to_string())),
-            None => names
+        let router = match (self.router, &self.graph) {
+            (Some(r), None) => r,
+            (Some(r), Some(_)) => names.iter().fold(r, |b, n| b.output(n.to_string())),
+            // Messages travel along the edges: the router only keeps the
+            // inboxes (which accept the caller's input, answers to input
+            // requests, and every predecessor). Sparse on purpose — a
+            // broadcast table would be participants² for a wide fan-out.
+            (None, Some(g)) => {
+                let mut r = RouterBuilder::default();
+                for e in &g.edges {
+                    r = r.add_route(g.names[e.from].clone(), g.names[e.to].clone());
+                }
+                for n in &names {
+                    r = r.add_route(USER, n.to_string()).output(n.to_string());
+                }
+                r
+            }
+            (None, None) => names
                 .iter()
                 .fold(RouterBuilder::default(), |b, n| b.output(n.to_string())),
         };

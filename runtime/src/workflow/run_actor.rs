@@ -487,7 +487,7 @@ impl RunState {
             match self.spec.router.index_of(&name) {
                 Some(i) => {
                     for m in messages {
-                        self.push_to(i, m, now);
+                        self.push_to(i, m, now, false);
                     }
                 }
                 None => self.ctx.emit_with(|| Event::Warning {
@@ -521,7 +521,7 @@ impl RunState {
             }
             if self.spec.edge_delivery {
                 for &t in &first_nodes {
-                    self.push_to(t, m.clone(), now);
+                    self.push_to(t, m.clone(), now, false);
                 }
             } else {
                 self.route(&m.source.clone(), &m);
@@ -529,11 +529,18 @@ impl RunState {
         }
     }
 
-    fn push_to(&mut self, target: usize, m: Arc<Message>, now: SystemTime) {
+    /// Puts `m` in `target`'s inbox. `routed` applies the router's sender
+    /// filter; messages placed deliberately (along a graph edge, restored
+    /// from a checkpoint, an answer to the target's question) skip it.
+    fn push_to(&mut self, target: usize, m: Arc<Message>, now: SystemTime, routed: bool) {
         let part = &mut self.parts[target];
         let before = part.inbox.len();
         let id = m.id;
-        let outcome = part.inbox.push(m, now);
+        let outcome = if routed {
+            part.inbox.push(m, now)
+        } else {
+            part.inbox.deliver(m, now)
+        };
         self.queued = self.queued + part.inbox.len() - before;
         let wf = &self.ctx;
         let to = &self.spec.names[target];
@@ -571,7 +578,7 @@ impl RunState {
         let now = SystemTime::now();
         let spec = self.spec.clone();
         for &t in spec.router.targets(sender) {
-            self.push_to(t, m.clone(), now);
+            self.push_to(t, m.clone(), now, true);
         }
     }
 
@@ -827,10 +834,13 @@ impl RunState {
         produced: &[Arc<Message>],
         selected: Option<&[String]>,
     ) {
-        let (Some(g), Some(run)) = (self.spec.graph.clone(), self.graph.as_mut()) else {
+        // The spec is shared (an Arc): holding it keeps the graph borrowable
+        // while the run's own state changes, without copying the graph.
+        let spec = self.spec.clone();
+        let (Some(g), Some(run)) = (spec.graph.as_ref(), self.graph.as_mut()) else {
             return;
         };
-        let taken = match run.cursor.finished(&g, index, produced, selected) {
+        let taken = match run.cursor.finished(g, index, produced, selected) {
             Ok(taken) => taken,
             Err(e) => {
                 self.fail(Failure::LoopLimit {
@@ -851,7 +861,7 @@ impl RunState {
             }
             if self.spec.edge_delivery {
                 for m in produced {
-                    self.push_to(to, m.clone(), now);
+                    self.push_to(to, m.clone(), now, false);
                 }
             }
         }
@@ -924,9 +934,12 @@ impl RunState {
     }
 
     async fn drive_graph(&mut self, myself: &ActorRef<RunMsg>) {
-        self.dirty.clear();
-        self.is_dirty.iter_mut().for_each(|d| *d = false);
-        let Some(g) = self.spec.graph.clone() else {
+        // The router's readiness does not schedule a graph: drop the marks.
+        for i in std::mem::take(&mut self.dirty) {
+            self.is_dirty[i] = false;
+        }
+        let spec = self.spec.clone();
+        let Some(g) = spec.graph.as_ref() else {
             return;
         };
         match g.scheduler {
