@@ -52,6 +52,7 @@
 //! distribution on rewrites none of the local actors.
 
 mod agent;
+pub mod cluster;
 pub mod codec;
 mod context;
 mod error;
