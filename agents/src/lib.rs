@@ -50,12 +50,11 @@
 //!
 //! let thread = Arc::new(Thread::from_messages([Message::user("Weather in Oslo?")]));
 //! let reply = agent.run(thread, RunContext::new()).await?;
-//! // The reply is the answer; the tool call and its result stay in the
-//! // agent's own thread (the one a workflow keeps for it).
+//! // The reply is the answer; the tool call and its result are private:
+//! // they go to the agent's own thread only (the one a workflow keeps for it).
 //! assert_eq!(reply.messages.len(), 1);
 //! assert_eq!(reply.messages[0].text_content(), "It is sunny in Oslo.");
-//! let own = reply.thread.expect("the turn's tool history");
-//! assert!(matches!(&own.messages()[2].content, Content::ToolResults(r) if r[0].content == "sunny in Oslo"));
+//! assert!(matches!(&reply.private[1].content, Content::ToolResults(r) if r[0].content == "sunny in Oslo"));
 //! # Ok(()) }
 //! ```
 

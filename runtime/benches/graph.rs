@@ -15,7 +15,7 @@
 //! takes over two seconds is reported from that run and not sampled (ten
 //! samples at least would take minutes): with a per-run cost that grows
 //! with K², K = 10,000 is one such. Figures are in
-//! `benches/GRAPH_RESULTS.md` at the workspace root.
+//! BENCHMARKS.md at the workspace root ("Graph workflows").
 //!
 //! ```text
 //! cargo bench -p troupe-runtime --bench graph

@@ -283,6 +283,13 @@ impl Agent for ChatAgent {
         &self.description
     }
 
+    fn handoffs(&self) -> Vec<String> {
+        self.handoff_targets()
+            .iter()
+            .map(|h| h.name.clone())
+            .collect()
+    }
+
     async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
         let mut produced: Vec<Message> = Vec::new();
         // Corrections of a structured answer are shown to the model but are

@@ -96,12 +96,8 @@ impl ChatAgent {
                 reason: handoff_reason(&call.arguments),
             })
         });
-        if let Some(h) = &handoff {
-            ctx.emit_with(|| Event::Handoff {
-                path: ctx.path().clone(),
-                to: h.target.clone(),
-            });
-        }
+        // No Handoff event here: the workflow reports the handoff message
+        // when it routes it, once, wherever the agent runs.
         Ok(RoundOutcome { results, handoff })
     }
 

@@ -1,0 +1,396 @@
+//! The `troupe` command line.
+
+mod chat;
+mod mcp_demo;
+mod render;
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use clap::{Parser, Subcommand, ValueEnum};
+use troupe::config::{BuildOptions, Built, Config, ConfigError};
+use troupe::{EventSink, RunContext, RunResult, RunStatus};
+
+/// Exit codes.
+pub(crate) const OK: u8 = 0;
+pub(crate) const FAILED: u8 = 1;
+pub(crate) const INVALID: u8 = 2;
+pub(crate) const INTERRUPTED: u8 = 130;
+
+/// troupe: teams of LLM agents from a YAML file.
+#[derive(Parser)]
+#[command(name = "troupe", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// How events are shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum EventsFormat {
+    /// Readable lines (the default).
+    Pretty,
+    /// One JSON object per line (the last one is the result).
+    Jsonl,
+}
+
+#[derive(clap::Args, Clone)]
+pub(crate) struct Output {
+    /// How to print events.
+    #[arg(long, value_enum, default_value = "pretty")]
+    events: EventsFormat,
+    /// Print only the final response.
+    #[arg(long, short)]
+    quiet: bool,
+    /// Run every `provider: auto` model scripted, even with an endpoint set.
+    #[arg(long)]
+    offline: bool,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Runs the workflow on a task (from the argument, or stdin with `-`).
+    Run {
+        /// The config file.
+        file: PathBuf,
+        /// The task; `-` (or nothing, when stdin is not a terminal) reads it from stdin.
+        prompt: Option<String>,
+        /// Names the run (checkpoints are saved under it).
+        #[arg(long)]
+        run_id: Option<String>,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// Talks to the workflow: one user turn per line; `/exit` ends.
+    Chat {
+        /// The config file.
+        file: PathBuf,
+        /// Continues this conversation from the configured store.
+        #[arg(long)]
+        session: Option<String>,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// Checks a config and lists every problem.
+    Validate {
+        /// The config file.
+        file: PathBuf,
+    },
+    /// Prints the JSON Schema of config files.
+    Schema,
+    /// Prints the workflow as a Mermaid flowchart.
+    Graph {
+        /// The config file.
+        file: PathBuf,
+    },
+    /// Serves a small demo MCP server on stdio (for the MCP example).
+    #[command(hide = true)]
+    McpDemo,
+}
+
+/// Runs the command line; returns the exit code.
+pub(crate) fn main() -> u8 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { INVALID } else { OK };
+        }
+    };
+    match cli.command {
+        Command::Schema => {
+            println!("{}", schema_text());
+            OK
+        }
+        Command::Validate { file } => match Config::load(&file) {
+            Ok(c) => {
+                println!("{}: valid ({})", file.display(), summary(&c));
+                OK
+            }
+            Err(e) => report(&e),
+        },
+        Command::Graph { file } => match Config::load(&file) {
+            Ok(c) => {
+                print!("{}", c.mermaid());
+                OK
+            }
+            Err(e) => report(&e),
+        },
+        Command::McpDemo => mcp_demo::serve(),
+        Command::Run {
+            file,
+            prompt,
+            run_id,
+            output,
+        } => with_runtime(|| run(file, prompt, run_id, output)),
+        Command::Chat {
+            file,
+            session,
+            output,
+        } => with_runtime(|| chat::chat(file, session, output)),
+    }
+}
+
+/// The JSON Schema, as committed in `schema/troupe.schema.json`.
+fn schema_text() -> String {
+    serde_json::to_string_pretty(&troupe::config::json_schema()).unwrap_or_default()
+}
+
+fn summary(c: &Config) -> String {
+    let s = c.spec();
+    format!(
+        "{} model(s), {} agent(s), workflow `{}`",
+        s.models.len(),
+        s.agents.len(),
+        c.workflow_name()
+    )
+}
+
+/// Prints a config error; returns its exit code.
+pub(crate) fn report(e: &ConfigError) -> u8 {
+    eprintln!("{e}");
+    if let ConfigError::Invalid(d) = e {
+        eprintln!("{} problem(s) found", d.len());
+    }
+    match e {
+        ConfigError::Build(_) => FAILED,
+        _ => INVALID,
+    }
+}
+
+fn with_runtime<F, Fut>(f: F) -> u8
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = u8>,
+{
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("troupe: cannot start the async runtime: {e}");
+            return FAILED;
+        }
+    };
+    let code = runtime.block_on(f());
+    // Whatever is still running (an MCP child's reader, a stdin read) must
+    // not hold the exit.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    code
+}
+
+pub(crate) fn build_options(output: &Output) -> BuildOptions {
+    BuildOptions {
+        offline: output.offline,
+        troupe_exe: std::env::current_exe().ok(),
+    }
+}
+
+fn millis() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
+}
+
+/// A run id from the workflow's name: one safe path component.
+pub(crate) fn make_id(prefix: &str) -> String {
+    let clean: String = prefix
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(40)
+        .collect();
+    format!("{clean}-{}", millis())
+}
+
+fn read_prompt(prompt: Option<String>) -> Result<String, String> {
+    match prompt.as_deref() {
+        Some("-") => read_stdin(),
+        Some(p) => Ok(p.to_string()),
+        None if !std::io::stdin().is_terminal() => read_stdin(),
+        None => {
+            Err("no task given: `troupe run FILE \"a task\"`, or `-` to read it from stdin".into())
+        }
+    }
+}
+
+fn read_stdin() -> Result<String, String> {
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read the task from stdin: {e}"))?;
+    let text = text.trim().to_string();
+    if text.is_empty() {
+        Err("the task read from stdin is empty".into())
+    } else {
+        Ok(text)
+    }
+}
+
+/// Where events go, and the console view if there is one.
+pub(crate) fn sinks(output: &Output) -> (EventSink, Option<render::Console>) {
+    if output.quiet {
+        return (EventSink::None, None);
+    }
+    match output.events {
+        EventsFormat::Jsonl => (EventSink::json_lines(std::io::stdout()), None),
+        EventsFormat::Pretty => {
+            let console = render::Console::new();
+            (console.sink(), Some(console))
+        }
+    }
+}
+
+/// Cancels `ctx` on Ctrl-C; a second Ctrl-C exits at once.
+pub(crate) fn on_interrupt(ctx: &RunContext) -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let (f, ctx) = (flag.clone(), ctx.clone());
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            f.store(true, Ordering::SeqCst);
+            eprintln!("\ninterrupted: stopping the run (Ctrl-C again to quit at once)");
+            ctx.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(i32::from(INTERRUPTED));
+            }
+        }
+    });
+    flag
+}
+
+async fn run(file: PathBuf, prompt: Option<String>, run_id: Option<String>, output: Output) -> u8 {
+    let config = match Config::load(&file) {
+        Ok(c) => c,
+        Err(e) => return report(&e),
+    };
+    let task = match read_prompt(prompt) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("troupe run: {e}");
+            return INVALID;
+        }
+    };
+    let built = match config.build(&build_options(&output)).await {
+        Ok(b) => b,
+        Err(e) => return report(&e),
+    };
+    if !output.quiet && output.events == EventsFormat::Pretty {
+        for note in &built.notes {
+            eprintln!("{note}");
+        }
+    }
+    let run_id = run_id.unwrap_or_else(|| make_id(&config.workflow_name()));
+    let (sink, console) = sinks(&output);
+    let ctx = RunContext::with_sink(sink).with_run_id(run_id.clone());
+    let interrupted = on_interrupt(&ctx);
+    let result = built.workflow.run_task(task, &ctx).await;
+    if let Some(c) = console {
+        c.finish();
+    }
+    let code = finish(
+        &built,
+        &run_id,
+        result,
+        &output,
+        interrupted.load(Ordering::SeqCst),
+    );
+    built.close().await;
+    code
+}
+
+fn checkpoint_note(built: &Built, run_id: &str, result: &RunResult) -> Option<String> {
+    let store = built.store.as_ref()?;
+    let id = result.checkpoint?;
+    let place = store
+        .location
+        .as_deref()
+        .map_or_else(|| "memory".to_string(), |p| p.display().to_string());
+    Some(format!(
+        "checkpoint {id} of run `{run_id}` saved ({:?} store at {place})",
+        store.kind
+    ))
+}
+
+fn finish(
+    built: &Built,
+    run_id: &str,
+    result: Result<RunResult, troupe::RunError>,
+    output: &Output,
+    interrupted: bool,
+) -> u8 {
+    let mut out = std::io::stdout().lock();
+    match result {
+        Ok(r) => {
+            if output.events == EventsFormat::Jsonl && !output.quiet {
+                let line = serde_json::json!({
+                    "type": "result",
+                    "status": r.status.to_string(),
+                    "final_response": r.final_text(),
+                    "turns": r.turns,
+                    "usage": r.usage,
+                    "run_id": run_id,
+                    "checkpoint": r.checkpoint.map(|c| c.to_string()),
+                });
+                let _ = writeln!(out, "{line}");
+            } else if output.quiet {
+                let _ = writeln!(out, "{}", r.final_text());
+            } else if !(r.status == RunStatus::Cancelled && r.final_text().is_empty()) {
+                let color =
+                    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+                let rule = "── final response ──";
+                let _ = writeln!(
+                    out,
+                    "\n{}",
+                    if color {
+                        format!("\x1b[1m{rule}\x1b[0m")
+                    } else {
+                        rule.into()
+                    }
+                );
+                let _ = writeln!(out, "{}", r.final_text());
+            }
+            let _ = out.flush();
+            if let Some(note) = checkpoint_note(built, run_id, &r) {
+                eprintln!("{note}");
+            }
+            if let RunStatus::WaitingForInput(requests) = &r.status {
+                for q in requests {
+                    eprintln!("{} asks ({}): {}", q.agent, q.id, q.prompt);
+                }
+            }
+            match r.status {
+                _ if interrupted => INTERRUPTED,
+                RunStatus::Cancelled => FAILED,
+                _ => OK,
+            }
+        }
+        Err(e) => {
+            let _ = out.flush();
+            if interrupted {
+                eprintln!("interrupted: {e}");
+                return INTERRUPTED;
+            }
+            eprintln!("run failed: {e}");
+            if output.events == EventsFormat::Jsonl && !output.quiet {
+                let line =
+                    serde_json::json!({"type": "error", "error": e.to_string(), "run_id": run_id});
+                let _ = writeln!(out, "{line}");
+            }
+            FAILED
+        }
+    }
+}
+
+/// For `chat`: the path a store location is shown as.
+pub(crate) fn show(path: Option<&Path>) -> String {
+    path.map_or_else(|| "memory".into(), |p| p.display().to_string())
+}

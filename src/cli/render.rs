@@ -1,0 +1,357 @@
+//! The console view of a run: who speaks, tool calls folded to a line
+//! each, handoffs, timings and token usage; a spinner on stderr while a
+//! model is thinking; colour only on a terminal.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use troupe::{Content, Event, EventSink, Usage};
+
+const SPINNER: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+struct State {
+    color: bool,
+    root: Option<String>,
+    running: BTreeMap<String, Instant>,
+    pending: BTreeMap<String, Vec<String>>,
+    /// Turns that ended and whose messages are still to come: elapsed
+    /// time and how many messages.
+    finished: BTreeMap<String, (f64, usize)>,
+    parents: BTreeSet<String>,
+    spinner_shown: bool,
+    frame: usize,
+}
+
+/// Prints events for people.
+pub(crate) struct Console {
+    state: Arc<Mutex<State>>,
+    stop: Arc<AtomicBool>,
+    spinner: Option<JoinHandle<()>>,
+}
+
+fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    // Printing state stays usable even if a print panicked midway.
+    state.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Console {
+    /// A console view; the spinner runs only when stderr is a terminal.
+    pub(crate) fn new() -> Self {
+        let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        let state = Arc::new(Mutex::new(State {
+            color,
+            root: None,
+            running: BTreeMap::new(),
+            pending: BTreeMap::new(),
+            finished: BTreeMap::new(),
+            parents: BTreeSet::new(),
+            spinner_shown: false,
+            frame: 0,
+        }));
+        let stop = Arc::new(AtomicBool::new(false));
+        let spinner = std::io::stderr().is_terminal().then(|| {
+            let state = state.clone();
+            let stop = stop.clone();
+            std::thread::spawn(move || spin(&state, &stop))
+        });
+        Console {
+            state,
+            stop,
+            spinner,
+        }
+    }
+
+    /// The sink to give a run.
+    pub(crate) fn sink(&self) -> EventSink {
+        let state = self.state.clone();
+        EventSink::callback(move |e| handle(&state, e))
+    }
+
+    /// Stops the spinner and clears its line.
+    pub(crate) fn finish(mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(h) = self.spinner.take() {
+            let _ = h.join();
+        }
+        clear_spinner(&mut lock(&self.state));
+    }
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+fn spin(state: &Mutex<State>, stop: &AtomicBool) {
+    while !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(90));
+        let mut s = lock(state);
+        if s.running.is_empty() {
+            clear_spinner(&mut s);
+            continue;
+        }
+        let now = Instant::now();
+        let who: Vec<String> = s
+            .running
+            .iter()
+            .filter(|(p, _)| !s.parents.contains(*p))
+            .map(|(p, t)| format!("{} {:.1}s", short(&s.root, p), (now - *t).as_secs_f64()))
+            .collect();
+        s.frame = (s.frame + 1) % SPINNER.len();
+        let line = format!("{} thinking: {}", SPINNER[s.frame], who.join(", "));
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[2K{}", paint(s.color, "2", &line));
+        let _ = err.flush();
+        s.spinner_shown = true;
+    }
+}
+
+fn clear_spinner(s: &mut State) {
+    if s.spinner_shown {
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[2K");
+        let _ = err.flush();
+        s.spinner_shown = false;
+    }
+}
+
+fn paint(color: bool, code: &str, text: &str) -> String {
+    if color {
+        format!("\x1b[{code}m{text}\x1b[0m")
+    } else {
+        text.to_string()
+    }
+}
+
+/// A path without the top workflow's name.
+fn short(root: &Option<String>, path: &str) -> String {
+    match root {
+        Some(r) => path
+            .strip_prefix(r.as_str())
+            .and_then(|p| p.strip_prefix('/'))
+            .unwrap_or(path)
+            .to_string(),
+        None => path.to_string(),
+    }
+}
+
+fn one_line(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        flat
+    } else {
+        let cut: String = flat.chars().take(max).collect();
+        format!("{cut}…")
+    }
+}
+
+fn elapsed(ms: f64) -> String {
+    if ms >= 1000.0 {
+        format!("{:.1}s", ms / 1000.0)
+    } else {
+        format!("{ms:.0}ms")
+    }
+}
+
+/// `● agent · 1.2s · 340 tokens`
+fn header(s: &State, path: &str, elapsed_ms: f64, usage: &Usage) -> String {
+    let mut meta = vec![elapsed(elapsed_ms)];
+    if usage.total() > 0 {
+        meta.push(format!("{} tokens", usage.total()));
+    }
+    format!(
+        "{} {}",
+        paint(s.color, "1;36", &format!("● {}", short(&s.root, path))),
+        paint(s.color, "2", &format!("· {}", meta.join(" · ")))
+    )
+}
+
+fn print(s: &mut State, lines: &[String]) {
+    clear_spinner(s);
+    let mut out = std::io::stdout().lock();
+    for l in lines {
+        let _ = writeln!(out, "{l}");
+    }
+    let _ = out.flush();
+}
+
+fn handle(state: &Mutex<State>, event: &Event) {
+    let mut s = lock(state);
+    let c = s.color;
+    let path = event.path().to_string();
+    // Every ancestor of a path is a workflow.
+    let mut p = path.as_str();
+    while let Some(i) = p.rfind('/') {
+        p = &p[..i];
+        s.parents.insert(p.to_string());
+    }
+    match event {
+        Event::RunStarted { participants, .. } if s.root.is_none() => {
+            s.root = Some(path.clone());
+            let line = paint(c, "2", &format!("▶ {path} ({participants} participants)"));
+            print(&mut s, &[line]);
+        }
+        Event::AgentStarted { .. } => {
+            s.running.insert(path.clone(), Instant::now());
+            s.finished.remove(&path);
+        }
+        // Handoffs are shown as such, not as the tool call behind them.
+        Event::ToolCall { call, .. } if !call.name.starts_with("transfer_to_") => {
+            let line = paint(
+                c,
+                "33",
+                &format!("  ↳ {}({})", call.name, one_line(&call.arguments, 100)),
+            );
+            s.pending.entry(path).or_default().push(line);
+        }
+        Event::ToolResult { result, .. } if !result.name.starts_with("transfer_to_") => {
+            let mark = if result.is_error { "✗" } else { "=" };
+            let line = paint(
+                c,
+                "2",
+                &format!("    {mark} {}", one_line(&result.content, 100)),
+            );
+            s.pending.entry(path).or_default().push(line);
+        }
+        Event::AgentFinished {
+            produced,
+            elapsed_ms,
+            ..
+        } => {
+            s.running.remove(&path);
+            if *produced == 0 {
+                let mut out = vec![header(&s, &path, *elapsed_ms, &Usage::default())];
+                out.extend(s.pending.remove(&path).unwrap_or_default());
+                print(&mut s, &out);
+            } else {
+                // The turn's messages are reported right after it ends.
+                s.finished.insert(path, (*elapsed_ms, *produced));
+            }
+        }
+        Event::MessageProduced { message, .. } => {
+            let (elapsed_ms, left) = s.finished.get(&path).copied().unwrap_or((0.0, 1));
+            let mut out = Vec::new();
+            if s.parents.contains(&path) {
+                // A nested workflow: its agents spoke for it already.
+                let usage = message.usage.unwrap_or_default();
+                let mut meta = vec![elapsed(elapsed_ms)];
+                if usage.total() > 0 {
+                    meta.push(format!("{} tokens", usage.total()));
+                }
+                out.push(paint(
+                    c,
+                    "2",
+                    &format!("◆ {} done · {}", short(&s.root, &path), meta.join(" · ")),
+                ));
+            } else {
+                out.push(header(
+                    &s,
+                    &path,
+                    elapsed_ms,
+                    &message.usage.unwrap_or_default(),
+                ));
+                out.extend(s.pending.remove(&path).unwrap_or_default());
+                match &message.content {
+                    Content::Handoff(h) => out.push(paint(
+                        c,
+                        "35",
+                        &format!(
+                            "  ⇒ hands off to {}{}",
+                            h.target,
+                            if h.reason.is_empty() {
+                                String::new()
+                            } else {
+                                format!(": {}", one_line(&h.reason, 160))
+                            }
+                        ),
+                    )),
+                    _ => out.extend(message.text_content().lines().map(|l| format!("  {l}"))),
+                }
+            }
+            if left <= 1 {
+                s.finished.remove(&path);
+            } else {
+                s.finished.insert(path, (elapsed_ms, left - 1));
+            }
+            print(&mut s, &out);
+        }
+        Event::Selected { next, .. } => {
+            let line = paint(
+                c,
+                "2",
+                &format!("☞ {} picks {}", short(&s.root, &path), next.join(", ")),
+            );
+            print(&mut s, &[line]);
+        }
+        Event::Retry {
+            attempt,
+            error,
+            delay_ms,
+            ..
+        } => {
+            let line = paint(
+                c,
+                "33",
+                &format!(
+                    "↻ {}: attempt {attempt} failed ({}); retrying in {}",
+                    short(&s.root, &path),
+                    one_line(error, 100),
+                    elapsed(*delay_ms)
+                ),
+            );
+            print(&mut s, &[line]);
+        }
+        Event::Warning { text, .. } => {
+            let line = paint(
+                c,
+                "33",
+                &format!("⚠ {}: {}", short(&s.root, &path), one_line(text, 200)),
+            );
+            print(&mut s, &[line]);
+        }
+        Event::MessageDropped { to, reason, .. } => {
+            let line = paint(
+                c,
+                "2",
+                &format!("  ✗ a message to {to} was dropped ({reason})"),
+            );
+            print(&mut s, &[line]);
+        }
+        Event::InputRequested { prompt, .. } => {
+            let line = paint(
+                c,
+                "35",
+                &format!(
+                    "? {} asks: {}",
+                    short(&s.root, &path),
+                    one_line(prompt, 200)
+                ),
+            );
+            print(&mut s, &[line]);
+        }
+        Event::RunFinished {
+            status,
+            usage,
+            turns,
+            elapsed_ms,
+            ..
+        } if s.root.as_deref() == Some(path.as_str()) => {
+            let line = paint(
+                c,
+                "2",
+                &format!(
+                    "■ {status} · {turns} turns · {} · {} tokens",
+                    elapsed(*elapsed_ms),
+                    usage.total()
+                ),
+            );
+            print(&mut s, &[line]);
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,623 @@
+//! The `troupe` binary as a user runs it: every example config offline,
+//! validation exit codes, JSON-lines events, stdin prompts, the committed
+//! schema, chat sessions that resume, and Ctrl-C.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const TROUPE: &str = env!("CARGO_BIN_EXE_troupe");
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A `troupe` command that runs offline whatever the caller's environment.
+fn troupe(args: &[&str]) -> Command {
+    let mut cmd = Command::new(TROUPE);
+    cmd.args(args)
+        .current_dir(root())
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_MODEL")
+        .env_remove("TROUPE_EXE")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// Waits for the child, killing it after `limit`: a hang fails the test
+/// instead of the suite.
+fn wait(mut child: Child, limit: Duration) -> Output {
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if start.elapsed() > limit => {
+                let _ = child.kill();
+                let out = child.wait_with_output().expect("output of a killed child");
+                panic!(
+                    "troupe did not finish within {limit:?}\nstdout:\n{}\nstderr:\n{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => panic!("waiting for troupe: {e}"),
+        }
+    }
+    child.wait_with_output().expect("troupe's output")
+}
+
+fn run(args: &[&str]) -> Output {
+    wait(
+        troupe(args).spawn().expect("start troupe"),
+        Duration::from_secs(30),
+    )
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn every_example_runs_offline_with_its_final_response() {
+    let table: &[(&str, &str)] = &[
+        ("round_robin.yaml", "APPROVE"),
+        (
+            "selector.yaml",
+            "LGTM: reverse() handles Unicode scalar values correctly.",
+        ),
+        (
+            "swarm.yaml",
+            "I have refunded the duplicate charge of 49.99; it will show within 5 days.",
+        ),
+        (
+            "sequential.yaml",
+            "Actors take one message at a time, share nothing, and are restarted when they crash: a safe home for LLM agents.",
+        ),
+        (
+            "map_reduce.yaml",
+            "Rust: safety without GC; Go: simple concurrency; Zig: explicit control.",
+        ),
+        (
+            "qa_loop.yaml",
+            "Published: Bonjour l'équipe, merci pour votre lecture",
+        ),
+        (
+            "router_pipeline.yaml",
+            "We will re-send a corrected invoice today, and version 2.4.1 fixes the login crash.",
+        ),
+        (
+            "mcp_team.yaml",
+            "Your espresso machine (order A-1001) was delivered on 4 May 2024. You can return it for a full refund within 30 days.",
+        ),
+        (
+            "nested.yaml",
+            "Published: troupe 2.0 is out: declarative teams in YAML.",
+        ),
+        (
+            "nested_legal.yaml",
+            "CLEARED: no commitments beyond the release itself.",
+        ),
+        (
+            "newsroom.yaml",
+            "RUST 2024 EDITION SHIPS — Rust's 2024 edition shipped with Rust 1.85, nine years after 1.0; like every edition, it changes defaults without breaking old code, because each crate picks its own edition.",
+        ),
+    ];
+    // Every example in the directory is in the table.
+    let mut files: Vec<String> = std::fs::read_dir(root().join("examples/configs"))
+        .expect("examples/configs")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".yaml"))
+        .collect();
+    files.sort();
+    let mut listed: Vec<String> = table.iter().map(|(f, _)| f.to_string()).collect();
+    listed.sort();
+    assert_eq!(files, listed, "an example config is missing from the table");
+
+    for (file, expected) in table {
+        let path = format!("examples/configs/{file}");
+        let out = run(&["run", "--quiet", &path, "a task"]);
+        assert_eq!(out.status.code(), Some(0), "{file}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stdout).trim_end(), *expected, "{file}");
+        // The pretty view says who spoke, and ends with the final response.
+        let out = run(&["run", &path, "a task"]);
+        assert_eq!(out.status.code(), Some(0), "{file}: {}", text(&out.stderr));
+        let stdout = text(&out.stdout);
+        assert!(stdout.contains("● "), "{file}: no speaker shown:\n{stdout}");
+        assert!(stdout.trim_end().ends_with(expected), "{file}:\n{stdout}");
+        assert!(
+            !stdout.contains("\x1b["),
+            "{file}: colour without a terminal"
+        );
+    }
+}
+
+#[test]
+fn the_flagship_shows_tools_and_tokens() {
+    let out = run(&["run", "examples/configs/newsroom.yaml", "Rust 2024"]);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("↳ calculator({\"expression\":\"2024 - 2015\"})"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("= 9"), "{stdout}");
+    assert!(stdout.contains("tokens"), "{stdout}");
+    assert!(stdout.contains("■ completed · 7 turns"), "{stdout}");
+}
+
+#[test]
+fn events_as_json_lines() {
+    let out = run(&[
+        "run",
+        "--events",
+        "jsonl",
+        "examples/configs/qa_loop.yaml",
+        "Hello",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let lines: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    assert_eq!(lines[0]["type"], "run_started");
+    assert!(lines.iter().any(|l| l["type"] == "message_produced"));
+    let last = lines.last().expect("a result line");
+    assert_eq!(last["type"], "result");
+    assert_eq!(last["status"], "completed");
+    assert_eq!(
+        last["final_response"],
+        "Published: Bonjour l'équipe, merci pour votre lecture"
+    );
+}
+
+#[test]
+fn prompt_from_stdin() {
+    let mut child = troupe(&["run", "-q", "examples/configs/sequential.yaml", "-"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("start");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"why actors suit agents\n")
+        .expect("write the task");
+    let out = wait(child, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("Actors take one message"));
+}
+
+#[test]
+fn validate_and_exit_codes() {
+    let ok = run(&["validate", "examples/configs/newsroom.yaml"]);
+    assert_eq!(ok.status.code(), Some(0));
+    assert!(text(&ok.stdout).contains("valid"));
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "version: 1\nagents:\n  a:\n    model: nope\n    extra: 1\n",
+    )
+    .expect("write");
+    let out = run(&["validate", bad.to_str().expect("utf-8 path")]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("bad.yaml:4:12: field `agents.a.model`: unknown model `nope`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("bad.yaml:5:5: field `agents.a.extra`: unknown field `extra`"),
+        "{err}"
+    );
+    // `run` refuses it the same way, before doing anything.
+    let out = run(&["run", bad.to_str().expect("utf-8 path"), "x"]);
+    assert_eq!(out.status.code(), Some(2));
+
+    let missing = run(&["validate", "no/such/file.yaml"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(text(&missing.stderr).contains("cannot read"));
+
+    let usage = run(&["frobnicate"]);
+    assert_eq!(usage.status.code(), Some(2));
+
+    // A run that fails (a script that runs out) exits 1.
+    let short = dir.path().join("short.yaml");
+    std::fs::write(
+        &short,
+        "version: 1\nmodels: {m: {provider: scripted}}\nagents:\n  a: {model: m, script: [one]}\nworkflow:\n  steps: [{agent: a}, {id: again, agent: a}]\n",
+    )
+    .expect("write");
+    let out = run(&["run", short.to_str().expect("utf-8 path"), "x"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("ran out of replies"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn the_committed_schema_is_the_generated_one() {
+    let out = run(&["schema"]);
+    assert_eq!(out.status.code(), Some(0));
+    let committed = std::fs::read_to_string(root().join("schema/troupe.schema.json"))
+        .expect("schema/troupe.schema.json");
+    assert_eq!(
+        text(&out.stdout).trim_end(),
+        committed.trim_end(),
+        "schema/troupe.schema.json is stale: run `cargo run -- schema > schema/troupe.schema.json`"
+    );
+    let schema: serde_json::Value = serde_json::from_str(&committed).expect("JSON");
+    assert_eq!(schema["title"], "troupe config");
+    assert!(schema["properties"]["workflow"].is_object());
+}
+
+/// A small structural parser of the Mermaid flowcharts `troupe graph`
+/// prints: a header, node declarations, and edges between declared nodes.
+mod mermaid {
+    use std::collections::BTreeMap;
+
+    #[derive(Debug, PartialEq, Eq)]
+    pub struct Edge {
+        pub from: String,
+        pub to: String,
+        pub dotted: bool,
+        pub label: Option<String>,
+    }
+
+    pub struct Chart {
+        pub nodes: BTreeMap<String, String>,
+        pub edges: Vec<Edge>,
+    }
+
+    fn id(s: &str) -> Result<&str, String> {
+        if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            Ok(s)
+        } else {
+            Err(format!("bad node id {s:?}"))
+        }
+    }
+
+    fn quoted(s: &str) -> Result<String, String> {
+        let inner = s
+            .strip_prefix('"')
+            .and_then(|s| s.strip_suffix('"'))
+            .ok_or_else(|| format!("label not quoted: {s:?}"))?;
+        if inner.contains('"') {
+            return Err(format!("raw quote in label {inner:?}"));
+        }
+        Ok(inner.to_string())
+    }
+
+    pub fn parse(text: &str) -> Result<Chart, String> {
+        let mut lines = text.lines();
+        let header = lines.next().ok_or("empty chart")?;
+        if !matches!(header.trim(), "flowchart TD" | "flowchart LR" | "graph TD") {
+            return Err(format!("bad header {header:?}"));
+        }
+        let mut nodes = BTreeMap::new();
+        let mut edges = Vec::new();
+        for line in lines {
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            // `id --> id` is an edge, `id["label"]` a node (labels may hold spaces).
+            let is_edge = line
+                .find([' ', '[', '('])
+                .is_some_and(|i| line[i..].starts_with(' '));
+            if let (true, Some((from, rest))) = (is_edge, line.split_once(' ')) {
+                let (dotted, rest) = if let Some(r) = rest.strip_prefix("-.->") {
+                    (true, r)
+                } else if let Some(r) = rest.strip_prefix("-->") {
+                    (false, r)
+                } else {
+                    return Err(format!("bad edge {line:?}"));
+                };
+                let (label, to) = match rest.strip_prefix('|') {
+                    Some(r) => {
+                        let (l, to) = r
+                            .split_once("| ")
+                            .ok_or_else(|| format!("bad label in {line:?}"))?;
+                        (Some(quoted(l)?), to)
+                    }
+                    None => (None, rest.trim_start()),
+                };
+                edges.push(Edge {
+                    from: id(from)?.to_string(),
+                    to: id(to.trim())?.to_string(),
+                    dotted,
+                    label,
+                });
+            } else {
+                let (name, shape) = line
+                    .find(['[', '('])
+                    .map(|i| line.split_at(i))
+                    .ok_or_else(|| format!("bad line {line:?}"))?;
+                let inner = shape
+                    .strip_prefix("([")
+                    .and_then(|s| s.strip_suffix("])"))
+                    .or_else(|| shape.strip_prefix('[').and_then(|s| s.strip_suffix(']')))
+                    .ok_or_else(|| format!("bad node shape {line:?}"))?;
+                nodes.insert(id(name)?.to_string(), quoted(inner)?);
+            }
+        }
+        for e in &edges {
+            for end in [&e.from, &e.to] {
+                if !nodes.contains_key(end) {
+                    return Err(format!("edge to undeclared node {end}"));
+                }
+            }
+        }
+        Ok(Chart { nodes, edges })
+    }
+}
+
+#[test]
+fn graph_of_the_qa_loop_is_valid_mermaid() {
+    let out = run(&["graph", "examples/configs/qa_loop.yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let chart = mermaid::parse(&text(&out.stdout))
+        .unwrap_or_else(|e| panic!("{e}:\n{}", text(&out.stdout)));
+    let label = |id: &str| chart.nodes.get(id).cloned().unwrap_or_default();
+    assert_eq!(label("n_translator"), "translator");
+    assert_eq!(label("n_qa"), "qa");
+    assert_eq!(label("n_publisher"), "publisher");
+    let edge = |from: &str, to: &str| chart.edges.iter().find(|e| e.from == from && e.to == to);
+    assert!(edge("n_user", "n_translator").is_some());
+    assert!(edge("n_translator", "n_qa").is_some_and(|e| !e.dotted && e.label.is_none()));
+    let back = edge("n_qa", "n_translator").expect("the loop back");
+    assert!(back.dotted);
+    assert!(
+        back.label
+            .as_deref()
+            .is_some_and(|l| l.starts_with("loop") && l.contains("REJECT"))
+    );
+    let on = edge("n_qa", "n_publisher").expect("the way out");
+    assert!(on.label.as_deref().is_some_and(|l| l.contains("APPROVE")));
+
+    // Every example draws.
+    for entry in std::fs::read_dir(root().join("examples/configs")).expect("dir") {
+        let path = entry.expect("entry").path();
+        let out = run(&["graph", path.to_str().expect("utf-8")]);
+        assert_eq!(out.status.code(), Some(0));
+        mermaid::parse(&text(&out.stdout)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+}
+
+fn write_config(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, body).expect("write config");
+    p
+}
+
+#[test]
+fn chat_keeps_the_conversation_in_the_store() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(
+        dir.path(),
+        "chat.yaml",
+        "version: 1
+models:
+  m: {provider: scripted, when_exhausted: cycle, replies: [\"first answer\", \"second answer\"]}
+agents:
+  bot: {model: m}
+checkpoint: {store: sqlite, path: state/chat.db}
+",
+    );
+    let cfg = config.to_str().expect("utf-8");
+    let chat = |input: &str| {
+        let mut child = troupe(&["chat", "--quiet", "--session", "s1", cfg])
+            .stdin(Stdio::piped())
+            .spawn()
+            .expect("start chat");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write");
+        wait(child, Duration::from_secs(30))
+    };
+    let out = chat("hello\nand again\n/exit\n");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "first answer\nsecond answer\n");
+
+    // A new process resumes the conversation from the store.
+    let out = chat("/history\n");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).is_empty(), "{}", text(&out.stderr));
+    let history = text(&out.stdout);
+    assert!(
+        history.contains("user: hello") && history.contains("bot: second answer"),
+        "{history}"
+    );
+
+    // Without --quiet, the session says it resumes, and shows who speaks.
+    let mut child = troupe(&["chat", "--session", "s1", cfg])
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("start chat");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"once more\n")
+        .expect("write");
+    let out = wait(child, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("resuming session `s1` (4 messages)"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(text(&out.stdout).contains("● bot"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("first answer"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_exits_130_promptly_and_leaves_a_checkpoint() {
+    use troupe::store::{CheckpointStore, FileStore};
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = dir.path().join("store");
+    let config = write_config(
+        dir.path(),
+        "slow.yaml",
+        &format!(
+            "version: 1
+models:
+  fast: {{provider: scripted, replies: [\"outline\"]}}
+  slow: {{provider: scripted, delay: 60s, replies: [\"never\"]}}
+agents:
+  planner: {{model: fast}}
+  writer: {{model: slow}}
+workflow:
+  steps: [{{agent: planner}}, {{agent: writer}}]
+checkpoint: {{store: dir, path: {}}}
+",
+            store.display()
+        ),
+    );
+    let mut child = troupe(&[
+        "run",
+        "--events",
+        "jsonl",
+        "--run-id",
+        "interrupted-run",
+        config.to_str().expect("utf-8"),
+        "go",
+    ])
+    .spawn()
+    .expect("start");
+    // Wait until the slow writer is thinking.
+    let stdout = child.stdout.take().expect("stdout");
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut seen = Vec::new();
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let started = line.contains("\"agent_started\"") && line.contains("writer");
+            seen.push(line);
+            if started {
+                return (true, seen);
+            }
+        }
+        (false, seen)
+    });
+    let (started, seen) = reader.join().expect("reader");
+    assert!(started, "the writer never started:\n{}", seen.join("\n"));
+    std::thread::sleep(Duration::from_millis(200));
+
+    let sent = Instant::now();
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let out = wait(child, Duration::from_secs(5));
+    let took = sent.elapsed();
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert!(took < Duration::from_secs(1), "took {took:?} to exit");
+    assert!(
+        text(&out.stderr).contains("checkpoint"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // The checkpoint loads (and its checksum holds).
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let files = FileStore::open(&store).expect("the store");
+        let latest = files
+            .latest("interrupted-run")
+            .await
+            .expect("load")
+            .expect("a checkpoint");
+        latest.verify().expect("checksum");
+        assert!(
+            !files
+                .list("interrupted-run")
+                .await
+                .expect("list")
+                .is_empty()
+        );
+    });
+}
+
+/// A tiny OpenAI-compatible server on 127.0.0.1: answers every chat
+/// completion with `answer`, and counts the requests.
+fn fake_openai(answer: &'static str) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Read};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    let count = std::sync::Arc::new(AtomicUsize::new(0));
+    let seen = count.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(64) {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let mut length = 0usize;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            seen.fetch_add(1, Ordering::SeqCst);
+            let reply = serde_json::json!({
+                "id": "x", "object": "chat.completion", "model": "fake",
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": answer}}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}
+            })
+            .to_string();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{reply}",
+                reply.len()
+            );
+        }
+    });
+    (url, count)
+}
+
+#[test]
+fn the_same_file_runs_against_an_endpoint() {
+    let (url, requests) = fake_openai("from the server");
+    let out = wait(
+        troupe(&["run", "-q", "examples/configs/sequential.yaml", "x"])
+            .env("OPENAI_BASE_URL", &url)
+            .env("OPENAI_MODEL", "fake-model")
+            .spawn()
+            .expect("start"),
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim_end(), "from the server");
+    // Three agents, one call each: no script was used.
+    assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 3);
+}

@@ -1,0 +1,234 @@
+//! Runs the preset examples as the user would and checks the line each one
+//! exists to print.
+//!
+//! `cargo test` builds the examples before it runs tests, so their binaries
+//! are started directly; `cargo run` (with a generous timeout for a cold
+//! build) is the fallback when a binary is missing. The chatbot is run twice over the
+//! same database to check that a restarted bot continues the conversation.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Long enough for `cargo` to build an example from scratch on a slow
+/// machine; a run itself takes well under a second.
+const TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The example's binary, which `cargo test` built beside this test's own
+/// (`target/<profile>/examples/<name>`). Running it directly keeps the test
+/// off cargo's build lock and its feature resolution, which may differ from
+/// the workspace build and trigger a rebuild mid-test.
+fn example_binary(name: &str) -> Option<std::path::PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let profile_dir = exe.parent()?.parent()?;
+    let bin = profile_dir.join("examples").join(name);
+    bin.exists().then_some(bin)
+}
+
+/// Runs the example `name` with `args`, `stdin` piped in: its built binary
+/// if there is one, else `cargo run -q --example <name> -- <args>`.
+fn run_example(name: &str, args: &[&str], stdin: &str) -> Output {
+    let mut command = match example_binary(name) {
+        Some(bin) => Command::new(bin),
+        None => {
+            let mut c = Command::new(env!("CARGO"));
+            c.args(["run", "-q", "--example", name, "--"]);
+            c
+        }
+    };
+    let mut child = command
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        // An endpoint in the environment would switch some examples to a
+        // real model; these checks are for the offline story.
+        .env_remove("OPENAI_BASE_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start cargo for {name}: {e}"));
+    // Closing stdin (dropping it) is the end of input the chatbot waits for.
+    let mut input = child.stdin.take().expect("stdin is piped");
+    input
+        .write_all(stdin.as_bytes())
+        .expect("write the example's input");
+    drop(input);
+
+    // Output is read on threads, so a chatty child never blocks on a full
+    // pipe while the timeout is being watched.
+    let mut out = child.stdout.take().expect("stdout is piped");
+    let mut err = child.stderr.take().expect("stderr is piped");
+    let out = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut out, &mut buf).map(|_| buf)
+    });
+    let err = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut err, &mut buf).map(|_| buf)
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the example") {
+            break status;
+        }
+        if started.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("example {name} did not finish within {TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap().unwrap_or_default(),
+        stderr: err.join().unwrap().unwrap_or_default(),
+    }
+}
+
+/// Runs an example, requires success, and returns its stdout.
+fn stdout_of(name: &str, args: &[&str], stdin: &str) -> String {
+    let output = run_example(name, args, stdin);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "example {name} failed ({}):\n--- stdout\n{stdout}\n--- stderr\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+#[track_caller]
+fn assert_line(stdout: &str, line_start: &str) {
+    assert!(
+        stdout.lines().any(|l| l.starts_with(line_start)),
+        "no line starting with {line_start:?} in:\n{stdout}"
+    );
+}
+
+#[test]
+fn sequential_edits_the_researched_draft() {
+    let out = stdout_of("sequential", &[], "");
+    assert_line(&out, "final response: Aria 2 is here. 40 hours of battery");
+    assert_line(&out, "status: completed");
+    // Events were printed as they happened: the researcher's tool calls.
+    assert!(out.contains("search_release_notes"), "{out}");
+}
+
+#[test]
+fn map_reduce_recommends_one_city() {
+    let out = stdout_of("map_reduce", &[], "");
+    for worker in [
+        "offsite/map/scout#1",
+        "offsite/map/scout#2",
+        "offsite/map/scout#3",
+    ] {
+        assert!(out.contains(worker), "{worker} not in:\n{out}");
+    }
+    assert_line(&out, "final response: Recommendation: Valencia.");
+    assert_line(&out, "status: completed");
+}
+
+#[test]
+fn round_robin_stops_on_approve() {
+    let out = stdout_of("round_robin", &[], "");
+    assert_line(&out, "final response: Clear, calm and actionable. APPROVE");
+    assert_line(
+        &out,
+        "approved draft: Your payment didn't go through: your bank declined the card ending in 4242.",
+    );
+    assert_line(&out, "status: stopped (text_mention(\"APPROVE\")");
+}
+
+#[test]
+fn selector_reads_a_verbose_choice() {
+    let out = stdout_of("selector", &[], "");
+    assert!(out.contains("selects db_expert"), "{out}");
+    assert_line(&out, "selector model calls: 3");
+    assert_line(&out, "final response: Status update — Resolved");
+}
+
+#[test]
+fn swarm_resumes_with_the_agent_that_asked_the_user() {
+    let out = stdout_of("swarm", &[], "");
+    assert_line(&out, "speakers this run: triage → billing → refunds");
+    assert_line(&out, "speakers this run: refunds");
+    assert_line(
+        &out,
+        "final response (handoff to user): Done: 12.00 EUR is on its way back to your card",
+    );
+}
+
+#[test]
+fn nested_teams_research_twice_then_approve() {
+    let out = stdout_of("nested_teams", &[], "");
+    assert!(out.contains("briefing/research/map/analyst#3"), "{out}");
+    assert_line(&out, "research rounds: 2");
+    assert_line(
+        &out,
+        "final response: Noise covered, with a concrete planning rule. APPROVE",
+    );
+}
+
+#[test]
+fn chatbot_continues_the_conversation_after_a_restart() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let db = dir.path().join("chat.sqlite3");
+    let db = db.to_str().expect("a UTF-8 temp path");
+    let args = ["--db", db, "--conversation", "test-run"];
+
+    let first = stdout_of(
+        "chatbot",
+        &args,
+        "When are you open?\nIs ticket 4411 ready?\n",
+    );
+    assert_line(&first, "conversation 'test-run' in");
+    assert_line(&first, "bot> We're open Tuesday to Saturday");
+    assert_line(
+        &first,
+        "bot> Ticket 4411 (city bike, new chain and brake pads) is ready for pick-up",
+    );
+    assert!(
+        first.contains("(That's your 2nd message in this conversation.)"),
+        "{first}"
+    );
+
+    // A new process over the same database: the bot has seen two turns
+    // already and remembers them. `/quit` ends the chat before the rest.
+    let second = stdout_of(
+        "chatbot",
+        &args,
+        "What did I ask before?\n/quit\nnot read\n",
+    );
+    assert_line(&second, "conversation 'test-run' in");
+    assert!(second.contains("(4 earlier messages)"), "{second}");
+    assert_line(
+        &second,
+        "bot> Before this you asked: \"When are you open?\", \"Is ticket 4411 ready?\".",
+    );
+    assert!(
+        second.contains("(That's your 3rd message in this conversation.)"),
+        "{second}"
+    );
+    assert!(
+        !second.contains("not read"),
+        "input after /quit was read:\n{second}"
+    );
+    assert!(Path::new(db).exists());
+}
+
+#[test]
+fn bench_presets_runs_at_small_sizes() {
+    // The benchmark in debug mode at smoke-test sizes: it keeps compiling
+    // and every workload still runs to completion with sane output.
+    let out = stdout_of("bench_presets", &["--quick"], "");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 9, "{out}");
+    for line in lines {
+        let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        for field in ["workload", "n", "wall_s", "per_item_us", "peak_rss_kib"] {
+            assert!(v.get(field).is_some(), "{field} missing in {line}");
+        }
+    }
+}
