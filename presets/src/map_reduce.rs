@@ -143,6 +143,15 @@ impl MapReduceBuilder {
         self
     }
 
+    /// Saves a checkpoint after every superstep and when a run ends.
+    pub fn checkpoint_store(
+        mut self,
+        store: Arc<dyn troupe_runtime::store::CheckpointStore>,
+    ) -> Self {
+        self.team.store = Some(store);
+        self
+    }
+
     /// Builds the team as a workflow.
     pub fn build(self) -> Result<Workflow, PresetError> {
         let name = self.team.name_or("map_reduce");
@@ -190,9 +199,7 @@ impl MapReduceBuilder {
             .name(name)
             .description(self.team.description.clone())
             .graph(graph);
-        if let Some(stop) = self.team.stop_condition() {
-            workflow = workflow.stop_condition(stop);
-        }
+        workflow = self.team.configure(workflow);
         Ok(workflow.build()?)
     }
 }

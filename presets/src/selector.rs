@@ -205,9 +205,7 @@ impl SelectorBuilder {
             .description(self.team.description.clone())
             .graph(graph.build()?)
             .router(RouterBuilder::default());
-        if let Some(stop) = self.team.stop_condition() {
-            workflow = workflow.stop_condition(stop);
-        }
+        workflow = self.team.configure(workflow);
         Ok(workflow.build()?)
     }
 }

@@ -91,9 +91,7 @@ impl SequentialBuilder {
             }
             workflow = workflow.router(router);
         }
-        if let Some(stop) = self.team.stop_condition() {
-            workflow = workflow.stop_condition(stop);
-        }
+        workflow = self.team.configure(workflow);
         Ok(workflow.build()?)
     }
 }

@@ -92,9 +92,7 @@ impl SwarmBuilder {
             .description(self.team.description.clone())
             .graph(graph)
             .router(RouterBuilder::default());
-        if let Some(stop) = self.team.stop_condition() {
-            workflow = workflow.stop_condition(stop);
-        }
+        workflow = self.team.configure(workflow);
         Ok(workflow.build()?)
     }
 }

@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use troupe_runtime::{Agent, StopCondition};
+use troupe_runtime::store::CheckpointStore;
+use troupe_runtime::{Agent, StopCondition, WorkflowBuilder};
 
 /// The parts every team shares, gathered by each preset's builder.
 #[derive(Default)]
@@ -13,6 +14,7 @@ pub(crate) struct Team {
     pub(crate) agents: Vec<Arc<dyn Agent>>,
     pub(crate) stop: Option<StopCondition>,
     pub(crate) max_turns: Option<u64>,
+    pub(crate) store: Option<Arc<dyn CheckpointStore>>,
 }
 
 impl Team {
@@ -22,6 +24,17 @@ impl Team {
 
     pub(crate) fn names(&self) -> Vec<String> {
         self.agents.iter().map(|a| a.name().to_string()).collect()
+    }
+
+    /// Gives the team's workflow its stop condition and checkpoint store.
+    pub(crate) fn configure(&self, mut workflow: WorkflowBuilder) -> WorkflowBuilder {
+        if let Some(stop) = self.stop_condition() {
+            workflow = workflow.stop_condition(stop);
+        }
+        if let Some(store) = &self.store {
+            workflow = workflow.checkpoint_store(store.clone());
+        }
+        workflow
     }
 
     /// The stop condition with the turn limit folded in.
@@ -74,6 +87,17 @@ macro_rules! team_methods {
         /// Stops after `n` agent turns (besides any stop condition).
         pub fn max_turns(mut self, n: u64) -> Self {
             self.team.max_turns = Some(n);
+            self
+        }
+
+        /// Saves a checkpoint after every superstep (every turn of the
+        /// team) and when a run ends, so a run can be resumed
+        /// (`Workflow::resume`).
+        pub fn checkpoint_store(
+            mut self,
+            store: std::sync::Arc<dyn troupe_runtime::store::CheckpointStore>,
+        ) -> Self {
+            self.team.store = Some(store);
             self
         }
     };

@@ -650,9 +650,20 @@ async fn a_planning_agent_decomposes_a_task_into_four_steps_two_in_parallel() {
     assert_eq!(steps, ["FIND", "BUY_MILK", "BUY_BEANS", "BREW"]);
     assert!(reply.messages.last().unwrap().usage.is_some());
 
+    // The plan is an event, reported before any step started.
+    let events = events.drain_ready();
+    let plan_at = events
+        .iter()
+        .position(|e| matches!(e, Event::Plan { plan, .. } if plan == &texts[0]))
+        .expect("a Plan event");
+    let first_step = events
+        .iter()
+        .position(|e| matches!(e, Event::AgentStarted { .. }))
+        .expect("steps ran");
+    assert!(plan_at < first_step);
+
     // The two purchases ran in the same superstep, under the planner's path.
     let supersteps: Vec<(String, Vec<String>)> = events
-        .drain_ready()
         .into_iter()
         .filter_map(|e| match e {
             Event::SuperstepStarted { path, nodes, .. } => Some((path.to_string(), nodes)),

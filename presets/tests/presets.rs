@@ -423,3 +423,44 @@ async fn every_preset_nests_in_another() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_preset_checkpoints_every_turn_and_resumes() {
+    use troupe_runtime::store::{CheckpointStore, MemoryStore};
+    let store = Arc::new(MemoryStore::new());
+    let team = || {
+        RoundRobinGroupChat::builder()
+            .name("rr")
+            .participant(speaker("a"))
+            .participant(speaker("b"))
+            .participant(speaker("c"))
+            .stop_condition(StopCondition::max_messages(7))
+            .checkpoint_store(store.clone())
+            .build()
+            .unwrap()
+    };
+    let whole = guard(team().run_task("go", &RunContext::new().with_run_id("t1")))
+        .await
+        .unwrap();
+    let checkpoints = store.list("t1").await.unwrap();
+    assert!(
+        checkpoints.len() >= 6,
+        "one per turn: {}",
+        checkpoints.len()
+    );
+    // From the third turn's checkpoint, a fresh team value ends where the
+    // uninterrupted run did.
+    let again = guard(team().run_from_checkpoint(
+        store.as_ref(),
+        "t1",
+        Some(checkpoints[2].id),
+        &RunContext::new().with_run_id("t2"),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(
+        sources(again.thread.messages()),
+        sources(whole.thread.messages())
+    );
+    assert_eq!(again.final_text(), whole.final_text());
+}

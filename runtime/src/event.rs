@@ -98,6 +98,13 @@ pub enum Event {
         /// Who takes over.
         to: String,
     },
+    /// A planning agent made a plan (before running it).
+    Plan {
+        /// The planning agent's path.
+        path: Arc<str>,
+        /// The plan as text (steps and their dependency graph).
+        plan: String,
+    },
     /// An agent chose who runs next (a selector picking a speaker).
     Selected {
         /// The choosing agent's path.
@@ -177,6 +184,7 @@ impl Event {
             | Event::ToolCall { path, .. }
             | Event::ToolResult { path, .. }
             | Event::Handoff { path, .. }
+            | Event::Plan { path, .. }
             | Event::Selected { path, .. }
             | Event::InputRequested { path, .. }
             | Event::CheckpointSaved { path, .. }
@@ -269,6 +277,13 @@ impl fmt::Display for Event {
                 "  ⛁ {path}: checkpoint {} after superstep {superstep} ({bytes} bytes)",
                 &checkpoint[checkpoint.len().saturating_sub(8)..]
             ),
+            Event::Plan { path, plan } => {
+                write!(f, "  ✎ {path} plans:")?;
+                for line in plan.lines() {
+                    write!(f, "\n      {line}")?;
+                }
+                Ok(())
+            }
             Event::Selected { path, next } => write!(f, "  ☞ {path} selects {}", next.join(", ")),
             Event::SuperstepStarted {
                 path,

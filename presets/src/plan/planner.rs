@@ -8,7 +8,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use troupe_agents::{ChatMessage, ChatModel, ChatRequest};
 use troupe_runtime::{
-    Agent, AgentError, BuildError, Content, Message, Reply, RunContext, Thread, USER, Usage,
+    Agent, AgentError, BuildError, Content, Event, Message, Reply, RunContext, Thread, USER, Usage,
     Workflow,
 };
 
@@ -269,6 +269,10 @@ impl Agent for PlanningAgent {
 
     async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
         let planned = self.plan(&thread).await?;
+        ctx.emit_with(|| Event::Plan {
+            path: ctx.path().clone(),
+            plan: planned.spec.to_text(),
+        });
         // The plan's input is the conversation (not this agent's children or
         // state): every step sees it as the task.
         let input = Thread::from_messages(thread.messages().iter().map(|m| (**m).clone()));
