@@ -23,6 +23,7 @@ use super::wire::{
 };
 use crate::agent::Agent;
 use crate::context::{EventSink, RunContext};
+use crate::workflow::panic_text;
 
 pub(crate) struct HostActor;
 
@@ -273,15 +274,5 @@ impl Actor for HostActor {
             }
         }
         Ok(())
-    }
-}
-
-fn panic_text(panic: Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = panic.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = panic.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic with a non-text payload".to_string()
     }
 }

@@ -95,7 +95,8 @@ impl Actor for AgentActor {
     }
 }
 
-fn panic_text(panic: Box<dyn std::any::Any + Send>) -> String {
+/// The text of a caught panic's payload.
+pub(crate) fn panic_text(panic: Box<dyn std::any::Any + Send>) -> String {
     if let Some(s) = panic.downcast_ref::<&str>() {
         (*s).to_string()
     } else if let Some(s) = panic.downcast_ref::<String>() {
