@@ -196,35 +196,38 @@ impl GraphBuilder {
     /// taken when `condition` holds, at most the loop limit times per run
     /// (exceeding it fails the run).
     pub fn add_loop(
-        mut self,
+        self,
         from: impl Into<String>,
         to: impl Into<String>,
         condition: Condition,
     ) -> Self {
-        self.edges.push(EdgeSpec {
-            from: from.into(),
-            to: to.into(),
-            condition,
-            back: true,
-            limit: None,
-        });
-        self
+        self.push_loop(from.into(), to.into(), condition, None)
     }
 
     /// Adds a loop with its own iteration limit.
     pub fn add_loop_with_limit(
-        mut self,
+        self,
         from: impl Into<String>,
         to: impl Into<String>,
         condition: Condition,
         limit: u32,
     ) -> Self {
+        self.push_loop(from.into(), to.into(), condition, Some(limit))
+    }
+
+    fn push_loop(
+        mut self,
+        from: String,
+        to: String,
+        condition: Condition,
+        limit: Option<u32>,
+    ) -> Self {
         self.edges.push(EdgeSpec {
-            from: from.into(),
-            to: to.into(),
+            from,
+            to,
             condition,
             back: true,
-            limit: Some(limit),
+            limit,
         });
         self
     }
@@ -461,7 +464,7 @@ fn mark_back_edges(
 /// Strongly connected components (Tarjan) whose internal edges are all
 /// unconditional: cycles nothing but a stop condition can end.
 fn endless_cycles(n: usize, edges: &[Edge], names: &[String]) -> Vec<Vec<String>> {
-    struct Tarjan<'a> {
+    struct Tarjan {
         adj: Vec<Vec<usize>>,
         index: Vec<Option<usize>>,
         low: Vec<usize>,
@@ -469,9 +472,8 @@ fn endless_cycles(n: usize, edges: &[Edge], names: &[String]) -> Vec<Vec<String>
         on: Vec<bool>,
         next: usize,
         comps: Vec<Vec<usize>>,
-        _e: &'a [Edge],
     }
-    impl Tarjan<'_> {
+    impl Tarjan {
         fn visit(&mut self, v: usize) {
             self.index[v] = Some(self.next);
             self.low[v] = self.next;
@@ -514,7 +516,6 @@ fn endless_cycles(n: usize, edges: &[Edge], names: &[String]) -> Vec<Vec<String>
         on: vec![false; n],
         next: 0,
         comps: Vec::new(),
-        _e: edges,
     };
     for v in 0..n {
         if t.index[v].is_none() {
