@@ -6,10 +6,17 @@
 //! troupe validate FILE           check a config
 //! troupe schema                  print the config's JSON Schema
 //! troupe graph FILE              print the workflow as Mermaid
+//! troupe node --config FILE --name NODE --listen ADDR [--connect ADDR]...
+//!                                host the agents placed on NODE until Ctrl-C
 //! ```
 //!
-//! Exit codes: 0 done, 1 run failed, 2 invalid config (or usage), 130
-//! interrupted.
+//! `run` and `chat` take `--connect ADDR` (repeatable) and `--listen ADDR`
+//! to join a cluster first, so participants placed on other nodes (`node:`,
+//! `agent@node`, `placement: spread`) are found. Nodes prove a shared
+//! cookie, read from the `TROUPE_COOKIE` environment variable only.
+//!
+//! Exit codes: 0 done (or a node stopped by Ctrl-C / SIGTERM), 1 run
+//! failed, 2 invalid config (or usage, or no cookie), 130 interrupted.
 
 mod cli;
 

@@ -438,6 +438,109 @@ fn cases() -> Vec<Case> {
             "workflow.steps[0].workflow",
             "unknown workflow `sub`",
         ),
+        // Cluster placement: `node:`, `agent@node`, `placement:`.
+        with_base(
+            "bad node name",
+            "workflow: {sequential: {participants: [a, b]}}\n",
+            "t.yaml:6:23",
+            "agents.b.node",
+            "`b c` is not a valid node name",
+        )
+        .replace_agent_b(
+            "  b: {model: m, node: b c}\n",
+            "t.yaml:6:23",
+            "agents.b.node",
+            "`b c` is not a valid node name",
+        ),
+        with_base(
+            "node name not a string",
+            "workflow: {sequential: {participants: [a, b]}}\n",
+            "",
+            "",
+            "",
+        )
+        .replace_agent_b(
+            "  b: {model: m, node: [b, c]}\n",
+            "t.yaml:6:23",
+            "agents.b.node",
+            "wrong type: found a list",
+        ),
+        with_base(
+            "malformed remote reference",
+            "workflow: {sequential: {participants: [a, b@]}}\n",
+            "t.yaml:7:43",
+            "workflow.sequential.participants[1]",
+            "`b@` is not a valid remote reference",
+        ),
+        with_base(
+            "remote reference with two nodes",
+            "workflow:\n  graph:\n    nodes: [a, {agent: b@c@d}]\n",
+            "t.yaml:9:24",
+            "workflow.graph.nodes[1].agent",
+            "`b@c@d` is not a valid remote reference",
+        ),
+        with_base(
+            "remote step to user",
+            "workflow:\n  steps: [{agent: user@b}]\n",
+            "t.yaml:8:19",
+            "workflow.steps[0].agent",
+            "`user@b` is not a valid remote reference",
+        ),
+        with_base(
+            "same participant local and remote",
+            "workflow: {round_robin: {participants: [a, a@b]}, max_turns: 2}\n",
+            "t.yaml:7:44",
+            "workflow.round_robin.participants[1]",
+            "`a` takes part twice",
+        ),
+        with_base(
+            "remote reference in a route",
+            "workflow:\n  router:\n    participants: [a, b@c]\n    routes:\n      - {from: user, to: b@c}\n",
+            "t.yaml:11:26",
+            "workflow.router.routes[0].to",
+            "unknown agent `b@c` in a route (expected the participant's name alone, `b`",
+        ),
+        with_base(
+            "unknown placement",
+            "workflow:\n  map_reduce: {mapper: a, worker: b, reducer: a, placement: everywhere}\n",
+            "t.yaml:8:61",
+            "workflow.map_reduce.placement",
+            "unknown value `everywhere`",
+        ),
+        with_base(
+            "spread worker pinned by node",
+            "workflow:\n  map_reduce: {mapper: a, worker: b, reducer: a, placement: spread}\n",
+            "",
+            "",
+            "",
+        )
+        .replace_agent_b(
+            "  b: {model: m, node: c}\n",
+            "t.yaml:8:61",
+            "workflow.map_reduce.placement",
+            "but its `node: c` pins it to one",
+        ),
+        with_base(
+            "spread worker pinned by reference",
+            "workflow:\n  map_reduce: {mapper: a, worker: b@c, reducer: a, placement: least_busy}\n",
+            "t.yaml:8:35",
+            "workflow.map_reduce.worker",
+            "`placement: least_busy` runs the worker on every node that hosts it, but `b@c` pins it to one",
+        ),
+        with_base(
+            "failover of local workers",
+            "workflow:\n  map_reduce: {mapper: a, worker: b, reducer: a, failover: 1}\n",
+            "t.yaml:8:50",
+            "workflow.map_reduce.failover",
+            "`failover` applies to workers spread over cluster nodes",
+        ),
+        case(
+            "remote agent reading the workflow's steps",
+            "version: 1\nmodels:\n  m: {provider: scripted, replies: [hi]}\nagents:\n  a: {model: m}\n  b:\n    model: m\n    node: c\n    instructions: \"Improve {{ $steps.a.output }}\"\nworkflow: {sequential: {participants: [a, b]}}\n",
+            "t.yaml:8:11",
+            "agents.b.node",
+            "cannot see this workflow's steps",
+        ),
     ]
 }
 

@@ -9,15 +9,33 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use troupe::config::{Config, Store};
 use troupe::{RunContext, Session};
 
+use super::cluster::{ClusterArgs, join};
 use super::{
-    FAILED, INTERRUPTED, OK, Output, build_options, make_id, on_interrupt, report, show, sinks,
+    EventsFormat, FAILED, INTERRUPTED, OK, Output, build_options, leave, make_id, on_interrupt,
+    report, show, sinks,
 };
 
-pub(crate) async fn chat(file: PathBuf, session: Option<String>, output: Output) -> u8 {
+pub(crate) async fn chat(
+    file: PathBuf,
+    session: Option<String>,
+    output: Output,
+    cluster: ClusterArgs,
+) -> u8 {
     let config = match Config::load(&file) {
         Ok(c) => c,
         Err(e) => return report(&e),
     };
+    let chatty = !output.quiet && output.events == EventsFormat::Pretty;
+    let node = match join(&file, &config, &cluster, chatty).await {
+        Ok(n) => n,
+        Err(code) => return code,
+    };
+    let code = converse(&config, session, output).await;
+    leave(node).await;
+    code
+}
+
+async fn converse(config: &Config, session: Option<String>, output: Output) -> u8 {
     let built = match config.build(&build_options(&output)).await {
         Ok(b) => b,
         Err(e) => return report(&e),

@@ -1,6 +1,7 @@
 //! The `troupe` command line.
 
 mod chat;
+mod cluster;
 mod mcp_demo;
 mod render;
 
@@ -63,6 +64,8 @@ enum Command {
         run_id: Option<String>,
         #[command(flatten)]
         output: Output,
+        #[command(flatten)]
+        cluster: cluster::ClusterArgs,
     },
     /// Talks to the workflow: one user turn per line; `/exit` ends.
     Chat {
@@ -73,6 +76,32 @@ enum Command {
         session: Option<String>,
         #[command(flatten)]
         output: Output,
+        #[command(flatten)]
+        cluster: cluster::ClusterArgs,
+    },
+    /// Hosts the config's agents as a cluster node until Ctrl-C or
+    /// SIGTERM: those it places on this node (`node: NAME`, `agent@NAME`,
+    /// spread map-reduce workers), or every agent when it places none. The
+    /// cookie comes from the TROUPE_COOKIE environment variable.
+    Node {
+        /// The config file.
+        #[arg(long)]
+        config: PathBuf,
+        /// The node's name (as `node:` and `agent@node` write it).
+        #[arg(long)]
+        name: String,
+        /// Where to listen (`IP:PORT`; port 0 picks a free one).
+        #[arg(long, value_name = "ADDR")]
+        listen: String,
+        /// A node to connect to (`IP:PORT`; repeatable).
+        #[arg(long, value_name = "ADDR")]
+        connect: Vec<String>,
+        /// Host this agent or named workflow instead (repeatable).
+        #[arg(long = "host", value_name = "AGENT")]
+        host: Vec<String>,
+        /// Run every `provider: auto` model scripted, even with an endpoint set.
+        #[arg(long)]
+        offline: bool,
     },
     /// Checks a config and lists every problem.
     Validate {
@@ -125,12 +154,31 @@ pub(crate) fn main() -> u8 {
             prompt,
             run_id,
             output,
-        } => with_runtime(|| run(file, prompt, run_id, output)),
+            cluster,
+        } => with_runtime(|| run(file, prompt, run_id, output, cluster)),
         Command::Chat {
             file,
             session,
             output,
-        } => with_runtime(|| chat::chat(file, session, output)),
+            cluster,
+        } => with_runtime(|| chat::chat(file, session, output, cluster)),
+        Command::Node {
+            config,
+            name,
+            listen,
+            connect,
+            host,
+            offline,
+        } => with_runtime(|| {
+            cluster::node(cluster::NodeArgs {
+                config,
+                name,
+                listen,
+                connect,
+                host,
+                offline,
+            })
+        }),
     }
 }
 
@@ -267,7 +315,13 @@ pub(crate) fn on_interrupt(ctx: &RunContext) -> Arc<AtomicBool> {
     flag
 }
 
-async fn run(file: PathBuf, prompt: Option<String>, run_id: Option<String>, output: Output) -> u8 {
+async fn run(
+    file: PathBuf,
+    prompt: Option<String>,
+    run_id: Option<String>,
+    output: Output,
+    cluster: cluster::ClusterArgs,
+) -> u8 {
     let config = match Config::load(&file) {
         Ok(c) => c,
         Err(e) => return report(&e),
@@ -279,11 +333,19 @@ async fn run(file: PathBuf, prompt: Option<String>, run_id: Option<String>, outp
             return INVALID;
         }
     };
+    let chatty = !output.quiet && output.events == EventsFormat::Pretty;
+    let node = match cluster::join(&file, &config, &cluster, chatty).await {
+        Ok(n) => n,
+        Err(code) => return code,
+    };
     let built = match config.build(&build_options(&output)).await {
         Ok(b) => b,
-        Err(e) => return report(&e),
+        Err(e) => {
+            leave(node).await;
+            return report(&e);
+        }
     };
-    if !output.quiet && output.events == EventsFormat::Pretty {
+    if chatty {
         for note in &built.notes {
             eprintln!("{note}");
         }
@@ -304,7 +366,15 @@ async fn run(file: PathBuf, prompt: Option<String>, run_id: Option<String>, outp
         interrupted.load(Ordering::SeqCst),
     );
     built.close().await;
+    leave(node).await;
     code
+}
+
+/// Leaves the cluster, if the run joined one.
+pub(crate) async fn leave(node: Option<troupe::cluster::Node>) {
+    if let Some(n) = node {
+        n.shutdown().await;
+    }
 }
 
 fn checkpoint_note(built: &Built, run_id: &str, result: &RunResult) -> Option<String> {

@@ -249,12 +249,12 @@ fn handle(state: &Mutex<State>, event: &Event) {
                     &format!("◆ {} done · {}", short(&s.root, &path), meta.join(" · ")),
                 ));
             } else {
-                out.push(header(
-                    &s,
-                    &path,
-                    elapsed_ms,
-                    &message.usage.unwrap_or_default(),
-                ));
+                let mut head = header(&s, &path, elapsed_ms, &message.usage.unwrap_or_default());
+                // A turn run on another cluster node says which.
+                if let Some(node) = message.metadata.get(troupe::cluster::NODE_METADATA) {
+                    head.push_str(&paint(c, "2", &format!(" · on node {node}")));
+                }
+                out.push(head);
                 out.extend(s.pending.remove(&path).unwrap_or_default());
                 match &message.content {
                     Content::Handoff(h) => out.push(paint(

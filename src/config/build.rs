@@ -19,6 +19,7 @@ use troupe_agents::{
 use troupe_presets::{
     MapReduce, RoundRobinGroupChat, SelectorGroupChat, Sequential, StepFlow, Swarm,
 };
+use troupe_runtime::cluster::{Placement, RemoteAgent, Selection};
 use troupe_runtime::store::{CheckpointStore, FileStore, MemoryStore, ThreadStore};
 use troupe_runtime::{
     Agent, AgentError, Backoff, ErrorKind, Graph, InboxConfig, Isolation, Join, NodeInput,
@@ -29,10 +30,11 @@ use troupe_runtime::{
 use super::env::expand;
 use super::error::ConfigError;
 use super::plan::Plan;
+use super::remote::{ref_id, split_ref};
 use super::schema::{
     AgentSpec, BackoffSpec, ErrorKindSpec, Exhausted, FlowSpec, InputSpec, IsolationSpec, JoinSpec,
-    ModelSpec, OverflowSpec, Provider, ReplyForm, ReplySpec, RetrySpec, SchedulerSpec, StopSpec,
-    StoreKind, ToolSpec, WorkflowSpec,
+    ModelSpec, OverflowSpec, PlacementSpec, Provider, ReplyForm, ReplySpec, RetrySpec,
+    SchedulerSpec, StopSpec, StoreKind, ToolSpec, WorkflowSpec,
 };
 use super::template::{Board, Template};
 use super::validate::parallel_blocks;
@@ -128,6 +130,39 @@ impl Built {
     }
 }
 
+/// The agents a cluster node hosts, built from a config
+/// ([`Config::build_hosted`]), and what they need kept alive.
+pub struct Hosted {
+    /// The agents (and named workflows), in the order asked for.
+    pub agents: Vec<Arc<dyn Agent>>,
+    /// How each model was resolved (as [`Built::notes`]).
+    pub notes: Vec<String>,
+    /// MCP connections (closed when dropped, or by [`Hosted::close`]).
+    pub mcp: Vec<McpClient>,
+}
+
+impl fmt::Debug for Hosted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Hosted")
+            .field(
+                "agents",
+                &self.agents.iter().map(|a| a.name()).collect::<Vec<_>>(),
+            )
+            .field("notes", &self.notes)
+            .field("mcp", &self.mcp)
+            .finish()
+    }
+}
+
+impl Hosted {
+    /// Closes the MCP connections (their child processes exit).
+    pub async fn close(&self) {
+        for c in &self.mcp {
+            c.close().await;
+        }
+    }
+}
+
 fn build_error(what: impl fmt::Display) -> ConfigError {
     ConfigError::Build(what.to_string())
 }
@@ -140,7 +175,7 @@ pub(crate) async fn build(config: &Config, options: &BuildOptions) -> Result<Bui
         )?),
         None => None,
     };
-    let mut ctx = Ctx::new(config, options);
+    let mut ctx = Ctx::new(config, options, None);
     let name = config.workflow_name();
     let workflow = match &config.spec.workflow {
         Some(w) => ctx.workflow(&name, w, store.as_ref()).await?,
@@ -152,7 +187,7 @@ pub(crate) async fn build(config: &Config, options: &BuildOptions) -> Result<Bui
                 .iter()
                 .next()
                 .ok_or_else(|| build_error("the config has no workflow and no agent"))?;
-            let agent = ctx.participant(agent_name).await?;
+            let agent = ctx.participant_ref(agent_name).await?;
             let mut b = Workflow::builder().name(name).participant_arc(agent);
             if let Some(s) = &store {
                 b = b.checkpoint_store(s.checkpoints.clone());
@@ -169,10 +204,31 @@ pub(crate) async fn build(config: &Config, options: &BuildOptions) -> Result<Bui
     })
 }
 
+pub(crate) async fn build_hosted(
+    config: &Config,
+    names: &[String],
+    node: &str,
+    options: &BuildOptions,
+) -> Result<Hosted, ConfigError> {
+    let mut ctx = Ctx::new(config, options, Some(node.to_string()));
+    let mut agents = Vec::with_capacity(names.len());
+    for name in names {
+        agents.push(ctx.participant(name).await?);
+    }
+    Ok(Hosted {
+        agents,
+        notes: ctx.notes,
+        mcp: ctx.mcp,
+    })
+}
+
 /// What building one config file needs.
 struct Ctx<'a> {
     config: &'a Config,
     options: &'a BuildOptions,
+    /// The cluster node being built for (`troupe node`): agents placed on
+    /// it are built here, not called remotely. `None` for a workflow run.
+    here: Option<String>,
     board: Board,
     agents: BTreeMap<String, Arc<dyn Agent>>,
     workflows: BTreeMap<String, Arc<dyn Agent>>,
@@ -185,7 +241,7 @@ struct Ctx<'a> {
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 impl<'a> Ctx<'a> {
-    fn new(config: &'a Config, options: &'a BuildOptions) -> Self {
+    fn new(config: &'a Config, options: &'a BuildOptions, here: Option<String>) -> Self {
         let mut blocks = BTreeMap::new();
         for w in config
             .spec
@@ -200,6 +256,7 @@ impl<'a> Ctx<'a> {
         Ctx {
             config,
             options,
+            here,
             board: Board::with_blocks(blocks),
             agents: BTreeMap::new(),
             workflows: BTreeMap::new(),
@@ -253,7 +310,8 @@ impl<'a> Ctx<'a> {
                         let options = self.options.clone();
                         let inner = inner.clone();
                         let name = name.to_string();
-                        let built = Box::pin(build_nested(inner, options, name)).await?;
+                        let here = self.here.clone();
+                        let built = Box::pin(build_nested(inner, options, name, here)).await?;
                         self.mcp.extend(built.mcp);
                         self.notes.extend(built.notes);
                         Arc::new(built.workflow)
@@ -480,28 +538,81 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// A node running `target` as `id`, recording its outputs.
+    /// A participant as a workflow names it: `agent`, or `agent@node`. An
+    /// agent on another node (by the reference, or by its `node:`) is a
+    /// [`RemoteAgent`] under the agent's own name, unless that node is the
+    /// one being built for.
+    async fn participant_ref(&mut self, reference: &str) -> Result<Arc<dyn Agent>, ConfigError> {
+        let (agent, node) = split_ref(reference).ok_or_else(|| {
+            build_error(format!(
+                "`{reference}` is not a valid `agent@node` reference"
+            ))
+        })?;
+        let node = node.map(str::to_string).or_else(|| {
+            self.config
+                .spec
+                .agents
+                .get(agent)
+                .and_then(|a| a.node.clone())
+        });
+        match node {
+            Some(n) if self.here.as_deref() != Some(n.as_str()) => {
+                self.remote(agent, Placement::Node(n), 0)
+            }
+            _ => self.participant(agent).await,
+        }
+    }
+
+    /// Agent `agent` hosted by other nodes, described as the config
+    /// describes it (a selector reads the description, a swarm the
+    /// handoffs: neither crosses the wire).
+    fn remote(
+        &self,
+        agent: &str,
+        placement: Placement,
+        failover: u32,
+    ) -> Result<Arc<dyn Agent>, ConfigError> {
+        let mut remote = RemoteAgent::new(agent)
+            .map_err(|e| build_error(format!("agent `{agent}`: {e}")))?
+            .placement_of(placement)
+            .failover(failover);
+        if let Some(spec) = self.config.spec.agents.get(agent) {
+            remote = remote
+                .description(spec.description.clone().unwrap_or_default())
+                .handoffs(spec.handoffs.iter().cloned());
+        }
+        Ok(Arc::new(remote))
+    }
+
+    /// A node running `target` (a participant reference) as `id`,
+    /// recording its outputs.
     async fn node(&mut self, id: &str, target: &str) -> Result<Arc<dyn Agent>, ConfigError> {
-        let inner = self.participant(target).await?;
+        let inner = self.participant_ref(target).await?;
+        Ok(self.record(id, ref_id(target), inner))
+    }
+
+    /// `inner` (agent `agent`) as node `id`, recording its outputs.
+    fn record(&self, id: &str, agent: &str, inner: Arc<dyn Agent>) -> Arc<dyn Agent> {
         // ChatAgent does not report its handoff targets through
         // `Agent::handoffs` (swarms need them): the config knows them.
-        let handoffs = match self.config.spec.agents.get(target) {
+        let handoffs = match self.config.spec.agents.get(agent) {
             Some(a) => a.handoffs.clone(),
             None => inner.handoffs(),
         };
-        Ok(Arc::new(Recorder {
+        Arc::new(Recorder {
             name: id.to_string(),
-            agent: target.to_string(),
+            agent: agent.to_string(),
             inner,
             handoffs,
             board: self.board.clone(),
-        }))
+        })
     }
 
+    /// Participants by reference, each under its id (the agent's name).
     async fn nodes(&mut self, names: &[String]) -> Result<Vec<Arc<dyn Agent>>, ConfigError> {
         let mut out = Vec::new();
         for n in names {
-            out.push(self.node(n, n).await?);
+            out.push(self.node(ref_id(n), n).await?);
         }
         Ok(out)
     }
@@ -574,9 +685,23 @@ impl<'a> Ctx<'a> {
                 }
                 Some(preset(b.build())?)
             } else if let Some(m) = &w.map_reduce {
-                let mapper = self.node(&m.mapper, &m.mapper).await?;
-                let worker = self.node(&m.worker, &m.worker).await?;
-                let reducer = self.node(&m.reducer, &m.reducer).await?;
+                let mapper = self.node(ref_id(&m.mapper), &m.mapper).await?;
+                let selection = match m.placement.unwrap_or_default() {
+                    PlacementSpec::Local => None,
+                    PlacementSpec::Spread => Some(Selection::RoundRobin),
+                    PlacementSpec::LeastBusy => Some(Selection::LeastBusy),
+                };
+                let worker = match selection {
+                    None => self.node(ref_id(&m.worker), &m.worker).await?,
+                    // One remote agent for every sub-task: their turns
+                    // take turns over the nodes hosting the worker.
+                    Some(s) => {
+                        let id = ref_id(&m.worker);
+                        let remote = self.remote(id, Placement::Any(s), m.failover.unwrap_or(0))?;
+                        self.record(id, id, remote)
+                    }
+                };
+                let reducer = self.node(ref_id(&m.reducer), &m.reducer).await?;
                 let mut b = MapReduce::builder()
                     .name(name)
                     .description(description.clone())
@@ -767,20 +892,22 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// Builds the workflow of a nested config file, named `name`.
+/// Builds the workflow of a nested config file, named `name`, for node
+/// `here` (if a node is being built).
 async fn build_nested(
     config: Config,
     options: BuildOptions,
     name: String,
+    here: Option<String>,
 ) -> Result<Built, ConfigError> {
-    let mut ctx = Ctx::new(&config, &options);
+    let mut ctx = Ctx::new(&config, &options, here);
     let workflow = match &config.spec.workflow {
         Some(w) => ctx.workflow(&name, w, None).await?,
         None => {
             let agent_name = config.spec.agents.keys().next().cloned().ok_or_else(|| {
                 build_error(format!("`{}` has no workflow", config.path.display()))
             })?;
-            let agent = ctx.participant(&agent_name).await?;
+            let agent = ctx.participant_ref(&agent_name).await?;
             Workflow::builder()
                 .name(name.clone())
                 .participant_arc(agent)
@@ -851,6 +978,7 @@ pub(crate) fn retry_policy(r: &RetrySpec) -> RetryPolicy {
                     ErrorKindSpec::Model => ErrorKind::Model,
                     ErrorKindSpec::Tool => ErrorKind::Tool,
                     ErrorKindSpec::Workflow => ErrorKind::Workflow,
+                    ErrorKindSpec::Node => ErrorKind::Node,
                 })
                 .collect()
         }),

@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use super::Config;
 use super::plan::Plan;
+use super::remote::{ref_id, split_ref, spreads};
 use super::schema::WorkflowSpec;
 
 /// A Mermaid node id: letters, digits and `_` only (names may hold `-`
@@ -66,12 +67,19 @@ impl Chart {
     }
 }
 
-fn participant_label(config: &Config, name: &str) -> String {
+/// A participant reference's label: its name, what it is, and the node it
+/// runs on (`researcher@b`, or an agent with `node: b`).
+fn participant_label(config: &Config, reference: &str) -> String {
+    let (name, node) = split_ref(reference).unwrap_or((reference, None));
+    let node = node.or_else(|| config.spec.agents.get(name)?.node.as_deref());
+    let mut text = name.to_string();
     if config.spec.workflows.contains_key(name) {
-        format!("{name} (workflow)")
-    } else {
-        name.to_string()
+        text.push_str(" (workflow)");
     }
+    if let Some(n) = node {
+        text.push_str(&format!(" @ node {n}"));
+    }
+    text
 }
 
 /// Draws the config's workflow.
@@ -96,7 +104,7 @@ fn draw(c: &mut Chart, config: &Config, w: &WorkflowSpec, user: &str) {
         let ids: Vec<String> = t
             .participants
             .iter()
-            .map(|n| c.node(n, &label_of(n), false))
+            .map(|n| c.node(ref_id(n), &label_of(n), false))
             .collect();
         if let Some(first) = ids.first() {
             c.edge(user, first, "", false);
@@ -109,7 +117,7 @@ fn draw(c: &mut Chart, config: &Config, w: &WorkflowSpec, user: &str) {
         let sel = c.node("selector", "selector", true);
         c.edge(user, &sel, "", false);
         for n in &s.participants {
-            let id = c.node(n, &label_of(n), false);
+            let id = c.node(ref_id(n), &label_of(n), false);
             c.edge(&sel, &id, "selected", false);
             c.edge(&id, &sel, "", true);
         }
@@ -117,23 +125,23 @@ fn draw(c: &mut Chart, config: &Config, w: &WorkflowSpec, user: &str) {
         let ids: Vec<String> = t
             .participants
             .iter()
-            .map(|n| c.node(n, &label_of(n), false))
+            .map(|n| c.node(ref_id(n), &label_of(n), false))
             .collect();
         if let Some(first) = ids.first() {
             c.edge(user, first, "", false);
         }
         for n in &t.participants {
-            let from = node_id(n);
+            let from = node_id(ref_id(n));
             for target in config
                 .spec
                 .agents
-                .get(n)
+                .get(ref_id(n))
                 .map(|a| a.handoffs.clone())
                 .unwrap_or_default()
             {
                 if target == troupe_runtime::USER {
                     c.edge(&from, user, "handoff to user", true);
-                } else if t.participants.contains(&target) {
+                } else if t.participants.iter().any(|p| ref_id(p) == target) {
                     let to = node_id(&target);
                     c.edge(&from, &to, &format!("handoff to {target}"), false);
                 }
@@ -142,14 +150,19 @@ fn draw(c: &mut Chart, config: &Config, w: &WorkflowSpec, user: &str) {
     } else if let Some(s) = &w.sequential {
         let mut prev = user.to_string();
         for n in &s.participants {
-            let id = c.node(n, &label_of(n), false);
+            let id = c.node(ref_id(n), &label_of(n), false);
             c.edge(&prev, &id, "", false);
             prev = id;
         }
     } else if let Some(m) = &w.map_reduce {
-        let mapper = c.node(&m.mapper, &label_of(&m.mapper), false);
-        let map = c.node("map", &format!("map: {} × N", m.worker), true);
-        let reducer = c.node(&m.reducer, &label_of(&m.reducer), false);
+        let mapper = c.node(ref_id(&m.mapper), &label_of(&m.mapper), false);
+        let worker = if spreads(m.placement) {
+            format!("{} × N, spread over nodes", ref_id(&m.worker))
+        } else {
+            format!("{} × N", label_of(&m.worker))
+        };
+        let map = c.node("map", &format!("map: {worker}"), true);
+        let reducer = c.node(ref_id(&m.reducer), &label_of(&m.reducer), false);
         c.edge(user, &mapper, "", false);
         c.edge(&mapper, &map, "sub-tasks", false);
         c.edge(&map, &reducer, "results", false);
@@ -204,7 +217,7 @@ fn draw_plan(c: &mut Chart, config: &Config, plan: &Plan, user: &str) {
         .nodes
         .iter()
         .map(|n| {
-            let text = if n.id == n.target {
+            let text = if n.id == ref_id(&n.target) {
                 participant_label(config, &n.target)
             } else {
                 format!("{}: {}", n.id, participant_label(config, &n.target))

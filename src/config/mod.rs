@@ -25,6 +25,15 @@
 //! workflows, inline or from another file, usable wherever an agent is.
 //! The JSON Schema of the format is [`json_schema`] (`troupe schema`).
 //!
+//! A config can also spread its agents over a cluster: `node: b` on an
+//! agent, `researcher@b` where a participant is named, or `placement:
+//! spread` on a `map_reduce` send those turns to other nodes. `troupe node
+//! --config FILE --name b` hosts the agents placed on `b`
+//! ([`Config::hosted_by`], [`Config::build_hosted`]); `troupe run FILE
+//! --connect ADDR` joins the nodes and runs the workflow, remote
+//! participants and all ([`Config::remote_agents`]). The placement rules
+//! are in the `remote` module's documentation.
+//!
 //! Loading reports every problem at once, each naming the file, line,
 //! column and field, and what was expected:
 //!
@@ -70,6 +79,7 @@ mod env;
 mod error;
 mod mermaid;
 mod plan;
+mod remote;
 mod schema;
 pub mod template;
 mod tools;
@@ -79,9 +89,10 @@ mod validate;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-pub use build::{BuildOptions, Built, Store};
+pub use build::{BuildOptions, Built, Hosted, Store};
 pub use duration::HumanDuration;
 pub use error::{ConfigError, Diagnostic, Position};
+pub use remote::RemoteRef;
 pub use schema::*;
 pub use tools::{BUILTIN_TOOLS, builtin_tool};
 
@@ -158,6 +169,19 @@ impl Config {
     /// agents, nested workflows, the checkpoint store.
     pub async fn build(&self, options: &BuildOptions) -> Result<Built, ConfigError> {
         build::build(self, options).await
+    }
+
+    /// Builds the agents (or named workflows) `names` for cluster node
+    /// `node` to host (`troupe node`; see [`Config::hosted_by`]). They are
+    /// built as [`Config::build`] builds them, locally even when their
+    /// `node:` names `node`; what they use from other nodes stays remote.
+    pub async fn build_hosted(
+        &self,
+        names: &[String],
+        node: &str,
+        options: &BuildOptions,
+    ) -> Result<Hosted, ConfigError> {
+        build::build_hosted(self, names, node, options).await
     }
 
     /// Where a path written in the config points (relative to the file).

@@ -293,13 +293,20 @@ pub struct AgentSpec {
     /// Scripted replies of this agent (used when its model runs scripted).
     #[serde(default)]
     pub script: Option<Vec<ReplySpec>>,
+    /// The cluster node that hosts this agent. `troupe node --name NODE`
+    /// hosts the agents placed on it; a workflow run elsewhere (`troupe run
+    /// --connect …`) sends this agent's turns to that node, under the same
+    /// name. Absent: the agent runs in the process that runs the workflow.
+    #[serde(default)]
+    pub node: Option<String>,
 }
 
 /// Participants of a team preset.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TeamSpec {
-    /// Agents or workflows, in order.
+    /// Agents or workflows, in order; `agent@node` runs an agent on another
+    /// node of the cluster.
     pub participants: Vec<String>,
 }
 
@@ -307,7 +314,8 @@ pub struct TeamSpec {
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SelectorSpec {
-    /// Agents or workflows the selector picks from.
+    /// Agents or workflows the selector picks from (`agent@node`: on another
+    /// node of the cluster).
     pub participants: Vec<String>,
     /// The model that picks the next speaker (a name from `models`).
     pub model: String,
@@ -338,7 +346,8 @@ pub enum FlowSpec {
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SequentialSpec {
-    /// Agents or workflows, in order.
+    /// Agents or workflows, in order (`agent@node`: on another node of the
+    /// cluster).
     pub participants: Vec<String>,
     /// What each step receives.
     #[serde(default)]
@@ -353,6 +362,21 @@ pub enum IsolationSpec {
     Fresh,
     /// A copy of the parent's thread first.
     Inherit,
+}
+
+/// Where the workers of a map-reduce run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PlacementSpec {
+    /// Where the worker agent is (default): in this process, or on its
+    /// `node:`.
+    #[default]
+    Local,
+    /// On every cluster node hosting the worker, taking turns (round
+    /// robin): the sub-tasks spread evenly over the nodes.
+    Spread,
+    /// On the node hosting the worker that has the fewest turns under way.
+    LeastBusy,
 }
 
 /// A map-reduce team.
@@ -372,6 +396,15 @@ pub struct MapReduceSpec {
     /// At most this many workers at once.
     #[serde(default)]
     pub max_concurrency: Option<usize>,
+    /// Where the workers run: `local` (default), or `spread` /
+    /// `least_busy` over the cluster nodes that host the worker (every
+    /// `troupe node` of this config hosts it).
+    #[serde(default)]
+    pub placement: Option<PlacementSpec>,
+    /// With `placement: spread` or `least_busy`: how many more nodes a
+    /// sub-task is tried on when the node running it is lost (default 0).
+    #[serde(default)]
+    pub failover: Option<u32>,
 }
 
 /// When activated graph nodes start.
@@ -415,7 +448,8 @@ pub struct NodeForm {
     /// The node's id (default: the agent's or workflow's name).
     #[serde(default)]
     pub id: Option<String>,
-    /// The agent or named workflow the node runs.
+    /// The agent or named workflow the node runs (`agent@node`: on
+    /// another node of the cluster).
     pub agent: String,
     /// How it waits for several incoming transitions.
     #[serde(default)]
@@ -436,9 +470,13 @@ pub struct NodeForm {
 pub struct NodeSpec(pub NodeForm);
 
 impl NodeSpec {
-    /// The node's id.
+    /// The node's id: given, else its agent's name (without an `@node`
+    /// part).
     pub fn id(&self) -> &str {
-        self.0.id.as_deref().unwrap_or(&self.0.agent)
+        self.0
+            .id
+            .as_deref()
+            .unwrap_or_else(|| super::remote::ref_id(&self.0.agent))
     }
 }
 
@@ -673,7 +711,7 @@ pub struct StepSpec {
     /// The kind of step (inferred when absent).
     #[serde(default, rename = "type")]
     pub kind: Option<StepKind>,
-    /// The agent to run.
+    /// The agent to run (`agent@node`: on another node of the cluster).
     #[serde(default)]
     pub agent: Option<String>,
     /// With `type: agent`, the agent to run (as cagent writes it);
@@ -727,6 +765,9 @@ pub enum ErrorKindSpec {
     Tool,
     /// A nested workflow failed.
     Workflow,
+    /// The cluster node running the turn was lost (a retry runs it on
+    /// another node hosting the agent, if there is one).
+    Node,
 }
 
 /// Retries of a failed step (cagent's `retry`).
@@ -826,7 +867,9 @@ pub struct RouteSpec {
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RouterSpec {
-    /// The participants (default: every agent named by a route).
+    /// The participants (default: every agent named by a route);
+    /// `agent@node` runs one on another node of the cluster, and routes
+    /// name it `agent`.
     #[serde(default)]
     pub participants: Option<Vec<String>>,
     /// The routes.

@@ -7,9 +7,10 @@ use std::path::Path;
 
 use super::de::one_of;
 use super::error::Diagnostic;
+use super::remote::{ref_id, split_ref, spreads};
 use super::schema::{
-    BranchSpec, ConditionForm, ConditionSpec, ConfigFile, GraphSpec, ModelSpec, Provider, StepKind,
-    StepSpec, StopSpec, StoreKind, ToolSpec, WorkflowSpec,
+    AgentSpec, BranchSpec, ConditionForm, ConditionSpec, ConfigFile, GraphSpec, ModelSpec,
+    PlacementSpec, Provider, StepKind, StepSpec, StopSpec, StoreKind, ToolSpec, WorkflowSpec,
 };
 use super::template::{Expr, Template};
 use super::tree::{FieldPath, Node};
@@ -287,6 +288,24 @@ pub(crate) fn check(
         if let Some(t) = agent.temperature {
             check_temperature(&mut c, &base.key("temperature"), t);
         }
+        if let Some(node) = &agent.node {
+            let path = base.key("node");
+            if !valid_name(node) {
+                c.value_error(
+                    &path,
+                    format!("`{node}` is not a valid node name"),
+                    Some("letters, digits, `_` and `-`".into()),
+                );
+            } else if uses_step_templates(agent) {
+                c.value_error(
+                    &path,
+                    format!(
+                        "agent `{name}` runs on node `{node}`, where the `{{{{ $steps… }}}}` templates of its instructions cannot see this workflow's steps"
+                    ),
+                    Some("instructions without `{{ $steps… }}`, or no `node:`".into()),
+                );
+            }
+        }
         if let Some(text) = &agent.instructions {
             let path = base.key("instructions");
             match Template::parse(text) {
@@ -378,6 +397,51 @@ pub(crate) fn check(
     }
 
     c.diagnostics
+}
+
+/// Whether an agent's instructions read the workflow's steps (which only
+/// the process running the workflow has).
+fn uses_step_templates(agent: &AgentSpec) -> bool {
+    agent
+        .instructions
+        .as_deref()
+        .and_then(|t| Template::parse(t).ok())
+        .is_some_and(|t| t.has_references())
+}
+
+/// A participant reference at `path`: a plain name is returned for the
+/// caller to look up; `agent@node` (an agent hosted on another node, which
+/// this file need not declare) is checked here and gives `None`.
+fn plain_or_remote<'r>(
+    c: &mut Checker<'_>,
+    spec: &ConfigFile,
+    path: &FieldPath,
+    reference: &'r str,
+) -> Option<&'r str> {
+    if !reference.contains('@') {
+        return Some(reference);
+    }
+    match split_ref(reference) {
+        Some((agent, Some(node))) if agent != USER && valid_name(agent) && valid_name(node) => {
+            if let Some(a) = spec.agents.get(agent)
+                && uses_step_templates(a)
+            {
+                c.value_error(
+                    path,
+                    format!(
+                        "`{reference}` runs agent `{agent}` on node `{node}`, where the `{{{{ $steps… }}}}` templates of its instructions cannot see this workflow's steps"
+                    ),
+                    Some(format!("`{agent}` alone, or instructions without templates")),
+                );
+            }
+        }
+        _ => c.value_error(
+            path,
+            format!("`{reference}` is not a valid remote reference"),
+            Some("`agent@node` (letters, digits, `_` and `-` on both sides)".into()),
+        ),
+    }
+    None
 }
 
 fn valid_name(name: &str) -> bool {
@@ -547,7 +611,7 @@ pub(crate) fn step_id(s: &StepSpec) -> Option<String> {
         return Some(id.clone());
     }
     match step_kind(s)? {
-        StepKind::Agent | StepKind::Workflow => step_target(s).map(str::to_string),
+        StepKind::Agent | StepKind::Workflow => step_target(s).map(|t| ref_id(t).to_string()),
         StepKind::Parallel | StepKind::Condition => None,
     }
 }
@@ -635,27 +699,33 @@ fn check_workflow(
         }
         let mut seen = BTreeSet::new();
         for (i, n) in list.iter().enumerate() {
-            if !names.participant(n) {
+            let known = match plain_or_remote(c, spec, &path.index(i), n) {
+                Some(plain) => names.participant(plain),
+                None => true,
+            };
+            if !known {
                 c.value_error(
                     &path.index(i),
                     format!("unknown agent `{n}`"),
                     expected_names(names.participants()),
                 );
-            } else if !seen.insert(n) {
+            } else if !seen.insert(ref_id(n)) {
                 c.value_error(
                     &path.index(i),
-                    format!("`{n}` takes part twice"),
+                    format!("`{}` takes part twice", ref_id(n)),
                     Some("each participant once".into()),
                 );
             }
         }
     };
+    let ids =
+        |list: &[String]| -> Vec<String> { list.iter().map(|n| ref_id(n).to_string()).collect() };
 
     let mut participants: Vec<String> = Vec::new();
     if let Some(t) = &w.round_robin {
         let path = base.key("round_robin").key("participants");
         check_participants(c, &path, &t.participants);
-        participants = t.participants.clone();
+        participants = ids(&t.participants);
         if !has_stop(w) {
             c.error(
                 &base.key("round_robin"),
@@ -667,7 +737,7 @@ fn check_workflow(
     if let Some(s) = &w.selector {
         let path = base.key("selector");
         check_participants(c, &path.key("participants"), &s.participants);
-        participants = s.participants.clone();
+        participants = ids(&s.participants);
         if !names.models.contains(&s.model) && !names.broken.contains(&s.model) {
             c.value_error(
                 &path.key("model"),
@@ -701,8 +771,8 @@ fn check_workflow(
     if let Some(t) = &w.swarm {
         let path = base.key("swarm").key("participants");
         check_participants(c, &path, &t.participants);
-        participants = t.participants.clone();
-        if let Some(first) = t.participants.first()
+        participants = ids(&t.participants);
+        if let Some(first) = t.participants.first().map(|f| ref_id(f))
             && let Some(agent) = spec.agents.get(first)
             && agent.handoffs.is_empty()
         {
@@ -719,7 +789,7 @@ fn check_workflow(
             &base.key("sequential").key("participants"),
             &s.participants,
         );
-        participants = s.participants.clone();
+        participants = ids(&s.participants);
     }
     if let Some(m) = &w.map_reduce {
         let path = base.key("map_reduce");
@@ -728,7 +798,9 @@ fn check_workflow(
             ("worker", &m.worker),
             ("reducer", &m.reducer),
         ] {
-            if !names.participant(name) {
+            if let Some(plain) = plain_or_remote(c, spec, &path.key(field), name)
+                && !names.participant(plain)
+            {
                 c.value_error(
                     &path.key(field),
                     format!("unknown agent `{name}`"),
@@ -736,6 +808,7 @@ fn check_workflow(
                 );
             }
         }
+        check_placement(c, spec, &path, m.placement, m.failover, &m.worker);
         if m.max_concurrency == Some(0) {
             c.value_error(
                 &path.key("max_concurrency"),
@@ -743,10 +816,10 @@ fn check_workflow(
                 Some("1 or more".into()),
             );
         }
-        participants = vec![m.mapper.clone(), m.reducer.clone()];
+        participants = ids(&[m.mapper.clone(), m.reducer.clone()]);
     }
     if let Some(g) = &w.graph {
-        participants = check_graph(c, names, &base.key("graph"), g, w);
+        participants = check_graph(c, names, spec, &base.key("graph"), g, w);
     }
     if let Some(steps) = &w.steps {
         let path = base.key("steps");
@@ -754,7 +827,7 @@ fn check_workflow(
             c.value_error(&path, "no steps", Some("at least one step".into()));
         }
         let mut defined = Vec::new();
-        check_steps(c, names, &path, steps, &mut defined, false, w);
+        check_steps(c, names, spec, &path, steps, &mut defined, false, w);
         participants = defined;
     }
     if let Some(r) = &w.router {
@@ -762,7 +835,7 @@ fn check_workflow(
         let members: Vec<String> = match (&r.participants, w.graph.is_some()) {
             (Some(list), false) => {
                 check_participants(c, &path.key("participants"), list);
-                list.clone()
+                ids(list)
             }
             (Some(_), true) => {
                 c.error(
@@ -815,10 +888,18 @@ fn check_workflow(
                 }
             }
             if !members.contains(&route.to) && !names.broken.contains(&route.to) {
+                let expected = if route.to.contains('@') {
+                    Some(format!(
+                        "the participant's name alone, `{}` (`agent@node` goes in `participants`)",
+                        ref_id(&route.to)
+                    ))
+                } else {
+                    expected_names(members.iter().map(String::as_str).collect())
+                };
                 c.value_error(
                     &rp.key("to"),
                     format!("unknown agent `{}` in a route", route.to),
-                    expected_names(members.iter().map(String::as_str).collect()),
+                    expected,
                 );
             }
             if route.batch_size == Some(0) {
@@ -865,6 +946,64 @@ fn check_workflow(
                     expected_names(participants.iter().map(String::as_str).collect()),
                 );
             }
+        }
+    }
+}
+
+/// A map-reduce's `placement` and `failover`: spread workers are remote
+/// replicas on every node hosting the worker, so the worker cannot be
+/// pinned to one node.
+fn check_placement(
+    c: &mut Checker<'_>,
+    spec: &ConfigFile,
+    path: &FieldPath,
+    placement: Option<PlacementSpec>,
+    failover: Option<u32>,
+    worker: &str,
+) {
+    if !spreads(placement) {
+        if failover.is_some() {
+            c.error(
+                &path.key("failover"),
+                "`failover` applies to workers spread over cluster nodes",
+                Some("`placement: spread` or `placement: least_busy`".into()),
+            );
+        }
+        return;
+    }
+    let how = match placement {
+        Some(PlacementSpec::LeastBusy) => "least_busy",
+        _ => "spread",
+    };
+    if worker.contains('@') {
+        c.value_error(
+            &path.key("worker"),
+            format!(
+                "`placement: {how}` runs the worker on every node that hosts it, but `{worker}` pins it to one"
+            ),
+            Some(format!("`{}` alone, or `placement: local`", ref_id(worker))),
+        );
+    } else if let Some(agent) = spec.agents.get(worker) {
+        if let Some(node) = &agent.node {
+            c.value_error(
+                &path.key("placement"),
+                format!(
+                    "`placement: {how}` runs agent `{worker}` on every node that hosts it, but its `node: {node}` pins it to one"
+                ),
+                Some(format!(
+                    "no `node:` on agent `{worker}`, or `placement: local`"
+                )),
+            );
+        } else if uses_step_templates(agent) {
+            c.value_error(
+                &path.key("placement"),
+                format!(
+                    "`placement: {how}` runs agent `{worker}` on other nodes, where the `{{{{ $steps… }}}}` templates of its instructions cannot see this workflow's steps"
+                ),
+                Some(format!(
+                    "instructions without templates on agent `{worker}`, or `placement: local`"
+                )),
+            );
         }
     }
 }
@@ -987,6 +1126,7 @@ fn check_condition(
 fn check_graph(
     c: &mut Checker<'_>,
     names: &Names,
+    spec: &ConfigFile,
     base: &FieldPath,
     g: &GraphSpec,
     w: &WorkflowSpec,
@@ -1001,16 +1141,18 @@ fn check_graph(
     }
     for (i, n) in g.nodes.iter().enumerate() {
         let np = base.key("nodes").index(i);
-        if !names.participant(&n.0.agent) {
-            // The long form names the agent under `agent:`.
-            let vp = if matches!(
-                c.tree.get(&np).map(|x| &x.value),
-                Some(super::tree::Value::Map(_))
-            ) {
-                np.key("agent")
-            } else {
-                np.clone()
-            };
+        // The long form names the agent under `agent:`.
+        let vp = if matches!(
+            c.tree.get(&np).map(|x| &x.value),
+            Some(super::tree::Value::Map(_))
+        ) {
+            np.key("agent")
+        } else {
+            np.clone()
+        };
+        if let Some(plain) = plain_or_remote(c, spec, &vp, &n.0.agent)
+            && !names.participant(plain)
+        {
             c.value_error(
                 &vp,
                 format!("unknown agent `{}`", n.0.agent),
@@ -1181,6 +1323,7 @@ fn endless_cycles(n: usize, edges: &[(usize, usize, bool, usize)]) -> Vec<Vec<us
 fn check_steps(
     c: &mut Checker<'_>,
     names: &Names,
+    spec: &ConfigFile,
     base: &FieldPath,
     steps: &[StepSpec],
     defined: &mut Vec<String>,
@@ -1268,16 +1411,20 @@ fn check_steps(
                     "an agent step needs `agent:`",
                     Some("`agent: <name>`".into()),
                 ),
-                Some(a) if !names.agents.contains(a) && !names.broken.contains(a) => {
+                Some(target) => {
                     let field = if s.agent.is_some() { "agent" } else { "name" };
-                    let hint = if names.workflows.contains(a) {
-                        Some(format!("`{a}` is a workflow: use `workflow: {a}`"))
-                    } else {
-                        expected_names(names.agents.iter().map(String::as_str).collect())
-                    };
-                    c.value_error(&sp.key(field), format!("unknown agent `{a}`"), hint);
+                    if let Some(a) = plain_or_remote(c, spec, &sp.key(field), target)
+                        && !names.agents.contains(a)
+                        && !names.broken.contains(a)
+                    {
+                        let hint = if names.workflows.contains(a) {
+                            Some(format!("`{a}` is a workflow: use `workflow: {a}`"))
+                        } else {
+                            expected_names(names.agents.iter().map(String::as_str).collect())
+                        };
+                        c.value_error(&sp.key(field), format!("unknown agent `{a}`"), hint);
+                    }
                 }
-                _ => {}
             },
             StepKind::Workflow => match &s.workflow {
                 None => c.error(
@@ -1303,7 +1450,7 @@ fn check_steps(
                             Some("at least one step".into()),
                         );
                     }
-                    check_steps(c, names, &sp.key("steps"), children, defined, true, w);
+                    check_steps(c, names, spec, &sp.key("steps"), children, defined, true, w);
                 }
             },
             StepKind::Condition => {
@@ -1353,7 +1500,7 @@ fn check_steps(
                             }
                         }
                         Some(BranchSpec::Steps(list)) => {
-                            check_steps(c, names, &sp.key(field), list, defined, false, w);
+                            check_steps(c, names, spec, &sp.key(field), list, defined, false, w);
                         }
                         None => {}
                     }
