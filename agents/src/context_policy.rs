@@ -1,6 +1,8 @@
 //! [`ContextPolicy`]: how much of its thread an agent shows its model, and
 //! the memories kept from what is left out.
 
+use std::sync::Arc;
+
 use troupe_runtime::{Content, Message};
 
 use crate::conversation::{pair_tool_calls, render};
@@ -56,58 +58,94 @@ pub(crate) fn estimate_tokens(message: &ChatMessage) -> usize {
     chars.div_ceil(4) + 4
 }
 
+/// The messages an agent's turn sees: its thread, then what it produced so
+/// far this turn. Two slices, not one list, so a turn never copies the
+/// whole thread to look at its end.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Messages<'a> {
+    /// The thread, oldest first.
+    pub thread: &'a [Arc<Message>],
+    /// This turn's messages so far, oldest first.
+    pub produced: &'a [Message],
+}
+
+impl<'a> Messages<'a> {
+    fn len(&self) -> usize {
+        self.thread.len() + self.produced.len()
+    }
+
+    fn get(&self, i: usize) -> Option<&'a Message> {
+        match self.thread.get(i) {
+            Some(m) => Some(m),
+            None => self.produced.get(i - self.thread.len()),
+        }
+    }
+}
+
 impl ContextPolicy {
     /// Selects what agent `me` shows its model of `messages`, leaving
     /// `reserved` tokens (the system instructions) out of a budget.
-    pub(crate) fn apply(&self, me: &str, messages: &[&Message], reserved: usize) -> Context {
-        let units: Vec<(usize, Vec<ChatMessage>)> = messages
-            .iter()
-            .enumerate()
-            .map(|(i, m)| (i, render(me, m)))
-            .filter(|(_, rendered)| !rendered.is_empty())
-            .collect();
-        let mut keep_from = match *self {
-            ContextPolicy::WholeThread => 0,
-            ContextPolicy::LastN(n) => units.len().saturating_sub(n.max(1)),
+    ///
+    /// Trimming policies render from the newest message back and stop once
+    /// the window is full, so a turn costs what it shows, not the thread's
+    /// length. `remember` says whether trimmed tool results may hold
+    /// memories (an agent without tools has none), which spares a tool-less
+    /// agent the scan over the trimmed part.
+    pub(crate) fn apply(
+        &self,
+        me: &str,
+        messages: Messages<'_>,
+        reserved: usize,
+        remember: bool,
+    ) -> Context {
+        let rendered = (0..messages.len())
+            .rev()
+            .filter_map(|i| messages.get(i).map(|m| (i, render(me, m))))
+            .filter(|(_, rendered)| !rendered.is_empty());
+        // Newest first while choosing.
+        let mut units: Vec<(usize, Vec<ChatMessage>)> = match *self {
+            ContextPolicy::WholeThread => rendered.collect(),
+            ContextPolicy::LastN(n) => rendered.take(n.max(1)).collect(),
             ContextPolicy::TokenBudget(budget) => {
                 let mut left = budget.saturating_sub(reserved);
-                let mut from = units.len();
-                while from > 0 {
-                    let cost: usize = units[from - 1].1.iter().map(estimate_tokens).sum();
-                    if cost > left && from < units.len() {
+                let mut kept = Vec::new();
+                for unit in rendered {
+                    let cost: usize = unit.1.iter().map(estimate_tokens).sum();
+                    if cost > left && !kept.is_empty() {
                         break;
                     }
                     left = left.saturating_sub(cost);
-                    from -= 1;
+                    kept.push(unit);
                 }
-                from
+                kept
             }
         };
+        units.reverse();
         // Results whose calls were trimmed cannot be shown: they count as
         // trimmed (and leave their memories).
-        while keep_from < units.len()
-            && units[keep_from]
-                .1
-                .iter()
-                .all(|m| matches!(m, ChatMessage::Tool { .. }))
-        {
-            keep_from += 1;
-        }
-        let cutoff = units.get(keep_from).map_or(messages.len(), |(i, _)| *i);
-        let memories = messages[..cutoff]
+        let keep_from = units
             .iter()
-            .filter(|m| &*m.source == me)
-            .filter_map(|m| match &m.content {
-                Content::ToolResults(results) => Some(results),
-                _ => None,
-            })
-            .flatten()
-            .filter_map(|r| {
-                r.memory
-                    .as_ref()
-                    .map(|memory| format!("{}: {memory}", r.name))
-            })
-            .collect();
+            .position(|(_, unit)| !unit.iter().all(|m| matches!(m, ChatMessage::Tool { .. })))
+            .unwrap_or(units.len());
+        let cutoff = units.get(keep_from).map_or(messages.len(), |(i, _)| *i);
+        let memories = if remember {
+            (0..cutoff)
+                .filter_map(|i| messages.get(i))
+                .filter(|m| &*m.source == me)
+                .filter_map(|m| match &m.content {
+                    Content::ToolResults(results) => Some(results),
+                    _ => None,
+                })
+                .flatten()
+                .filter_map(|r| {
+                    r.memory
+                        .as_ref()
+                        .map(|memory| format!("{}: {memory}", r.name))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let kept = units
             .into_iter()
             .skip(keep_from)
@@ -164,8 +202,11 @@ mod tests {
     #[test]
     fn whole_thread_keeps_everything_and_no_memories() {
         let t = thread();
-        let refs: Vec<&Message> = t.iter().collect();
-        let c = ContextPolicy::WholeThread.apply("me", &refs, 0);
+        let refs = Messages {
+            thread: &[],
+            produced: &t,
+        };
+        let c = ContextPolicy::WholeThread.apply("me", refs, 0, true);
         assert_eq!(c.messages.len(), 6);
         assert!(c.memories.is_empty());
     }
@@ -173,8 +214,11 @@ mod tests {
     #[test]
     fn last_n_trims_and_keeps_memories_of_trimmed_results() {
         let t = thread();
-        let refs: Vec<&Message> = t.iter().collect();
-        let c = ContextPolicy::LastN(3).apply("me", &refs, 0);
+        let refs = Messages {
+            thread: &[],
+            produced: &t,
+        };
+        let c = ContextPolicy::LastN(3).apply("me", refs, 0, true);
         assert_eq!(c.memories, vec!["search: page one says A"]);
         assert_eq!(c.messages.len(), 3);
         assert!(
@@ -182,7 +226,7 @@ mod tests {
         );
 
         // Cutting between a call and its result drops the lone result too.
-        let c = ContextPolicy::LastN(4).apply("me", &refs, 0);
+        let c = ContextPolicy::LastN(4).apply("me", refs, 0, true);
         assert_eq!(c.messages.len(), 3, "{:?}", c.messages);
         assert_eq!(c.memories, vec!["search: page one says A"]);
     }
@@ -190,8 +234,11 @@ mod tests {
     #[test]
     fn token_budget_keeps_the_newest_that_fit() {
         let t = thread();
-        let refs: Vec<&Message> = t.iter().collect();
-        let c = ContextPolicy::TokenBudget(40).apply("me", &refs, 0);
+        let refs = Messages {
+            thread: &[],
+            produced: &t,
+        };
+        let c = ContextPolicy::TokenBudget(40).apply("me", refs, 0, true);
         assert_eq!(c.memories, vec!["search: page one says A"]);
         assert_eq!(c.messages.last(), Some(&ChatMessage::assistant("done")));
         assert!(
@@ -199,7 +246,7 @@ mod tests {
                 .iter()
                 .all(|m| !m.text().contains("raw page one"))
         );
-        let c = ContextPolicy::TokenBudget(0).apply("me", &refs, 100);
+        let c = ContextPolicy::TokenBudget(0).apply("me", refs, 100, true);
         assert_eq!(
             c.messages,
             vec![ChatMessage::assistant("done")],

@@ -223,10 +223,12 @@ impl Plan {
     /// The declared outputs that are participants, without repeats.
     fn outputs(&mut self, declared: &[String]) -> Vec<String> {
         let mut outputs: Vec<String> = Vec::new();
+        // A set beside the list: a router may declare tens of thousands.
+        let mut seen = std::collections::HashSet::new();
         for output in declared {
             if !self.index.contains_key(output) {
                 self.note_unknown(output, AgentRole::Output);
-            } else if !outputs.contains(output) {
+            } else if seen.insert(output.as_str()) {
                 outputs.push(output.clone());
             }
         }
@@ -286,6 +288,7 @@ impl Plan {
             .collect();
         let reached = validation::reachable(n, seeds, |k| deliveries.list(k));
         let valid = |i: usize, name: &String| self.index.get(name) == Some(&i);
+        let outputs: std::collections::HashSet<&str> = outputs.iter().map(String::as_str).collect();
 
         let mut problems = Vec::new();
         for ((i, name), reached) in self.names.iter().enumerate().zip(reached) {
@@ -297,7 +300,7 @@ impl Plan {
         }
         for (i, name) in self.names.iter().enumerate() {
             let others = deliveries.list(i).iter().any(|&t| t != i);
-            if valid(i, name) && !others && !outputs.contains(name) {
+            if valid(i, name) && !others && !outputs.contains(name.as_str()) {
                 problems.push(RouteProblem::ReachesNobody {
                     agent: name.clone(),
                 });

@@ -156,16 +156,16 @@ impl ChatAgent {
         corrections: &[ChatMessage],
         tools_allowed: bool,
     ) -> ChatRequest {
-        let all: Vec<&Message> = thread
-            .messages()
-            .iter()
-            .map(|m| m.as_ref())
-            .chain(produced)
-            .collect();
+        let all = crate::context_policy::Messages {
+            thread: thread.messages(),
+            produced,
+        };
         let reserved = self.instructions.as_ref().map_or(0, |i| {
             crate::context_policy::estimate_tokens(&ChatMessage::system(i.clone()))
         });
-        let context = self.context.apply(&self.name, &all, reserved);
+        let context = self
+            .context
+            .apply(&self.name, all, reserved, !self.tools.is_empty());
 
         let mut system = self.instructions.clone().unwrap_or_default();
         if !context.memories.is_empty() {

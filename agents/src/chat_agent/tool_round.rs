@@ -51,12 +51,20 @@ impl ChatAgent {
         ctx: &RunContext,
     ) -> Result<RoundOutcome, AgentError> {
         // Tools see the caller's thread as it is now, this turn included.
-        let mut view = Thread::new();
-        view.extend_shared(thread.messages().iter().cloned());
-        for m in produced {
-            view.push(m.clone());
-        }
-        let view = Arc::new(view);
+        // Handoffs never look at it: a round of handoffs alone skips the
+        // copy, which would cost the whole thread's length every turn.
+        let needs_view = calls
+            .iter()
+            .any(|c| !self.handoff_index.contains_key(&c.name));
+        let view = if needs_view {
+            let mut view = Thread::clone(thread);
+            for m in produced {
+                view.push(m.clone());
+            }
+            Arc::new(view)
+        } else {
+            thread.clone()
+        };
 
         let winner = calls
             .iter()

@@ -853,10 +853,12 @@ impl RunState {
         let now = SystemTime::now();
         for e in taken {
             let to = g.edges[e].to;
-            if g.isolation[index] == Isolation::Inherit {
-                let parent = self.slots[self.spec.slot_of[index]].clone();
-                let child = self.spec.slot_of[to];
-                Arc::make_mut(&mut self.slots[child])
+            let (from_slot, to_slot) = (self.spec.slot_of[index], self.spec.slot_of[to]);
+            // Agents sharing a thread inherit it already; copying it onto
+            // itself would clone the whole thread every turn.
+            if g.isolation[index] == Isolation::Inherit && from_slot != to_slot {
+                let parent = self.slots[from_slot].clone();
+                Arc::make_mut(&mut self.slots[to_slot])
                     .extend_shared(parent.messages().iter().cloned());
             }
             if self.spec.edge_delivery {
