@@ -27,7 +27,12 @@
 //! | `pub` | one agent publishes N messages; the router delivers each to a subscriber | µs per message |
 //! | `chain` | a graph of 10 function nodes in a chain, run many times | µs per superstep |
 //! | `fanin` | a graph: one node fans out to K nodes that fan in to one | µs per node invocation |
-//! | `idle` | K agents of a running workflow, spawned and waiting | KiB per agent |
+//! | `idle` | K agents of a running workflow, hosted and waiting for input | KiB per agent |
+//! | `idle_spawned` | as `idle`, after one turn each, so every agent's actor is up | KiB per agent |
+//!
+//! troupe spawns an agent's actor when the agent first has work, so `idle`
+//! measures agents that are hosted but have not run yet; `idle_spawned`
+//! the same agents once each has its actor (mailbox and task) waiting.
 //!
 //! `--context whole` shows the chat agents the whole thread each turn
 //! (AutoGen's unbounded context); the default shows the last 2 messages,
@@ -35,6 +40,8 @@
 //! current-thread runtime instead of the default multi-thread one.
 
 use std::error::Error;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -44,8 +51,17 @@ use troupe::{
     FnAgent, Graph, Join, Reply, Router, RunContext, RunResult, StopCondition, Thread, Workflow,
 };
 
-const WORKLOADS: [&str; 9] = [
-    "rr", "sel", "swarm", "fan", "rpc", "pub", "chain", "fanin", "idle",
+const WORKLOADS: [&str; 10] = [
+    "rr",
+    "sel",
+    "swarm",
+    "fan",
+    "rpc",
+    "pub",
+    "chain",
+    "fanin",
+    "idle",
+    "idle_spawned",
 ];
 
 type BoxError = Box<dyn Error>;
@@ -79,9 +95,7 @@ fn parse_args() -> Result<Args, BoxError> {
         threads: None,
     };
     while let Some(flag) = args.next() {
-        let value = args
-            .next()
-            .ok_or_else(|| format!("{flag} needs a value"))?;
+        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
         let number = || {
             value
                 .replace('_', "")
@@ -120,7 +134,10 @@ fn main() -> Result<(), BoxError> {
     if let Value::Object(fields) = &mut line {
         fields.insert("framework".into(), json!("troupe"));
         fields.insert("version".into(), json!(env!("CARGO_PKG_VERSION")));
-        fields.insert("peak_rss_mib".into(), json!(round1(peak_rss_kib() / 1024.0)));
+        fields.insert(
+            "peak_rss_mib".into(),
+            json!(round1(peak_rss_kib() / 1024.0)),
+        );
         fields.insert(
             "threads".into(),
             json!(args.threads.unwrap_or_else(|| {
@@ -143,7 +160,12 @@ async fn run(args: &Args) -> Result<Value, BoxError> {
         "chain" => chain(10, args.runs.unwrap_or(200)).await,
         "fanin" => fanin(args.k.unwrap_or(1_000), args.runs.unwrap_or(10)).await,
         "idle" => idle(args.k.unwrap_or(100_000)).await,
-        other => Err(format!("unknown workload '{other}' (known: {})", WORKLOADS.join(", ")).into()),
+        "idle_spawned" => idle_spawned(args.k.unwrap_or(100_000)).await,
+        other => Err(format!(
+            "unknown workload '{other}' (known: {})",
+            WORKLOADS.join(", ")
+        )
+        .into()),
     }
 }
 
@@ -169,7 +191,9 @@ fn chatter(name: &str, context: ContextPolicy) -> Result<ChatAgent, BoxError> {
     let reply = format!("ok from {name}");
     Ok(ChatAgent::builder(name)
         .instructions("Answer briefly.")
-        .model(ScriptedModel::from_fn(move |_| Ok(ScriptedReply::text(reply.clone()))))
+        .model(ScriptedModel::from_fn(move |_| {
+            Ok(ScriptedReply::text(reply.clone()))
+        }))
         .context(context)
         .build()?)
 }
@@ -367,7 +391,9 @@ async fn publish(n: u64) -> Result<Value, BoxError> {
 /// A node passing the last message's text on, tagged with its name.
 fn pass_on(name: String) -> FnAgent {
     FnAgent::sync(name, |t: &Thread| {
-        Ok(t.last().map(|m| m.text_content().into_owned()).unwrap_or_default())
+        Ok(t.last()
+            .map(|m| m.text_content().into_owned())
+            .unwrap_or_default())
     })
 }
 
@@ -380,10 +406,18 @@ async fn chain(length: usize, runs: usize) -> Result<Value, BoxError> {
     for pair in names.windows(2) {
         graph = graph.add_edge(pair[0].clone(), pair[1].clone());
     }
-    let flow = Workflow::builder().name("chain").graph(graph.build()?).build()?;
+    let flow = Workflow::builder()
+        .name("chain")
+        .graph(graph.build()?)
+        .build()?;
     let expect = |result: &RunResult| -> Result<(), BoxError> {
         if result.turns != length as u64 || result.final_text() != "x" {
-            return Err(format!("chain ran {} turns: {:?}", result.turns, result.final_text()).into());
+            return Err(format!(
+                "chain ran {} turns: {:?}",
+                result.turns,
+                result.final_text()
+            )
+            .into());
         }
         Ok(())
     };
@@ -409,7 +443,11 @@ async fn fanin(k: usize, runs: usize) -> Result<Value, BoxError> {
         .start("source")
         .add_agent(FnAgent::sync("source", |_: &Thread| Ok("x")))
         .add_agent(FnAgent::sync("sink", |t: &Thread| {
-            Ok(t.messages().iter().filter(|m| &*m.source != "source").count().to_string())
+            Ok(t.messages()
+                .iter()
+                .filter(|m| &*m.source != "source")
+                .count()
+                .to_string())
         }))
         .join("sink", Join::All);
     for i in 0..k {
@@ -419,11 +457,16 @@ async fn fanin(k: usize, runs: usize) -> Result<Value, BoxError> {
             .add_edge("source", name.clone())
             .add_edge(name, "sink");
     }
-    let flow = Workflow::builder().name("fanin").graph(graph.build()?).build()?;
+    let flow = Workflow::builder()
+        .name("fanin")
+        .graph(graph.build()?)
+        .build()?;
     let invocations = k + 2;
     let expect = |result: &RunResult| -> Result<(), BoxError> {
         if result.turns != invocations as u64 {
-            return Err(format!("fan-in ran {} turns, expected {invocations}", result.turns).into());
+            return Err(
+                format!("fan-in ran {} turns, expected {invocations}", result.turns).into(),
+            );
         }
         Ok(())
     };
@@ -446,11 +489,17 @@ async fn fanin(k: usize, runs: usize) -> Result<Value, BoxError> {
 async fn idle(k: usize) -> Result<Value, BoxError> {
     let rss_before = current_rss_kib();
     let started = Instant::now();
-    // The probe runs once every agent's actor is up: it reads the RSS then.
-    let probe = FnAgent::sync("probe", move |_: &Thread| Ok(current_rss_kib().to_string()));
-    let mut router = Router::builder()
-        .add_route(Router::USER, "probe")
-        .output("probe");
+    // The probe runs while every other agent is hosted and waiting; it
+    // reads the RSS then and says nothing, so nobody is woken.
+    let seen = Arc::new(AtomicU64::new(0));
+    let probe = {
+        let seen = seen.clone();
+        FnAgent::sync("probe", move |_: &Thread| {
+            seen.store(current_rss_kib() as u64, Ordering::Relaxed);
+            Ok(Reply::empty())
+        })
+    };
+    let mut router = Router::builder().add_route(Router::USER, "probe");
     let mut flow = Workflow::builder().name("idle").participant(probe);
     for i in 0..k {
         let name = format!("idle{i}");
@@ -460,21 +509,68 @@ async fn idle(k: usize) -> Result<Value, BoxError> {
     }
     let flow = flow.router(router).build()?;
     let built = started.elapsed();
-    eprintln!("after build: rss {} hwm {}", current_rss_kib(), peak_rss_kib());
     let result = flow.run_task("measure", &RunContext::new()).await?;
-    let spawned = started.elapsed();
-    let rss_hosting: f64 = result
+    let wall = started.elapsed();
+    if result.turns != 1 {
+        return Err(format!(
+            "expected the probe's turn alone, got {} turns",
+            result.turns
+        )
+        .into());
+    }
+    let hosting = seen.load(Ordering::Relaxed) as f64;
+    idle_line("idle", k, built, wall, rss_before, hosting)
+}
+
+/// As `idle`, but every agent has taken one turn first, so each has its
+/// own actor (mailbox, task) spawned and waiting when the RSS is read.
+async fn idle_spawned(k: usize) -> Result<Value, BoxError> {
+    let rss_before = current_rss_kib();
+    let started = Instant::now();
+    let mut graph = Graph::builder()
+        .start("wake")
+        .add_agent(FnAgent::sync("wake", |_: &Thread| Ok("wake up")))
+        .add_agent(FnAgent::sync("probe", |_: &Thread| {
+            Ok((current_rss_kib() as u64).to_string())
+        }))
+        .join("probe", Join::All);
+    for i in 0..k {
+        let name = format!("idle{i}");
+        graph = graph
+            .add_agent(FnAgent::sync(name.clone(), |_: &Thread| Ok("ready")))
+            .add_edge("wake", name.clone())
+            .add_edge(name, "probe");
+    }
+    let flow = Workflow::builder()
+        .name("idle")
+        .graph(graph.build()?)
+        .build()?;
+    let built = started.elapsed();
+    let result = flow.run_task("measure", &RunContext::new()).await?;
+    let wall = started.elapsed();
+    let hosting: f64 = result
         .final_text()
         .parse()
         .map_err(|_| format!("probe answered {:?}", result.final_text()))?;
-    let per_agent_kib = (rss_hosting - rss_before) / k as f64;
+    idle_line("idle_spawned", k, built, wall, rss_before, hosting)
+}
+
+fn idle_line(
+    bench: &str,
+    k: usize,
+    built: Duration,
+    wall: Duration,
+    rss_before: f64,
+    hosting: f64,
+) -> Result<Value, BoxError> {
+    let per_agent_kib = (hosting - rss_before) / k as f64;
     Ok(json!({
-        "bench": "idle",
+        "bench": bench,
         "k": k,
         "build_s": built.as_secs_f64(),
-        "wall_s": spawned.as_secs_f64(),
+        "wall_s": wall.as_secs_f64(),
         "rss_before_mib": round1(rss_before / 1024.0),
-        "rss_hosting_mib": round1(rss_hosting / 1024.0),
+        "rss_hosting_mib": round1(hosting / 1024.0),
         "rss_per_agent_kib": round1(per_agent_kib),
         "figure": round1(per_agent_kib),
         "unit": "KiB/agent",

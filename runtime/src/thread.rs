@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::message::{Message, MessageId};
+use crate::message::{IdHash, Message, MessageId};
 
 /// An ordered conversation.
 ///
@@ -30,7 +30,7 @@ use crate::message::{Message, MessageId};
 pub struct Thread {
     messages: Vec<Arc<Message>>,
     // Derived from `messages`; rebuilt on deserialization rather than stored.
-    ids: HashSet<MessageId>,
+    ids: HashSet<MessageId, IdHash>,
     children: BTreeMap<String, Thread>,
     state: Option<WorkflowState>,
 }
@@ -171,7 +171,7 @@ impl From<ThreadRepr> for Thread {
     fn from(r: ThreadRepr) -> Self {
         let mut t = Thread {
             messages: Vec::with_capacity(r.messages.len()),
-            ids: HashSet::with_capacity(r.messages.len()),
+            ids: HashSet::with_capacity_and_hasher(r.messages.len(), IdHash::default()),
             children: r.children,
             state: r.state,
         };

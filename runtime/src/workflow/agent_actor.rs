@@ -1,12 +1,14 @@
 //! The actor hosting one participant of a run.
 //!
-//! It never awaits an agent's turn in its handler: the turn runs as a task
-//! and reports back, so the actor stays responsive. A turn's end goes
+//! It never waits on an agent's turn in its handler: a turn that does not
+//! finish on its first poll runs on as a task and reports back, so the
+//! actor stays responsive. A turn's end goes
 //! straight to the run's supervisor; a panic comes back here and fails this
 //! actor, so the supervisor learns of it through ractor's supervision.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Instant;
 
 use futures::FutureExt;
@@ -62,13 +64,28 @@ impl Actor for AgentActor {
     ) -> Result<(), ActorProcessingErr> {
         match message {
             AgentMsg::Turn { thread, ctx } => {
+                let started = Instant::now();
                 let agent = state.agent.clone();
+                let mut turn = Box::pin(
+                    AssertUnwindSafe(async move { agent.run(thread, ctx).await }).catch_unwind(),
+                );
+                // Most turns of function agents finish on their first poll:
+                // those report straight away, without a task of their own.
+                // A turn that waits moves to a task, so this actor stays
+                // responsive; the task polls it again with its own waker.
+                if let Poll::Ready(result) = futures::poll!(&mut turn) {
+                    let outcome = match result {
+                        Ok(Ok(reply)) => TurnOutcome::Done(reply),
+                        Ok(Err(e)) => TurnOutcome::Failed(e),
+                        Err(panic) => return Err(panic_text(panic).into()),
+                    };
+                    report(&state.run, state.index, outcome, started);
+                    return Ok(());
+                }
                 let run = state.run.clone();
                 let turns = state.turns.clone();
                 let index = state.index;
                 tokio::spawn(async move {
-                    let started = Instant::now();
-                    let turn = AssertUnwindSafe(agent.run(thread, ctx)).catch_unwind();
                     let outcome = tokio::select! {
                         biased;
                         _ = turns.cancelled() => TurnOutcome::Cancelled,
@@ -81,18 +98,23 @@ impl Actor for AgentActor {
                             }
                         },
                     };
-                    // The run may be over already; then nobody needs the outcome.
-                    let _ = run.cast(RunMsg::TurnDone {
-                        index,
-                        outcome: Box::new(outcome),
-                        elapsed: started.elapsed(),
-                    });
+                    report(&run, index, outcome, started);
                 });
                 Ok(())
             }
             AgentMsg::Panicked(text) => Err(text.into()),
         }
     }
+}
+
+/// Sends a turn's outcome to the run. The run may be over already; then
+/// nobody needs the outcome.
+fn report(run: &ActorRef<RunMsg>, index: usize, outcome: TurnOutcome, started: Instant) {
+    let _ = run.cast(RunMsg::TurnDone {
+        index,
+        outcome: Box::new(outcome),
+        elapsed: started.elapsed(),
+    });
 }
 
 /// The text of a caught panic's payload.
