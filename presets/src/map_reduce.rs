@@ -1,5 +1,6 @@
 //! [`MapReduce`]: split a task, work the parts in parallel, combine.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -312,10 +313,16 @@ impl Agent for MapStep {
         // Run as an agent so the workers' paths sit under this node's path.
         let reply = Agent::run(&inner, Arc::new(input), ctx).await?;
         let done = reply.thread.unwrap_or_default();
+        // Each worker's last message, found in one pass: a search per
+        // worker would make gathering quadratic in the number of workers.
+        let mut last: HashMap<&str, &Arc<Message>> = HashMap::with_capacity(subtasks.len());
+        for m in done.messages() {
+            last.insert(&m.source, m);
+        }
         let mut results = Vec::with_capacity(subtasks.len());
         for (i, task) in subtasks.iter().enumerate() {
             let name = worker_name(i);
-            if let Some(m) = done.messages().iter().rev().find(|m| *m.source == *name) {
+            if let Some(m) = last.get(name.as_str()) {
                 let mut out = Message::new("", m.content.clone())
                     .with_metadata("worker", name)
                     .with_metadata("subtask", task.clone());

@@ -53,6 +53,8 @@ struct Plan {
     index: HashMap<String, usize>,
     /// `"user"` first, then declared entries, without repeats.
     entries: Vec<String>,
+    /// The same names, for lookups: a map-reduce declares one per worker.
+    entry_set: HashSet<String>,
     rules: Vec<Rules>,
     problems: Vec<RouteProblem>,
     /// Reported together after the routes, once per name and role.
@@ -181,8 +183,9 @@ impl Plan {
             }
         }
         let mut entries = vec![Router::USER.to_owned()];
+        let mut entry_set: HashSet<String> = entries.iter().cloned().collect();
         for entry in extra_entries {
-            if !entries.contains(entry) {
+            if entry_set.insert(entry.clone()) {
                 entries.push(entry.clone());
             }
         }
@@ -191,6 +194,7 @@ impl Plan {
             names,
             index,
             entries,
+            entry_set,
             rules,
             problems,
             unknown: Vec::new(),
@@ -328,7 +332,7 @@ impl Plan {
     }
 
     fn add_source(&mut self, target: Option<usize>, name: &str) {
-        if !self.index.contains_key(name) && !self.entries.iter().any(|e| e == name) {
+        if !self.index.contains_key(name) && !self.entry_set.contains(name) {
             self.note_unknown(name, AgentRole::Source);
             return;
         }

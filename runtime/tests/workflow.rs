@@ -545,3 +545,81 @@ async fn build_errors_name_the_problem() {
         .unwrap_err();
     assert!(e.to_string().contains("ghost"), "{e}");
 }
+
+/// A workflow whose second agent panics on the turns `fail_on` says.
+fn flaky(fail_on: Arc<AtomicUsize>) -> Workflow {
+    Workflow::builder()
+        .name("kept")
+        .participant(FnAgent::sync("first", |_: &Thread| Ok("ready")))
+        .participant(FnAgent::sync(
+            "second",
+            move |_: &Thread| -> Result<String, AgentError> {
+                if fail_on.fetch_sub(1, Ordering::SeqCst) == 1 {
+                    panic!("second run breaks");
+                }
+                Ok("done".into())
+            },
+        ))
+        .router(
+            Router::builder()
+                .add_route("user", "first")
+                .add_route("first", "second")
+                .output("second"),
+        )
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn runs_of_one_workflow_reuse_actors_and_a_panic_on_a_kept_actor_still_fails_the_run() {
+    // The second agent panics on its second turn: in the second run, on
+    // the actor the first run handed on.
+    let fail_on = Arc::new(AtomicUsize::new(2));
+    let wf = flaky(fail_on.clone());
+    let first = guard(wf.run_task("one", &RunContext::new())).await.unwrap();
+    assert_eq!(first.final_text(), "done");
+    let err = guard(wf.run_task("two", &RunContext::new()))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RunError::AgentPanicked { .. }), "{err}");
+    assert_eq!(err.agent(), Some("kept/second"));
+    // The failed run kept nothing broken: the next run works.
+    let third = guard(wf.run_task("three", &RunContext::new()))
+        .await
+        .unwrap();
+    assert_eq!(third.final_text(), "done");
+    // Concurrent runs each get an actor per participant.
+    let runs = (0..8).map(|i| {
+        let wf = wf.clone();
+        async move { wf.run_task(format!("run {i}"), &RunContext::new()).await }
+    });
+    for result in guard(futures::future::join_all(runs)).await {
+        assert_eq!(result.unwrap().final_text(), "done");
+    }
+}
+
+#[test]
+fn a_workflow_outlives_the_runtime_its_kept_actors_ran_on() {
+    let wf = flaky(Arc::new(AtomicUsize::new(0)));
+    for _ in 0..2 {
+        // Each runtime's shutdown kills the actors the last run kept; the
+        // next runtime's run spawns fresh ones instead of failing.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let result = rt.block_on(guard(wf.run_task("go", &RunContext::new())));
+        assert_eq!(result.unwrap().final_text(), "done");
+    }
+    let wf = Workflow::builder()
+        .name("fresh")
+        .participant(FnAgent::sync("only", |_: &Thread| Ok("ok")))
+        .reuse_actors(false)
+        .build()
+        .unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    for _ in 0..2 {
+        let result = rt.block_on(wf.run_task("go", &RunContext::new())).unwrap();
+        assert_eq!(result.final_text(), "ok");
+    }
+}

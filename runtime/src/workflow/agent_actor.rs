@@ -22,10 +22,16 @@ use crate::thread::Thread;
 
 /// Messages an agent actor handles.
 pub(crate) enum AgentMsg {
-    /// Take a turn over this thread.
+    /// Take a turn over this thread, for run `run` (whose participant
+    /// `index` this actor is), unless `turns` is cancelled first. The run
+    /// travels with the turn: an actor may serve several runs in turn (see
+    /// `actor_pool`).
     Turn {
         thread: Arc<Thread>,
         ctx: RunContext,
+        index: usize,
+        run: ActorRef<RunMsg>,
+        turns: CancellationToken,
     },
     /// The turn task caught a panic; the actor fails with it.
     Panicked(String),
@@ -36,11 +42,7 @@ crate::local_message!(AgentMsg);
 pub(crate) struct AgentActor;
 
 pub(crate) struct AgentArgs {
-    pub(crate) index: usize,
     pub(crate) agent: Arc<dyn Agent>,
-    pub(crate) run: ActorRef<RunMsg>,
-    /// Cancelled when the run's turns must end now (cancel, timeout, failure).
-    pub(crate) turns: CancellationToken,
 }
 
 impl Actor for AgentActor {
@@ -63,7 +65,13 @@ impl Actor for AgentActor {
         state: &mut AgentArgs,
     ) -> Result<(), ActorProcessingErr> {
         match message {
-            AgentMsg::Turn { thread, ctx } => {
+            AgentMsg::Turn {
+                thread,
+                ctx,
+                index,
+                run,
+                turns,
+            } => {
                 let started = Instant::now();
                 let agent = state.agent.clone();
                 let mut turn = Box::pin(
@@ -79,12 +87,9 @@ impl Actor for AgentActor {
                         Ok(Err(e)) => TurnOutcome::Failed(e),
                         Err(panic) => return Err(panic_text(panic).into()),
                     };
-                    report(&state.run, state.index, outcome, started);
+                    report(&run, index, outcome, started);
                     return Ok(());
                 }
-                let run = state.run.clone();
-                let turns = state.turns.clone();
-                let index = state.index;
                 tokio::spawn(async move {
                     let outcome = tokio::select! {
                         biased;

@@ -2,6 +2,7 @@
 //! module, a control-flow graph), run by a supervisor actor, and itself an
 //! [`Agent`].
 
+mod actor_pool;
 mod agent_actor;
 mod run_actor;
 pub(crate) mod snapshot;
@@ -134,6 +135,8 @@ pub(crate) struct Spec {
     pub(crate) checkpoint_every: Option<u64>,
     /// See [`snapshot::topology_hash`].
     pub(crate) topology_hash: u64,
+    /// Agent actors kept between runs (`None`: each run spawns its own).
+    pub(crate) pool: Option<actor_pool::ActorPool>,
 }
 
 /// Agents composed into one agent.
@@ -475,6 +478,7 @@ pub struct WorkflowBuilder {
     max_concurrency: Option<usize>,
     store: Option<Arc<dyn CheckpointStore>>,
     checkpoint_every: Option<u64>,
+    reuse_actors: Option<bool>,
 }
 
 impl fmt::Debug for WorkflowBuilder {
@@ -572,6 +576,18 @@ impl WorkflowBuilder {
     /// runs, which have no supersteps).
     pub fn checkpoint_every(mut self, n: u64) -> Self {
         self.checkpoint_every = Some(n.max(1));
+        self
+    }
+
+    /// Whether runs hand their agents' actors on to the next run of this
+    /// workflow (default `true`). Spawning an actor costs more than a turn,
+    /// so a workflow run many times — a graph per request, a team per chat
+    /// message — runs faster on kept actors; each participant keeps at most
+    /// one, idle between runs, until the workflow is dropped. Turn it off
+    /// for a huge fan-out run rarely, whose idle actors would hold memory
+    /// (about 14 KiB each) between runs.
+    pub fn reuse_actors(mut self, reuse: bool) -> Self {
+        self.reuse_actors = Some(reuse);
         self
     }
 
@@ -709,6 +725,10 @@ impl WorkflowBuilder {
                 graph: self.graph,
                 edge_delivery,
                 max_concurrency: self.max_concurrency,
+                pool: self
+                    .reuse_actors
+                    .unwrap_or(true)
+                    .then(actor_pool::ActorPool::default),
             }),
         })
     }

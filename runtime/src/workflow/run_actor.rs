@@ -886,7 +886,7 @@ impl RunState {
             && self.deliveries_since_checkpoint >= n
             && matches!(self.phase, Phase::Running)
         {
-            self.checkpoint_now().await;
+            Box::pin(self.checkpoint_now()).await;
         }
         if self.graph.is_some() {
             self.drive_graph(myself).await;
@@ -894,7 +894,7 @@ impl RunState {
             self.drive_router(myself).await;
         }
         if self.in_flight == 0 && self.reply.is_some() {
-            self.finish(myself).await;
+            Box::pin(self.finish(myself)).await;
         }
     }
 
@@ -980,7 +980,7 @@ impl RunState {
                     // Between supersteps nothing is in flight: the state is
                     // whole, and the next superstep has not begun.
                     if matches!(self.phase, Phase::Running) {
-                        self.checkpoint_now().await;
+                        Box::pin(self.checkpoint_now()).await;
                     }
                 }
                 let Some(run) = self.graph.as_mut() else {
@@ -1171,19 +1171,33 @@ impl RunState {
             Arc::make_mut(&mut self.slots[slot]).extend_shared(batch);
         }
         self.changed = true;
-        let part = &mut self.parts[i];
-        let turn = AgentMsg::Turn {
-            thread: self.slots[slot].clone(),
-            ctx: part.ctx.clone(),
-        };
-        if actor.cast(turn).is_err() {
-            let agent = part.ctx.path().to_string();
-            self.fail(Failure::Lost {
-                agent,
-                reason: "its actor no longer takes messages".into(),
-            });
-            return;
+        let mut actor = actor;
+        let mut turn = self.turn_message(i, slot, myself);
+        if let Err(e) = actor.cast(turn) {
+            // A kept actor may have died with the runtime that ran it (a
+            // workflow reused under another runtime): one fresh spawn.
+            turn = match e {
+                ractor::MessagingErr::SendErr(turn) => turn,
+                _ => self.turn_message(i, slot, myself),
+            };
+            self.forget_actor(i);
+            let retried = match self.actor_for(i, myself).await {
+                Ok(fresh) => {
+                    actor = fresh;
+                    actor.cast(turn).is_ok()
+                }
+                Err(_) => false,
+            };
+            if !retried {
+                let agent = self.parts[i].ctx.path().to_string();
+                self.fail(Failure::Lost {
+                    agent,
+                    reason: "its actor no longer takes messages".into(),
+                });
+                return;
+            }
         }
+        let part = &mut self.parts[i];
         part.running = true;
         self.in_flight += 1;
         self.ctx.emit_with(|| Event::AgentStarted {
@@ -1192,6 +1206,26 @@ impl RunState {
         });
     }
 
+    /// The turn message for participant `i`, over thread slot `slot`.
+    fn turn_message(&self, i: usize, slot: usize, myself: &ActorRef<RunMsg>) -> AgentMsg {
+        AgentMsg::Turn {
+            thread: self.slots[slot].clone(),
+            ctx: self.parts[i].ctx.clone(),
+            index: i,
+            run: myself.clone(),
+            turns: self.turns_token.clone(),
+        }
+    }
+
+    /// Drops this run's hold on participant `i`'s actor.
+    fn forget_actor(&mut self, i: usize) {
+        if let Some(actor) = self.parts[i].actor.take() {
+            self.actor_index.remove(&actor.get_id());
+        }
+    }
+
+    /// Participant `i`'s actor: this run's, one kept from an earlier run
+    /// (linked to this run's supervisor), or a new one.
     async fn actor_for(
         &mut self,
         i: usize,
@@ -1200,18 +1234,58 @@ impl RunState {
         if let Some(a) = &self.parts[i].actor {
             return Ok(a.clone());
         }
-        let args = AgentArgs {
-            index: i,
-            agent: self.spec.agents[i].clone(),
-            run: myself.clone(),
-            turns: self.turns_token.clone(),
+        let actor = match self.spec.pool.as_ref().and_then(|p| p.take(i)) {
+            Some(kept) => {
+                kept.get_cell().link(myself.get_cell());
+                kept
+            }
+            None => {
+                let args = AgentArgs {
+                    agent: self.spec.agents[i].clone(),
+                };
+                // Boxed, as the other rare awaits of a turn's path: every
+                // future awaited here is part of the supervisor's handler
+                // future, which is built (and moved) for every message.
+                let (actor, _) = Box::pin(Actor::spawn_linked(
+                    None,
+                    AgentActor,
+                    args,
+                    myself.get_cell(),
+                ))
+                .await
+                .map_err(|e| format!("cannot start its actor: {e}"))?;
+                actor
+            }
         };
-        let (actor, _) = Actor::spawn_linked(None, AgentActor, args, myself.get_cell())
-            .await
-            .map_err(|e| format!("cannot start its actor: {e}"))?;
         self.actor_index.insert(actor.get_id(), i);
         self.parts[i].actor = Some(actor.clone());
         Ok(actor)
+    }
+
+    /// Hands the idle agent actors of a run that ended with no turn under
+    /// way to the workflow's pool, for its next run; the rest stop with
+    /// this run.
+    fn keep_actors(&mut self, myself: &ActorRef<RunMsg>) {
+        let Some(pool) = self.spec.pool.as_ref() else {
+            return;
+        };
+        if self.in_flight > 0 || matches!(self.phase, Phase::Failing(_)) {
+            return;
+        }
+        for i in 0..self.parts.len() {
+            if self.parts[i].running {
+                continue;
+            }
+            let Some(actor) = self.parts[i].actor.take() else {
+                continue;
+            };
+            actor.get_cell().unlink(myself.get_cell());
+            match pool.give(i, actor) {
+                Ok(()) => {}
+                // Already one kept: this one stops with the run.
+                Err(actor) => actor.get_cell().link(myself.get_cell()),
+            }
+        }
     }
 
     fn spawn_watcher(&self, myself: ActorRef<RunMsg>) -> JoinHandle<()> {
@@ -1441,6 +1515,7 @@ impl RunState {
         });
         // The caller may have stopped waiting; then the result has no taker.
         let _ = reply.send(result);
+        self.keep_actors(myself);
         myself.stop_children(None);
         myself.stop(None);
     }

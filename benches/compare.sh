@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# troupe against the Python peers (AutoGen, Microsoft Agent Framework, LangGraph)
+# on the shared workloads of ../shared/bench/WORKLOADS.md. Writes a Markdown
+# table into BENCHMARKS.md (between <!-- compare:begin --> and <!-- compare:end -->).
+#
+#   benches/compare.sh --quick          # small sizes only, a few minutes
+#   benches/compare.sh                  # every workload and size (long)
+#   benches/compare.sh --only chain     # one workload
+#   benches/compare.sh --pairs 5        # alternating troupe/peer rounds (default 3)
+#   benches/compare.sh --no-write       # print the table, leave BENCHMARKS.md alone
+#   benches/compare.sh --no-build       # use target/release/examples/bench as it is
+#   benches/compare.sh --timeout 600    # seconds per process (default 120 quick, 1800 full)
+#
+# Environment: PEERS_DIR (default <repo>/../shared/bench/peers), PEERS_VENV
+# (default <repo>/target/peers-venv, created with `python3 -m venv` and the
+# peers' requirements.lock.txt if missing), PYTHON (the interpreter used to
+# create the venv, default python3).
+#
+# Not part of CI.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+peers_dir="${PEERS_DIR:-$repo/../shared/bench/peers}"
+venv="${PEERS_VENV:-$repo/target/peers-venv}"
+python="${PYTHON:-python3}"
+
+usage() { sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+
+build=1
+args=()
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --quick | --no-write) args+=("$1") ;;
+        --only | --pairs | --timeout)
+            [[ $# -ge 2 ]] || { echo "compare.sh: $1 needs a value" >&2; exit 2; }
+            args+=("$1" "$2")
+            shift
+            ;;
+        --no-build) build=0 ;;
+        -h | --help) usage; exit 0 ;;
+        *) echo "compare.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
+    esac
+    shift
+done
+
+# Checked here too, so that a typo fails before the venv and the build.
+for ((i = 0; i < ${#args[@]}; i++)); do
+    if [[ "${args[i]}" == --only ]]; then
+        case "${args[i + 1]}" in
+            rr | sel | swarm | fan | rpc | pub | chain | fanin | idle) ;;
+            *) echo "compare.sh: --only ${args[i + 1]}: one of rr sel swarm fan rpc pub chain fanin idle" >&2; exit 2 ;;
+        esac
+    fi
+done
+
+if [[ ! -f "$peers_dir/requirements.lock.txt" ]]; then
+    echo "compare.sh: no requirements.lock.txt in $peers_dir (set PEERS_DIR)" >&2
+    exit 2
+fi
+peers_dir="$(cd "$peers_dir" && pwd)"
+
+# The peers' virtualenv: created if missing, (re)installed if the lock file
+# changed or an earlier install did not finish (the stamp is written last).
+stamp="$venv/.compare-requirements.lock.txt"
+if [[ ! -x "$venv/bin/python" ]]; then
+    echo "compare.sh: creating the peers' venv at $venv" >&2
+    if ! "$python" -m venv "$venv"; then
+        echo "compare.sh: '$python -m venv' failed (on Debian/Ubuntu: apt-get install python3-venv)" >&2
+        exit 1
+    fi
+fi
+if ! cmp -s "$peers_dir/requirements.lock.txt" "$stamp"; then
+    echo "compare.sh: installing the peers' packages into $venv" >&2
+    "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$peers_dir/requirements.lock.txt"
+    cp "$peers_dir/requirements.lock.txt" "$stamp"
+fi
+
+if [[ $build -eq 1 ]]; then
+    echo "compare.sh: building the troupe bench (release)" >&2
+    (cd "$repo" && cargo build --release --example bench)
+fi
+target_dir="${CARGO_TARGET_DIR:-$repo/target}"
+[[ "$target_dir" == /* ]] || target_dir="$repo/$target_dir"
+bench="$target_dir/release/examples/bench"
+if [[ ! -x "$bench" ]]; then
+    echo "compare.sh: $bench not found (run without --no-build)" >&2
+    exit 1
+fi
+
+invoked=""
+[[ -z "${PEERS_DIR:-}" ]] || invoked+="PEERS_DIR=$(printf '%q' "$PEERS_DIR") "
+[[ -z "${PEERS_VENV:-}" ]] || invoked+="PEERS_VENV=$(printf '%q' "$PEERS_VENV") "
+invoked+="benches/compare.sh"
+for a in ${args[@]+"${args[@]}"}; do invoked+=" $(printf '%q' "$a")"; done
+[[ $build -eq 1 ]] || invoked+=" --no-build"
+
+exec "$venv/bin/python" "$repo/benches/compare.py" \
+    --bench "$bench" --peers-dir "$peers_dir" --invoked-as "$invoked" ${args[@]+"${args[@]}"}
