@@ -2,9 +2,12 @@
 //! validation exit codes, JSON-lines events, stdin prompts, the committed
 //! schema, chat sessions that resume, and Ctrl-C.
 
+mod common;
+use common::wait;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 const TROUPE: &str = env!("CARGO_BIN_EXE_troupe");
@@ -27,29 +30,6 @@ fn troupe(args: &[&str]) -> Command {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     cmd
-}
-
-/// Waits for the child, killing it after `limit`: a hang fails the test
-/// instead of the suite.
-fn wait(mut child: Child, limit: Duration) -> Output {
-    let start = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if start.elapsed() > limit => {
-                let _ = child.kill();
-                let out = child.wait_with_output().expect("output of a killed child");
-                panic!(
-                    "troupe did not finish within {limit:?}\nstdout:\n{}\nstderr:\n{}",
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => panic!("waiting for troupe: {e}"),
-        }
-    }
-    child.wait_with_output().expect("troupe's output")
 }
 
 fn run(args: &[&str]) -> Output {

@@ -5,6 +5,9 @@
 //! 127.0.0.1:0`; the ready line says which), killed and reaped by a guard
 //! whatever happens, and every wait is bounded.
 
+mod common;
+use common::wait;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -120,25 +123,7 @@ impl Drop for NodeProc {
 
 /// Runs a command to its end, killing it after `limit`.
 fn finish(mut cmd: Command, limit: Duration) -> Output {
-    let mut child = cmd.spawn().expect("start troupe");
-    let start = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if start.elapsed() > limit => {
-                let _ = child.kill();
-                let out = child.wait_with_output().expect("output of a killed child");
-                panic!(
-                    "troupe did not finish within {limit:?}\nstdout:\n{}\nstderr:\n{}",
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => panic!("waiting for troupe: {e}"),
-        }
-    }
-    child.wait_with_output().expect("troupe's output")
+    wait(cmd.spawn().expect("start troupe"), limit)
 }
 
 fn write(dir: &Path, name: &str, body: &str) -> PathBuf {

@@ -232,3 +232,38 @@ fn bench_presets_runs_at_small_sizes() {
         }
     }
 }
+
+#[test]
+fn bench_runs_every_shared_workload_at_small_sizes() {
+    // Each workload checks its own result (message counts, handoffs, the
+    // gathered sum), so a preset that loses or repeats a message fails here.
+    let runs: [&[&str]; 10] = [
+        &["rr", "--n", "30"],
+        &["sel", "--n", "30"],
+        &["swarm", "--n", "30"],
+        &["fan", "--k", "20"],
+        &["rpc", "--n", "50"],
+        &["pub", "--n", "50"],
+        &["chain", "--runs", "3"],
+        &["fanin", "--k", "20", "--runs", "2"],
+        &["idle", "--k", "200"],
+        &["idle_spawned", "--k", "200"],
+    ];
+    for args in runs {
+        let out = stdout_of("bench", &[args, &["--threads", "1"]].concat(), "");
+        let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON line");
+        assert_eq!(v["bench"], args[0], "{out}");
+        assert_eq!(v["framework"], "troupe", "{out}");
+        let figure = v["figure"].as_f64().expect("a figure");
+        assert!(figure.is_finite() && figure > 0.0, "{out}");
+        for field in ["unit", "wall_s", "peak_rss_mib"] {
+            assert!(v.get(field).is_some(), "{field} missing in {out}");
+        }
+    }
+    let bad = run_example("bench", &["nope"], "");
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("unknown workload 'nope'"),
+        "{bad:?}"
+    );
+}

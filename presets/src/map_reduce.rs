@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use troupe_runtime::{
@@ -184,6 +184,7 @@ impl MapReduceBuilder {
             split,
             isolation: self.isolation,
             max_concurrency: self.max_concurrency,
+            last: Mutex::new(None),
         };
         let mut graph = Graph::builder();
         if let Some(m) = &mapper_agent {
@@ -253,6 +254,10 @@ struct MapStep {
     split: Option<SplitFn>,
     isolation: Isolation,
     max_concurrency: Option<usize>,
+    /// The inner workflow of the last run and its number of workers: a run
+    /// with as many sub-tasks reuses it, and with it the worker actors the
+    /// last run handed on (see `WorkflowBuilder::reuse_actors`).
+    last: Mutex<Option<(usize, Workflow)>>,
 }
 
 impl fmt::Debug for MapStep {
@@ -260,6 +265,42 @@ impl fmt::Debug for MapStep {
         f.debug_struct("MapStep")
             .field("worker", &self.worker.name())
             .finish()
+    }
+}
+
+impl MapStep {
+    /// The inner workflow for `n` workers: task `i`'s message goes to
+    /// worker `i` alone. Built once per number of workers in a row.
+    fn inner(
+        &self,
+        n: usize,
+        worker_name: &dyn Fn(usize) -> String,
+    ) -> Result<Workflow, AgentError> {
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((count, inner)) = last.as_ref()
+            && *count == n
+        {
+            return Ok(inner.clone());
+        }
+        let mut router = Router::builder();
+        let mut inner = Workflow::builder().name(MAP);
+        for i in 0..n {
+            let source = format!("task#{}", i + 1);
+            router = router
+                .entry(source.clone())
+                .add_route(source, worker_name(i))
+                .output(worker_name(i));
+            inner = inner.participant(Renamed::new(worker_name(i), self.worker.clone()));
+        }
+        inner = inner.router(router);
+        if let Some(n) = self.max_concurrency {
+            inner = inner.max_concurrency(n);
+        }
+        let inner = inner
+            .build()
+            .map_err(|e| AgentError::failed(format!("cannot build the map: {e}")))?;
+        *last = Some((n, inner.clone()));
+        Ok(inner)
     }
 }
 
@@ -286,30 +327,19 @@ impl Agent for MapStep {
         }
         let base = self.worker.name().to_string();
         let worker_name = |i: usize| format!("{base}#{}", i + 1);
-        let mut router = Router::builder();
-        let mut inner = Workflow::builder().name(MAP);
         let mut input = Thread::new();
         for (i, task) in subtasks.iter().enumerate() {
-            let source = format!("task#{}", i + 1);
-            router = router
-                .entry(source.clone())
-                .add_route(source.clone(), worker_name(i))
-                .output(worker_name(i));
-            inner = inner.participant(Renamed::new(worker_name(i), self.worker.clone()));
-            input.push(Message::new(source, Content::Text(task.clone())));
+            input.push(Message::new(
+                format!("task#{}", i + 1),
+                Content::Text(task.clone()),
+            ));
             if self.isolation == Isolation::Inherit {
                 let mut own = Thread::new();
                 own.extend_shared(thread.messages().iter().cloned());
                 input.children_mut().insert(worker_name(i), own);
             }
         }
-        inner = inner.router(router);
-        if let Some(n) = self.max_concurrency {
-            inner = inner.max_concurrency(n);
-        }
-        let inner = inner
-            .build()
-            .map_err(|e| AgentError::failed(format!("cannot build the map: {e}")))?;
+        let inner = self.inner(subtasks.len(), &worker_name)?;
         // Run as an agent so the workers' paths sit under this node's path.
         let reply = Agent::run(&inner, Arc::new(input), ctx).await?;
         let done = reply.thread.unwrap_or_default();

@@ -464,3 +464,37 @@ async fn a_preset_checkpoints_every_turn_and_resumes() {
     );
     assert_eq!(again.final_text(), whole.final_text());
 }
+
+#[tokio::test]
+async fn map_reduce_runs_again_with_as_many_or_other_numbers_of_sub_tasks() {
+    // The split says how many parts: the task text is the count.
+    let team = MapReduce::builder()
+        .name("mr")
+        .split(|t: &Thread| {
+            let n: usize = t.last().unwrap().text_content().parse().unwrap();
+            (1..=n).map(|i| format!("part {i}")).collect()
+        })
+        .worker(FnAgent::sync("worker", |t: &Thread| {
+            Ok(format!("did {}", t.last().unwrap().text_content()))
+        }))
+        .reducer(FnAgent::sync("reducer", |t: &Thread| {
+            let parts: Vec<String> = t
+                .messages()
+                .iter()
+                .filter(|m| m.metadata.contains_key("worker"))
+                .map(|m| m.text_content().into_owned())
+                .collect();
+            Ok(parts.join(", "))
+        }))
+        .build()
+        .unwrap();
+    // The second run reuses the first's inner workflow and worker actors;
+    // the third needs another shape; the fourth goes back.
+    for n in [3, 3, 2, 3] {
+        let r = guard(team.run_task(n.to_string(), &RunContext::new()))
+            .await
+            .unwrap();
+        let expected: Vec<String> = (1..=n).map(|i| format!("did part {i}")).collect();
+        assert_eq!(r.final_text(), expected.join(", "), "with {n} parts");
+    }
+}

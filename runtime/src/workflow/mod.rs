@@ -142,7 +142,9 @@ pub(crate) struct Spec {
 /// Agents composed into one agent.
 ///
 /// Built from participants and a router (see [`WorkflowBuilder`]). A run is a
-/// supervisor actor with one linked actor per participant: every agent runs
+/// supervisor actor with one linked actor per participant (spawned when the
+/// participant first has work, and handed on to the next run unless
+/// [`WorkflowBuilder::reuse_actors`] says otherwise): every agent runs
 /// whenever its inbox holds a full batch (or a partial one after its max
 /// wait), its messages are routed to the inboxes that accept them, and the
 /// run ends when nothing can run and nothing is in flight, when the stop
