@@ -439,6 +439,7 @@ async fn chain(length: usize, runs: usize) -> Result<Value, BoxError> {
 }
 
 async fn fanin(k: usize, runs: usize) -> Result<Value, BoxError> {
+    let building = Instant::now();
     let mut graph = Graph::builder()
         .start("source")
         .add_agent(FnAgent::sync("source", |_: &Thread| Ok("x")))
@@ -461,6 +462,7 @@ async fn fanin(k: usize, runs: usize) -> Result<Value, BoxError> {
         .name("fanin")
         .graph(graph.build()?)
         .build()?;
+    let build = building.elapsed();
     let invocations = k + 2;
     let expect = |result: &RunResult| -> Result<(), BoxError> {
         if result.turns != invocations as u64 {
@@ -476,6 +478,7 @@ async fn fanin(k: usize, runs: usize) -> Result<Value, BoxError> {
         "bench": "fanin",
         "k": k,
         "runs": runs,
+        "build_s": build.as_secs_f64(),
         "cold_run_s": cold.as_secs_f64(),
         "warm_run_s_median": run.as_secs_f64(),
         "wall_s": run.as_secs_f64(),
