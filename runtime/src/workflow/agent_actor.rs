@@ -73,6 +73,10 @@ impl Actor for AgentActor {
                 turns,
             } => {
                 let started = Instant::now();
+                if turns.is_cancelled() {
+                    report(&run, index, TurnOutcome::Cancelled, started);
+                    return Ok(());
+                }
                 let agent = state.agent.clone();
                 let mut turn = Box::pin(
                     AssertUnwindSafe(async move { agent.run(thread, ctx).await }).catch_unwind(),

@@ -712,6 +712,11 @@ impl RunState {
                 if !self.supersteps() {
                     self.cut_short.push(index);
                 }
+                // The turn may learn of the caller's cancel before the
+                // watcher's message arrives: the run is cancelled either way.
+                if self.ctx.cancellation().is_cancelled() {
+                    self.stop_now(RunStatus::Cancelled);
+                }
                 return;
             }
         };
