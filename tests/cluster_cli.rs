@@ -126,6 +126,20 @@ fn finish(mut cmd: Command, limit: Duration) -> Output {
     wait(cmd.spawn().expect("start troupe"), limit)
 }
 
+/// `troupe run CONFIG TASK --connect <each node> EXTRA...` with the right
+/// cookie, which must succeed.
+fn run_on(config: &Path, task: &str, nodes: &[&NodeProc], extra: &[&str]) -> Output {
+    let file = config.to_string_lossy();
+    let mut args = vec!["run", &file, task];
+    for node in nodes {
+        args.extend(["--connect", node.addr.as_str()]);
+    }
+    args.extend(extra);
+    let out = finish(troupe(&args, Some("sesame")), Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    out
+}
+
 fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, body).expect("write the config");
@@ -179,25 +193,12 @@ fn a_spread_map_reduce_runs_its_workers_on_both_nodes() {
     for n in [&b, &c] {
         assert!(n.ready.starts_with("(hosting: worker;"), "{}", n.ready);
     }
-    let file = config.to_string_lossy();
-    let out = finish(
-        troupe(
-            &[
-                "run",
-                &file,
-                "compare four languages",
-                "--connect",
-                &b.addr,
-                "--connect",
-                &c.addr,
-                "--events",
-                "jsonl",
-            ],
-            Some("sesame"),
-        ),
-        Duration::from_secs(30),
+    let out = run_on(
+        &config,
+        "compare four languages",
+        &[&b, &c],
+        &["--events", "jsonl"],
     );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let events = events(&out);
     let result = events.last().cloned().unwrap_or_default();
     assert_eq!(result["type"], "result", "{result}");
@@ -242,25 +243,7 @@ workflow:
     let c = NodeProc::start(&config, "c");
     assert!(b.ready.starts_with("(hosting: researcher;"), "{}", b.ready);
     assert!(c.ready.starts_with("(hosting: editor;"), "{}", c.ready);
-    let file = config.to_string_lossy();
-    let out = finish(
-        troupe(
-            &[
-                "run",
-                &file,
-                "a paper",
-                "--connect",
-                &b.addr,
-                "--connect",
-                &c.addr,
-                "--events",
-                "jsonl",
-            ],
-            Some("sesame"),
-        ),
-        Duration::from_secs(30),
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = run_on(&config, "a paper", &[&b, &c], &["--events", "jsonl"]);
     let events = events(&out);
     let result = events.last().cloned().unwrap_or_default();
     assert_eq!(result["final_response"], "final", "{result}");
@@ -279,24 +262,7 @@ fn the_cluster_example_config_runs_as_its_readme_says() {
     let config = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/cluster/review.yaml");
     let b = NodeProc::start(&config, "b");
     let c = NodeProc::start(&config, "c");
-    let file = config.to_string_lossy();
-    let out = finish(
-        troupe(
-            &[
-                "run",
-                &file,
-                "review the book",
-                "--connect",
-                &b.addr,
-                "--connect",
-                &c.addr,
-                "--offline",
-            ],
-            Some("sesame"),
-        ),
-        Duration::from_secs(30),
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = run_on(&config, "review the book", &[&b, &c], &["--offline"]);
     let stdout = text(&out.stdout);
     assert!(
         stdout

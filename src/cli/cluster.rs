@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use troupe::cluster::{COOKIE_ENV, ClusterError, Node, NodeSettings, serve};
-use troupe::config::{BuildOptions, Config, RemoteRef};
+use troupe::config::{BuildOptions, Config, RemoteRef, valid_name};
 
 use super::{FAILED, INVALID, OK, report};
 
@@ -36,22 +36,26 @@ pub(crate) struct ClusterArgs {
 }
 
 /// What `troupe node` says.
+#[derive(clap::Args, Clone, Debug)]
 pub(crate) struct NodeArgs {
+    /// The config file.
+    #[arg(long)]
     pub(crate) config: PathBuf,
+    /// The node's name (as `node:` and `agent@node` write it).
+    #[arg(long)]
     pub(crate) name: String,
+    /// Where to listen (`IP:PORT`; port 0 picks a free one).
+    #[arg(long, value_name = "ADDR")]
     pub(crate) listen: String,
+    /// A node to connect to (`IP:PORT`; repeatable).
+    #[arg(long, value_name = "ADDR")]
     pub(crate) connect: Vec<String>,
+    /// Host this agent or named workflow instead (repeatable).
+    #[arg(long = "host", value_name = "AGENT")]
     pub(crate) host: Vec<String>,
+    /// Run every `provider: auto` model scripted, even with an endpoint set.
+    #[arg(long)]
     pub(crate) offline: bool,
-}
-
-/// A name usable as a node name in a config (`node: NAME`, `agent@NAME`).
-fn valid_node_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 fn no_cookie() -> String {
@@ -79,7 +83,7 @@ pub(crate) async fn node(args: NodeArgs) -> u8 {
         Ok(c) => c,
         Err(e) => return report(&e),
     };
-    if !valid_node_name(&args.name) {
+    if !valid_name(&args.name) {
         eprintln!(
             "troupe node: `{}` is not a valid node name (letters, digits, `_` and `-`)",
             args.name
@@ -186,7 +190,7 @@ pub(crate) async fn join(
         .node_name
         .clone()
         .unwrap_or_else(|| format!("run-{}", std::process::id()));
-    if !valid_node_name(&name) {
+    if !valid_name(&name) {
         eprintln!("troupe: `{name}` is not a valid node name (letters, digits, `_` and `-`)");
         return Err(INVALID);
     }

@@ -83,26 +83,7 @@ enum Command {
     /// SIGTERM: those it places on this node (`node: NAME`, `agent@NAME`,
     /// spread map-reduce workers), or every agent when it places none. The
     /// cookie comes from the TROUPE_COOKIE environment variable.
-    Node {
-        /// The config file.
-        #[arg(long)]
-        config: PathBuf,
-        /// The node's name (as `node:` and `agent@node` write it).
-        #[arg(long)]
-        name: String,
-        /// Where to listen (`IP:PORT`; port 0 picks a free one).
-        #[arg(long, value_name = "ADDR")]
-        listen: String,
-        /// A node to connect to (`IP:PORT`; repeatable).
-        #[arg(long, value_name = "ADDR")]
-        connect: Vec<String>,
-        /// Host this agent or named workflow instead (repeatable).
-        #[arg(long = "host", value_name = "AGENT")]
-        host: Vec<String>,
-        /// Run every `provider: auto` model scripted, even with an endpoint set.
-        #[arg(long)]
-        offline: bool,
-    },
+    Node(cluster::NodeArgs),
     /// Checks a config and lists every problem.
     Validate {
         /// The config file.
@@ -162,23 +143,7 @@ pub(crate) fn main() -> u8 {
             output,
             cluster,
         } => with_runtime(|| chat::chat(file, session, output, cluster)),
-        Command::Node {
-            config,
-            name,
-            listen,
-            connect,
-            host,
-            offline,
-        } => with_runtime(|| {
-            cluster::node(cluster::NodeArgs {
-                config,
-                name,
-                listen,
-                connect,
-                host,
-                offline,
-            })
-        }),
+        Command::Node(args) => with_runtime(|| cluster::node(args)),
     }
 }
 

@@ -95,6 +95,7 @@ pub use error::{ConfigError, Diagnostic, Position};
 pub use remote::RemoteRef;
 pub use schema::*;
 pub use tools::{BUILTIN_TOOLS, builtin_tool};
+pub use validate::valid_name;
 
 /// Configs nest (`workflows: {x: {file: …}}`) at most this deep.
 const MAX_NESTING: usize = 16;

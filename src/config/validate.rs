@@ -444,7 +444,9 @@ fn plain_or_remote<'r>(
     None
 }
 
-fn valid_name(name: &str) -> bool {
+/// Whether `name` can name an agent or a node in a config (`node: NAME`,
+/// `agent@NAME`): 1 to 64 ASCII letters, digits, `_` and `-`.
+pub fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 64
         && name
