@@ -9,8 +9,8 @@
 //! This crate is the facade: it re-exports the runtime (messages, threads,
 //! agents, workflows, stop conditions, events) at its root, the router
 //! (inboxes and routes) as [`router`], model-backed agents and tools as
-//! [`agents`], ready teams as [`presets`], and loads declarative YAML teams
-//! with [`config`].
+//! [`agents`], ready teams as [`presets`], agents on other nodes as
+//! [`cluster`], and loads declarative YAML teams with [`config`].
 //!
 //! ## A router-only workflow
 //!
@@ -62,6 +62,10 @@
 pub use troupe_runtime::*;
 
 pub mod config;
+
+/// Agents on other processes and machines: nodes, remote agents,
+/// placement (the `troupe-cluster` crate).
+pub use troupe_cluster as cluster;
 
 /// Model clients, tools (functions, MCP), `ChatAgent`, user proxy (the
 /// `troupe-agents` crate).

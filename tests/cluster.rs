@@ -21,8 +21,8 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use troupe_cluster::{NODE_METADATA, Node, NodeBuilder, RemoteAgent, Tls};
 use troupe_presets::MapReduce;
-use troupe_runtime::cluster::{NODE_METADATA, Node, NodeBuilder, RemoteAgent, Tls};
 use troupe_runtime::store::{CheckpointStore, FileStore};
 use troupe_runtime::{
     Agent, ErrorKind, Event, FnAgent, Graph, RetryPolicy, RunContext, RunError, Thread, Workflow,

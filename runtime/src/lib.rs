@@ -44,15 +44,14 @@
 //!
 //! ## Actor messages and the cluster
 //!
-//! ractor's `cluster` feature is on for the whole workspace from the start:
-//! it changes what every actor message type must implement. Local actor
-//! messages implement `ractor::Message` with no serialization
-//! ([`local_message!`]); the messages that cross nodes are encoded with
-//! [`codec`] and are declared with the cluster module, so turning
-//! distribution on rewrites none of the local actors.
+//! ractor's `cluster` feature is on for the whole workspace: it changes what
+//! every actor message type must implement. Local actor messages implement
+//! `ractor::Message` with no serialization ([`local_message!`]); the one
+//! message that crosses nodes is declared by the `troupe-cluster` crate and
+//! encoded with [`codec`], so distribution rewrites none of the local
+//! actors, and this crate depends on no networking or TLS.
 
 mod agent;
-pub mod cluster;
 pub mod codec;
 mod context;
 mod error;
@@ -60,6 +59,7 @@ mod event;
 mod fn_agent;
 pub mod graph;
 mod message;
+mod panic;
 mod retry;
 mod session;
 mod stop;
@@ -75,6 +75,7 @@ pub use event::Event;
 pub use fn_agent::FnAgent;
 pub use graph::{Condition, Graph, GraphBuilder, Isolation, Join, NodeInput, Scheduler};
 pub use message::{Content, Handoff, Message, MessageId, ToolCall, ToolResult, USER, Usage};
+pub use panic::panic_text;
 pub use retry::{Backoff, RetryPolicy};
 pub use session::{Session, SessionError};
 pub use stop::{StopCondition, StopHandle, StopReason};

@@ -16,10 +16,10 @@ use troupe_agents::{
     ChatAgent, ChatModel, ChatRequest, ChatResponse, ChatStream, McpClient, McpServerConfig,
     ModelError, OpenAiClient, ScriptedModel, ScriptedReply, Tool,
 };
+use troupe_cluster::{Placement, RemoteAgent, Selection};
 use troupe_presets::{
     MapReduce, RoundRobinGroupChat, SelectorGroupChat, Sequential, StepFlow, Swarm,
 };
-use troupe_runtime::cluster::{Placement, RemoteAgent, Selection};
 use troupe_runtime::store::{CheckpointStore, FileStore, MemoryStore, ThreadStore};
 use troupe_runtime::{
     Agent, AgentError, Backoff, ErrorKind, Graph, InboxConfig, Isolation, Join, NodeInput,

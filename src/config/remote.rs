@@ -4,7 +4,7 @@
 //! Three things put work on other nodes:
 //!
 //! - `node: b` on an agent: the workflow sends that agent's turns to node
-//!   `b` (a [`RemoteAgent`](troupe_runtime::cluster::RemoteAgent) pinned to
+//!   `b` (a [`RemoteAgent`](troupe_cluster::RemoteAgent) pinned to
 //!   it), under the agent's own name, so routes, graph transitions and
 //!   templates are unchanged;
 //! - a reference `researcher@b` where a workflow names a participant (preset

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::run_actor::{RunMsg, TurnOutcome};
 use crate::agent::Agent;
 use crate::context::RunContext;
+use crate::panic::panic_text;
 use crate::thread::Thread;
 
 /// Messages an agent actor handles.
@@ -124,15 +125,4 @@ fn report(run: &ActorRef<RunMsg>, index: usize, outcome: TurnOutcome, started: I
         outcome: Box::new(outcome),
         elapsed: started.elapsed(),
     });
-}
-
-/// The text of a caught panic's payload.
-pub(crate) fn panic_text(panic: Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = panic.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = panic.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic with a non-text payload".to_string()
-    }
 }

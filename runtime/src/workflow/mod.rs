@@ -28,7 +28,6 @@ use crate::stop::{StopCondition, StopReason};
 use crate::store::{CheckpointId, CheckpointStore};
 use crate::thread::Thread;
 
-pub(crate) use agent_actor::panic_text;
 use run_actor::{RunActor, RunArgs};
 
 /// How a run ended (when it did not fail).

@@ -16,14 +16,12 @@ use std::time::Duration;
 use futures::FutureExt;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio_util::sync::CancellationToken;
+use troupe_runtime::{Agent, EventSink, RunContext, panic_text};
 
-use super::wire::{
+use crate::wire::{
     CallReply, CallRequest, CancelRequest, HostMsg, Outcome, StatusReply, StatusRequest, WireError,
     WireReply, pack, unpack,
 };
-use crate::agent::Agent;
-use crate::context::{EventSink, RunContext};
-use crate::workflow::panic_text;
 
 pub(crate) struct HostActor;
 

@@ -10,12 +10,7 @@ use ractor::RpcReplyPort;
 use ractor::message::{BoxedDowncastErr, SerializedMessage};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-
-use crate::agent::{AgentError, Reply};
-use crate::codec;
-use crate::error::RunError;
-use crate::message::Message;
-use crate::thread::Thread;
+use troupe_runtime::{AgentError, ErrorKind, Message, Reply, RunError, Thread, codec};
 
 /// Version of the wire layout; bump it when a type below (or the
 /// encoded `Message`/`Thread`) changes shape.
@@ -174,6 +169,15 @@ impl WireError {
                 node: node.clone(),
                 message: message.clone(),
             },
+            // `AgentError` is non-exhaustive: a variant added later crosses
+            // as its text, keeping its kind where the wire has one (so retry
+            // policies still see a transient failure as transient).
+            other => match other.kind() {
+                ErrorKind::Transient => WireError::Transient(other.to_string()),
+                ErrorKind::Model => WireError::Model(other.to_string()),
+                ErrorKind::Cancelled => WireError::Cancelled,
+                _ => WireError::Failed(other.to_string()),
+            },
         }
     }
 
@@ -310,9 +314,9 @@ impl ractor::Message for HostMsg {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::{Content, ToolCall};
     use ractor::Message as _;
     use std::time::Duration;
+    use troupe_runtime::{Content, ToolCall};
 
     fn thread() -> Thread {
         let mut t = Thread::from_messages([

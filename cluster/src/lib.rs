@@ -1,5 +1,10 @@
-//! Agents spread over several processes and machines, on ractor's own
-//! distribution layer (`ractor_cluster`).
+//! # troupe-cluster
+//!
+//! Agents of troupe spread over several processes and machines, on ractor's
+//! own distribution layer (`ractor_cluster`). It builds on
+//! `troupe-runtime`'s public API alone: a remote agent is an ordinary
+//! [`Agent`](troupe_runtime::Agent), so workflows and presets use it
+//! unchanged, and the runtime itself carries no networking or TLS.
 //!
 //! A [`Node`] is a process in a cluster: it listens on an address, proves a
 //! shared cookie to its peers, and *hosts* agents. Each hosted agent is a
@@ -9,7 +14,7 @@
 //! hosted by the nodes it is connected to.
 //!
 //! A workflow on one node uses an agent hosted on another through a
-//! [`RemoteAgent`]: an ordinary [`Agent`](crate::Agent) whose turn picks a
+//! [`RemoteAgent`]: an ordinary [`Agent`](troupe_runtime::Agent) whose turn picks a
 //! live replica, sends it the thread and waits for the reply. To the
 //! workflow a remote participant is like any other: its thread, the run's
 //! events, stop conditions, cancellation, retries and checkpoints behave as
@@ -17,7 +22,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! use troupe_runtime::cluster::{Node, RemoteAgent};
+//! use troupe_cluster::{Node, RemoteAgent};
 //! use troupe_runtime::{FnAgent, RunContext, Thread};
 //!
 //! // On machine B: host a researcher.
@@ -48,9 +53,9 @@
 //! The agent host's message type is the only actor message in troupe that
 //! can cross nodes ([`ractor::Message::serializable`] is true for it alone).
 //! A turn travels as one `ractor_cluster` call: the thread, the caller's
-//! path and a request id, encoded with [`crate::codec`] (bincode) behind a
+//! path and a request id, encoded with [`troupe_runtime::codec`] (bincode) behind a
 //! 4-byte wire version, inside `ractor_cluster`'s own protobuf framing. The
-//! reply carries the agent's [`Reply`](crate::Reply) (messages, replacement
+//! reply carries the agent's [`Reply`](troupe_runtime::Reply) (messages, replacement
 //! thread, next, request, private messages) and the events the turn
 //! produced (as JSON text: events are internally tagged, which bincode
 //! cannot carry).
@@ -65,12 +70,12 @@
 //! - **Liveness.** While a remote turn runs, the caller asks the host about
 //!   it every [`CallOptions::heartbeat`]; a node that answers nothing for
 //!   [`CallOptions::node_timeout`] (default 5 s) fails the step with
-//!   [`AgentError::Node`](crate::AgentError::Node) naming the node and the
+//!   [`AgentError::Node`](troupe_runtime::AgentError::Node) naming the node and the
 //!   agent. A node that dies closes its sockets, which fails the step at
 //!   once. Either way nothing hangs.
 //! - **Retries.** A failed remote step is retried by the step's
-//!   [`RetryPolicy`](crate::RetryPolicy) like any other (kind
-//!   [`ErrorKind::Node`](crate::ErrorKind::Node)); the retry picks another
+//!   [`RetryPolicy`](troupe_runtime::RetryPolicy) like any other (kind
+//!   [`ErrorKind::Node`](troupe_runtime::ErrorKind::Node)); the retry picks another
 //!   live replica, avoiding nodes that just failed. Inside presets whose
 //!   inner steps take no retry policy (MapReduce's workers),
 //!   [`RemoteAgent::failover`] re-runs the turn on another replica itself.
@@ -93,19 +98,29 @@
 //!   it is sent. All nodes of a cluster must use the same limit.
 //! - **One node per process**: process groups are process-wide in ractor.
 
+mod builder;
+mod call;
 mod error;
 mod host;
 mod node;
 mod placement;
 mod remote_agent;
 mod serve;
+mod sessions;
 mod wire;
 
+pub use builder::{NodeBuilder, Tls};
+pub use call::CallOptions;
 pub use error::ClusterError;
-pub use node::{Node, NodeBuilder, PeerInfo, Tls};
+pub use node::Node;
 pub use placement::{Placement, Selection};
-pub use remote_agent::{CallOptions, NODE_METADATA, RemoteAgent, spread};
-pub use serve::{COOKIE_ENV, NodeSettings, serve};
+pub use remote_agent::{NODE_METADATA, RemoteAgent, spread};
+pub use serve::{NodeSettings, serve};
+pub use sessions::PeerInfo;
+
+/// The environment variable the cookie is read from. Never a command-line
+/// flag: flags show in `ps`.
+pub const COOKIE_ENV: &str = "TROUPE_COOKIE";
 
 /// The prefix of the process group of each hosted agent:
 /// `troupe.agent.<agent name>`.
@@ -149,6 +164,12 @@ pub(crate) fn check_name(kind: &'static str, name: &str) -> Result<(), ClusterEr
     }
     Ok(())
 }
+
+// The README's example is compiled as a doc test, so it cannot drift from
+// the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;
 
 #[cfg(test)]
 mod tests {

@@ -12,7 +12,7 @@
 //!
 //! The bench starts the other node itself (this binary again, with
 //! `TROUPE_BENCH_NODE` set) and kills it at the end. Run with
-//! `cargo bench -p troupe-runtime --bench cluster`; figures are recorded in
+//! `cargo bench -p troupe-cluster --bench cluster`; figures are recorded in
 //! BENCHMARKS.md at the workspace root.
 
 use std::hint::black_box;
@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput};
 use tokio::runtime::Runtime;
-use troupe_runtime::cluster::{Node, RemoteAgent};
+use troupe_cluster::{Node, RemoteAgent};
 use troupe_runtime::{Agent, FnAgent, Message, RouterBuilder, RunContext, Thread, Workflow};
 
 const CHILD: &str = "TROUPE_BENCH_NODE";

@@ -4,18 +4,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{ClusterError, Node};
-use crate::agent::Agent;
+use troupe_runtime::Agent;
 
-/// The environment variable the cookie is read from. Never a command-line
-/// flag: flags show in `ps`.
-pub const COOKIE_ENV: &str = "TROUPE_COOKIE";
+use crate::{COOKIE_ENV, ClusterError, Node};
 
 /// What `troupe node --name NAME --listen ADDR --connect ADDR...` says,
 /// plus the cookie from [`COOKIE_ENV`].
 ///
 /// ```
-/// use troupe_runtime::cluster::NodeSettings;
+/// use troupe_cluster::NodeSettings;
 /// let settings = NodeSettings::new("b", "127.0.0.1:7001")
 ///     .connect("127.0.0.1:7000")
 ///     .cookie("from-the-environment");
@@ -35,7 +32,7 @@ pub struct NodeSettings {
     /// How long to keep trying peers that are not up yet when starting
     /// (nodes of a cluster may start in any order). Default 30 s.
     pub startup_wait: Duration,
-    /// Connect to the peers' peers too (see [`super::NodeBuilder::mesh`]).
+    /// Connect to the peers' peers too (see [`NodeBuilder::mesh`](crate::NodeBuilder::mesh)).
     pub mesh: bool,
 }
 

@@ -1,31 +1,29 @@
 //! [`Node`]: a process of the cluster — it listens, authenticates its
 //! peers with a cookie, and hosts agents.
 
-use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ractor::{Actor, ActorId, ActorRef};
-use ractor_cluster::node::{NodeConnectionMode, NodeServerSessionInformation};
-use ractor_cluster::{
-    ClientConnectErr, IncomingEncryptionMode, NodeEventSubscription, NodeServer, NodeServerMessage,
-};
-use tokio::sync::Notify;
+use ractor::{Actor, ActorRef};
+use ractor_cluster::node::NodeConnectionMode;
+use ractor_cluster::{ClientConnectErr, IncomingEncryptionMode, NodeServer, NodeServerMessage};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+use tokio_rustls::TlsConnector;
 use tokio_rustls::rustls::pki_types::ServerName;
-use tokio_rustls::{TlsAcceptor, TlsConnector};
+use troupe_runtime::Agent;
 
-use super::host::{HostActor, HostArgs};
-use super::placement::replicas;
-use super::wire::HostMsg;
-use super::{
+use crate::builder::NodeBuilder;
+use crate::host::{HostActor, HostArgs};
+use crate::placement::replicas;
+use crate::sessions::{PeerInfo, Sessions, Subscription, lock};
+use crate::wire::HostMsg;
+use crate::{
     ClusterError, DEFAULT_MAX_FRAME, GROUP_PREFIX, check_name, group_name, host_actor_name,
 };
-use crate::agent::Agent;
 
 /// Whether a node runs in this process (process groups are process-wide).
 static RUNNING: AtomicBool = AtomicBool::new(false);
@@ -37,173 +35,14 @@ pub(crate) fn max_frame() -> u64 {
     MAX_FRAME.load(Ordering::Relaxed)
 }
 
-/// `ractor_cluster`'s TLS mode: every connection, in and out, is wrapped
-/// in TLS (rustls). `ractor_cluster` calls it experimental; the cookie
-/// handshake still runs inside it.
-#[derive(Clone)]
-pub struct Tls {
-    /// Accepts incoming connections.
-    pub acceptor: TlsAcceptor,
-    /// Opens outgoing connections.
-    pub connector: TlsConnector,
-    /// The name peers' certificates are checked against.
-    pub server_name: ServerName<'static>,
-}
-
-impl fmt::Debug for Tls {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Tls")
-            .field("server_name", &self.server_name)
-            .finish_non_exhaustive()
-    }
-}
-
-/// A connected peer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PeerInfo {
-    /// Its node name (`b`).
-    pub name: String,
-    /// Its full name in `ractor_cluster` (`b@127.0.0.1`).
-    pub full_name: String,
-    /// The address of the connection (its listening address when this
-    /// node connected to it).
-    pub addr: String,
-    /// Whether the peer connected to this node (rather than the reverse).
-    pub inbound: bool,
-}
-
-/// Describes a [`Node`].
-pub struct NodeBuilder {
-    name: Option<String>,
-    listen: Option<String>,
-    cookie: Option<String>,
-    agents: Vec<Arc<dyn Agent>>,
-    peers: Vec<String>,
-    connect_timeout: Duration,
-    mesh: bool,
-    tls: Option<Tls>,
-    max_frame: u64,
-    keep_connected: bool,
-}
-
-impl Default for NodeBuilder {
-    fn default() -> Self {
-        NodeBuilder {
-            name: None,
-            listen: None,
-            cookie: None,
-            agents: Vec::new(),
-            peers: Vec::new(),
-            connect_timeout: Duration::from_secs(5),
-            mesh: false,
-            tls: None,
-            max_frame: DEFAULT_MAX_FRAME,
-            keep_connected: true,
-        }
-    }
-}
-
-impl fmt::Debug for NodeBuilder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // Never the cookie.
-        f.debug_struct("NodeBuilder")
-            .field("name", &self.name)
-            .field("listen", &self.listen)
-            .field(
-                "agents",
-                &self.agents.iter().map(|a| a.name()).collect::<Vec<_>>(),
-            )
-            .field("peers", &self.peers)
-            .field("tls", &self.tls.is_some())
-            .finish_non_exhaustive()
-    }
-}
-
 impl NodeBuilder {
-    /// The node's name, unique in the cluster (`b`): it appears in event
-    /// paths (`worker#3@b`) and in `agent@node` references.
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = Some(name.into());
-        self
-    }
-
-    /// Where to listen: `IP:PORT` (`127.0.0.1:7001`; port 0 picks a free
-    /// one, see [`Node::addr`]). Only that interface listens. Default
-    /// `127.0.0.1:0`.
-    pub fn listen(mut self, addr: impl Into<String>) -> Self {
-        self.listen = Some(addr.into());
-        self
-    }
-
-    /// The shared secret every node of the cluster must have.
-    pub fn cookie(mut self, cookie: impl Into<String>) -> Self {
-        self.cookie = Some(cookie.into());
-        self
-    }
-
-    /// Hosts an agent: it becomes reachable from every connected node as
-    /// `name` (any replica) or `name@node`.
-    pub fn host(mut self, agent: impl Agent) -> Self {
-        self.agents.push(Arc::new(agent));
-        self
-    }
-
-    /// Hosts a shared agent.
-    pub fn host_arc(mut self, agent: Arc<dyn Agent>) -> Self {
-        self.agents.push(agent);
-        self
-    }
-
-    /// Connects to the node listening at `addr` on start (and keeps the
-    /// connection: see [`NodeBuilder::keep_connected`]).
-    pub fn connect(mut self, addr: impl Into<String>) -> Self {
-        self.peers.push(addr.into());
-        self
-    }
-
-    /// How long a connection may take, handshake included. Default 5 s.
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// Also connects to the peers of its peers (`ractor_cluster`'s
-    /// transitive mode), making a full mesh. Default off: a node connects
-    /// to the addresses it is given, and sees the agents of those nodes.
-    pub fn mesh(mut self, on: bool) -> Self {
-        self.mesh = on;
-        self
-    }
-
-    /// Wraps every connection in TLS (`ractor_cluster`'s experimental TLS
-    /// mode). All nodes of a cluster must use it.
-    pub fn tls(mut self, tls: Tls) -> Self {
-        self.tls = Some(tls);
-        self
-    }
-
-    /// The largest frame this node accepts (default [`DEFAULT_MAX_FRAME`]);
-    /// a turn whose thread would be larger fails before it is sent. All
-    /// nodes of a cluster must agree.
-    pub fn max_frame(mut self, bytes: u64) -> Self {
-        self.max_frame = bytes.max(1024);
-        self
-    }
-
-    /// Reconnects to the peers it connected to whenever their connection
-    /// drops (`ractor_cluster` does not). Default on.
-    pub fn keep_connected(mut self, on: bool) -> Self {
-        self.keep_connected = on;
-        self
-    }
-
     /// Starts listening, hosts the agents and connects to the peers.
     pub async fn start(self) -> Result<Node, ClusterError> {
         let name = self.name.clone().unwrap_or_default();
         check_name("node", &name)?;
         let cookie = match &self.cookie {
             Some(c) if !c.is_empty() => c.clone(),
-            _ => return Err(ClusterError::NoCookie(super::COOKIE_ENV.into())),
+            _ => return Err(ClusterError::NoCookie(crate::COOKIE_ENV.into())),
         };
         let listen = self.listen.clone().unwrap_or_else(|| "127.0.0.1:0".into());
         let mut addr = resolve(&listen).await?;
@@ -340,12 +179,6 @@ impl fmt::Debug for Node {
             .field("hosts", &self.hosted())
             .finish()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A poisoned lock only means a panic elsewhere mid-update of plain
-    // bookkeeping; the data is still usable.
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Node {
@@ -591,166 +424,6 @@ impl Drop for Inner {
     }
 }
 
-/// What this node knows of its connections, kept up to date by
-/// `ractor_cluster`'s node events.
-#[derive(Default)]
-struct Sessions {
-    table: Mutex<Table>,
-    changed: Notify,
-}
-
-#[derive(Default)]
-struct Table {
-    seq: u64,
-    live: HashMap<ActorId, Session>,
-    /// Recently closed sessions, for connects waiting on their outcome.
-    closed: VecDeque<Session>,
-}
-
-#[derive(Debug, Clone)]
-struct Session {
-    seq: u64,
-    peer_addr: String,
-    inbound: bool,
-    peer: Option<String>,
-    ready: bool,
-}
-
-impl Session {
-    fn info(&self) -> Option<PeerInfo> {
-        let full = self.peer.clone()?;
-        Some(PeerInfo {
-            name: full.split('@').next().unwrap_or(&full).to_string(),
-            full_name: full,
-            addr: self.peer_addr.clone(),
-            inbound: self.inbound,
-        })
-    }
-}
-
-impl Sessions {
-    fn seq(&self) -> u64 {
-        lock(&self.table).seq
-    }
-
-    fn update(&self, ses: &NodeServerSessionInformation, f: impl FnOnce(&mut Table, ActorId)) {
-        let id = ses.actor.get_id();
-        f(&mut lock(&self.table), id);
-        self.changed.notify_waiters();
-    }
-
-    /// The outcome of a connect begun after `since` to `wanted`, if known.
-    fn outcome(
-        &self,
-        since: u64,
-        wanted: &str,
-        addr: &str,
-    ) -> Option<Result<PeerInfo, ClusterError>> {
-        let t = lock(&self.table);
-        let mine = |s: &&Session| s.seq > since && !s.inbound && s.peer_addr == wanted;
-        if let Some(s) = t.live.values().find(mine)
-            && s.ready
-        {
-            return s.info().map(Ok);
-        }
-        let closed = t.closed.iter().find(mine)?;
-        // Both sides connecting at once: ractor_cluster keeps one of the
-        // two connections, which need not be this one.
-        if let Some(peer) = &closed.peer
-            && let Some(other) = t
-                .live
-                .values()
-                .find(|s| s.ready && s.peer.as_ref() == Some(peer))
-        {
-            return other.info().map(Ok);
-        }
-        Some(Err(ClusterError::AuthRefused {
-            addr: addr.to_string(),
-            peer: closed.info().map(|p| p.name),
-        }))
-    }
-
-    fn is_connected(&self, full_name: &str) -> bool {
-        lock(&self.table)
-            .live
-            .values()
-            .any(|s| s.ready && s.peer.as_deref() == Some(full_name))
-    }
-
-    fn peers(&self) -> Vec<PeerInfo> {
-        let mut out: Vec<PeerInfo> = lock(&self.table)
-            .live
-            .values()
-            .filter(|s| s.ready)
-            .filter_map(Session::info)
-            .collect();
-        out.sort_by(|a, b| a.name.cmp(&b.name));
-        out
-    }
-}
-
-/// Receives `ractor_cluster`'s node events (synchronously, inside its
-/// node server: only bookkeeping here).
-struct Subscription(Arc<Sessions>);
-
-fn peer_name(ses: &NodeServerSessionInformation) -> Option<String> {
-    ses.peer_name.as_ref().map(|n| n.name.clone())
-}
-
-impl NodeEventSubscription for Subscription {
-    fn node_session_opened(&self, ses: NodeServerSessionInformation) {
-        self.0.update(&ses, |t, id| {
-            t.seq += 1;
-            let seq = t.seq;
-            t.live.insert(
-                id,
-                Session {
-                    seq,
-                    peer_addr: ses.peer_addr.clone(),
-                    inbound: ses.is_server,
-                    peer: peer_name(&ses),
-                    ready: false,
-                },
-            );
-        });
-    }
-
-    fn node_session_authenticated(&self, ses: NodeServerSessionInformation) {
-        self.0.update(&ses, |t, id| {
-            if let Some(s) = t.live.get_mut(&id) {
-                s.peer = peer_name(&ses).or(s.peer.take());
-            }
-        });
-    }
-
-    fn node_session_ready(&self, ses: NodeServerSessionInformation) {
-        self.0.update(&ses, |t, id| {
-            if let Some(s) = t.live.get_mut(&id) {
-                s.peer = peer_name(&ses).or(s.peer.take());
-                s.ready = true;
-            }
-        });
-    }
-
-    fn node_session_disconnected(&self, ses: NodeServerSessionInformation) {
-        self.0.update(&ses, |t, id| {
-            if let Some(mut s) = t.live.remove(&id) {
-                s.peer = peer_name(&ses).or(s.peer.take());
-                if !s.ready && s.inbound {
-                    tracing::warn!(
-                        "refused a connection from {} during authentication (wrong cookie?)",
-                        s.peer_addr
-                    );
-                }
-                t.closed.push_back(s);
-                while t.closed.len() > 64 {
-                    t.closed.pop_front();
-                }
-            }
-        });
-    }
-}
-
 fn describe_connect(e: &ClientConnectErr) -> String {
     match e {
         ClientConnectErr::Socket(e) => e.to_string(),
@@ -774,86 +447,4 @@ async fn resolve(addr: &str) -> Result<SocketAddr, ClusterError> {
     found
         .next()
         .ok_or_else(|| invalid("it resolves to no address".into()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cluster::RemoteAgent;
-    use crate::{ErrorKind, FnAgent, Message, RunContext, Thread};
-
-    // The only test of this crate's unit tests that starts a node: one
-    // node per process.
-    #[tokio::test]
-    async fn a_node_hosts_an_agent_its_own_process_can_call() {
-        assert!(matches!(
-            Node::builder().name("solo").start().await,
-            Err(ClusterError::NoCookie(_))
-        ));
-        assert!(matches!(
-            Node::builder().name("a@b").cookie("c").start().await,
-            Err(ClusterError::InvalidName { .. })
-        ));
-        let node = Node::builder()
-            .name("solo")
-            .cookie("secret")
-            .host(FnAgent::sync("echo", |t: &Thread| {
-                Ok(format!(
-                    "echo: {}",
-                    t.last()
-                        .map(|m| m.text_content().into_owned())
-                        .unwrap_or_default()
-                ))
-            }))
-            .start()
-            .await
-            .unwrap();
-        assert_ne!(node.addr().port(), 0);
-        assert!(matches!(
-            Node::builder().name("two").cookie("c").start().await,
-            Err(ClusterError::AlreadyRunning)
-        ));
-        assert!(
-            node.host(FnAgent::sync("echo", |_: &Thread| Ok("x")))
-                .await
-                .is_err()
-        );
-        assert_eq!(
-            node.agents(),
-            vec![("echo".to_string(), vec!["solo".to_string()])]
-        );
-
-        let (ctx, mut events) = RunContext::stream();
-        let ctx = ctx.child("team").child("echo");
-        let remote = RemoteAgent::parse("echo@solo").unwrap();
-        let thread = Arc::new(Thread::from_messages([Message::user("hi")]));
-        let reply = remote.run(thread, ctx).await.unwrap();
-        assert_eq!(reply.messages[0].text_content(), "echo: hi");
-        assert_eq!(
-            reply.messages[0]
-                .metadata
-                .get(crate::cluster::NODE_METADATA)
-                .map(String::as_str),
-            Some("solo")
-        );
-        drop(events.drain_ready());
-
-        // A connection to a port where nothing listens is refused plainly.
-        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = closed.local_addr().unwrap().port();
-        drop(closed);
-        let err = node
-            .connect(&format!("127.0.0.1:{port}"))
-            .await
-            .unwrap_err();
-        assert!(matches!(err, ClusterError::Connect { .. }), "{err}");
-
-        node.shutdown().await;
-        let err = remote
-            .discovery_timeout(Duration::from_millis(50))
-            .run(Arc::new(Thread::new()), RunContext::new())
-            .await
-            .unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::Node);
-    }
 }

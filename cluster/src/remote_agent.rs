@@ -2,7 +2,6 @@
 //! local.
 
 use std::fmt;
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
@@ -13,69 +12,28 @@ use futures::future::{BoxFuture, Fuse, FusedFuture};
 use ractor::ActorRef;
 use ractor::rpc::CallResult;
 use tokio::time::{Instant, sleep, sleep_until};
+use troupe_runtime::{Agent, AgentError, ErrorKind, Event, MessageId, Reply, RunContext, Thread};
 
-use super::node::max_frame;
-use super::placement::{InFlight, Placement, Replica, Selection, choose, replicas};
-use super::wire::{
-    CallReply, CallRequestRef, CancelRequest, HostMsg, Outcome, StatusReply, StatusRequest, pack,
-    unpack,
-};
-use super::{ClusterError, check_name};
-use crate::agent::{Agent, AgentError, ErrorKind, Reply};
-use crate::context::RunContext;
-use crate::event::Event;
-use crate::message::MessageId;
-use crate::thread::Thread;
+use crate::call::{CallOptions, CancelOnDrop, emit_events, request_key, status, suspect_time};
+use crate::node::max_frame;
+use crate::placement::{InFlight, Placement, Replica, Selection, choose, replicas};
+use crate::wire::{CallReply, CallRequestRef, HostMsg, Outcome, StatusReply, pack, unpack};
+use crate::{ClusterError, check_name};
 
 /// The metadata key under which a remote turn's messages record the node
 /// that produced them.
 pub const NODE_METADATA: &str = "troupe.node";
 
-/// How patiently a remote turn waits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CallOptions {
-    /// A node that answers nothing (no reply, no heartbeat) for this long
-    /// is taken for lost: the step fails with
-    /// [`AgentError::Node`](crate::AgentError::Node). Default 5 s.
-    pub node_timeout: Duration,
-    /// How often the caller asks the host about a turn under way (and
-    /// collects its events). Default 1 s.
-    pub heartbeat: Duration,
-    /// A turn that takes longer fails with
-    /// [`AgentError::Timeout`](crate::AgentError::Timeout), however alive
-    /// its node. Default none: model calls can be slow.
-    pub turn_timeout: Option<Duration>,
-    /// How long a turn waits for a replica to show up (a node starting or
-    /// reconnecting) before failing. Default 5 s.
-    pub discovery: Duration,
-    /// Further attempts on other replicas after the node of an attempt is
-    /// lost, within the same turn. Default 0: the step's retry policy
-    /// decides.
-    pub failover: u32,
-}
-
-impl Default for CallOptions {
-    fn default() -> Self {
-        CallOptions {
-            node_timeout: Duration::from_secs(5),
-            heartbeat: Duration::from_secs(1),
-            turn_timeout: None,
-            discovery: Duration::from_secs(5),
-            failover: 0,
-        }
-    }
-}
-
-/// An agent hosted by a [`Node`](super::Node) somewhere in the cluster.
+/// An agent hosted by a [`Node`](crate::Node) somewhere in the cluster.
 ///
 /// Each turn finds the live replicas of the agent (its process group),
 /// picks one ([`Placement`]), sends it the thread and waits for the reply,
 /// asking the host about the turn every [`CallOptions::heartbeat`]. A node
 /// that dies fails the turn at once; one that stops answering fails it
 /// after [`CallOptions::node_timeout`]; the error
-/// ([`AgentError::Node`](crate::AgentError::Node), kind
-/// [`ErrorKind::Node`](crate::ErrorKind::Node)) names the node and the
-/// agent, so a [`RetryPolicy`](crate::RetryPolicy) can re-run the step —
+/// ([`AgentError::Node`](troupe_runtime::AgentError::Node), kind
+/// [`ErrorKind::Node`](troupe_runtime::ErrorKind::Node)) names the node and the
+/// agent, so a [`RetryPolicy`](troupe_runtime::RetryPolicy) can re-run the step —
 /// on another replica, since nodes that just failed are avoided.
 ///
 /// Events of the remote turn are re-emitted here, their paths carrying the
@@ -84,7 +42,7 @@ impl Default for CallOptions {
 ///
 /// ```
 /// use troupe_runtime::Agent;
-/// use troupe_runtime::cluster::{Placement, RemoteAgent, Selection};
+/// use troupe_cluster::{Placement, RemoteAgent, Selection};
 ///
 /// let pinned = RemoteAgent::parse("researcher@b").unwrap();
 /// assert_eq!(pinned.name(), "researcher");
@@ -482,7 +440,7 @@ impl Agent for RemoteAgent {
 /// worker shares it): `MapReduce::builder().worker(RemoteAgent::new("worker")?)`.
 ///
 /// ```
-/// use troupe_runtime::cluster::spread;
+/// use troupe_cluster::spread;
 /// let workers = spread("worker", 3).unwrap();
 /// let names: Vec<&str> = workers.iter().map(|w| w.name()).collect();
 /// assert_eq!(names, ["worker#1", "worker#2", "worker#3"]);
@@ -517,89 +475,9 @@ impl RemoteAgent {
     }
 }
 
-/// How long a node that failed a call is avoided.
-fn suspect_time(opts: &CallOptions) -> Duration {
-    (opts.node_timeout * 3).max(Duration::from_secs(10))
-}
-
-/// The identity of a turn: its agent, the caller's path and run, and the
-/// thread's messages. A retry of the same turn has the same key; the next
-/// turn (a longer thread) another.
-fn request_key(agent: &str, ctx: &RunContext, thread: &Thread) -> u64 {
-    // SipHash with fixed keys: the same on every node of a cluster.
-    let mut h = std::hash::DefaultHasher::new();
-    agent.hash(&mut h);
-    ctx.path().hash(&mut h);
-    ctx.run_id().map(|r| &**r).hash(&mut h);
-    thread.len().hash(&mut h);
-    for m in thread.messages() {
-        m.id.hash(&mut h);
-    }
-    thread.children().len().hash(&mut h);
-    h.finish()
-}
-
-/// Asks a host about a turn; `None` if it did not answer in time.
-async fn status(
-    actor: ActorRef<HostMsg>,
-    key: u64,
-    drain_events: bool,
-    wait: Duration,
-) -> Option<StatusReply> {
-    let bytes = pack(&StatusRequest { key, drain_events }).ok()?;
-    match actor
-        .call(|port| HostMsg::Status(bytes, port), Some(wait))
-        .await
-    {
-        Ok(CallResult::Success(b)) => unpack(&b).ok(),
-        _ => None,
-    }
-}
-
-fn emit_events(ctx: &RunContext, events: &[String]) {
-    if !ctx.events_enabled() {
-        return;
-    }
-    for json in events {
-        // An event this build cannot read (a newer node's) is skipped: events
-        // are reports, not part of the run's state.
-        if let Ok(e) = serde_json::from_str::<Event>(json) {
-            ctx.emit(e);
-        }
-    }
-}
-
-/// Tells the host to stop a turn nobody waits for any more.
-struct CancelOnDrop {
-    actor: Option<ActorRef<HostMsg>>,
-    key: u64,
-    attempt: u128,
-}
-
-impl CancelOnDrop {
-    fn disarm(&mut self) {
-        self.actor = None;
-    }
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        if let Some(actor) = self.actor.take()
-            && let Ok(bytes) = pack(&CancelRequest {
-                key: self.key,
-                attempt: self.attempt,
-            })
-        {
-            // Best effort: a host that is gone has nothing to cancel.
-            let _ = actor.cast(HostMsg::Cancel(bytes));
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::Message;
 
     #[test]
     fn specs_parse() {
@@ -613,17 +491,6 @@ mod tests {
         assert!(RemoteAgent::parse("a@").is_err());
         assert!(RemoteAgent::parse("@b").is_err());
         assert!(RemoteAgent::parse("a@b@c").is_err());
-    }
-
-    #[test]
-    fn a_retry_of_a_turn_has_its_key_and_the_next_turn_another() {
-        let ctx = RunContext::new().child("team").child("w");
-        let mut t = Thread::from_messages([Message::user("a")]);
-        let k1 = request_key("w", &ctx, &t);
-        assert_eq!(k1, request_key("w", &ctx, &t.clone()));
-        assert_ne!(k1, request_key("w", &RunContext::new().child("x"), &t));
-        t.push(Message::user("b"));
-        assert_ne!(k1, request_key("w", &ctx, &t));
     }
 
     #[tokio::test]

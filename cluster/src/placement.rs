@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 
 use ractor::{ActorCell, ActorStatus};
 
-use super::{ClusterError, group_name, node_of_host};
+use crate::{ClusterError, group_name, node_of_host};
 
 /// How a step picks among the live replicas of an agent.
 ///
 /// ```
-/// use troupe_runtime::cluster::Selection;
+/// use troupe_cluster::Selection;
 /// assert_eq!("least_busy".parse::<Selection>().unwrap(), Selection::LeastBusy);
 /// assert_eq!("round_robin".parse::<Selection>().unwrap(), Selection::RoundRobin);
 /// ```
@@ -46,7 +46,7 @@ impl FromStr for Selection {
 /// (`placement: spread`, `node: b`).
 ///
 /// ```
-/// use troupe_runtime::cluster::{Placement, Selection};
+/// use troupe_cluster::{Placement, Selection};
 /// assert_eq!("spread".parse::<Placement>().unwrap(), Placement::Any(Selection::RoundRobin));
 /// assert_eq!("node:b".parse::<Placement>().unwrap(), Placement::Node("b".into()));
 /// ```
@@ -69,7 +69,7 @@ impl FromStr for Placement {
     fn from_str(s: &str) -> Result<Self, ClusterError> {
         match s.strip_prefix("node:") {
             Some(node) => {
-                super::check_name("node", node)?;
+                crate::check_name("node", node)?;
                 Ok(Placement::Node(node.to_string()))
             }
             None => match s {
