@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use troupe::{FnAgent, RunContext, Thread, Workflow};
 use troupe_agents::{ScriptedModel, ScriptedReply};
-use troupe_presets::{PLAN_KEY, PlanningAgent, STEP_KEY};
+use troupe_planning::{PLAN_KEY, PlanningAgent, STEP_KEY};
 
 /// The model's first answer: ORDER_MCDONALDS is not in the graph.
 const FORGETFUL: &str = "STEPS:

@@ -9,8 +9,9 @@
 //! This crate is the facade: it re-exports the runtime (messages, threads,
 //! agents, workflows, stop conditions, events) at its root, the router
 //! (inboxes and routes) as [`router`], model-backed agents and tools as
-//! [`agents`], ready teams as [`presets`], agents on other nodes as
-//! [`cluster`], and loads declarative YAML teams with [`config`].
+//! [`agents`], ready teams as [`presets`], plans compiled into workflows as
+//! [`planning`], agents on other nodes as [`cluster`], and loads
+//! declarative YAML teams with [`config`].
 //!
 //! ## A router-only workflow
 //!
@@ -74,6 +75,11 @@ pub use troupe_agents as agents;
 /// Ready teams: Sequential, MapReduce, RoundRobinGroupChat,
 /// SelectorGroupChat, Swarm (the `troupe-presets` crate).
 pub use troupe_presets as presets;
+
+/// Plans compiled into workflows: text plans, action groups, result
+/// passing, and a planning agent that asks a model for the plan (the
+/// `troupe-planning` crate).
+pub use troupe_planning as planning;
 
 /// Inboxes and routes: who receives whose messages, and when a participant
 /// has enough of them to run (the `troupe-router` crate).

@@ -36,7 +36,6 @@
 
 mod error;
 mod map_reduce;
-mod plan;
 mod round_robin;
 mod selector;
 mod sequential;
@@ -45,12 +44,6 @@ mod team;
 
 pub use error::PresetError;
 pub use map_reduce::{MapReduce, MapReduceBuilder, split_subtasks};
-pub use plan::{
-    ActionGroups, AnswerError, CompileOptions, INPUT_KEY, MERGED_KEY, MergeFn, PLAN_KEY, PLAN_STOP,
-    Plan, PlanError, PlanFormat, PlanGraph, PlanSpec, PlanStep, Planned, PlanningAgent,
-    PlanningAgentBuilder, REQUEST_KEY, ResultContent, ResultPassing, ResultScope, STEP_KEY,
-    SpecStep, StepInput, StepResult, StopFlag, SummarizeFn, Summarizer, render_attachments,
-};
 pub use round_robin::{RoundRobinBuilder, RoundRobinGroupChat};
 pub use selector::{
     CandidateFn, DEFAULT_SELECTOR_PROMPT, SELECTOR, SelectorBuilder, SelectorFn, SelectorGroupChat,

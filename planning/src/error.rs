@@ -1,4 +1,5 @@
-//! [`PlanError`]: why a plan could not be read, built or compiled.
+//! [`PlanError`]: why a plan could not be read, built or compiled, or a
+//! planning agent built.
 
 use troupe_runtime::BuildError;
 use troupe_runtime::graph::GraphError;
@@ -108,6 +109,15 @@ pub enum PlanError {
         option: String,
         /// The unknown id.
         id: String,
+    },
+    /// A planning agent lacks a part it needs (a model, agents to run the
+    /// steps).
+    #[error("planning agent '{agent}' needs {what}")]
+    Incomplete {
+        /// The planning agent.
+        agent: String,
+        /// What is missing.
+        what: String,
     },
     /// The graph the plan compiled into did not validate.
     #[error(transparent)]

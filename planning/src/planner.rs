@@ -12,11 +12,11 @@ use troupe_runtime::{
     Workflow,
 };
 
-use super::Plan;
-use super::answer::{AnswerError, PlanFormat, PlanSpec, structured_output};
-use super::compile::CompileOptions;
-use super::flags::StopFlag;
-use crate::error::PresetError;
+use crate::answer::{AnswerError, PlanFormat, PlanSpec, structured_output};
+use crate::compile::CompileOptions;
+use crate::error::PlanError;
+use crate::flags::StopFlag;
+use crate::plan::Plan;
 
 /// Metadata key of the planning agent's messages: `plan` on the plan,
 /// `result` on each step's result, `stopped` on the note of an early stop.
@@ -73,7 +73,7 @@ pub struct Planned {
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use std::sync::Arc;
 /// use troupe_agents::{ScriptedModel, ScriptedReply};
-/// use troupe_presets::PlanningAgent;
+/// use troupe_planning::PlanningAgent;
 /// use troupe_runtime::{Agent, FnAgent, Message, RunContext, Thread};
 ///
 /// let model = ScriptedModel::new([ScriptedReply::text(
@@ -408,9 +408,9 @@ impl PlanningAgentBuilder {
     }
 
     /// Checks the parts and builds the agent.
-    pub fn build(self) -> Result<PlanningAgent, PresetError> {
-        let missing = |what: &str| PresetError::Missing {
-            team: self.name.clone(),
+    pub fn build(self) -> Result<PlanningAgent, PlanError> {
+        let missing = |what: &str| PlanError::Incomplete {
+            agent: self.name.clone(),
             what: what.into(),
         };
         let model = self.model.clone().ok_or_else(|| missing("a model"))?;

@@ -13,7 +13,7 @@ use std::fmt;
 
 use troupe_runtime::USER;
 
-use super::error::PlanError;
+use crate::error::PlanError;
 
 /// Separates the steps of a path.
 const STEP_SEP: &str = "->";
@@ -25,7 +25,7 @@ const ALT_SEP: char = ',';
 /// that gave it. Acyclic by construction.
 ///
 /// ```
-/// use troupe_presets::PlanGraph;
+/// use troupe_planning::PlanGraph;
 ///
 /// let g = PlanGraph::parse("SUGGEST_RECIPE_STARBUCKS -> ORDER_STARBUCKS\nORDER_MCDONALDS").unwrap();
 /// assert_eq!(g.ids(), ["SUGGEST_RECIPE_STARBUCKS", "ORDER_STARBUCKS", "ORDER_MCDONALDS"]);
@@ -121,7 +121,7 @@ impl fmt::Display for PlanGraph {
     }
 }
 
-/// Writes ids and edges as text plan lines (shared with [`super::Plan`]).
+/// Writes ids and edges as text plan lines (shared with [`Plan`](crate::Plan)).
 pub(crate) fn write_graph(
     f: &mut impl fmt::Write,
     ids: &[String],

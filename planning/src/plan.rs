@@ -1,87 +1,20 @@
-//! Planning: a plan is a DAG of steps, compiled into a
-//! [`Workflow`](troupe_runtime::Workflow) on the
-//! graph engine, and a [`PlanningAgent`] asks a model for one.
-//!
-//! - **From text** ([`Plan::from_text`], parsed by [`PlanGraph`]): one path
-//!   per line, `A -> B -> C`; `,` inside a position means alternatives,
-//!   expanded as a Cartesian product (`A -> B, C -> D` is A→B→D and
-//!   A→C→D); lines that name the same step share its node. Errors carry
-//!   their line number.
-//! - **From action groups** ([`ActionGroups`], [`Plan::from_groups`]):
-//!   `[[A], [B, C], [D]]`, a group of several running in parallel and
-//!   merged by a [`Summarizer`].
-//! - **Result passing** ([`ResultPassing`], [`ResultScope`]): what a step
-//!   receives of earlier steps — nothing, their results as attachments,
-//!   their messages, or a custom merge — from its predecessors or from
-//!   every step before it.
-//! - **Stop flags** ([`StopFlag`]): a step ends the plan early, as a
-//!   success or as a failure.
-//! - **Compiling** ([`Plan::compile_with`], [`CompileOptions`]): a plan is a
-//!   plain workflow, so it nests, streams events, checkpoints and runs
-//!   under either scheduler.
-//! - **Planning** ([`PlanningAgent`]): a model writes the sub-problems and
-//!   their graph; the agent compiles and runs the plan with the agents it
-//!   has, retrying answers that do not parse.
-//!
-//! ```
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use std::sync::Arc;
-//! use troupe_presets::{Plan, PlanStep};
-//! use troupe_runtime::{Agent, FnAgent, RunContext, Thread};
-//!
-//! // One agent serves every step: it answers the request (its last message)
-//! // and says how many earlier results it was given.
-//! let worker: Arc<dyn Agent> = Arc::new(FnAgent::sync("worker", |t: &Thread| {
-//!     let request = t.last().map(|m| m.text_content().into_owned()).unwrap_or_default();
-//!     let attached = t.messages().iter().map(|m| m.text_content().matches("<attachment").count()).sum::<usize>();
-//!     Ok(format!("{request} (given {attached} results)"))
-//! }));
-//! let steps = [
-//!     PlanStep::shared("RECIPE", worker.clone(), "suggest a Starbucks drink"),
-//!     PlanStep::shared("ORDER", worker.clone(), "order it"),
-//!     PlanStep::shared("LUNCH", worker.clone(), "order lunch at McDonald's"),
-//! ];
-//! let plan = Plan::from_text("RECIPE -> ORDER\nLUNCH", steps)?;
-//! let workflow = plan.compile()?;
-//! let result = workflow.run_task("get me a drink and lunch", &RunContext::new()).await?;
-//! let said = |id: &str| result.messages.iter().find(|m| &*m.source == id).map(|m| m.text_content().into_owned());
-//! assert_eq!(said("ORDER").as_deref(), Some("order it (given 1 results)"));
-//! assert_eq!(said("LUNCH").as_deref(), Some("order lunch at McDonald's (given 0 results)"));
-//! # Ok(()) }
-//! ```
-
-mod answer;
-mod compile;
-mod error;
-mod flags;
-mod groups;
-mod passing;
-mod planner;
-mod step;
-mod text;
-
-pub use answer::{AnswerError, PlanFormat, PlanSpec, SpecStep};
-pub use compile::CompileOptions;
-pub use error::PlanError;
-pub use flags::{PLAN_STOP, StopFlag};
-pub use groups::{ActionGroups, SummarizeFn, Summarizer};
-pub use passing::{
-    INPUT_KEY, MergeFn, REQUEST_KEY, ResultContent, ResultPassing, ResultScope, StepInput,
-    StepResult, render_attachments,
-};
-pub use planner::{PLAN_KEY, Planned, PlanningAgent, PlanningAgentBuilder, STEP_KEY};
-pub use step::{MERGED_KEY, PlanStep};
-pub use text::PlanGraph;
+//! [`Plan`]: steps and the dependencies between them, whatever form they
+//! were written in, and the queries every other part asks of them.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use troupe_runtime::{Isolation, USER};
 
+use crate::error::PlanError;
+use crate::passing::ResultScope;
+use crate::step::PlanStep;
+use crate::summarizer::Summarizer;
+use crate::text::{self, PlanGraph};
+
 /// A plan: steps and the dependencies between them, acyclic. Build one
 /// from text ([`Plan::from_text`]) or from action groups
-/// ([`ActionGroups`]); run it by compiling it into a workflow
+/// ([`ActionGroups`](crate::ActionGroups)); run it by compiling it into a workflow
 /// ([`Plan::compile`]).
 ///
 /// Its [`Display`](fmt::Display) is the text form: one line per edge and
@@ -124,7 +57,7 @@ impl Plan {
     /// not name are left out).
     ///
     /// ```
-    /// use troupe_presets::{Plan, PlanStep};
+    /// use troupe_planning::{Plan, PlanStep};
     /// use troupe_runtime::{FnAgent, Thread};
     ///
     /// let step = |id: &str| PlanStep::new(id, FnAgent::sync(id, |_: &Thread| Ok("ok")), "");

@@ -25,17 +25,17 @@ use std::sync::Arc;
 
 use troupe_runtime::{Graph, Isolation, Join, RetryPolicy, Scheduler, StopCondition, Workflow};
 
-use super::error::PlanError;
-use super::flags::StopFlag;
-use super::groups::Summarizer;
-use super::passing::{ResultPassing, ResultScope};
-use super::step::{Body, Roster, StepAgent};
-use super::{NodeKind, Plan};
+use crate::error::PlanError;
+use crate::flags::StopFlag;
+use crate::passing::{ResultPassing, ResultScope};
+use crate::plan::{NodeKind, Plan};
+use crate::step::{Body, Roster, StepAgent};
+use crate::summarizer::Summarizer;
 
 /// How a [`Plan`] becomes a [`Workflow`].
 ///
 /// ```
-/// use troupe_presets::{CompileOptions, ResultPassing, ResultScope};
+/// use troupe_planning::{CompileOptions, ResultPassing, ResultScope};
 /// use troupe_runtime::Scheduler;
 ///
 /// let options = CompileOptions::new()

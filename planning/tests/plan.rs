@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 use troupe_agents::{ScriptedModel, ScriptedReply};
-use troupe_presets::{
+use troupe_planning::{
     ActionGroups, CompileOptions, Plan, PlanError, PlanFormat, PlanGraph, PlanSpec, PlanStep,
-    PlanningAgent, ResultContent, ResultPassing, ResultScope, STEP_KEY, Sequential, StepResult,
-    StopFlag, Summarizer,
+    PlanningAgent, ResultContent, ResultPassing, ResultScope, STEP_KEY, StepResult, StopFlag,
+    Summarizer,
 };
+use troupe_presets::Sequential;
 use troupe_runtime::{
     Agent, AgentError, Content, Event, FnAgent, Isolation, Message, Reply, RunContext, RunStatus,
     Scheduler, Thread,

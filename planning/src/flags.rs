@@ -19,7 +19,7 @@ const ABORT_PREFIX: &str = "plan aborted: ";
 /// How a step ended its plan early (the seed's `WorkGraphStopFlags`).
 ///
 /// ```
-/// use troupe_presets::StopFlag;
+/// use troupe_planning::StopFlag;
 /// use troupe_runtime::{AgentError, Content};
 ///
 /// // A step that decides the plan is done says so in its reply…

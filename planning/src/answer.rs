@@ -12,10 +12,10 @@ use serde_json::{Value, json};
 use troupe_agents::StructuredOutput;
 use troupe_runtime::Agent;
 
-use super::Plan;
-use super::error::PlanError;
-use super::step::PlanStep;
-use super::text::PlanGraph;
+use crate::error::PlanError;
+use crate::plan::Plan;
+use crate::step::PlanStep;
+use crate::text::PlanGraph;
 
 /// How the model writes its plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -56,7 +56,7 @@ pub struct SpecStep {
 /// A plan as written by a model: its steps and its graph lines.
 ///
 /// ```
-/// use troupe_presets::PlanSpec;
+/// use troupe_planning::PlanSpec;
 ///
 /// let spec = PlanSpec::parse_text("Here is my plan.\nSTEPS:\nA: find a recipe\nB: order it\nGRAPH:\nA -> B").unwrap();
 /// assert_eq!(spec.steps.len(), 2);

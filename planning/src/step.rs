@@ -9,8 +9,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use troupe_runtime::{Agent, AgentError, Content, Message, Reply, RunContext, Thread};
 
-use super::groups::SummarizeFn;
-use super::passing::{ResultContent, ResultPassing, StepInput, StepResult};
+use crate::passing::{ResultContent, ResultPassing, StepInput, StepResult};
+use crate::summarizer::SummarizeFn;
 
 /// Metadata key of the default summarizer's message: the ids it merged.
 pub const MERGED_KEY: &str = "troupe.plan.merged";
@@ -20,7 +20,7 @@ pub const MERGED_KEY: &str = "troupe.plan.merged";
 /// step runs it under its own id.
 ///
 /// ```
-/// use troupe_presets::PlanStep;
+/// use troupe_planning::PlanStep;
 /// use troupe_runtime::{FnAgent, Thread};
 ///
 /// let step = PlanStep::new("ORDER", FnAgent::sync("orderer", |_: &Thread| Ok("ordered")), "Order a latte");

@@ -3,55 +3,13 @@
 //! its steps in parallel, each branch on its own thread, and a
 //! [`Summarizer`] merges them before the next group starts.
 
-use std::fmt;
-use std::sync::Arc;
+use troupe_runtime::Isolation;
 
-use troupe_runtime::{Agent, Isolation};
-
-use super::error::PlanError;
-use super::passing::{ResultScope, StepResult};
-use super::step::PlanStep;
-use super::{Node, NodeKind, Plan};
-
-/// Merges a parallel group's results into one text.
-pub type SummarizeFn = Arc<dyn Fn(&[StepResult]) -> String + Send + Sync>;
-
-/// What merges the branches of a parallel group (the seed's summary node).
-#[derive(Clone, Default)]
-pub enum Summarizer {
-    /// Collects each branch's result, in branch order, into one merged
-    /// result ([`ResultContent::Merged`](super::ResultContent::Merged)):
-    /// the seed's default summarizer. The default.
-    #[default]
-    Collect,
-    /// An agent that receives the branches' results as attachments (and
-    /// the request to combine them) and answers with the merged result.
-    Agent(Arc<dyn Agent>),
-    /// A function of the branches' results.
-    Fn(SummarizeFn),
-}
-
-impl Summarizer {
-    /// An agent as summarizer.
-    pub fn agent(agent: impl Agent) -> Self {
-        Summarizer::Agent(Arc::new(agent))
-    }
-
-    /// A function as summarizer.
-    pub fn func(f: impl Fn(&[StepResult]) -> String + Send + Sync + 'static) -> Self {
-        Summarizer::Fn(Arc::new(f))
-    }
-}
-
-impl fmt::Debug for Summarizer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Summarizer::Collect => f.write_str("Collect"),
-            Summarizer::Agent(a) => write!(f, "Agent({})", a.name()),
-            Summarizer::Fn(_) => f.write_str("Fn(..)"),
-        }
-    }
-}
+use crate::error::PlanError;
+use crate::passing::ResultScope;
+use crate::plan::{Node, NodeKind, Plan};
+use crate::step::PlanStep;
+use crate::summarizer::Summarizer;
 
 #[derive(Debug, Clone)]
 struct Group {
@@ -70,7 +28,7 @@ struct Group {
 /// task and their request. Branches never see each other.
 ///
 /// ```
-/// use troupe_presets::{ActionGroups, PlanStep};
+/// use troupe_planning::{ActionGroups, PlanStep};
 /// use troupe_runtime::{FnAgent, Thread};
 ///
 /// let agent = std::sync::Arc::new(FnAgent::sync("worker", |_: &Thread| Ok("done")));

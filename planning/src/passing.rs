@@ -131,7 +131,7 @@ impl StepResult {
 /// Results as attachments, one after the other.
 ///
 /// ```
-/// use troupe_presets::{render_attachments, StepResult};
+/// use troupe_planning::{render_attachments, StepResult};
 ///
 /// let text = render_attachments(&[StepResult::text("FIND", "find a recipe", "a latte")]);
 /// assert_eq!(text, "<attachment id=\"FIND\" description=\"find a recipe\">\na latte\n</attachment>");
