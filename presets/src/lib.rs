@@ -43,11 +43,8 @@ mod swarm;
 mod team;
 
 pub use error::PresetError;
-pub use map_reduce::{MapReduce, MapReduceBuilder, split_subtasks};
+pub use map_reduce::{MapReduce, MapReduceBuilder};
 pub use round_robin::{RoundRobinBuilder, RoundRobinGroupChat};
-pub use selector::{
-    CandidateFn, DEFAULT_SELECTOR_PROMPT, SELECTOR, SelectorBuilder, SelectorFn, SelectorGroupChat,
-    SelectorInput,
-};
+pub use selector::{SelectorBuilder, SelectorGroupChat, SelectorInput};
 pub use sequential::{Sequential, SequentialBuilder, StepFlow};
 pub use swarm::{Swarm, SwarmBuilder};

@@ -35,7 +35,7 @@ enum Mapper {
 ///
 /// A mapper agent's answer is read as a JSON array of strings (or of
 /// objects with a `task` field), else as one sub-task per non-empty line
-/// (bullets and numbering removed); see [`split_subtasks`].
+/// (bullets and numbering removed); see [`MapReduce::split_subtasks`].
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -61,6 +61,20 @@ impl MapReduce {
     /// Starts describing a map-reduce.
     pub fn builder() -> MapReduceBuilder {
         MapReduceBuilder::default()
+    }
+
+    /// Reads sub-tasks out of a mapper's answer, as a map-reduce does: a
+    /// JSON array of strings, or of objects with a `task` (or `request`)
+    /// field; else one per non-empty line, with list bullets and numbering
+    /// removed.
+    ///
+    /// ```
+    /// use troupe_presets::MapReduce;
+    /// assert_eq!(MapReduce::split_subtasks(r#"["a", "b"]"#), ["a", "b"]);
+    /// assert_eq!(MapReduce::split_subtasks("1. first\n- second\n\n* third"), ["first", "second", "third"]);
+    /// ```
+    pub fn split_subtasks(text: &str) -> Vec<String> {
+        split_subtasks(text)
     }
 }
 
@@ -88,7 +102,7 @@ impl MapReduceBuilder {
         self
     }
 
-    /// An agent that splits the task (see [`split_subtasks`] for what its
+    /// An agent that splits the task (see [`MapReduce::split_subtasks`] for what its
     /// answer may look like).
     pub fn mapper(mut self, agent: impl Agent) -> Self {
         self.mapper = Some(Mapper::Agent(Arc::new(agent)));
@@ -206,16 +220,8 @@ impl MapReduceBuilder {
     }
 }
 
-/// Reads sub-tasks out of a mapper's answer: a JSON array of strings, or of
-/// objects with a `task` (or `request`) field; else one per non-empty line,
-/// with list bullets and numbering removed.
-///
-/// ```
-/// use troupe_presets::split_subtasks;
-/// assert_eq!(split_subtasks(r#"["a", "b"]"#), ["a", "b"]);
-/// assert_eq!(split_subtasks("1. first\n- second\n\n* third"), ["first", "second", "third"]);
-/// ```
-pub fn split_subtasks(text: &str) -> Vec<String> {
+/// See [`MapReduce::split_subtasks`].
+fn split_subtasks(text: &str) -> Vec<String> {
     let trimmed = text.trim();
     if let Ok(serde_json::Value::Array(items)) = serde_json::from_str(trimmed) {
         return items

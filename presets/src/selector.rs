@@ -13,12 +13,12 @@ use crate::error::PresetError;
 use crate::team::{Team, team_methods};
 
 /// The name of the node that picks speakers; no participant may take it.
-pub const SELECTOR: &str = "selector";
+const SELECTOR: &str = "selector";
 
 /// AutoGen's prompt, so teams moved over behave alike. `{roles}` lists
 /// each candidate with its description, `{participants}` their names,
 /// `{history}` the conversation.
-pub const DEFAULT_SELECTOR_PROMPT: &str = "You are in a role play game. The following roles are available:
+const DEFAULT_SELECTOR_PROMPT: &str = "You are in a role play game. The following roles are available:
 {roles}.
 Read the following conversation. Then select the next role from {participants} to play. Only return the role.
 
@@ -38,9 +38,9 @@ pub struct SelectorInput<'a> {
 }
 
 /// Picks the next speaker, or `None` to let the model decide.
-pub type SelectorFn = Arc<dyn Fn(&SelectorInput<'_>) -> Option<String> + Send + Sync>;
+type SelectorFn = Arc<dyn Fn(&SelectorInput<'_>) -> Option<String> + Send + Sync>;
 /// Narrows who may speak next.
-pub type CandidateFn = Arc<dyn Fn(&SelectorInput<'_>) -> Vec<String> + Send + Sync>;
+type CandidateFn = Arc<dyn Fn(&SelectorInput<'_>) -> Vec<String> + Send + Sync>;
 
 /// A group chat whose next speaker is chosen each turn from the
 /// participants' names and descriptions and the history: by a model, by a
@@ -78,6 +78,15 @@ pub type CandidateFn = Arc<dyn Fn(&SelectorInput<'_>) -> Vec<String> + Send + Sy
 pub struct SelectorGroupChat;
 
 impl SelectorGroupChat {
+    /// The name of the node that picks speakers; no participant may take it.
+    pub const SELECTOR: &'static str = SELECTOR;
+
+    /// The default selection prompt (AutoGen's, so teams moved over behave
+    /// alike), for [`SelectorBuilder::prompt`] to extend: `{roles}` lists
+    /// each candidate with its description, `{participants}` their names,
+    /// `{history}` the conversation.
+    pub const DEFAULT_PROMPT: &'static str = DEFAULT_SELECTOR_PROMPT;
+
     /// Starts describing a selector team.
     pub fn builder() -> SelectorBuilder {
         SelectorBuilder::default()
