@@ -179,3 +179,9 @@ pub use outcome::{Batch, DropReason, Dropped, Push, Readiness};
 pub use router::{Route, Router, RouterBuilder};
 pub use source::{AnySource, Source};
 pub use validation::{AgentRole, RouteProblem, RouteWarning};
+
+// The README's example is compiled and run as a doc test, so it cannot
+// drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;
