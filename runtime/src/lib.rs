@@ -95,3 +95,9 @@ macro_rules! local_message {
         impl ::ractor::Message for $t {}
     };
 }
+
+// The README's example is compiled and run as a doc test, so it cannot
+// drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;
