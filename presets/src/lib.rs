@@ -48,3 +48,9 @@ pub use round_robin::{RoundRobinBuilder, RoundRobinGroupChat};
 pub use selector::{SelectorBuilder, SelectorGroupChat, SelectorInput};
 pub use sequential::{Sequential, SequentialBuilder, StepFlow};
 pub use swarm::{Swarm, SwarmBuilder};
+
+// The README's example is compiled and run as a doc test, so it cannot
+// drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;
