@@ -91,3 +91,9 @@ pub use tool::{
     McpTransport, ThreadMode, Tool, ToolContext, ToolOutput,
 };
 pub use user_proxy::{UserProxy, UserProxyHandle, UserRequest};
+
+// The README's example is compiled and run as a doc test, so it cannot
+// drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;
