@@ -61,7 +61,9 @@
 
 pub use troupe_runtime::*;
 
-pub mod config;
+/// Declarative YAML teams: the config schema, validation with located
+/// errors, and building workflows from a config (the `troupe-config` crate).
+pub use troupe_config as config;
 
 /// Model clients, tools (functions, MCP), `ChatAgent`, user proxy (the
 /// `troupe-agents` crate).

@@ -21,7 +21,7 @@
 //! `== value` / `!= value`.
 //!
 //! ```
-//! use troupe::config::template::{Board, Expr, Template};
+//! use troupe_config::template::{Board, Expr, Template};
 //!
 //! let board = Board::default();
 //! board.record("qa", "qa_agent", r#"{"approved": true, "notes": "fine"}"#);

@@ -60,7 +60,7 @@ pub(crate) fn ref_id(reference: &str) -> &str {
 /// the cluster.
 ///
 /// ```
-/// use troupe::config::{Config, RemoteRef};
+/// use troupe_config::{Config, RemoteRef};
 ///
 /// let yaml = r#"
 /// version: 1
@@ -273,7 +273,7 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::BuildOptions;
+    use crate::BuildOptions;
     use troupe_runtime::{RunContext, Workflow};
 
     const MODELS: &str = "version: 1

@@ -13,7 +13,7 @@ use serde::de::{self, Deserialize, Deserializer, Visitor};
 ///
 /// ```
 /// use std::time::Duration;
-/// use troupe::config::HumanDuration;
+/// use troupe_config::HumanDuration;
 ///
 /// let d: HumanDuration = "1h 30m".parse()?;
 /// assert_eq!(d.duration, Duration::from_secs(5400));

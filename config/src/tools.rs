@@ -30,7 +30,7 @@ struct TextArgs {
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
-/// use troupe::config::builtin_tool;
+/// use troupe_config::builtin_tool;
 /// use troupe_agents::ToolContext;
 ///
 /// let calc = builtin_tool("calculator").unwrap();

@@ -26,7 +26,7 @@ impl Position {
 /// Displayed as `FILE:LINE:COL: field `a.b.c`: message (expected …)`.
 ///
 /// ```
-/// use troupe::config::{Diagnostic, Position};
+/// use troupe_config::{Diagnostic, Position};
 ///
 /// let d = Diagnostic::new("team.yaml", Position::new(3, 5), "agents.writer.model", "unknown model `fast`")
 ///     .expected("one of `main`");

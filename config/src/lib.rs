@@ -38,7 +38,7 @@
 //! column and field, and what was expected:
 //!
 //! ```
-//! use troupe::config::Config;
+//! use troupe_config::Config;
 //!
 //! let yaml = "version: 1\nagents:\n  writer:\n    model: fast\n    colour: blue\n";
 //! let err = Config::parse(yaml, "team.yaml").unwrap_err();
@@ -53,8 +53,8 @@
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use troupe::config::{BuildOptions, Config};
-//! use troupe::RunContext;
+//! use troupe_config::{BuildOptions, Config};
+//! use troupe_runtime::RunContext;
 //!
 //! let yaml = r#"
 //! version: 1
