@@ -132,6 +132,22 @@ impl ConfigError {
     }
 }
 
+/// Names as an "expected" text: `` `a` ``, or `` one of `a`, `b` ``.
+pub(crate) fn one_of(names: &[&str]) -> String {
+    match names {
+        [] => "nothing here".to_string(),
+        [one] => format!("`{one}`"),
+        _ => format!(
+            "one of {}",
+            names
+                .iter()
+                .map(|n| format!("`{n}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
 fn render(diagnostics: &[Diagnostic]) -> String {
     let mut out = String::new();
     for (i, d) in diagnostics.iter().enumerate() {

@@ -1,5 +1,7 @@
-//! Declarative teams: a YAML file names models, agents and a workflow;
-//! [`Config`] loads and checks it, and builds the workflow.
+//! # troupe-config
+//!
+//! Declarative teams for troupe: a YAML file names models, agents and a
+//! workflow; [`Config`] loads and checks it, and builds the workflow.
 //!
 //! ```yaml
 //! version: 1
@@ -23,7 +25,10 @@
 //! `condition` steps whose branches may go back to an earlier step), or a
 //! `router` alone (a graph may have one too). `workflows:` names nested
 //! workflows, inline or from another file, usable wherever an agent is.
-//! The JSON Schema of the format is [`json_schema`] (`troupe schema`).
+//! The JSON Schema of the format is [`json_schema`] (`troupe schema`),
+//! generated from the types of [`ConfigFile`]; where a config names a
+//! runtime setting (a node's `join`, a route's `overflow`, retry error
+//! kinds), those types are the runtime's own.
 //!
 //! A config can also spread its agents over a cluster: `node: b` on an
 //! agent, `researcher@b` where a participant is named, or `placement:
@@ -32,7 +37,7 @@
 //! ([`Config::hosted_by`], [`Config::build_hosted`]); `troupe run FILE
 //! --connect ADDR` joins the nodes and runs the workflow, remote
 //! participants and all ([`Config::remote_agents`]). The placement rules
-//! are in the `remote` module's documentation.
+//! are in [`RemoteRef`]'s module documentation.
 //!
 //! Loading reports every problem at once, each naming the file, line,
 //! column and field, and what was expected:
@@ -71,236 +76,47 @@
 //! assert_eq!(result.final_text(), "Hello!");
 //! # Ok(()) }
 //! ```
+//!
+//! ## How the crate is laid out
+//!
+//! Loading goes text → `tree` (YAML nodes that know where
+//! they were written) → `de` (a serde deserializer over that tree, which
+//! places every error and recovers to find them all) → `schema` types
+//! (one file per topic; values that may be written short use one generic
+//! [`Shorthand`]) → `validate` (one file per topic: names, references,
+//! loops, options that go together) → [`Config`]. Building goes
+//! [`Config`] → `build` (one file per topic: models, tools, agents,
+//! participants, teams, graphs, routers), through `plan` (graph and step
+//! workflows as nodes and transitions, also drawn by [`Config::mermaid`]).
+//! Files import shared helpers and the topics below them, never each
+//! other.
 
+#![warn(missing_docs)]
+
+mod arithmetic;
 mod build;
+mod builtin;
 mod de;
 mod duration;
 mod env;
 mod error;
+mod load;
 mod mermaid;
 mod plan;
+mod refs;
 mod remote;
 mod schema;
+mod shorthand;
 pub mod template;
-mod tools;
 mod tree;
 mod validate;
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
 pub use build::{BuildOptions, Built, Hosted, Store};
+pub use builtin::{BUILTIN_TOOLS, builtin_tool};
 pub use duration::HumanDuration;
 pub use error::{ConfigError, Diagnostic, Position};
+pub use load::Config;
+pub use refs::valid_name;
 pub use remote::RemoteRef;
 pub use schema::*;
-pub use tools::{BUILTIN_TOOLS, builtin_tool};
-pub use validate::valid_name;
-
-/// Configs nest (`workflows: {x: {file: …}}`) at most this deep.
-const MAX_NESTING: usize = 16;
-
-/// A loaded, checked config.
-#[derive(Debug, Clone)]
-pub struct Config {
-    path: PathBuf,
-    spec: ConfigFile,
-    /// The configs of `workflows` entries with `file:`, by name.
-    nested: BTreeMap<String, Config>,
-}
-
-impl Config {
-    /// Loads and checks a config file (and the files it nests).
-    pub fn load(path: impl AsRef<Path>) -> Result<Config, ConfigError> {
-        let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        Self::parse(&text, path)
-    }
-
-    /// Loads and checks config text; `path` names it in errors and is where
-    /// nested files and store paths are found relative to.
-    pub fn parse(text: &str, path: impl AsRef<Path>) -> Result<Config, ConfigError> {
-        let mut diagnostics = Vec::new();
-        let mut stack = Vec::new();
-        let config = load_text(text, path.as_ref(), &mut stack, &mut diagnostics);
-        match config {
-            Some(c) if diagnostics.is_empty() => Ok(c),
-            _ => {
-                sort(&mut diagnostics, path.as_ref());
-                Err(ConfigError::Invalid(diagnostics))
-            }
-        }
-    }
-
-    /// The file it was loaded from.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// What it says.
-    pub fn spec(&self) -> &ConfigFile {
-        &self.spec
-    }
-
-    /// The config of a `workflows` entry that has `file:`.
-    pub fn nested(&self, name: &str) -> Option<&Config> {
-        self.nested.get(name)
-    }
-
-    /// The workflow's name: the workflow's own, else the config's, else
-    /// `workflow`.
-    pub fn workflow_name(&self) -> String {
-        self.spec
-            .workflow
-            .as_ref()
-            .and_then(|w| w.name.clone())
-            .or_else(|| self.spec.name.clone())
-            .unwrap_or_else(|| "workflow".into())
-    }
-
-    /// The workflow as a Mermaid flowchart (`troupe graph`).
-    pub fn mermaid(&self) -> String {
-        mermaid::render(self)
-    }
-
-    /// Builds the workflow: model clients, tools (starting MCP servers),
-    /// agents, nested workflows, the checkpoint store.
-    pub async fn build(&self, options: &BuildOptions) -> Result<Built, ConfigError> {
-        build::build(self, options).await
-    }
-
-    /// Builds the agents (or named workflows) `names` for cluster node
-    /// `node` to host (`troupe node`; see [`Config::hosted_by`]). They are
-    /// built as [`Config::build`] builds them, locally even when their
-    /// `node:` names `node`; what they use from other nodes stays remote.
-    pub async fn build_hosted(
-        &self,
-        names: &[String],
-        node: &str,
-        options: &BuildOptions,
-    ) -> Result<Hosted, ConfigError> {
-        build::build_hosted(self, names, node, options).await
-    }
-
-    /// Where a path written in the config points (relative to the file).
-    pub fn resolve_path(&self, written: &str) -> PathBuf {
-        let p = Path::new(written);
-        if p.is_absolute() {
-            p.to_path_buf()
-        } else {
-            self.path
-                .parent()
-                .map_or_else(|| p.to_path_buf(), |dir| dir.join(p))
-        }
-    }
-}
-
-fn sort(diagnostics: &mut [Diagnostic], main: &Path) {
-    diagnostics.sort_by(|a, b| {
-        (a.file != main, &a.file, a.position).cmp(&(b.file != main, &b.file, b.position))
-    });
-}
-
-fn load_text(
-    text: &str,
-    path: &Path,
-    stack: &mut Vec<PathBuf>,
-    diagnostics: &mut Vec<Diagnostic>,
-) -> Option<Config> {
-    let tree = match tree::parse(text) {
-        Ok(t) => t,
-        Err(e) => {
-            diagnostics.push(Diagnostic::new(path, e.at, "", e.message));
-            return None;
-        }
-    };
-    let (spec, errors, removed) = de::deserialize_all::<ConfigFile>(&tree);
-    let before = diagnostics.len();
-    for e in errors {
-        let field = e.field();
-        // Unknown fields and missing ones point at the key; wrong values
-        // at the value.
-        let at = match (&e.missing, &e.path) {
-            // A missing field is reported where its mapping's key is.
-            (Some(_), Some(p)) => tree.position_of(p),
-            _ => e.at.unwrap_or(tree.at),
-        };
-        let mut d = Diagnostic::new(path, at, field.to_string(), e.message);
-        d.expected = e.expected;
-        diagnostics.push(d);
-    }
-    let spec = spec?;
-    diagnostics.extend(validate::check(&spec, &tree, path, &removed));
-
-    stack.push(path.to_path_buf());
-    let mut nested = BTreeMap::new();
-    for (name, w) in &spec.workflows {
-        let Some(file) = &w.file else { continue };
-        let field = tree::FieldPath::root()
-            .key("workflows")
-            .key(name.clone())
-            .key("file");
-        let at = tree.value_position(&field);
-        let target = match path.parent() {
-            Some(dir) if !Path::new(file).is_absolute() => dir.join(file),
-            _ => PathBuf::from(file),
-        };
-        if stack.len() >= MAX_NESTING || stack.iter().any(|p| same_file(p, &target)) {
-            diagnostics.push(
-                Diagnostic::new(
-                    path,
-                    at,
-                    field.to_string(),
-                    format!("`{file}` nests itself"),
-                )
-                .expected("a file that does not include this one"),
-            );
-            continue;
-        }
-        let text = match std::fs::read_to_string(&target) {
-            Ok(t) => t,
-            Err(e) => {
-                diagnostics.push(
-                    Diagnostic::new(
-                        path,
-                        at,
-                        field.to_string(),
-                        format!("cannot read `{}`: {e}", target.display()),
-                    )
-                    .expected("a config file path relative to this file"),
-                );
-                continue;
-            }
-        };
-        if let Some(inner) = load_text(&text, &target, stack, diagnostics) {
-            if inner.spec.workflow.is_none() && inner.spec.agents.len() != 1 {
-                diagnostics.push(Diagnostic::new(
-                    path,
-                    at,
-                    field.to_string(),
-                    format!("`{file}` has no workflow to nest"),
-                ));
-            }
-            nested.insert(name.clone(), inner);
-        }
-    }
-    stack.pop();
-    if diagnostics.len() > before {
-        return None;
-    }
-    Some(Config {
-        path: path.to_path_buf(),
-        spec,
-        nested,
-    })
-}
-
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (a.canonicalize(), b.canonicalize()) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => a == b,
-    }
-}
+pub use shorthand::{ShortForm, Shorthand};

@@ -3,10 +3,10 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use super::Config;
-use super::plan::Plan;
-use super::remote::{ref_id, split_ref, spreads};
-use super::schema::WorkflowSpec;
+use crate::load::Config;
+use crate::plan::Plan;
+use crate::refs::{ref_id, split_ref};
+use crate::schema::{PlacementSpec, WorkflowSpec};
 
 /// A Mermaid node id: letters, digits and `_` only (names may hold `-`
 /// or `#`), prefixed so it never collides with Mermaid keywords.
@@ -71,9 +71,9 @@ impl Chart {
 /// runs on (`researcher@b`, or an agent with `node: b`).
 fn participant_label(config: &Config, reference: &str) -> String {
     let (name, node) = split_ref(reference).unwrap_or((reference, None));
-    let node = node.or_else(|| config.spec.agents.get(name)?.node.as_deref());
+    let node = node.or_else(|| config.spec().agents.get(name)?.node.as_deref());
     let mut text = name.to_string();
-    if config.spec.workflows.contains_key(name) {
+    if config.spec().workflows.contains_key(name) {
         text.push_str(" (workflow)");
     }
     if let Some(n) = node {
@@ -82,20 +82,22 @@ fn participant_label(config: &Config, reference: &str) -> String {
     text
 }
 
-/// Draws the config's workflow.
-pub(crate) fn render(config: &Config) -> String {
-    let mut c = Chart::new();
-    let user = c.node("user", "user", true);
-    match &config.spec.workflow {
-        Some(w) => draw(&mut c, config, w, &user),
-        None => {
-            if let Some(name) = config.spec.agents.keys().next() {
-                let a = c.node(name, name, false);
-                c.edge(&user, &a, "", false);
+impl Config {
+    /// The workflow as a Mermaid flowchart (`troupe graph`).
+    pub fn mermaid(&self) -> String {
+        let mut c = Chart::new();
+        let user = c.node("user", "user", true);
+        match &self.spec().workflow {
+            Some(w) => draw(&mut c, self, w, &user),
+            None => {
+                if let Some(name) = self.spec().agents.keys().next() {
+                    let a = c.node(name, name, false);
+                    c.edge(&user, &a, "", false);
+                }
             }
         }
+        c.out
     }
-    c.out
 }
 
 fn draw(c: &mut Chart, config: &Config, w: &WorkflowSpec, user: &str) {
@@ -133,7 +135,7 @@ fn draw(c: &mut Chart, config: &Config, w: &WorkflowSpec, user: &str) {
         for n in &t.participants {
             let from = node_id(ref_id(n));
             for target in config
-                .spec
+                .spec()
                 .agents
                 .get(ref_id(n))
                 .map(|a| a.handoffs.clone())
@@ -156,7 +158,7 @@ fn draw(c: &mut Chart, config: &Config, w: &WorkflowSpec, user: &str) {
         }
     } else if let Some(m) = &w.map_reduce {
         let mapper = c.node(ref_id(&m.mapper), &label_of(&m.mapper), false);
-        let worker = if spreads(m.placement) {
+        let worker = if PlacementSpec::spreads(m.placement) {
             format!("{} × N, spread over nodes", ref_id(&m.worker))
         } else {
             format!("{} × N", label_of(&m.worker))
@@ -177,14 +179,7 @@ fn draw(c: &mut Chart, config: &Config, w: &WorkflowSpec, user: &str) {
     if let Some(r) = &w.router {
         // Routes: who hears whom (dotted when a graph decides who runs).
         let dashed = w.graph.is_some();
-        let mut members: Vec<String> = Vec::new();
-        for route in &r.routes {
-            for n in route.from.0.iter().chain(std::iter::once(&route.to)) {
-                if n != troupe_runtime::USER && n != "*" && !members.contains(n) {
-                    members.push(n.clone());
-                }
-            }
-        }
+        let members = r.route_members(|_| true);
         for route in &r.routes {
             let to = c.node(&route.to, &label_of(&route.to), false);
             let mut opts = Vec::new();

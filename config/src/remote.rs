@@ -30,31 +30,9 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
-use super::Config;
-use super::schema::StepKind;
-use super::schema::{BranchSpec, ConfigFile, PlacementSpec, StepSpec, WorkflowSpec};
-use super::validate::{step_kind, step_target};
-
-/// Splits a participant reference: `agent` gives `(agent, None)`,
-/// `agent@node` gives `(agent, Some(node))`; a malformed reference (an
-/// empty part, two `@`) gives `None`.
-pub(crate) fn split_ref(reference: &str) -> Option<(&str, Option<&str>)> {
-    match reference.split_once('@') {
-        None => Some((reference, None)),
-        Some((agent, node)) if !agent.is_empty() && !node.is_empty() && !node.contains('@') => {
-            Some((agent, Some(node)))
-        }
-        Some(_) => None,
-    }
-}
-
-/// The participant id a reference stands for: the agent's name, without
-/// an `@node` part.
-pub(crate) fn ref_id(reference: &str) -> &str {
-    reference
-        .split_once('@')
-        .map_or(reference, |(agent, _)| agent)
-}
+use crate::load::Config;
+use crate::refs::{ref_id, split_ref};
+use crate::schema::{ConfigFile, PlacementSpec, StepKind, StepSpec, WorkflowSpec};
 
 /// An agent (or named workflow) that a workflow uses from another node of
 /// the cluster.
@@ -95,11 +73,6 @@ impl fmt::Display for RemoteRef {
     }
 }
 
-/// Whether a map-reduce's workers are remote replicas.
-pub(crate) fn spreads(p: Option<PlacementSpec>) -> bool {
-    !matches!(p, None | Some(PlacementSpec::Local))
-}
-
 /// Every participant reference a workflow makes (names as written), and
 /// the worker of a spread map-reduce separately.
 fn references<'w>(w: &'w WorkflowSpec, out: &mut Vec<&'w str>, spread: &mut Vec<&'w str>) {
@@ -118,7 +91,7 @@ fn references<'w>(w: &'w WorkflowSpec, out: &mut Vec<&'w str>, spread: &mut Vec<
     if let Some(m) = &w.map_reduce {
         out.push(&m.mapper);
         out.push(&m.reducer);
-        if spreads(m.placement) {
+        if PlacementSpec::spreads(m.placement) {
             spread.push(&m.worker);
         } else {
             out.push(&m.worker);
@@ -134,28 +107,15 @@ fn references<'w>(w: &'w WorkflowSpec, out: &mut Vec<&'w str>, spread: &mut Vec<
 
 fn step_references<'w>(steps: &'w [StepSpec], out: &mut Vec<&'w str>) {
     for s in steps {
-        if step_kind(s) == Some(StepKind::Agent)
-            && let Some(t) = step_target(s)
+        if s.step_kind() == Some(StepKind::Agent)
+            && let Some(t) = s.target()
         {
             out.push(t);
         }
-        if let Some(children) = &s.steps {
-            step_references(children, out);
-        }
-        for b in [&s.when_true, &s.when_false].into_iter().flatten() {
-            if let BranchSpec::Steps(list) = b {
-                step_references(list, out);
-            }
+        for list in s.children() {
+            step_references(list, out);
         }
     }
-}
-
-/// The workflows of a file that run in it: the main one and the inline
-/// named ones (those from other files have their own config).
-fn workflows(spec: &ConfigFile) -> impl Iterator<Item = &WorkflowSpec> {
-    spec.workflow
-        .iter()
-        .chain(spec.workflows.values().filter(|w| w.file.is_none()))
 }
 
 /// Where a reference runs: a node, or `None` for here.
@@ -180,9 +140,9 @@ impl Config {
     }
 
     fn collect_remote(&self, found: &mut BTreeSet<RemoteRef>) {
-        let spec = &self.spec;
+        let spec = self.spec();
         let (mut refs, mut spread) = (Vec::new(), Vec::new());
-        for w in workflows(spec) {
+        for w in spec.local_workflows() {
             references(w, &mut refs, &mut spread);
         }
         if spec.workflow.is_none()
@@ -204,7 +164,7 @@ impl Config {
                 node: None,
             });
         }
-        for nested in self.nested.values() {
+        for nested in self.nested_configs() {
             nested.collect_remote(found);
         }
     }
@@ -216,7 +176,7 @@ impl Config {
     /// Only what this file declares: an `x@NODE` reference to an agent it
     /// does not declare is for another config to host.
     pub fn hosted_by(&self, node: &str) -> Vec<String> {
-        let spec = &self.spec;
+        let spec = self.spec();
         let mut placed = false;
         let mut out = BTreeSet::new();
         for (name, a) in &spec.agents {
@@ -228,7 +188,7 @@ impl Config {
             }
         }
         let (mut refs, mut spread) = (Vec::new(), Vec::new());
-        for w in workflows(spec) {
+        for w in spec.local_workflows() {
             references(w, &mut refs, &mut spread);
         }
         for r in refs {
@@ -255,14 +215,14 @@ impl Config {
     /// The nodes this file places agents on by name (`node:`, `x@node`),
     /// sorted.
     pub fn nodes(&self) -> Vec<String> {
-        let spec = &self.spec;
+        let spec = self.spec();
         let mut out: BTreeSet<&str> = spec
             .agents
             .values()
             .filter_map(|a| a.node.as_deref())
             .collect();
         let (mut refs, mut spread) = (Vec::new(), Vec::new());
-        for w in workflows(spec) {
+        for w in spec.local_workflows() {
             references(w, &mut refs, &mut spread);
         }
         out.extend(refs.into_iter().filter_map(|r| split_ref(r)?.1));
@@ -273,7 +233,7 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::BuildOptions;
+    use crate::build::BuildOptions;
     use troupe_runtime::{RunContext, Workflow};
 
     const MODELS: &str = "version: 1
@@ -301,17 +261,6 @@ models:
             Err(e) => e.to_string(),
             Ok(r) => format!("completed: {}", r.final_text()),
         }
-    }
-
-    #[test]
-    fn references_split() {
-        assert_eq!(split_ref("a"), Some(("a", None)));
-        assert_eq!(split_ref("a@b"), Some(("a", Some("b"))));
-        for bad in ["a@", "@b", "a@b@c", "@"] {
-            assert_eq!(split_ref(bad), None, "{bad}");
-        }
-        assert_eq!(ref_id("a@b"), "a");
-        assert_eq!(ref_id("a"), "a");
     }
 
     #[test]

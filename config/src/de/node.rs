@@ -1,159 +1,14 @@
-//! A serde `Deserializer` over the position-aware tree.
-//!
-//! It differs from a plain YAML deserializer in three ways that make
-//! config errors useful:
-//!
-//! - every error carries the position and field path of the node it is
-//!   about;
-//! - unknown fields of a struct are recorded (with the fields that were
-//!   expected) and skipped, so one pass finds all of them;
-//! - [`deserialize_all`] recovers from the other errors — a wrong type, a
-//!   bad duration, a missing field — by recording the error, removing the
-//!   offending node and trying again, so all of them are reported at once
-//!   too, not only the first.
+//! [`NodeDe`]: a serde `Deserializer` over one node of the position-aware
+//! tree, placing every error at the node it is about and collecting
+//! unknown fields instead of stopping at them.
 
 use std::cell::RefCell;
-use std::fmt;
 
-use serde::de::{
-    self, DeserializeOwned, DeserializeSeed, EnumAccess, IntoDeserializer, MapAccess, SeqAccess,
-    VariantAccess, Visitor,
-};
+use serde::de::{self, DeserializeSeed, EnumAccess, MapAccess, SeqAccess, VariantAccess, Visitor};
 
-use super::error::Position;
-use super::tree::{FieldPath, Key, Node, Value};
-
-/// A deserialization error, with where it happened once known.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct DeError {
-    pub(crate) message: String,
-    pub(crate) expected: Option<String>,
-    pub(crate) at: Option<Position>,
-    pub(crate) path: Option<FieldPath>,
-    /// Set for "missing field": the field's name.
-    pub(crate) missing: Option<String>,
-}
-
-impl DeError {
-    fn new(message: impl Into<String>) -> Self {
-        DeError {
-            message: message.into(),
-            expected: None,
-            at: None,
-            path: None,
-            missing: None,
-        }
-    }
-
-    fn expecting(mut self, expected: impl fmt::Display) -> Self {
-        self.expected = Some(friendly_expected(&expected.to_string()));
-        self
-    }
-
-    /// Places the error, unless a deeper node already did.
-    fn locate(mut self, at: Position, path: &FieldPath) -> Self {
-        if self.at.is_none() {
-            self.at = Some(at);
-            self.path = Some(path.clone());
-        }
-        self
-    }
-
-    /// The field the error is about (for a missing field, the field
-    /// itself rather than the mapping that lacks it).
-    pub(crate) fn field(&self) -> FieldPath {
-        let path = self.path.clone().unwrap_or_default();
-        match &self.missing {
-            Some(name) => path.key(name.clone()),
-            None => path,
-        }
-    }
-}
-
-impl fmt::Display for DeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for DeError {}
-
-/// serde's "expected" texts name Rust types; say what to write instead.
-fn friendly_expected(text: &str) -> String {
-    if text.starts_with("struct ") || text == "a map" {
-        return "a mapping".into();
-    }
-    if let Some(rest) = text.strip_prefix("enum ") {
-        return format!("one of the forms of {rest}");
-    }
-    match text {
-        "a string" => "a string".into(),
-        "a boolean" => "true or false".into(),
-        "u8" | "u16" | "u32" | "u64" | "usize" => "a whole number, 0 or more".into(),
-        "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number".into(),
-        "f32" | "f64" => "a number".into(),
-        "a sequence" => "a list".into(),
-        other => other.to_string(),
-    }
-}
-
-pub(crate) fn one_of(names: &[&str]) -> String {
-    match names {
-        [] => "nothing here".to_string(),
-        [one] => format!("`{one}`"),
-        _ => format!(
-            "one of {}",
-            names
-                .iter()
-                .map(|n| format!("`{n}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
-impl de::Error for DeError {
-    fn custom<T: fmt::Display>(msg: T) -> Self {
-        DeError::new(msg.to_string())
-    }
-    fn invalid_type(unexp: de::Unexpected<'_>, exp: &dyn de::Expected) -> Self {
-        DeError::new(format!("wrong type: found {}", unexpected(&unexp))).expecting(exp)
-    }
-    fn invalid_value(unexp: de::Unexpected<'_>, exp: &dyn de::Expected) -> Self {
-        DeError::new(format!("invalid value {}", unexpected(&unexp))).expecting(exp)
-    }
-    fn invalid_length(len: usize, exp: &dyn de::Expected) -> Self {
-        DeError::new(format!("wrong number of items ({len})")).expecting(exp)
-    }
-    fn unknown_variant(variant: &str, expected: &'static [&'static str]) -> Self {
-        DeError::new(format!("unknown value `{variant}`")).expecting(one_of(expected))
-    }
-    fn unknown_field(field: &str, expected: &'static [&'static str]) -> Self {
-        DeError::new(format!("unknown field `{field}`")).expecting(one_of(expected))
-    }
-    fn missing_field(field: &'static str) -> Self {
-        let mut e = DeError::new(format!("missing field `{field}`"));
-        e.missing = Some(field.to_string());
-        e
-    }
-    fn duplicate_field(field: &'static str) -> Self {
-        DeError::new(format!("field `{field}` given twice"))
-    }
-}
-
-fn unexpected(u: &de::Unexpected<'_>) -> String {
-    match u {
-        de::Unexpected::Map => "a mapping".into(),
-        de::Unexpected::Seq => "a list".into(),
-        de::Unexpected::Unit | de::Unexpected::Option => "nothing (null)".into(),
-        de::Unexpected::Str(s) => format!("the string {s:?}"),
-        de::Unexpected::Signed(n) => format!("the number {n}"),
-        de::Unexpected::Unsigned(n) => format!("the number {n}"),
-        de::Unexpected::Float(n) => format!("the number {n}"),
-        de::Unexpected::Bool(b) => format!("{b}"),
-        other => other.to_string(),
-    }
-}
+use super::error::DeError;
+use crate::error::{Position, one_of};
+use crate::tree::{FieldPath, Key, Node, Value};
 
 /// What one pass finds besides the error that ends it.
 #[derive(Default)]
@@ -162,6 +17,11 @@ pub(crate) struct Collector {
 }
 
 impl Collector {
+    /// The unknown fields met.
+    pub(super) fn into_unknown(self) -> Vec<DeError> {
+        self.unknown.into_inner()
+    }
+
     fn unknown_field(&self, key: &Key, path: &FieldPath, fields: &'static [&'static str]) {
         let e = DeError::new(format!("unknown field `{}`", key.name))
             .expecting(one_of(fields))
@@ -170,67 +30,15 @@ impl Collector {
     }
 }
 
-/// Deserializes a `T` from the tree, reporting every error found: unknown
-/// fields as they are met, other errors by removing the node at fault and
-/// trying again. Returns the value (if what remained deserialized), every
-/// error, and the paths removed on the way.
-pub(crate) fn deserialize_all<T: DeserializeOwned>(
-    tree: &Node,
-) -> (Option<T>, Vec<DeError>, Vec<FieldPath>) {
-    let mut tree = tree.clone();
-    let mut errors: Vec<DeError> = Vec::new();
-    let mut removed: Vec<FieldPath> = Vec::new();
-    // Each round removes a node, so this ends; the cap is a backstop.
-    for _ in 0..512 {
-        let collector = Collector::default();
-        let result = T::deserialize(NodeDe::new(&tree, FieldPath::root(), &collector));
-        for e in collector.unknown.into_inner() {
-            if !errors.contains(&e) {
-                errors.push(e);
-            }
-        }
-        match result {
-            Ok(value) => return (Some(value), errors, removed),
-            Err(e) => {
-                let mut path = e.path.clone().unwrap_or_default();
-                // A node already removed (a list item left as null) that
-                // fails again takes its parent with it; its error was
-                // reported the first time.
-                let again = removed.contains(&path);
-                while removed.contains(&path) {
-                    match path.0.pop() {
-                        Some(_) => {}
-                        None => return (None, errors, removed),
-                    }
-                }
-                // "missing field x" after we removed x is our own doing: the
-                // first error already said what was wrong with x.
-                let consequence = e
-                    .missing
-                    .as_ref()
-                    .is_some_and(|m| removed.iter().any(|r| *r == path.key(m.clone())));
-                if !consequence && !again && !errors.contains(&e) {
-                    errors.push(e);
-                }
-                if !tree.remove(&path) {
-                    return (None, errors, removed);
-                }
-                removed.push(path);
-            }
-        }
-    }
-    (None, errors, removed)
-}
-
 /// Deserializes from one node of the tree.
-pub(crate) struct NodeDe<'a> {
+pub(super) struct NodeDe<'a> {
     node: &'a Node,
     path: FieldPath,
     collector: &'a Collector,
 }
 
 impl<'a> NodeDe<'a> {
-    pub(crate) fn new(node: &'a Node, path: FieldPath, collector: &'a Collector) -> Self {
+    pub(super) fn new(node: &'a Node, path: FieldPath, collector: &'a Collector) -> Self {
         NodeDe {
             node,
             path,
@@ -574,10 +382,4 @@ impl<'de> VariantAccess<'de> for VariantAcc<'_> {
             None => Err(self.needs_value()),
         }
     }
-}
-
-/// Lets manual visitors hand a string on to a derived type.
-#[allow(dead_code)]
-pub(crate) fn str_de(s: &str) -> de::value::StrDeserializer<'_, DeError> {
-    s.into_deserializer()
 }
