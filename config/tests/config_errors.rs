@@ -2,7 +2,7 @@
 //! the file, the line and column, the field, and what is wrong — and none
 //! may panic.
 
-use troupe::config::{Config, ConfigError};
+use troupe_config::{Config, ConfigError};
 
 /// A valid preamble the cases build on.
 const BASE: &str = "version: 1
@@ -319,6 +319,20 @@ fn cases() -> Vec<Case> {
             "t.yaml:10:18",
             "workflow.steps[1].condition",
             "step `late` is referenced before it exists",
+        ),
+        with_base(
+            "retry on a cancelled turn",
+            "workflow:\n  steps:\n    - {agent: a, retry: {max_attempts: 1, on: [timeout, cancelled]}}\n",
+            "t.yaml:9:57",
+            "workflow.steps[0].retry.on[1]",
+            "a cancelled turn is never retried",
+        ),
+        with_base(
+            "retry on a cancelled graph node",
+            "workflow:\n  graph:\n    nodes: [{agent: a, retry: {max_attempts: 1, on: [cancelled]}}]\n",
+            "t.yaml:9:54",
+            "workflow.graph.nodes[0].retry.on[0]",
+            "a cancelled turn is never retried",
         ),
         with_base(
             "goto a later step",
