@@ -37,7 +37,7 @@
 //! ([`Config::hosted_by`], [`Config::build_hosted`]); `troupe run FILE
 //! --connect ADDR` joins the nodes and runs the workflow, remote
 //! participants and all ([`Config::remote_agents`]). The placement rules
-//! are in [`RemoteRef`]'s module documentation.
+//! are in [`RemoteRef`]'s documentation.
 //!
 //! Loading reports every problem at once, each naming the file, line,
 //! column and field, and what was expected:
@@ -120,3 +120,9 @@ pub use refs::valid_name;
 pub use remote::RemoteRef;
 pub use schema::*;
 pub use shorthand::{ShortForm, Shorthand};
+
+// The README's example is compiled and run as a doc test, so it cannot
+// drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeSnippets;

@@ -1,31 +1,7 @@
 //! Cluster placement in a config: which participants run on other nodes,
 //! and which agents a node hosts.
 //!
-//! Three things put work on other nodes:
-//!
-//! - `node: b` on an agent: the workflow sends that agent's turns to node
-//!   `b` (a [`RemoteAgent`](troupe_runtime::cluster::RemoteAgent) pinned to
-//!   it), under the agent's own name, so routes, graph transitions and
-//!   templates are unchanged;
-//! - a reference `researcher@b` where a workflow names a participant (preset
-//!   participant lists, `map_reduce`'s mapper, worker and reducer, graph
-//!   nodes, agent steps, a router's `participants`): the same, for this use
-//!   only. The agent need not be declared in this file (node `b`'s config
-//!   declares it);
-//! - `placement: spread` (or `least_busy`) on a `map_reduce`: its workers
-//!   are remote agents taking turns over every node that hosts the worker.
-//!
-//! `troupe node --config FILE --name NODE` hosts, by this rule
-//! ([`Config::hosted_by`]):
-//!
-//! - when the file places nothing on any node, every agent it declares;
-//! - otherwise, the agents placed on `NODE` (`node: NODE`, `x@NODE`
-//!   references) and the workers of `placement: spread` / `least_busy`
-//!   map-reduces (every node hosts those).
-//!
-//! So one file can describe the whole cluster: each node hosts its share,
-//! and the process running the workflow (`troupe run --connect …`) finds
-//! them by name.
+//! The rules are on [`RemoteRef`].
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -36,6 +12,32 @@ use crate::schema::{ConfigFile, PlacementSpec, StepKind, StepSpec, WorkflowSpec}
 
 /// An agent (or named workflow) that a workflow uses from another node of
 /// the cluster.
+///
+/// Three things put work on other nodes:
+///
+/// - `node: b` on an agent: the workflow sends that agent's turns to node
+///   `b` (a [`RemoteAgent`](troupe_runtime::cluster::RemoteAgent) pinned to
+///   it), under the agent's own name, so routes, graph transitions and
+///   templates are unchanged;
+/// - a reference `researcher@b` where a workflow names a participant (preset
+///   participant lists, `map_reduce`'s mapper, worker and reducer, graph
+///   nodes, agent steps, a router's `participants`): the same, for this use
+///   only. The agent need not be declared in this file (node `b`'s config
+///   declares it);
+/// - `placement: spread` (or `least_busy`) on a `map_reduce`: its workers
+///   are remote agents taking turns over every node that hosts the worker.
+///
+/// `troupe node --config FILE --name NODE` hosts, by this rule
+/// ([`Config::hosted_by`](crate::Config::hosted_by)):
+///
+/// - when the file places nothing on any node, every agent it declares;
+/// - otherwise, the agents placed on `NODE` (`node: NODE`, `x@NODE`
+///   references) and the workers of `placement: spread` / `least_busy`
+///   map-reduces (every node hosts those).
+///
+/// So one file can describe the whole cluster: each node hosts its share,
+/// and the process running the workflow (`troupe run --connect …`) finds
+/// them by name.
 ///
 /// ```
 /// use troupe_config::{Config, RemoteRef};
