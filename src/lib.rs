@@ -62,7 +62,9 @@
 
 pub use troupe_runtime::*;
 
-pub mod config;
+/// Declarative YAML teams: the config schema, validation with located
+/// errors, and building workflows from a config (the `troupe-config` crate).
+pub use troupe_config as config;
 
 /// Agents on other processes and machines: nodes, remote agents,
 /// placement (the `troupe-cluster` crate).

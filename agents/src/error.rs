@@ -81,7 +81,7 @@ pub enum ModelError {
     Config(String),
     /// A scripted model was asked for more replies than it holds.
     #[error(
-        "scripted model '{model}' is exhausted: call {call} asked for a reply but the script holds only {replies}"
+        "scripted model '{model}' is exhausted: call {call} asked for a reply but the script holds only {replies} (it ran out of replies: add replies, or set `when_exhausted` to `repeat_last` or `cycle`)"
     )]
     ScriptExhausted {
         /// The scripted model's name.

@@ -7,6 +7,12 @@ use crate::team::{Team, team_methods};
 
 /// What each step of a [`Sequential`] receives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "schema", derive(serde::Deserialize, schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", serde(rename_all = "snake_case"))]
+#[cfg_attr(
+    feature = "schema",
+    schemars(description = "What each step of a sequence receives.")
+)]
 pub enum StepFlow {
     /// The task and every earlier step's messages (default).
     #[default]

@@ -97,6 +97,8 @@ impl From<BTreeSet<String>> for SenderFilter {
 
 /// What a full inbox does with one more message.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "schema", derive(serde::Deserialize, schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", serde(rename_all = "snake_case"))]
 pub enum Overflow {
     /// Evict the oldest message to make room (reported as dropped).
     #[default]

@@ -182,10 +182,16 @@ impl From<Content> for Reply {
 /// The broad kind of an [`AgentError`], for retry policies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(
+    feature = "schema",
+    schemars(description = "A kind of failure worth retrying.")
+)]
 pub enum ErrorKind {
     /// A failure retrying will not fix.
     Failed,
     /// A failure that may pass (rate limit, a dropped connection).
+    #[cfg_attr(feature = "schema", serde(alias = "rate_limit"))]
     Transient,
     /// The turn took too long.
     Timeout,
@@ -198,6 +204,7 @@ pub enum ErrorKind {
     /// A remote node was lost.
     Node,
     /// The turn was cancelled.
+    #[cfg_attr(feature = "schema", schemars(skip))]
     Cancelled,
 }
 

@@ -1,8 +1,8 @@
 //! [`ScriptedModel`]: a deterministic model for examples and tests, offline.
 
-use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Serialize;
@@ -84,12 +84,84 @@ fn json_text(value: &impl Serialize) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".to_string())
 }
 
+/// The same reply again, for a script that repeats or cycles. A
+/// [`ModelError`] is not `Clone`: the errors a script simulates keep their
+/// kind (so a retry policy judges a repeated failure as it judged the
+/// first), and the others repeat as their message.
+fn replay(reply: &ScriptedReply) -> ScriptedReply {
+    match reply {
+        ScriptedReply::Text(text) => ScriptedReply::Text(text.clone()),
+        ScriptedReply::ToolCalls(calls) => ScriptedReply::ToolCalls(calls.clone()),
+        ScriptedReply::Handoff { target, reason } => ScriptedReply::Handoff {
+            target: target.clone(),
+            reason: reason.clone(),
+        },
+        ScriptedReply::Response(response) => ScriptedReply::Response(response.clone()),
+        ScriptedReply::Error(error) => ScriptedReply::Error(match error {
+            ModelError::Status {
+                endpoint,
+                status,
+                body,
+                retry_after,
+            } => ModelError::Status {
+                endpoint: endpoint.clone(),
+                status: *status,
+                body: body.clone(),
+                retry_after: *retry_after,
+            },
+            ModelError::Connect { endpoint, message } => ModelError::Connect {
+                endpoint: endpoint.clone(),
+                message: message.clone(),
+            },
+            ModelError::Timeout { endpoint, after } => ModelError::Timeout {
+                endpoint: endpoint.clone(),
+                after: *after,
+            },
+            ModelError::Config(message) => ModelError::Config(message.clone()),
+            other => ModelError::Other(other.to_string()),
+        }),
+    }
+}
+
+/// What a [`ScriptedModel`] with a list of replies does once every reply
+/// has been used.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use troupe_agents::model::{ChatMessage, ChatModel, ChatRequest, ScriptedModel, ScriptedReply, WhenExhausted};
+///
+/// let model = ScriptedModel::new([ScriptedReply::text("a"), ScriptedReply::text("b")])
+///     .when_exhausted(WhenExhausted::Cycle);
+/// let ask = ChatRequest::new(vec![ChatMessage::user("next?")]);
+/// let mut said = Vec::new();
+/// for _ in 0..3 {
+///     said.push(model.complete(&ask).await.unwrap().text_content().to_string());
+/// }
+/// assert_eq!(said, ["a", "b", "a"]);
+/// # }
+/// ```
+// Deserialize and JsonSchema: a config file names it (`when_exhausted:`);
+// this crate depends on serde and schemars anyway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WhenExhausted {
+    /// Fail the call (the default: a script that is too short is a bug).
+    #[default]
+    Fail,
+    /// Repeat the last reply.
+    RepeatLast,
+    /// Start the list again.
+    Cycle,
+}
+
 type ReplyFn = dyn Fn(&ChatRequest) -> Result<ScriptedReply, ModelError> + Send + Sync;
 
 enum Source {
+    /// Replies in order; `next` is the index of the next one.
     List {
-        replies: VecDeque<ScriptedReply>,
-        total: usize,
+        replies: Vec<ScriptedReply>,
+        next: usize,
     },
     Function(Box<ReplyFn>),
 }
@@ -106,7 +178,9 @@ struct State {
 /// Tool-call ids are `call_<n>_<i>` (call number, position); usage is
 /// estimated at four characters a token, so token budgets can be tested.
 /// A list that runs out fails the call with
-/// [`ModelError::ScriptExhausted`].
+/// [`ModelError::ScriptExhausted`], unless [`ScriptedModel::when_exhausted`]
+/// says to repeat the last reply or to start again; [`ScriptedModel::delay`]
+/// makes every answer take a while.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -126,6 +200,8 @@ struct State {
 /// ```
 pub struct ScriptedModel {
     name: String,
+    when_exhausted: WhenExhausted,
+    delay: Option<Duration>,
     state: Mutex<State>,
 }
 
@@ -133,6 +209,8 @@ impl fmt::Debug for ScriptedModel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ScriptedModel")
             .field("name", &self.name)
+            .field("when_exhausted", &self.when_exhausted)
+            .field("delay", &self.delay)
             .field("remaining", &self.remaining())
             .finish()
     }
@@ -141,9 +219,10 @@ impl fmt::Debug for ScriptedModel {
 impl ScriptedModel {
     /// A model answering with `replies`, in order.
     pub fn new(replies: impl IntoIterator<Item = ScriptedReply>) -> Self {
-        let replies: VecDeque<_> = replies.into_iter().collect();
-        let total = replies.len();
-        Self::with_source(Source::List { replies, total })
+        Self::with_source(Source::List {
+            replies: replies.into_iter().collect(),
+            next: 0,
+        })
     }
 
     /// A model answering with whatever `reply` makes of each request.
@@ -156,6 +235,8 @@ impl ScriptedModel {
     fn with_source(source: Source) -> Self {
         ScriptedModel {
             name: "scripted".to_string(),
+            when_exhausted: WhenExhausted::Fail,
+            delay: None,
             state: Mutex::new(State {
                 source,
                 requests: Vec::new(),
@@ -169,15 +250,32 @@ impl ScriptedModel {
         self
     }
 
+    /// What a list script does once every reply has been used: fail (the
+    /// default), repeat the last reply, or start again. A function script
+    /// never runs out.
+    pub fn when_exhausted(mut self, when: WhenExhausted) -> Self {
+        self.when_exhausted = when;
+        self
+    }
+
+    /// Makes every answer take `delay` (to watch a spinner, or to
+    /// interrupt a run mid-turn); the reply is chosen after the wait, so a
+    /// call abandoned during it uses none.
+    pub fn delay(mut self, delay: Duration) -> Self {
+        self.delay = Some(delay);
+        self
+    }
+
     /// Every request received so far, oldest first.
     pub fn requests(&self) -> Vec<ChatRequest> {
         self.lock().requests.clone()
     }
 
-    /// Replies left in a list script (`None` for a function script).
+    /// Replies of a list script not used yet (`None` for a function
+    /// script).
     pub fn remaining(&self) -> Option<usize> {
         match &self.lock().source {
-            Source::List { replies, .. } => Some(replies.len()),
+            Source::List { replies, next } => Some(replies.len().saturating_sub(*next)),
             Source::Function(_) => None,
         }
     }
@@ -192,14 +290,24 @@ impl ScriptedModel {
         state.requests.push(request.clone());
         let call = state.requests.len();
         let reply = match &mut state.source {
-            Source::List { replies, total } => {
-                replies
-                    .pop_front()
-                    .ok_or_else(|| ModelError::ScriptExhausted {
-                        model: self.name.clone(),
-                        replies: *total,
-                        call,
-                    })?
+            Source::List { replies, next } => {
+                let index = *next;
+                *next += 1;
+                let exhausted = || ModelError::ScriptExhausted {
+                    model: self.name.clone(),
+                    replies: replies.len(),
+                    call,
+                };
+                match (self.when_exhausted, replies.len()) {
+                    // Used once: moved out, nothing to copy.
+                    (WhenExhausted::Fail, len) if index < len => {
+                        std::mem::replace(&mut replies[index], ScriptedReply::Text(String::new()))
+                    }
+                    (WhenExhausted::Fail, _) | (_, 0) => return Err(exhausted()),
+                    (_, len) if index < len => replay(&replies[index]),
+                    (WhenExhausted::RepeatLast, len) => replay(&replies[len - 1]),
+                    (WhenExhausted::Cycle, len) => replay(&replies[index % len]),
+                }
             }
             Source::Function(f) => f(request)?,
         };
@@ -219,6 +327,9 @@ impl ChatModel for ScriptedModel {
     }
 
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        if let Some(delay) = self.delay {
+            tokio::time::sleep(delay).await;
+        }
         let (call, reply) = self.next_reply(request)?;
         let calls = |list: Vec<(String, String)>| -> Vec<ToolCall> {
             list.into_iter()
@@ -271,5 +382,89 @@ impl ChatModel for ScriptedModel {
         }
         response.model.get_or_insert_with(|| self.name.clone());
         Ok(response)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ChatMessage;
+
+    fn ask() -> ChatRequest {
+        ChatRequest::new(vec![ChatMessage::user("next?")])
+    }
+
+    async fn answers(model: &ScriptedModel, calls: usize) -> Vec<String> {
+        let mut out = Vec::new();
+        for _ in 0..calls {
+            out.push(match model.complete(&ask()).await {
+                Ok(r) => r.text_content().to_string(),
+                Err(e) => format!("error: {e}"),
+            });
+        }
+        out
+    }
+
+    fn ab() -> [ScriptedReply; 2] {
+        [ScriptedReply::text("a"), ScriptedReply::text("b")]
+    }
+
+    #[tokio::test]
+    async fn a_script_fails_when_it_runs_out_and_says_how_to_go_on() {
+        let model = ScriptedModel::new(ab()).named("m");
+        let said = answers(&model, 3).await;
+        assert_eq!(said[..2], ["a", "b"]);
+        assert!(
+            said[2].contains("scripted model 'm' is exhausted: call 3")
+                && said[2].contains("ran out of replies")
+                && said[2].contains("`when_exhausted`"),
+            "{}",
+            said[2]
+        );
+        assert_eq!(model.remaining(), Some(0));
+    }
+
+    #[tokio::test]
+    async fn repeat_last_and_cycle_go_on_for_ever() {
+        let repeat = ScriptedModel::new(ab()).when_exhausted(WhenExhausted::RepeatLast);
+        assert_eq!(answers(&repeat, 4).await, ["a", "b", "b", "b"]);
+        let cycle = ScriptedModel::new(ab()).when_exhausted(WhenExhausted::Cycle);
+        assert_eq!(answers(&cycle, 5).await, ["a", "b", "a", "b", "a"]);
+        // Nothing to repeat: an empty script still fails.
+        let empty = ScriptedModel::new([]).when_exhausted(WhenExhausted::Cycle);
+        assert!(answers(&empty, 1).await[0].contains("is exhausted"));
+    }
+
+    #[tokio::test]
+    async fn a_repeated_error_keeps_its_kind() {
+        let model = ScriptedModel::new([ScriptedReply::Error(ModelError::Status {
+            endpoint: "http://x".into(),
+            status: 429,
+            body: "slow down".into(),
+            retry_after: Some(Duration::from_secs(2)),
+        })])
+        .when_exhausted(WhenExhausted::RepeatLast);
+        for _ in 0..2 {
+            let e = model.complete(&ask()).await.unwrap_err();
+            assert!(e.is_retryable(), "{e}");
+            assert_eq!(e.retry_after(), Some(Duration::from_secs(2)));
+        }
+        let other = ScriptedModel::new([ScriptedReply::error("broken")])
+            .when_exhausted(WhenExhausted::Cycle);
+        assert_eq!(answers(&other, 2).await, ["error: broken", "error: broken"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn every_answer_takes_the_delay() {
+        let model = ScriptedModel::new(ab()).delay(Duration::from_secs(5));
+        let start = tokio::time::Instant::now();
+        assert_eq!(answers(&model, 2).await, ["a", "b"]);
+        assert_eq!(start.elapsed(), Duration::from_secs(10));
+        // A call abandoned while it waits uses no reply.
+        let slow = ScriptedModel::new(ab()).delay(Duration::from_secs(5));
+        let r = ask();
+        let abandoned = tokio::time::timeout(Duration::from_secs(1), slow.complete(&r)).await;
+        assert!(abandoned.is_err());
+        assert_eq!(slow.remaining(), Some(2));
     }
 }

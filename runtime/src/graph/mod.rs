@@ -22,6 +22,8 @@ use crate::thread::{Thread, WorkflowState};
 
 /// How a node with several incoming transitions waits for them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "schema", derive(serde::Deserialize, schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", serde(rename_all = "snake_case"))]
 pub enum Join {
     /// Runs once every incoming transition has fired.
     All,
@@ -35,6 +37,8 @@ pub enum Join {
 
 /// What a node receives of its predecessors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "schema", derive(serde::Deserialize, schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", serde(rename_all = "snake_case"))]
 pub enum NodeInput {
     /// Their messages enter its thread.
     #[default]
@@ -48,6 +52,8 @@ pub enum NodeInput {
 
 /// How the branches of a fan-out start their threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "schema", derive(serde::Deserialize, schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", serde(rename_all = "snake_case"))]
 pub enum Isolation {
     /// Each branch keeps its own thread and receives only what is delivered.
     #[default]
@@ -58,6 +64,8 @@ pub enum Isolation {
 
 /// When activated nodes start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "schema", derive(serde::Deserialize, schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", serde(rename_all = "snake_case"))]
 pub enum Scheduler {
     /// In supersteps: all activated nodes run concurrently, and the next
     /// set starts when all have finished. Deterministic; checkpoints are

@@ -1,0 +1,137 @@
+//! Agents: a [`ChatAgent`] from an agent's section, or one made afresh
+//! each turn when its instructions read `{{ $steps… }}` templates.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use troupe_agents::{ChatAgent, ChatModel, Tool};
+use troupe_runtime::{Agent, AgentError, Reply, RunContext, Thread};
+
+use super::ctx::{Ctx, build_error};
+use crate::error::ConfigError;
+use crate::schema::AgentSpec;
+use crate::template::{Board, Template};
+
+impl Ctx<'_> {
+    /// Agent `name` as its section describes it.
+    pub(super) async fn agent(
+        &mut self,
+        name: &str,
+        spec: &AgentSpec,
+    ) -> Result<Arc<dyn Agent>, ConfigError> {
+        let model = self.model(&spec.model, name, spec.script.as_ref())?;
+        let model_spec = self.model_spec(&spec.model)?;
+        let tools = self.tools(name, spec).await?;
+        let recipe = Arc::new(Recipe {
+            name: name.to_string(),
+            description: spec.description.clone().unwrap_or_default(),
+            model,
+            tools,
+            handoffs: spec.handoffs.clone(),
+            max_tool_iterations: spec.max_tool_iterations,
+            structured: spec.structured_output.clone(),
+            temperature: spec.temperature.or(model_spec.temperature),
+            max_tokens: spec.max_tokens.or(model_spec.max_tokens),
+            tool_timeout: spec.tool_timeout.as_ref().map(|d| d.duration),
+        });
+        let template = match &spec.instructions {
+            Some(text) => Some(
+                Template::parse(text).map_err(|e| build_error(format!("agent `{name}`: {e}")))?,
+            ),
+            None => None,
+        };
+        match template {
+            Some(t) if t.has_references() => {
+                // Checked once here, so a turn cannot fail on the recipe.
+                recipe
+                    .build(Some(String::new()))
+                    .map_err(|e| build_error(format!("agent `{name}`: {e}")))?;
+                Ok(Arc::new(Templated {
+                    recipe,
+                    template: t,
+                    board: self.board.clone(),
+                }))
+            }
+            _ => {
+                Ok(Arc::new(recipe.build(spec.instructions.clone()).map_err(
+                    |e| build_error(format!("agent `{name}`: {e}")),
+                )?))
+            }
+        }
+    }
+}
+
+/// What a chat agent is made of, so one with templated instructions can
+/// be made afresh for each turn.
+struct Recipe {
+    name: String,
+    description: String,
+    model: Arc<dyn ChatModel>,
+    tools: Vec<Arc<dyn Tool>>,
+    handoffs: Vec<String>,
+    max_tool_iterations: Option<usize>,
+    structured: Option<serde_json::Value>,
+    temperature: Option<f32>,
+    max_tokens: Option<u32>,
+    tool_timeout: Option<Duration>,
+}
+
+impl Recipe {
+    fn build(&self, instructions: Option<String>) -> Result<ChatAgent, troupe_agents::BuildError> {
+        let mut b = ChatAgent::builder(self.name.clone())
+            .description(self.description.clone())
+            .model_arc(self.model.clone())
+            .handoffs(self.handoffs.iter().cloned());
+        if let Some(i) = instructions {
+            b = b.instructions(i);
+        }
+        for t in &self.tools {
+            b = b.tool_arc(t.clone());
+        }
+        if let Some(n) = self.max_tool_iterations {
+            b = b.max_tool_iterations(n);
+        }
+        if let Some(s) = &self.structured {
+            b = b.structured_output(s.clone());
+        }
+        if let Some(t) = self.temperature {
+            b = b.temperature(t);
+        }
+        if let Some(n) = self.max_tokens {
+            b = b.max_tokens(n);
+        }
+        if let Some(t) = self.tool_timeout {
+            b = b.tool_timeout(t);
+        }
+        b.build()
+    }
+}
+
+/// A chat agent whose instructions hold `{{ $steps… }}` references:
+/// rendered from the board at the start of each turn.
+struct Templated {
+    recipe: Arc<Recipe>,
+    template: Template,
+    board: Board,
+}
+
+#[async_trait]
+impl Agent for Templated {
+    fn name(&self) -> &str {
+        &self.recipe.name
+    }
+    fn description(&self) -> &str {
+        &self.recipe.description
+    }
+    fn handoffs(&self) -> Vec<String> {
+        self.recipe.handoffs.clone()
+    }
+    async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
+        let agent = self
+            .recipe
+            .build(Some(self.template.render(&self.board)))
+            .map_err(|e| AgentError::failed(e.to_string()))?;
+        agent.run(thread, ctx).await
+    }
+}

@@ -1,0 +1,169 @@
+//! What building gives — [`Built`] (a workflow) and [`Hosted`] (the agents
+//! a cluster node hosts) — and the entry points that build them.
+
+use std::fmt;
+use std::sync::Arc;
+
+use troupe_agents::McpClient;
+use troupe_runtime::{Agent, Workflow};
+
+use super::ctx::{Ctx, build_error};
+use super::options::BuildOptions;
+use super::store::Store;
+use crate::error::ConfigError;
+use crate::load::Config;
+use crate::template::Board;
+
+/// A built config: the workflow and what it needs kept alive.
+#[derive(Debug)]
+pub struct Built {
+    /// The workflow (an agent: run it, stream it, nest it).
+    pub workflow: Workflow,
+    /// The checkpoint store, if the config has one (already attached to
+    /// the workflow).
+    pub store: Option<Store>,
+    /// What the steps produced, for `{{ $steps… }}` templates. Shared by
+    /// the workflow's runs: run one at a time, or build once per run.
+    pub board: Board,
+    /// How each model was resolved (`main: openai gpt-4o-mini at …`,
+    /// `main: scripted (offline)`).
+    pub notes: Vec<String>,
+    /// MCP connections (closed when dropped, or by [`Built::close`]).
+    pub mcp: Vec<McpClient>,
+}
+
+impl Built {
+    /// Closes the MCP connections (their child processes exit).
+    pub async fn close(&self) {
+        for c in &self.mcp {
+            c.close().await;
+        }
+    }
+}
+
+/// The agents a cluster node hosts, built from a config
+/// ([`Config::build_hosted`]), and what they need kept alive.
+pub struct Hosted {
+    /// The agents (and named workflows), in the order asked for.
+    pub agents: Vec<Arc<dyn Agent>>,
+    /// How each model was resolved (as [`Built::notes`]).
+    pub notes: Vec<String>,
+    /// MCP connections (closed when dropped, or by [`Hosted::close`]).
+    pub mcp: Vec<McpClient>,
+}
+
+impl fmt::Debug for Hosted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Hosted")
+            .field(
+                "agents",
+                &self.agents.iter().map(|a| a.name()).collect::<Vec<_>>(),
+            )
+            .field("notes", &self.notes)
+            .field("mcp", &self.mcp)
+            .finish()
+    }
+}
+
+impl Hosted {
+    /// Closes the MCP connections (their child processes exit).
+    pub async fn close(&self) {
+        for c in &self.mcp {
+            c.close().await;
+        }
+    }
+}
+
+impl Config {
+    /// Builds the workflow: model clients, tools (starting MCP servers),
+    /// agents, nested workflows, the checkpoint store.
+    pub async fn build(&self, options: &BuildOptions) -> Result<Built, ConfigError> {
+        let store = match &self.spec().checkpoint {
+            Some(cp) => Some(Store::open(
+                cp.store,
+                cp.path.as_deref().map(|p| self.resolve_path(p)),
+            )?),
+            None => None,
+        };
+        let mut ctx = Ctx::new(self, options, None);
+        let name = self.workflow_name();
+        let workflow =
+            match &self.spec().workflow {
+                Some(w) => ctx.workflow(&name, w, store.as_ref()).await?,
+                None => {
+                    // A single agent, run alone.
+                    let (agent_name, _) =
+                        self.spec().agents.iter().next().ok_or_else(|| {
+                            build_error("the config has no workflow and no agent")
+                        })?;
+                    let agent = ctx.participant_ref(agent_name).await?;
+                    let mut b = Workflow::builder().name(name).participant_arc(agent);
+                    if let Some(s) = &store {
+                        b = b.checkpoint_store(s.checkpoints.clone());
+                    }
+                    b.build().map_err(build_error)?
+                }
+            };
+        Ok(Built {
+            workflow,
+            store,
+            board: ctx.board.clone(),
+            notes: ctx.notes,
+            mcp: ctx.mcp,
+        })
+    }
+
+    /// Builds the agents (or named workflows) `names` for cluster node
+    /// `node` to host (`troupe node`; see [`Config::hosted_by`]). They are
+    /// built as [`Config::build`] builds them, locally even when their
+    /// `node:` names `node`; what they use from other nodes stays remote.
+    pub async fn build_hosted(
+        &self,
+        names: &[String],
+        node: &str,
+        options: &BuildOptions,
+    ) -> Result<Hosted, ConfigError> {
+        let mut ctx = Ctx::new(self, options, Some(node.to_string()));
+        let mut agents = Vec::with_capacity(names.len());
+        for name in names {
+            agents.push(ctx.participant(name).await?);
+        }
+        Ok(Hosted {
+            agents,
+            notes: ctx.notes,
+            mcp: ctx.mcp,
+        })
+    }
+}
+
+/// Builds the workflow of a nested config file, named `name`, for node
+/// `here` (if a node is being built).
+pub(super) async fn build_nested(
+    config: Config,
+    options: BuildOptions,
+    name: String,
+    here: Option<String>,
+) -> Result<Built, ConfigError> {
+    let mut ctx = Ctx::new(&config, &options, here);
+    let workflow = match &config.spec().workflow {
+        Some(w) => ctx.workflow(&name, w, None).await?,
+        None => {
+            let agent_name = config.spec().agents.keys().next().cloned().ok_or_else(|| {
+                build_error(format!("`{}` has no workflow", config.path().display()))
+            })?;
+            let agent = ctx.participant_ref(&agent_name).await?;
+            Workflow::builder()
+                .name(name.clone())
+                .participant_arc(agent)
+                .build()
+                .map_err(build_error)?
+        }
+    };
+    Ok(Built {
+        workflow,
+        store: None,
+        board: ctx.board.clone(),
+        notes: ctx.notes,
+        mcp: ctx.mcp,
+    })
+}

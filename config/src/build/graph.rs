@@ -1,0 +1,66 @@
+//! A planned graph (from a `graph` section or from steps) as the runtime's
+//! [`Graph`]: nodes that record their outputs, transitions with their
+//! conditions, loops and limits.
+
+use troupe_runtime::{Graph, Scheduler};
+
+use super::ctx::{Ctx, build_error};
+use super::retry::retry_policy;
+use crate::error::ConfigError;
+use crate::plan::Plan;
+
+impl Ctx<'_> {
+    /// The graph of workflow `name` from its plan.
+    pub(super) async fn graph(
+        &mut self,
+        name: &str,
+        plan: &Plan,
+        scheduler: Option<Scheduler>,
+        max_supersteps: Option<u64>,
+        loop_limit: Option<u32>,
+    ) -> Result<Graph, ConfigError> {
+        let mut g = Graph::builder();
+        for n in &plan.nodes {
+            g = g.add_agent_arc(self.node(&n.id, &n.target).await?);
+            if let Some(j) = n.join {
+                g = g.join(n.id.clone(), j);
+            }
+            if let Some(i) = n.input {
+                g = g.input(n.id.clone(), i);
+            }
+            if let Some(f) = n.fan_out {
+                g = g.fan_out(n.id.clone(), f);
+            }
+            if let Some(r) = &n.retry {
+                g = g.retry(n.id.clone(), retry_policy(r));
+            }
+        }
+        for e in &plan.edges {
+            let from = plan.nodes[e.from].id.clone();
+            let to = plan.nodes[e.to].id.clone();
+            let cond = e
+                .cond
+                .runtime(&self.board)
+                .map_err(|m| build_error(format!("workflow `{name}`: {m}")))?;
+            g = match (e.is_loop, e.limit) {
+                (_, Some(limit)) => g.add_loop_with_limit(from, to, cond, limit),
+                (true, None) => g.add_loop(from, to, cond),
+                (false, None) => g.add_transition(from, to, cond),
+            };
+        }
+        for &s in &plan.starts {
+            g = g.start(plan.nodes[s].id.clone());
+        }
+        if let Some(s) = scheduler {
+            g = g.scheduler(s);
+        }
+        if let Some(n) = max_supersteps {
+            g = g.max_supersteps(n);
+        }
+        if let Some(n) = loop_limit {
+            g = g.loop_limit(n);
+        }
+        g.build()
+            .map_err(|e| build_error(format!("workflow `{name}`: {e}")))
+    }
+}

@@ -1,0 +1,123 @@
+//! Models: an OpenAI-compatible client when a model runs against a
+//! server, else a [`ScriptedModel`] playing the config's replies.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use troupe_agents::{ChatModel, OpenAiClient, ScriptedModel, ScriptedReply};
+
+use super::ctx::{Ctx, build_error};
+use crate::error::ConfigError;
+use crate::schema::{ModelSpec, Provider, ReplyForm, ReplySpec};
+
+impl<'a> Ctx<'a> {
+    /// Model `name` of the config.
+    pub(super) fn model_spec(&self, name: &str) -> Result<&'a ModelSpec, ConfigError> {
+        self.config
+            .spec()
+            .models
+            .get(name)
+            .ok_or_else(|| build_error(format!("unknown model `{name}`")))
+    }
+
+    /// Whether a model runs against a server.
+    fn online(&self, spec: &ModelSpec) -> bool {
+        match spec.provider {
+            Provider::Openai => true,
+            Provider::Scripted => false,
+            Provider::Auto => {
+                let key = spec.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY");
+                !self.options.offline
+                    && (self.env("OPENAI_BASE_URL").is_some_and(|v| !v.is_empty())
+                        || self.env(key).is_some_and(|v| !v.is_empty()))
+            }
+        }
+    }
+
+    /// A model for `user` (an agent or the selector): a client, or a
+    /// script (the agent's own, else the model's).
+    pub(super) fn model(
+        &mut self,
+        model_name: &str,
+        user: &str,
+        script: Option<&Vec<ReplySpec>>,
+    ) -> Result<Arc<dyn ChatModel>, ConfigError> {
+        let spec = self.model_spec(model_name)?;
+        if self.online(spec) {
+            return self.openai(model_name, spec);
+        }
+        let replies = script.or(spec.replies.as_ref()).ok_or_else(|| {
+            build_error(format!(
+                "`{user}` has no scripted replies for model `{model_name}`"
+            ))
+        })?;
+        self.notes.push(format!(
+            "{user}: model `{model_name}` scripted ({} replies{})",
+            replies.len(),
+            if spec.provider == Provider::Auto {
+                ", offline"
+            } else {
+                ""
+            }
+        ));
+        let mut model = ScriptedModel::new(replies.iter().map(|r| scripted_reply(&r.0)))
+            .named(format!("{model_name}:{user}"))
+            .when_exhausted(spec.when_exhausted.unwrap_or_default());
+        if let Some(d) = &spec.delay {
+            model = model.delay(d.duration);
+        }
+        Ok(Arc::new(model))
+    }
+
+    fn openai(&mut self, name: &str, spec: &ModelSpec) -> Result<Arc<dyn ChatModel>, ConfigError> {
+        let what = format!("model `{name}`");
+        let model = self.expand(&what, spec.model.as_deref().unwrap_or("gpt-4o-mini"))?;
+        let mut b = OpenAiClient::builder(model.clone());
+        let base = match &spec.base_url {
+            Some(u) => Some(self.expand(&what, u)?),
+            None => self.env("OPENAI_BASE_URL").filter(|v| !v.is_empty()),
+        };
+        if let Some(u) = &base {
+            b = b.base_url(u.clone());
+        }
+        let key_var = spec.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY");
+        if let Some(key) = self.env(key_var).filter(|k| !k.is_empty()) {
+            b = b.api_key(key);
+        }
+        for (k, v) in &spec.headers {
+            b = b.header(k.clone(), self.expand(&what, v)?);
+        }
+        if let Some(t) = &spec.timeout {
+            b = b.timeout(t.duration);
+        }
+        if let Some(n) = spec.retries {
+            b = b.retry(troupe_agents::RetryPolicy::new(
+                n,
+                Duration::from_millis(500),
+            ));
+        }
+        let client = b.build().map_err(|e| build_error(format!("{what}: {e}")))?;
+        self.notes
+            .push(format!("model `{name}`: {model} at {}", client.endpoint()));
+        Ok(Arc::new(client))
+    }
+}
+
+/// A scripted reply as the scripted model takes it.
+fn scripted_reply(reply: &ReplyForm) -> ScriptedReply {
+    let arguments =
+        |a: &Option<serde_json::Value>| a.clone().unwrap_or_else(|| serde_json::json!({}));
+    match reply {
+        ReplyForm::Text(t) => ScriptedReply::text(t.clone()),
+        ReplyForm::ToolCall(c) => ScriptedReply::tool_call(c.name.clone(), arguments(&c.arguments)),
+        ReplyForm::ToolCalls(list) => ScriptedReply::tool_calls(
+            list.iter()
+                .map(|c| (c.name.clone(), arguments(&c.arguments))),
+        ),
+        ReplyForm::Handoff(h) => {
+            ScriptedReply::handoff(h.to.clone(), h.reason.clone().unwrap_or_default())
+        }
+        ReplyForm::Structured(v) => ScriptedReply::structured(v.clone()),
+        ReplyForm::Error(e) => ScriptedReply::error(e.clone()),
+    }
+}

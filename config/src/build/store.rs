@@ -1,0 +1,72 @@
+//! [`Store`]: the checkpoint store a config describes.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use troupe_runtime::store::{CheckpointStore, FileStore, MemoryStore, SqliteStore, ThreadStore};
+
+use crate::error::ConfigError;
+use crate::schema::StoreKind;
+
+/// The checkpoint store, as both the engine's checkpoint store and the
+/// chat sessions' thread store.
+#[derive(Clone)]
+pub struct Store {
+    /// Where runs checkpoint.
+    pub checkpoints: Arc<dyn CheckpointStore>,
+    /// Where chat conversations are kept.
+    pub threads: Arc<dyn ThreadStore>,
+    /// Which kind.
+    pub kind: StoreKind,
+    /// The directory or database file, for `dir` and `sqlite`.
+    pub location: Option<PathBuf>,
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store")
+            .field("kind", &self.kind)
+            .field("location", &self.location)
+            .finish()
+    }
+}
+
+impl Store {
+    /// Opens the store a config describes (creating its directory).
+    ///
+    /// ```
+    /// use troupe_config::{Store, StoreKind};
+    ///
+    /// let store = Store::open(StoreKind::Memory, None)?;
+    /// assert_eq!(store.kind, StoreKind::Memory);
+    /// assert!(Store::open(StoreKind::Sqlite, None).is_err()); // a file store needs a path
+    /// # Ok::<(), troupe_config::ConfigError>(())
+    /// ```
+    pub fn open(kind: StoreKind, location: Option<PathBuf>) -> Result<Store, ConfigError> {
+        let fail = |e: &dyn fmt::Display| ConfigError::Build(format!("checkpoint store: {e}"));
+        fn both<S: CheckpointStore + ThreadStore + 'static>(
+            s: S,
+        ) -> (Arc<dyn CheckpointStore>, Arc<dyn ThreadStore>) {
+            let s = Arc::new(s);
+            (s.clone(), s)
+        }
+        let (checkpoints, threads) = match (kind, &location) {
+            (StoreKind::Memory, _) => both(MemoryStore::new()),
+            (StoreKind::Dir, Some(dir)) => both(FileStore::open(dir).map_err(|e| fail(&e))?),
+            (StoreKind::Sqlite, Some(file)) => {
+                if let Some(parent) = file.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(parent).map_err(|e| fail(&e))?;
+                }
+                both(SqliteStore::open(file).map_err(|e| fail(&e))?)
+            }
+            (_, None) => return Err(fail(&"a `dir` or `sqlite` store needs a path")),
+        };
+        Ok(Store {
+            checkpoints,
+            threads,
+            kind,
+            location,
+        })
+    }
+}

@@ -1,0 +1,88 @@
+//! An agent's tools: the built-in ones, and the tools of MCP servers
+//! (started, or connected to, here).
+
+use std::sync::Arc;
+
+use troupe_agents::{McpClient, McpServerConfig, Tool};
+
+use super::ctx::{Ctx, build_error};
+use crate::builtin::builtin_tool;
+use crate::error::ConfigError;
+use crate::schema::{AgentSpec, McpSpec, ToolSpec};
+
+impl Ctx<'_> {
+    /// The tools of agent `agent`.
+    pub(super) async fn tools(
+        &mut self,
+        agent: &str,
+        spec: &AgentSpec,
+    ) -> Result<Vec<Arc<dyn Tool>>, ConfigError> {
+        let mut out = Vec::new();
+        for t in &spec.tools {
+            match t {
+                ToolSpec::Calculator => out.extend(builtin_tool("calculator")),
+                ToolSpec::CurrentTime => out.extend(builtin_tool("current_time")),
+                ToolSpec::WordCount => out.extend(builtin_tool("word_count")),
+                ToolSpec::Mcp(m) => out.extend(self.mcp_tools(agent, m).await?),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Connects to an MCP server (keeping the connection) and lists its
+    /// tools.
+    async fn mcp_tools(
+        &mut self,
+        agent: &str,
+        m: &McpSpec,
+    ) -> Result<Vec<Arc<dyn Tool>>, ConfigError> {
+        let what = format!("agent `{agent}`: MCP server");
+        let name = m.name.clone().unwrap_or_else(|| "mcp".into());
+        let mut cfg = match (&m.command, &m.url) {
+            (Some(cmd), _) => {
+                let mut c = McpServerConfig::stdio(name.clone(), self.expand(&what, cmd)?);
+                for a in &m.args {
+                    c = c.arg(self.expand(&what, a)?);
+                }
+                for (k, v) in &m.env {
+                    c = c.env(k.clone(), self.expand(&what, v)?);
+                }
+                if let Some(dir) = &m.cwd {
+                    c = c.current_dir(self.config.resolve_path(&self.expand(&what, dir)?));
+                }
+                c
+            }
+            (None, Some(url)) => {
+                let mut c = McpServerConfig::http(name.clone(), self.expand(&what, url)?);
+                for (k, v) in &m.headers {
+                    c = c.header(k.clone(), self.expand(&what, v)?);
+                }
+                c
+            }
+            (None, None) => {
+                return Err(build_error(format!("{what} has no command or url")));
+            }
+        };
+        if let Some(allow) = &m.tools {
+            cfg = cfg.allow(allow.clone());
+        }
+        if let Some(p) = &m.prefix {
+            cfg = cfg.tool_prefix(p.clone());
+        }
+        if let Some(t) = &m.timeout {
+            cfg = cfg.timeout(t.duration);
+        }
+        let client = McpClient::connect(cfg)
+            .await
+            .map_err(|e| build_error(format!("{what} `{name}`: {e}")))?;
+        let tools = client
+            .tools()
+            .await
+            .map_err(|e| build_error(format!("{what} `{name}`: {e}")))?;
+        self.mcp.push(client);
+        Ok(tools
+            .into_iter()
+            .map(|t| Arc::new(t) as Arc<dyn Tool>)
+            .collect())
+    }
+}

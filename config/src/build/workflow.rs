@@ -1,0 +1,125 @@
+//! A workflow section: a preset team, or a workflow of its own (a graph
+//! or steps, a router, or both), with its threads, stop condition and
+//! checkpoints.
+
+use troupe_runtime::{RouterBuilder, StopCondition, Workflow, WorkflowBuilder};
+
+use super::ctx::{BoxFuture, Ctx, build_error};
+use super::router::router;
+use super::stop::stop_condition;
+use super::store::Store;
+use crate::error::ConfigError;
+use crate::plan::Plan;
+use crate::schema::WorkflowSpec;
+
+impl Ctx<'_> {
+    /// Builds a workflow section; `store` is given for the main workflow.
+    pub(super) fn workflow<'s>(
+        &'s mut self,
+        name: &'s str,
+        w: &'s WorkflowSpec,
+        store: Option<&'s Store>,
+    ) -> BoxFuture<'s, Result<Workflow, ConfigError>> {
+        Box::pin(async move {
+            let stop = stop_condition(w.stop.as_ref(), w.max_turns);
+            let description = w
+                .description
+                .clone()
+                .or_else(|| self.config.spec().description.clone())
+                .unwrap_or_default();
+            if let Some(team) = self.team(name, &description, w, stop.clone()).await? {
+                return self.checkpointed_team(name, description, team, store);
+            }
+            self.own_workflow(name, description, w, stop, store).await
+        })
+    }
+
+    /// Presets build their own workflow; to checkpoint one, it runs as the
+    /// single participant of a workflow that has the store (its state
+    /// rides in that workflow's thread).
+    fn checkpointed_team(
+        &self,
+        name: &str,
+        description: String,
+        team: Workflow,
+        store: Option<&Store>,
+    ) -> Result<Workflow, ConfigError> {
+        let Some(s) = store else {
+            return Ok(team);
+        };
+        let b = Workflow::builder()
+            .name(name)
+            .description(description)
+            .participant(team);
+        self.checkpointing(b, s).build().map_err(build_error)
+    }
+
+    /// A workflow that is not a preset: a graph (or steps) and a router,
+    /// one of them or both.
+    async fn own_workflow(
+        &mut self,
+        name: &str,
+        description: String,
+        w: &WorkflowSpec,
+        stop: Option<StopCondition>,
+        store: Option<&Store>,
+    ) -> Result<Workflow, ConfigError> {
+        let mut b = Workflow::builder().name(name).description(description);
+        let plan = match (&w.graph, &w.steps) {
+            (Some(g), _) => Some((Plan::of_graph(g), g.scheduler, g.max_supersteps)),
+            (None, Some(steps)) => Some((Plan::of_steps(steps), None, None)),
+            (None, None) => None,
+        };
+        if let Some((plan, scheduler, max_supersteps)) = plan {
+            let graph = self
+                .graph(
+                    name,
+                    &plan,
+                    scheduler,
+                    max_supersteps,
+                    w.max_loop_iterations,
+                )
+                .await?;
+            b = b.graph(graph);
+            if w.steps.is_some() && w.router.is_none() {
+                // Every step sees the task and everything produced
+                // before it (and, in a loop, the feedback that sent
+                // the flow back), as cagent injects prior outputs.
+                b = b.router(RouterBuilder::default());
+            }
+        }
+        if let Some(r) = &w.router {
+            if w.graph.is_none() {
+                let members = match &r.participants {
+                    Some(list) => list.clone(),
+                    None => r.route_members(|_| true),
+                };
+                b = b.participants(self.nodes(&members).await?);
+            }
+            b = b.router(router(r));
+        }
+        for (group, members) in &w.shared_threads {
+            b = b.shared_thread(group.clone(), members.clone());
+        }
+        if let Some(s) = stop {
+            b = b.stop_condition(s);
+        }
+        if let Some(n) = w.max_concurrency {
+            b = b.max_concurrency(n);
+        }
+        if let Some(s) = store {
+            b = self.checkpointing(b, s);
+        }
+        b.build()
+            .map_err(|e| build_error(format!("workflow `{name}`: {e}")))
+    }
+
+    /// `b` checkpointing to `store`, as often as the config says.
+    fn checkpointing(&self, mut b: WorkflowBuilder, store: &Store) -> WorkflowBuilder {
+        b = b.checkpoint_store(store.checkpoints.clone());
+        if let Some(n) = self.config.spec().checkpoint.as_ref().and_then(|c| c.every) {
+            b = b.checkpoint_every(n);
+        }
+        b
+    }
+}

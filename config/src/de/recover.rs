@@ -1,0 +1,60 @@
+//! [`deserialize_all`]: deserialize, and on an error record it, remove the
+//! node at fault and try again, so every error is reported at once.
+
+use serde::de::DeserializeOwned;
+
+use super::error::DeError;
+use super::node::{Collector, NodeDe};
+use crate::tree::{FieldPath, Node};
+
+/// Deserializes a `T` from the tree, reporting every error found: unknown
+/// fields as they are met, other errors by removing the node at fault and
+/// trying again. Returns the value (if what remained deserialized), every
+/// error, and the paths removed on the way.
+pub(crate) fn deserialize_all<T: DeserializeOwned>(
+    tree: &Node,
+) -> (Option<T>, Vec<DeError>, Vec<FieldPath>) {
+    let mut tree = tree.clone();
+    let mut errors: Vec<DeError> = Vec::new();
+    let mut removed: Vec<FieldPath> = Vec::new();
+    // Each round removes a node, so this ends; the cap is a backstop.
+    for _ in 0..512 {
+        let collector = Collector::default();
+        let result = T::deserialize(NodeDe::new(&tree, FieldPath::root(), &collector));
+        for e in collector.into_unknown() {
+            if !errors.contains(&e) {
+                errors.push(e);
+            }
+        }
+        match result {
+            Ok(value) => return (Some(value), errors, removed),
+            Err(e) => {
+                let mut path = e.path.clone().unwrap_or_default();
+                // A node already removed (a list item left as null) that
+                // fails again takes its parent with it; its error was
+                // reported the first time.
+                let again = removed.contains(&path);
+                while removed.contains(&path) {
+                    match path.0.pop() {
+                        Some(_) => {}
+                        None => return (None, errors, removed),
+                    }
+                }
+                // "missing field x" after we removed x is our own doing: the
+                // first error already said what was wrong with x.
+                let consequence = e
+                    .missing
+                    .as_ref()
+                    .is_some_and(|m| removed.iter().any(|r| *r == path.key(m.clone())));
+                if !consequence && !again && !errors.contains(&e) {
+                    errors.push(e);
+                }
+                if !tree.remove(&path) {
+                    return (None, errors, removed);
+                }
+                removed.push(path);
+            }
+        }
+    }
+    (None, errors, removed)
+}

@@ -1,0 +1,199 @@
+//! [`Config`]: a config file loaded and checked, with the files it nests.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::de;
+use crate::error::{ConfigError, Diagnostic};
+use crate::schema::ConfigFile;
+use crate::tree::{self, FieldPath};
+use crate::validate;
+
+/// Configs nest (`workflows: {x: {file: …}}`) at most this deep.
+const MAX_NESTING: usize = 16;
+
+/// A loaded, checked config.
+#[derive(Debug, Clone)]
+pub struct Config {
+    path: PathBuf,
+    spec: ConfigFile,
+    /// The configs of `workflows` entries with `file:`, by name.
+    nested: BTreeMap<String, Config>,
+}
+
+impl Config {
+    /// Loads and checks a config file (and the files it nests).
+    pub fn load(path: impl AsRef<Path>) -> Result<Config, ConfigError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Loads and checks config text; `path` names it in errors and is where
+    /// nested files and store paths are found relative to.
+    pub fn parse(text: &str, path: impl AsRef<Path>) -> Result<Config, ConfigError> {
+        let mut diagnostics = Vec::new();
+        let mut stack = Vec::new();
+        let config = load_text(text, path.as_ref(), &mut stack, &mut diagnostics);
+        match config {
+            Some(c) if diagnostics.is_empty() => Ok(c),
+            _ => {
+                sort(&mut diagnostics, path.as_ref());
+                Err(ConfigError::Invalid(diagnostics))
+            }
+        }
+    }
+
+    /// The file it was loaded from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// What it says.
+    pub fn spec(&self) -> &ConfigFile {
+        &self.spec
+    }
+
+    /// The config of a `workflows` entry that has `file:`.
+    pub fn nested(&self, name: &str) -> Option<&Config> {
+        self.nested.get(name)
+    }
+
+    /// The workflow's name: the workflow's own, else the config's, else
+    /// `workflow`.
+    pub fn workflow_name(&self) -> String {
+        self.spec
+            .workflow
+            .as_ref()
+            .and_then(|w| w.name.clone())
+            .or_else(|| self.spec.name.clone())
+            .unwrap_or_else(|| "workflow".into())
+    }
+
+    /// The configs of every `workflows` entry with `file:`.
+    pub(crate) fn nested_configs(&self) -> impl Iterator<Item = &Config> {
+        self.nested.values()
+    }
+
+    /// Where a path written in the config points (relative to the file).
+    pub fn resolve_path(&self, written: &str) -> PathBuf {
+        let p = Path::new(written);
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.path
+                .parent()
+                .map_or_else(|| p.to_path_buf(), |dir| dir.join(p))
+        }
+    }
+}
+
+fn sort(diagnostics: &mut [Diagnostic], main: &Path) {
+    diagnostics.sort_by(|a, b| {
+        (a.file != main, &a.file, a.position).cmp(&(b.file != main, &b.file, b.position))
+    });
+}
+
+fn load_text(
+    text: &str,
+    path: &Path,
+    stack: &mut Vec<PathBuf>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<Config> {
+    let tree = match tree::parse(text) {
+        Ok(t) => t,
+        Err(e) => {
+            diagnostics.push(Diagnostic::new(path, e.at, "", e.message));
+            return None;
+        }
+    };
+    let (spec, errors, removed) = de::deserialize_all::<ConfigFile>(&tree);
+    let before = diagnostics.len();
+    for e in errors {
+        let field = e.field();
+        // Unknown fields and missing ones point at the key; wrong values
+        // at the value.
+        let at = match (&e.missing, &e.path) {
+            // A missing field is reported where its mapping's key is.
+            (Some(_), Some(p)) => tree.position_of(p),
+            _ => e.at.unwrap_or(tree.at),
+        };
+        let mut d = Diagnostic::new(path, at, field.to_string(), e.message);
+        d.expected = e.expected;
+        diagnostics.push(d);
+    }
+    let spec = spec?;
+    diagnostics.extend(validate::check(&spec, &tree, path, &removed));
+
+    stack.push(path.to_path_buf());
+    let mut nested = BTreeMap::new();
+    for (name, w) in &spec.workflows {
+        let Some(file) = &w.file else { continue };
+        let field = FieldPath::root()
+            .key("workflows")
+            .key(name.clone())
+            .key("file");
+        let at = tree.value_position(&field);
+        let target = match path.parent() {
+            Some(dir) if !Path::new(file).is_absolute() => dir.join(file),
+            _ => PathBuf::from(file),
+        };
+        if stack.len() >= MAX_NESTING || stack.iter().any(|p| same_file(p, &target)) {
+            diagnostics.push(
+                Diagnostic::new(
+                    path,
+                    at,
+                    field.to_string(),
+                    format!("`{file}` nests itself"),
+                )
+                .expected("a file that does not include this one"),
+            );
+            continue;
+        }
+        let text = match std::fs::read_to_string(&target) {
+            Ok(t) => t,
+            Err(e) => {
+                diagnostics.push(
+                    Diagnostic::new(
+                        path,
+                        at,
+                        field.to_string(),
+                        format!("cannot read `{}`: {e}", target.display()),
+                    )
+                    .expected("a config file path relative to this file"),
+                );
+                continue;
+            }
+        };
+        if let Some(inner) = load_text(&text, &target, stack, diagnostics) {
+            if inner.spec.workflow.is_none() && inner.spec.agents.len() != 1 {
+                diagnostics.push(Diagnostic::new(
+                    path,
+                    at,
+                    field.to_string(),
+                    format!("`{file}` has no workflow to nest"),
+                ));
+            }
+            nested.insert(name.clone(), inner);
+        }
+    }
+    stack.pop();
+    if diagnostics.len() > before {
+        return None;
+    }
+    Some(Config {
+        path: path.to_path_buf(),
+        spec,
+        nested,
+    })
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    }
+}

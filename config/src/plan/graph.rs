@@ -1,0 +1,71 @@
+//! [`Plan`]: nodes, transitions and start nodes; a graph section as a
+//! plan.
+
+use troupe_runtime::{Isolation, Join, NodeInput};
+
+use super::conditions::CondPlan;
+use crate::schema::{GraphSpec, RetrySpec};
+
+/// A node: its id and the agent or workflow it runs.
+#[derive(Debug, Clone)]
+pub(crate) struct PlanNode {
+    pub(crate) id: String,
+    pub(crate) target: String,
+    pub(crate) retry: Option<RetrySpec>,
+    pub(crate) join: Option<Join>,
+    pub(crate) input: Option<NodeInput>,
+    pub(crate) fan_out: Option<Isolation>,
+}
+
+/// A transition.
+#[derive(Debug, Clone)]
+pub(crate) struct PlanEdge {
+    pub(crate) from: usize,
+    pub(crate) to: usize,
+    pub(crate) cond: CondPlan,
+    pub(crate) is_loop: bool,
+    pub(crate) limit: Option<u32>,
+}
+
+/// Nodes, transitions and start nodes.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Plan {
+    pub(crate) nodes: Vec<PlanNode>,
+    pub(crate) edges: Vec<PlanEdge>,
+    pub(crate) starts: Vec<usize>,
+}
+
+impl Plan {
+    pub(super) fn index(&self, id: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.id == id)
+    }
+
+    /// A graph section as a plan.
+    pub(crate) fn of_graph(g: &GraphSpec) -> Plan {
+        let mut plan = Plan::default();
+        for n in &g.nodes {
+            plan.nodes.push(PlanNode {
+                id: n.id().to_string(),
+                target: n.0.agent.clone(),
+                retry: n.0.retry.clone(),
+                join: n.0.join,
+                input: n.0.input,
+                fan_out: n.0.fan_out,
+            });
+        }
+        for t in &g.transitions {
+            let (Some(from), Some(to)) = (plan.index(&t.from), plan.index(&t.to)) else {
+                continue;
+            };
+            plan.edges.push(PlanEdge {
+                from,
+                to,
+                cond: t.when.clone().map_or(CondPlan::Always, CondPlan::Spec),
+                is_loop: t.is_loop.unwrap_or(false) || t.max_iterations.is_some(),
+                limit: t.max_iterations,
+            });
+        }
+        plan.starts = g.start.iter().filter_map(|s| plan.index(s)).collect();
+        plan
+    }
+}

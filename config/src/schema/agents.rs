@@ -1,0 +1,52 @@
+//! `agents:`: a model with instructions, tools and handoffs.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::replies::ReplySpec;
+use super::tools::ToolSpec;
+use crate::duration::HumanDuration;
+
+/// An agent: a model with instructions, tools and handoffs.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    /// What the agent does (selectors read it).
+    #[serde(default)]
+    pub description: Option<String>,
+    /// System instructions; may use `{{ $steps.<id>.output }}` templates.
+    #[serde(default)]
+    pub instructions: Option<String>,
+    /// The model: a name from `models`.
+    pub model: String,
+    /// Tools: built-in names and `mcp:` servers.
+    #[serde(default)]
+    pub tools: Vec<ToolSpec>,
+    /// Agents (or `user`) this one may hand the conversation to.
+    #[serde(default)]
+    pub handoffs: Vec<String>,
+    /// Rounds of tool calls allowed in one turn (default 10).
+    #[serde(default)]
+    pub max_tool_iterations: Option<usize>,
+    /// A JSON Schema the final answer must match (structured output).
+    #[serde(default)]
+    pub structured_output: Option<serde_json::Value>,
+    /// Sampling temperature for this agent (overrides the model's).
+    #[serde(default)]
+    pub temperature: Option<f32>,
+    /// Completion-token cap for this agent (overrides the model's).
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    /// Time allowed for each tool call.
+    #[serde(default)]
+    pub tool_timeout: Option<HumanDuration>,
+    /// Scripted replies of this agent (used when its model runs scripted).
+    #[serde(default)]
+    pub script: Option<Vec<ReplySpec>>,
+    /// The cluster node that hosts this agent. `troupe node --name NODE`
+    /// hosts the agents placed on it; a workflow run elsewhere (`troupe run
+    /// --connect …`) sends this agent's turns to that node, under the same
+    /// name. Absent: the agent runs in the process that runs the workflow.
+    #[serde(default)]
+    pub node: Option<String>,
+}

@@ -1,0 +1,41 @@
+//! The config file's types: what a YAML config may say.
+//!
+//! These types are the schema: the loader deserializes them, and
+//! `troupe schema` prints the JSON Schema generated from them (committed as
+//! `schema/troupe.schema.json`, so editors can validate and complete
+//! configs). Their doc comments become the schema's descriptions. Where a
+//! config names a runtime setting (a node's `join`, a route's `overflow`,
+//! retry error kinds…), the runtime's own type is used.
+//!
+//! One file per topic; `file` is the whole document.
+
+mod agents;
+mod checkpoint;
+mod conditions;
+mod file;
+mod graph;
+mod models;
+mod replies;
+mod retry;
+mod router;
+mod steps;
+mod stop;
+mod teams;
+mod tools;
+mod workflow;
+
+pub use agents::AgentSpec;
+pub use checkpoint::{CheckpointSpec, StoreKind};
+pub use conditions::{ConditionForm, ConditionSpec, FieldSpec};
+pub use file::{CONFIG_VERSION, ConfigFile, json_schema};
+pub use graph::{GraphSpec, NodeForm, NodeSpec, TransitionSpec};
+pub use models::{ModelSpec, Provider};
+pub use replies::{HandoffReplySpec, ReplyForm, ReplySpec, ToolCallSpec};
+pub use retry::{BackoffSpec, RetrySpec};
+pub use router::{Names, RouteSpec, RouterSpec};
+pub use steps::{Branch, BranchSpec, StepKind, StepSpec};
+pub(crate) use steps::{collect_step_ids, parallel_blocks};
+pub use stop::StopSpec;
+pub use teams::{MapReduceSpec, PlacementSpec, SelectorSpec, SequentialSpec, TeamSpec};
+pub use tools::{McpSpec, ToolSpec};
+pub use workflow::WorkflowSpec;

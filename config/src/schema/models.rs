@@ -1,0 +1,72 @@
+//! `models:`: model configurations (a server, or a script).
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use troupe_agents::model::WhenExhausted;
+
+use super::replies::ReplySpec;
+use crate::duration::HumanDuration;
+
+/// Which kind of model a model configuration makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Provider {
+    /// An OpenAI-compatible chat-completions server (OpenAI, Ollama, vLLM,
+    /// llama.cpp, LM Studio…).
+    Openai,
+    /// Replies listed in the config: offline and deterministic.
+    Scripted,
+    /// `openai` when `OPENAI_BASE_URL` or the key variable (`api_key_env`)
+    /// is set, `scripted` otherwise (and always with `--offline`).
+    #[default]
+    Auto,
+}
+
+/// A model configuration.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    /// `openai`, `scripted` or `auto` (default).
+    #[serde(default)]
+    pub provider: Provider,
+    /// The model's name on the server (`gpt-4o-mini`, `llama3.2`).
+    /// `${VAR}` and `${VAR:-default}` are expanded from the environment.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The server's base URL (requests go to `{base_url}/chat/completions`);
+    /// default `$OPENAI_BASE_URL`, else `https://api.openai.com/v1`.
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key (default
+    /// `OPENAI_API_KEY`). The key itself never appears in a config.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Extra HTTP headers (values expand `${VAR}`).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Sampling temperature, 0 to 2.
+    #[serde(default)]
+    pub temperature: Option<f32>,
+    /// Cap on completion tokens per call.
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    /// Time allowed for one model call (default 120s).
+    #[serde(default)]
+    pub timeout: Option<HumanDuration>,
+    /// Attempts per call, the first included (default 3).
+    #[serde(default)]
+    pub retries: Option<u32>,
+    /// Scripted replies: each agent using this model gets its own copy of
+    /// the list (an agent's own `script` replaces it).
+    #[serde(default)]
+    pub replies: Option<Vec<ReplySpec>>,
+    /// What a scripted model does when its replies run out.
+    #[serde(default)]
+    pub when_exhausted: Option<WhenExhausted>,
+    /// Scripted: how long each reply takes (to watch the spinner, or to
+    /// interrupt a run mid-turn).
+    #[serde(default)]
+    pub delay: Option<HumanDuration>,
+}

@@ -1,0 +1,104 @@
+//! `workflow:` and `workflows:`: one kind of team, plus threads and a stop
+//! condition.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::graph::GraphSpec;
+use super::router::RouterSpec;
+use super::steps::StepSpec;
+use super::stop::StopSpec;
+use super::teams::{MapReduceSpec, SelectorSpec, SequentialSpec, TeamSpec};
+
+/// A workflow: one kind (a preset, a graph, steps, or a router alone; a
+/// graph may have a router too), plus threads and a stop condition. In
+/// `workflows:`, `file:` takes the workflow of another config file.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkflowSpec {
+    /// The workflow's name (its path in events).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// What it does.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Another config file whose workflow this is (relative to this file).
+    #[serde(default)]
+    pub file: Option<String>,
+    /// Participants take turns in order, seeing every message.
+    #[serde(default)]
+    pub round_robin: Option<TeamSpec>,
+    /// A model picks the next speaker each turn.
+    #[serde(default)]
+    pub selector: Option<SelectorSpec>,
+    /// Agents hand off to each other; a handoff to `user` ends the run.
+    #[serde(default)]
+    pub swarm: Option<TeamSpec>,
+    /// Agents one after another.
+    #[serde(default)]
+    pub sequential: Option<SequentialSpec>,
+    /// Split, work in parallel, combine.
+    #[serde(default)]
+    pub map_reduce: Option<MapReduceSpec>,
+    /// A control-flow graph.
+    #[serde(default)]
+    pub graph: Option<GraphSpec>,
+    /// cagent-style steps: sequential, `parallel`, `condition`.
+    #[serde(default)]
+    pub steps: Option<Vec<StepSpec>>,
+    /// Routes between participants (alone, or with a graph).
+    #[serde(default)]
+    pub router: Option<RouterSpec>,
+    /// The iteration limit of every loop (default 100).
+    #[serde(default)]
+    pub max_loop_iterations: Option<u32>,
+    /// Threads shared by several participants: group name → members.
+    #[serde(default)]
+    pub shared_threads: BTreeMap<String, Vec<String>>,
+    /// When the run stops.
+    #[serde(default)]
+    pub stop: Option<StopSpec>,
+    /// Stop after this many agent turns (shorthand for `stop.max_turns`).
+    #[serde(default)]
+    pub max_turns: Option<u64>,
+    /// At most this many turns at once (router and dataflow runs).
+    #[serde(default)]
+    pub max_concurrency: Option<usize>,
+}
+
+impl WorkflowSpec {
+    /// The kinds the workflow names, in the order `round_robin`,
+    /// `selector`, `swarm`, `sequential`, `map_reduce`, `graph`, `steps`,
+    /// `file` (a router is not counted: it may go with a graph).
+    pub fn kinds(&self) -> Vec<&'static str> {
+        [
+            ("round_robin", self.round_robin.is_some()),
+            ("selector", self.selector.is_some()),
+            ("swarm", self.swarm.is_some()),
+            ("sequential", self.sequential.is_some()),
+            ("map_reduce", self.map_reduce.is_some()),
+            ("graph", self.graph.is_some()),
+            ("steps", self.steps.is_some()),
+            ("file", self.file.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, given)| given.then_some(name))
+        .collect()
+    }
+
+    /// Whether it is a preset team (which builds its own workflow).
+    pub fn is_preset(&self) -> bool {
+        self.round_robin.is_some()
+            || self.selector.is_some()
+            || self.swarm.is_some()
+            || self.sequential.is_some()
+            || self.map_reduce.is_some()
+    }
+
+    /// Whether it has a stop condition (`stop:` or `max_turns:`).
+    pub fn has_stop(&self) -> bool {
+        self.stop.is_some() || self.max_turns.is_some()
+    }
+}

@@ -1,0 +1,42 @@
+//! `{{ $steps.<id>.output }}` templates: references to what earlier steps
+//! produced, usable in agent instructions and in conditions (as cagent
+//! writes them).
+//!
+//! A reference names a step (or graph node, or team participant) and a
+//! path into what it produced:
+//!
+//! | reference | is |
+//! |---|---|
+//! | `$steps.draft.output` | the step's last output (its text) |
+//! | `$steps.qa.output.approved` | a field of that output read as JSON |
+//! | `$steps.qa.output.items[0]` | an element of a JSON list |
+//! | `$steps.qa.agent` | the agent that ran the step |
+//! | `$steps.research.outputs.web.output` | the output of step `web` inside parallel block `research` |
+//! | `$steps.research.outputs[1].output` | the second step of the block, in the order written |
+//! | `$steps.research.output` | the block as JSON: `{"steps": {id: {"output", "agent"}}, "order": [...]}` |
+//!
+//! A condition is a reference (true when its value is truthy: `true`, a
+//! non-zero number, the strings `true`/`yes`/`1`, a non-empty list or
+//! mapping), optionally negated with `!` or `not`, or compared with
+//! `== value` / `!= value`.
+//!
+//! ```
+//! use troupe_config::template::{Board, Expr, Template};
+//!
+//! let board = Board::default();
+//! board.record("qa", "qa_agent", r#"{"approved": true, "notes": "fine"}"#);
+//! let expr = Expr::parse("{{ $steps.qa.output.approved }}").unwrap();
+//! assert!(expr.evaluate(&board));
+//! let text = Template::parse("QA said: {{ $steps.qa.output.notes }}").unwrap();
+//! assert_eq!(text.render(&board), "QA said: fine");
+//! ```
+
+mod board;
+mod expr;
+mod reference;
+mod text;
+
+pub use board::{Board, StepRecord};
+pub use expr::Expr;
+pub use reference::{Access, Reference, TemplateError};
+pub use text::Template;

@@ -1,0 +1,145 @@
+//! `agents:` entries: a valid, unreserved name, a known model with a
+//! script when it runs offline, handoffs to known participants, templates
+//! that name known steps, a node the templates can run on.
+
+use std::collections::BTreeSet;
+
+use super::checker::{Checker, Defined, at_least_one, expected_names, p};
+use super::models::check_temperature;
+use super::participants::uses_step_templates;
+use super::tools::check_tools;
+use crate::refs::valid_name;
+use crate::schema::{AgentSpec, ConfigFile, Provider};
+use crate::template::Template;
+use troupe_runtime::USER;
+
+/// Checks agent `name`; `ids` are the ids its templates may name.
+pub(super) fn check_agent(
+    c: &mut Checker<'_>,
+    names: &Defined,
+    spec: &ConfigFile,
+    ids: &BTreeSet<String>,
+    name: &str,
+    agent: &AgentSpec,
+) {
+    let base = p(&["agents", name]);
+    if name == USER {
+        c.error(
+            &base,
+            "`user` is reserved for the caller",
+            Some("another agent name".into()),
+        );
+    }
+    if !valid_name(name) {
+        c.error(
+            &base,
+            format!("`{name}` is not a valid agent name"),
+            Some("letters, digits, `_` and `-`".into()),
+        );
+    }
+    if names.workflows.contains(name) {
+        c.error(
+            &base,
+            format!("`{name}` names both an agent and a workflow"),
+            Some("distinct names".into()),
+        );
+    }
+    match spec.models.get(&agent.model) {
+        None if !names.broken.contains(&agent.model) => c.value_error(
+            &base.key("model"),
+            format!("unknown model `{}`", agent.model),
+            names.expected_models(),
+        ),
+        None => {}
+        Some(model)
+            if model.provider != Provider::Openai
+                && agent.script.is_none()
+                && model.replies.is_none() =>
+        {
+            c.error(
+                &base,
+                format!(
+                    "agent `{name}` has no scripted replies, but model `{}` runs scripted{}",
+                    agent.model,
+                    if model.provider == Provider::Auto {
+                        " offline"
+                    } else {
+                        ""
+                    }
+                ),
+                Some(format!(
+                    "`script:` on the agent, or `replies:` on model `{}`",
+                    agent.model
+                )),
+            );
+        }
+        Some(_) => {}
+    }
+    check_tools(c, &base, &agent.tools);
+    for (i, target) in agent.handoffs.iter().enumerate() {
+        let path = base.key("handoffs").index(i);
+        if target == name {
+            c.value_error(&path, "an agent cannot hand off to itself", None);
+        } else if target != USER && !names.participant(target) {
+            let mut known = names.participants();
+            known.push(USER);
+            c.value_error(
+                &path,
+                format!("unknown handoff target `{target}`"),
+                expected_names(known),
+            );
+        }
+    }
+    if agent.max_tool_iterations == Some(0) {
+        at_least_one(c, &base.key("max_tool_iterations"));
+    }
+    if let Some(schema) = &agent.structured_output
+        && !schema.is_object()
+    {
+        c.value_error(
+            &base.key("structured_output"),
+            "a structured output schema must be a mapping",
+            Some("a JSON Schema such as `{type: object, properties: …}`".into()),
+        );
+    }
+    if let Some(t) = agent.temperature {
+        check_temperature(c, &base.key("temperature"), t);
+    }
+    if let Some(node) = &agent.node {
+        let path = base.key("node");
+        if !valid_name(node) {
+            c.value_error(
+                &path,
+                format!("`{node}` is not a valid node name"),
+                Some("letters, digits, `_` and `-`".into()),
+            );
+        } else if uses_step_templates(agent) {
+            c.value_error(
+                &path,
+                format!(
+                    "agent `{name}` runs on node `{node}`, where the `{{{{ $steps… }}}}` templates of its instructions cannot see this workflow's steps"
+                ),
+                Some("instructions without `{{ $steps… }}`, or no `node:`".into()),
+            );
+        }
+    }
+    if let Some(text) = &agent.instructions {
+        let path = base.key("instructions");
+        match Template::parse(text) {
+            Err(e) => c.value_error(&path, e.message, None),
+            Ok(t) => {
+                for r in t.references() {
+                    for step in r.steps() {
+                        if !ids.contains(step) {
+                            c.value_error(
+                                &path,
+                                format!("`{r}` names no step, node or participant `{step}`"),
+                                expected_names(ids.iter().map(String::as_str).collect()),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

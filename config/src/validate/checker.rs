@@ -1,0 +1,152 @@
+//! [`Checker`], which collects problems at the position of the field at
+//! fault, and [`Defined`], the names a config defines.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use crate::error::{Diagnostic, one_of};
+use crate::schema::ConfigFile;
+use crate::tree::{FieldPath, Node, Seg, Value};
+
+/// The field path of these keys from the document's root.
+pub(super) fn p(segments: &[&str]) -> FieldPath {
+    segments
+        .iter()
+        .fold(FieldPath::root(), |path, s| path.key(*s))
+}
+
+/// Collects problems with positions.
+pub(super) struct Checker<'a> {
+    file: &'a Path,
+    tree: &'a Node,
+    removed: &'a [FieldPath],
+    pub(super) diagnostics: Vec<Diagnostic>,
+}
+
+impl<'a> Checker<'a> {
+    pub(super) fn new(file: &'a Path, tree: &'a Node, removed: &'a [FieldPath]) -> Self {
+        Checker {
+            file,
+            tree,
+            removed,
+            diagnostics: Vec::new(),
+        }
+    }
+
+    /// A problem with the field at `path` (its key's position).
+    pub(super) fn error(
+        &mut self,
+        path: &FieldPath,
+        message: impl Into<String>,
+        expected: Option<String>,
+    ) {
+        let mut d = Diagnostic::new(
+            self.file,
+            self.tree.position_of(path),
+            path.to_string(),
+            message,
+        );
+        d.expected = expected;
+        self.diagnostics.push(d);
+    }
+
+    /// A problem with the value at `path` (where the value starts).
+    pub(super) fn value_error(
+        &mut self,
+        path: &FieldPath,
+        message: impl Into<String>,
+        expected: Option<String>,
+    ) {
+        let mut d = Diagnostic::new(
+            self.file,
+            self.tree.value_position(path),
+            path.to_string(),
+            message,
+        );
+        d.expected = expected;
+        self.diagnostics.push(d);
+    }
+
+    /// Whether `path` was dropped for an error already reported.
+    pub(super) fn was_removed(&self, path: &FieldPath) -> bool {
+        self.removed.iter().any(|r| path.starts_with(r))
+    }
+
+    /// Whether something inside `path` was dropped.
+    pub(super) fn lost_part(&self, path: &FieldPath) -> bool {
+        self.removed.iter().any(|r| r.starts_with(path))
+    }
+
+    /// Whether the value at `path` is written as a mapping (the long form
+    /// of a value that has a short one).
+    pub(super) fn is_mapping(&self, path: &FieldPath) -> bool {
+        matches!(self.tree.get(path).map(|n| &n.value), Some(Value::Map(_)))
+    }
+}
+
+/// The names a config defines, for checking references.
+pub(super) struct Defined {
+    pub(super) models: BTreeSet<String>,
+    pub(super) agents: BTreeSet<String>,
+    pub(super) workflows: BTreeSet<String>,
+    /// Entries removed for structural errors: references to them are not
+    /// reported again.
+    pub(super) broken: BTreeSet<String>,
+}
+
+impl Defined {
+    pub(super) fn of(spec: &ConfigFile, removed: &[FieldPath]) -> Self {
+        let mut broken = BTreeSet::new();
+        for r in removed {
+            if let [Seg::Key(section), Seg::Key(name), ..] = r.0.as_slice()
+                && matches!(section.as_str(), "models" | "agents" | "workflows")
+            {
+                broken.insert(name.clone());
+            }
+        }
+        Defined {
+            models: spec.models.keys().cloned().collect(),
+            agents: spec.agents.keys().cloned().collect(),
+            workflows: spec.workflows.keys().cloned().collect(),
+            broken,
+        }
+    }
+
+    /// Whether `name` is an agent or a named workflow (or a broken entry).
+    pub(super) fn participant(&self, name: &str) -> bool {
+        self.agents.contains(name) || self.workflows.contains(name) || self.broken.contains(name)
+    }
+
+    /// Every agent and named workflow.
+    pub(super) fn participants(&self) -> Vec<&str> {
+        self.agents
+            .iter()
+            .chain(self.workflows.iter())
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// Whether `name` is a model (or a broken entry).
+    pub(super) fn model(&self, name: &str) -> bool {
+        self.models.contains(name) || self.broken.contains(name)
+    }
+
+    /// The models, as the "expected" text of an unknown one.
+    pub(super) fn expected_models(&self) -> Option<String> {
+        expected_names(self.models.iter().map(String::as_str).collect())
+    }
+}
+
+/// What to write instead of an unknown name.
+pub(super) fn expected_names(names: Vec<&str>) -> Option<String> {
+    if names.is_empty() {
+        Some("a name defined in the config (none are)".into())
+    } else {
+        Some(one_of(&names))
+    }
+}
+
+/// "must be at least 1", at the value of `path`.
+pub(super) fn at_least_one(c: &mut Checker<'_>, path: &FieldPath) {
+    c.value_error(path, "must be at least 1", Some("1 or more".into()));
+}

@@ -1,0 +1,25 @@
+//! `checkpoint:`: a file store has a path, a memory store none.
+
+use super::checker::{Checker, at_least_one, p};
+use crate::schema::{CheckpointSpec, StoreKind};
+
+/// Checks the checkpoint section.
+pub(super) fn check_checkpoint(c: &mut Checker<'_>, cp: &CheckpointSpec) {
+    let base = p(&["checkpoint"]);
+    match (cp.store, &cp.path) {
+        (StoreKind::Dir | StoreKind::Sqlite, None) => c.error(
+            &base,
+            "a `dir` or `sqlite` store needs a `path`",
+            Some("`path:` (relative to the config file)".into()),
+        ),
+        (StoreKind::Memory, Some(_)) => c.error(
+            &base.key("path"),
+            "a `memory` store has no path",
+            Some("`store: dir` or `store: sqlite` to keep checkpoints in a file".into()),
+        ),
+        _ => {}
+    }
+    if cp.every == Some(0) {
+        at_least_one(c, &base.key("every"));
+    }
+}

@@ -1,0 +1,134 @@
+//! Checks what types alone cannot: names that must exist, steps referenced
+//! before they exist, loops with no exit, options that do not go together.
+//! Every problem is collected, with the position of the field at fault.
+//!
+//! One file per topic; each checks its part of the config with a
+//! [`Checker`](checker::Checker), and [`check`] walks the whole file.
+
+mod agents;
+mod checker;
+mod checkpoint;
+mod conditions;
+mod graph;
+mod loops;
+mod models;
+mod participants;
+mod retry;
+mod router;
+mod steps;
+mod stop;
+mod teams;
+mod tools;
+mod workflows;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use agents::check_agent;
+use checker::{Checker, Defined, p};
+use checkpoint::check_checkpoint;
+use models::check_model;
+use workflows::check_workflow;
+
+use crate::error::Diagnostic;
+use crate::refs::valid_name;
+use crate::schema::{CONFIG_VERSION, ConfigFile, WorkflowSpec, collect_step_ids};
+use crate::tree::{FieldPath, Node};
+use troupe_runtime::USER;
+
+/// Checks a deserialized config. `removed` are the paths dropped while
+/// deserializing (their errors are already reported).
+pub(crate) fn check(
+    spec: &ConfigFile,
+    tree: &Node,
+    file: &Path,
+    removed: &[FieldPath],
+) -> Vec<Diagnostic> {
+    let mut c = Checker::new(file, tree, removed);
+    let names = Defined::of(spec, removed);
+
+    if spec.version != CONFIG_VERSION {
+        c.value_error(
+            &p(&["version"]),
+            format!("unsupported config version {}", spec.version),
+            Some(format!("{CONFIG_VERSION}")),
+        );
+    }
+
+    for (name, model) in &spec.models {
+        check_model(&mut c, name, model);
+    }
+
+    // Every id a template may name: steps, graph nodes, participants.
+    let mut ids: BTreeSet<String> = names.participants().iter().map(|s| s.to_string()).collect();
+    for w in spec.workflow.iter().chain(spec.workflows.values()) {
+        collect_ids(w, &mut ids);
+    }
+
+    for (name, agent) in &spec.agents {
+        check_agent(&mut c, &names, spec, &ids, name, agent);
+    }
+
+    for (name, w) in &spec.workflows {
+        let base = p(&["workflows", name]);
+        if name == USER || !valid_name(name) {
+            c.error(
+                &base,
+                format!("`{name}` is not a valid workflow name"),
+                Some("letters, digits, `_` and `-`, not `user`".into()),
+            );
+        }
+        if w.file.is_some() {
+            let others: Vec<&str> = w.kinds().into_iter().filter(|k| *k != "file").collect();
+            if !others.is_empty() || w.router.is_some() {
+                c.error(
+                    &base.key("file"),
+                    "a workflow from a file takes nothing else but `name` and `description`",
+                    None,
+                );
+            }
+            continue;
+        }
+        check_workflow(&mut c, &names, spec, &base, w);
+    }
+
+    match &spec.workflow {
+        Some(w) => {
+            let base = p(&["workflow"]);
+            if w.file.is_some() {
+                c.error(
+                    &base.key("file"),
+                    "the main workflow cannot come from a file",
+                    Some("`workflows: {name: {file: …}}` and a workflow using `name`".into()),
+                );
+            } else if !c.was_removed(&base) {
+                check_workflow(&mut c, &names, spec, &base, w);
+            }
+        }
+        None if spec.agents.len() + names.broken.len() == 1 || c.was_removed(&p(&["workflow"])) => {
+        }
+        None => c.error(
+            &FieldPath::root(),
+            "the config has no `workflow`",
+            Some("a `workflow:` section (or exactly one agent)".into()),
+        ),
+    }
+
+    if let Some(cp) = &spec.checkpoint {
+        check_checkpoint(&mut c, cp);
+    }
+
+    c.diagnostics
+}
+
+/// The ids a workflow defines: its graph's nodes and its steps.
+fn collect_ids(w: &WorkflowSpec, ids: &mut BTreeSet<String>) {
+    if let Some(g) = &w.graph {
+        for n in &g.nodes {
+            ids.insert(n.id().to_string());
+        }
+    }
+    if let Some(steps) = &w.steps {
+        collect_step_ids(steps, ids);
+    }
+}

@@ -1,0 +1,116 @@
+//! `router:`: participants given only without a graph, routes between
+//! known participants, batch sizes and capacities that work together,
+//! outputs that are participants.
+
+use troupe_runtime::USER;
+
+use super::checker::{Checker, Defined, at_least_one, expected_names};
+use super::participants::{check_participants, ids};
+use crate::refs::ref_id;
+use crate::schema::{ConfigFile, RouteSpec, RouterSpec, WorkflowSpec};
+use crate::tree::FieldPath;
+
+/// Checks the router at `base` of workflow `w`, whose graph (if any) has
+/// `participants`; without a graph, the router's members become the
+/// workflow's participants.
+pub(super) fn check_router(
+    c: &mut Checker<'_>,
+    names: &Defined,
+    spec: &ConfigFile,
+    base: &FieldPath,
+    w: &WorkflowSpec,
+    r: &RouterSpec,
+    participants: &mut Vec<String>,
+) {
+    let path = base.key("router");
+    let members: Vec<String> = match (&r.participants, w.graph.is_some()) {
+        (Some(list), false) => {
+            check_participants(c, names, spec, &path.key("participants"), list);
+            ids(list)
+        }
+        (Some(_), true) => {
+            c.error(
+                &path.key("participants"),
+                "with a graph, the participants are the graph's nodes",
+                None,
+            );
+            participants.clone()
+        }
+        (None, true) => participants.clone(),
+        (None, false) => r.route_members(|n| names.participant(n)),
+    };
+    if r.routes.is_empty() {
+        c.error(
+            &path,
+            "a router with no routes",
+            Some("`routes:` (`from`, `to`)".into()),
+        );
+    }
+    for (i, route) in r.routes.iter().enumerate() {
+        check_route(c, names, &path.key("routes").index(i), route, &members);
+    }
+    for (i, out) in r.output.iter().enumerate() {
+        if !members.contains(out) && !names.broken.contains(out) {
+            c.value_error(
+                &path.key("output").index(i),
+                format!("unknown agent `{out}`"),
+                expected_names(members.iter().map(String::as_str).collect()),
+            );
+        }
+    }
+    if w.graph.is_none() {
+        *participants = members;
+    }
+}
+
+fn check_route(
+    c: &mut Checker<'_>,
+    names: &Defined,
+    rp: &FieldPath,
+    route: &RouteSpec,
+    members: &[String],
+) {
+    for (j, from) in route.from.0.iter().enumerate() {
+        if from != USER && from != "*" && !members.contains(from) && !names.broken.contains(from) {
+            let fp = if route.from.0.len() == 1 {
+                rp.key("from")
+            } else {
+                rp.key("from").index(j)
+            };
+            let mut known: Vec<&str> = members.iter().map(String::as_str).collect();
+            known.extend([USER, "*"]);
+            c.value_error(
+                &fp,
+                format!("unknown agent `{from}` in a route"),
+                expected_names(known),
+            );
+        }
+    }
+    if !members.contains(&route.to) && !names.broken.contains(&route.to) {
+        let expected = if route.to.contains('@') {
+            Some(format!(
+                "the participant's name alone, `{}` (`agent@node` goes in `participants`)",
+                ref_id(&route.to)
+            ))
+        } else {
+            expected_names(members.iter().map(String::as_str).collect())
+        };
+        c.value_error(
+            &rp.key("to"),
+            format!("unknown agent `{}` in a route", route.to),
+            expected,
+        );
+    }
+    if route.batch_size == Some(0) {
+        at_least_one(c, &rp.key("batch_size"));
+    }
+    match (route.capacity, route.batch_size.unwrap_or(1)) {
+        (Some(0), _) => at_least_one(c, &rp.key("capacity")),
+        (Some(cap), batch) if cap < batch => c.value_error(
+            &rp.key("capacity"),
+            format!("capacity {cap} is below the batch size {batch}"),
+            Some(format!("{batch} or more")),
+        ),
+        _ => {}
+    }
+}
