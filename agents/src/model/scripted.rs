@@ -168,6 +168,9 @@ enum Source {
 
 struct State {
     source: Source,
+    /// Calls answered so far (recorded or not).
+    calls: usize,
+    /// The requests received, while [`ScriptedModel::record_requests`] is on.
     requests: Vec<ChatRequest>,
 }
 
@@ -202,6 +205,7 @@ pub struct ScriptedModel {
     name: String,
     when_exhausted: WhenExhausted,
     delay: Option<Duration>,
+    record: bool,
     state: Mutex<State>,
 }
 
@@ -237,8 +241,10 @@ impl ScriptedModel {
             name: "scripted".to_string(),
             when_exhausted: WhenExhausted::Fail,
             delay: None,
+            record: true,
             state: Mutex::new(State {
                 source,
+                calls: 0,
                 requests: Vec::new(),
             }),
         }
@@ -266,7 +272,16 @@ impl ScriptedModel {
         self
     }
 
-    /// Every request received so far, oldest first.
+    /// Whether to keep every request for [`ScriptedModel::requests`] (on by
+    /// default, for tests). Turn it off for a model that answers a long
+    /// run (an offline config, a soak test): its memory then stays flat.
+    pub fn record_requests(mut self, record: bool) -> Self {
+        self.record = record;
+        self
+    }
+
+    /// Every request received so far, oldest first (none while
+    /// [`ScriptedModel::record_requests`] is off).
     pub fn requests(&self) -> Vec<ChatRequest> {
         self.lock().requests.clone()
     }
@@ -287,8 +302,11 @@ impl ScriptedModel {
 
     fn next_reply(&self, request: &ChatRequest) -> Result<(usize, ScriptedReply), ModelError> {
         let mut state = self.lock();
-        state.requests.push(request.clone());
-        let call = state.requests.len();
+        state.calls += 1;
+        let call = state.calls;
+        if self.record {
+            state.requests.push(request.clone());
+        }
         let reply = match &mut state.source {
             Source::List { replies, next } => {
                 let index = *next;
@@ -422,6 +440,18 @@ mod tests {
             said[2]
         );
         assert_eq!(model.remaining(), Some(0));
+    }
+
+    #[tokio::test]
+    async fn a_model_that_records_nothing_still_counts_its_calls() {
+        let model = ScriptedModel::new(ab()).named("m").record_requests(false);
+        let said = answers(&model, 3).await;
+        assert_eq!(said[..2], ["a", "b"]);
+        assert!(said[2].contains("is exhausted: call 3"), "{}", said[2]);
+        assert!(model.requests().is_empty());
+        let recording = ScriptedModel::new(ab());
+        answers(&recording, 2).await;
+        assert_eq!(recording.requests().len(), 2);
     }
 
     #[tokio::test]

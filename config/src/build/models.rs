@@ -62,7 +62,10 @@ impl<'a> Ctx<'a> {
         ));
         let mut model = ScriptedModel::new(replies.iter().map(|r| scripted_reply(&r.0)))
             .named(format!("{model_name}:{user}"))
-            .when_exhausted(spec.when_exhausted.unwrap_or_default());
+            .when_exhausted(spec.when_exhausted.unwrap_or_default())
+            // Nobody reads a config model's requests back: keep none, so a
+            // long offline run holds no copy of every prompt.
+            .record_requests(false);
         if let Some(d) = &spec.delay {
             model = model.delay(d.duration);
         }
