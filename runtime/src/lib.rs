@@ -62,6 +62,7 @@ pub mod graph;
 mod message;
 mod retry;
 mod session;
+mod sink;
 mod stop;
 pub mod store;
 mod thread;
@@ -69,7 +70,7 @@ mod workflow;
 
 pub use agent::{Agent, AgentError, ErrorKind, Renamed, Reply};
 pub use async_trait::async_trait;
-pub use context::{EventSink, EventStream, RunContext};
+pub use context::{EventStream, RunContext};
 pub use error::{BuildError, CheckpointError, RunError};
 pub use event::Event;
 pub use fn_agent::FnAgent;
@@ -77,6 +78,7 @@ pub use graph::{Condition, Graph, GraphBuilder, Isolation, Join, NodeInput, Sche
 pub use message::{Content, Handoff, Message, MessageId, ToolCall, ToolResult, USER, Usage};
 pub use retry::{Backoff, RetryPolicy};
 pub use session::{Session, SessionError};
+pub use sink::{ConsoleLines, EventOutput, EventSink, EventWriter, JsonLines};
 pub use stop::{StopCondition, StopHandle, StopReason};
 pub use thread::{Thread, WorkflowState};
 pub use tokio_util::sync::CancellationToken;
