@@ -52,6 +52,7 @@
 //! distribution on rewrites none of the local actors.
 
 mod agent;
+mod agent_error;
 pub mod cluster;
 pub mod codec;
 mod context;
@@ -68,7 +69,8 @@ pub mod store;
 mod thread;
 mod workflow;
 
-pub use agent::{Agent, AgentError, ErrorKind, Renamed, Reply};
+pub use agent::{Agent, Renamed, Reply};
+pub use agent_error::{AgentError, BoxError, ErrorKind, Sourced};
 pub use async_trait::async_trait;
 pub use context::{EventStream, RunContext};
 pub use error::{BuildError, CheckpointError, RunError};

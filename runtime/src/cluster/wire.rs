@@ -174,6 +174,9 @@ impl WireError {
                 node: node.clone(),
                 message: message.clone(),
             },
+            // An attached cause stays on this node; its error's kind and
+            // text cross the wire.
+            AgentError::WithSource(sourced) => WireError::from_agent(sourced.error(), path),
         }
     }
 
