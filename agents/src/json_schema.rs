@@ -38,6 +38,20 @@ impl fmt::Display for SchemaErrors {
 
 impl std::error::Error for SchemaErrors {}
 
+/// A schema that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// The schema is neither a JSON object nor a boolean.
+    #[error("a schema must be a JSON object, not {0}")]
+    NotASchema(String),
+    /// A `$ref` does not resolve inside the schema.
+    #[error(
+        "$ref '{0}' does not point inside the schema (only local references like '#/$defs/x' are supported)"
+    )]
+    UnresolvedRef(String),
+}
+
 /// A compiled JSON schema (of the supported subset).
 ///
 /// ```
@@ -62,9 +76,9 @@ pub struct SchemaValidator {
 impl SchemaValidator {
     /// Compiles `schema`: it must be an object (or a boolean) whose `$ref`s
     /// all point inside it.
-    pub fn new(schema: Value) -> Result<Self, String> {
+    pub fn new(schema: Value) -> Result<Self, SchemaError> {
         if !schema.is_object() && !schema.is_boolean() {
-            return Err(format!("a schema must be a JSON object, not {schema}"));
+            return Err(SchemaError::NotASchema(schema.to_string()));
         }
         check_refs(&schema, &schema)?;
         Ok(SchemaValidator { root: schema })
@@ -412,15 +426,13 @@ fn resolve<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
 }
 
 /// Every `$ref` in `schema` must resolve inside `root`.
-fn check_refs(root: &Value, schema: &Value) -> Result<(), String> {
+fn check_refs(root: &Value, schema: &Value) -> Result<(), SchemaError> {
     match schema {
         Value::Object(o) => {
             if let Some(Value::String(r)) = o.get("$ref")
                 && resolve(root, r).is_none()
             {
-                return Err(format!(
-                    "$ref '{r}' does not point inside the schema (only local references like '#/$defs/x' are supported)"
-                ));
+                return Err(SchemaError::UnresolvedRef(r.clone()));
             }
             o.values().try_for_each(|v| check_refs(root, v))
         }
@@ -517,7 +529,7 @@ mod tests {
     fn bad_schemas_are_refused_and_cycles_do_not_overflow() {
         assert!(SchemaValidator::new(json!("string")).is_err());
         let e = SchemaValidator::new(json!({"$ref": "http://x/y"})).unwrap_err();
-        assert!(e.contains("local references"), "{e}");
+        assert!(e.to_string().contains("local references"), "{e}");
         let cyclic = SchemaValidator::new(json!({"$ref": "#"})).unwrap();
         let e = cyclic.validate(&json!(1)).unwrap_err();
         assert!(e.to_string().contains("too deeply"), "{e}");

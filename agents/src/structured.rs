@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde_json::Value;
 
-use crate::json_schema::SchemaValidator;
+use crate::json_schema::{SchemaError, SchemaValidator};
 use crate::model::ResponseFormat;
 use crate::tool::sanitize_tool_name;
 
@@ -37,30 +37,40 @@ pub struct StructuredOutput {
 
 impl StructuredOutput {
     /// Output matching `schema`, named after its `title` (or `output`).
-    pub fn new(schema: Value) -> Result<Self, String> {
+    pub fn new(schema: Value) -> Result<Self, SchemaError> {
         let name = schema
             .get("title")
             .and_then(Value::as_str)
             .map(sanitize_tool_name)
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| "output".to_string());
-        Self::named(name, schema)
+        Self::build(name, schema)
     }
 
     /// Output matching `schema`, with this name (providers want one).
+    ///
+    /// Its error is still text: the planning module's callers take it so.
+    /// Prefer [`StructuredOutput::new`] or [`StructuredOutput::of`], whose
+    /// [`SchemaError`] says what is wrong.
     pub fn named(name: impl Into<String>, schema: Value) -> Result<Self, String> {
-        let strict = strict_compatible(&schema);
-        Ok(StructuredOutput {
-            name: sanitize_tool_name(&name.into()),
-            validator: SchemaValidator::new(schema)?,
-            strict,
-        })
+        Self::build(name.into(), schema).map_err(|e| e.to_string())
     }
 
     /// Output of Rust type `T` (its schema derived with schemars).
-    pub fn of<T: JsonSchema>() -> Result<Self, String> {
-        let name = T::schema_name();
-        Self::named(name, crate::tool::schema_for::<T>())
+    pub fn of<T: JsonSchema>() -> Result<Self, SchemaError> {
+        Self::build(
+            T::schema_name().into_owned(),
+            crate::tool::schema_for::<T>(),
+        )
+    }
+
+    fn build(name: String, schema: Value) -> Result<Self, SchemaError> {
+        let strict = strict_compatible(&schema);
+        Ok(StructuredOutput {
+            name: sanitize_tool_name(&name),
+            validator: SchemaValidator::new(schema)?,
+            strict,
+        })
     }
 
     /// The schema.
