@@ -26,7 +26,7 @@ use crate::tool::sanitize_tool_name;
 ///     "additionalProperties": false
 /// })).unwrap();
 /// assert_eq!(out.parse("```json\n{\"city\": \"Oslo\"}\n```").unwrap(), "{\"city\":\"Oslo\"}");
-/// assert!(out.parse("{\"town\": \"Oslo\"}").unwrap_err().contains("missing required property 'city'"));
+/// assert!(out.parse("{\"town\": \"Oslo\"}").unwrap_err().contains("$: \"city\" is a required property"));
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct StructuredOutput {

@@ -108,7 +108,10 @@ fn an_exhausted_retry_tells_the_last_retry_after() {
 #[test]
 fn schema_problems_are_typed_and_kept_by_the_build_error() {
     let e = StructuredOutput::new(json!({"$ref": "#/$defs/missing"})).unwrap_err();
-    assert_eq!(e, SchemaError::UnresolvedRef("#/$defs/missing".into()));
+    assert!(
+        matches!(&e, SchemaError::UnresolvedRef { reference, .. } if reference == "#/$defs/missing"),
+        "{e}"
+    );
     assert!(matches!(
         StructuredOutput::new(json!("a string")),
         Err(SchemaError::NotASchema(_))
@@ -121,11 +124,9 @@ fn schema_problems_are_typed_and_kept_by_the_build_error() {
         .unwrap_err();
     assert!(matches!(e, BuildError::InvalidSchema { .. }));
     let source = e.source().and_then(|s| s.downcast_ref::<SchemaError>());
-    assert_eq!(
-        source,
-        Some(&SchemaError::UnresolvedRef(
-            "http://elsewhere/schema".into()
-        ))
+    assert!(
+        matches!(source, Some(SchemaError::UnresolvedRef { reference, .. }) if reference == "http://elsewhere/schema"),
+        "{e}"
     );
 }
 
