@@ -149,6 +149,11 @@ fn events_as_json_lines() {
     let last = lines.last().expect("a result line");
     assert_eq!(last["type"], "result");
     assert_eq!(last["status"], "completed");
+    // Events are written on a thread of their own: the CLI waits for the
+    // last of them before the result line and the exit.
+    let before = &lines[lines.len() - 2];
+    assert_eq!(before["type"], "run_finished", "{before}");
+    assert!(lines.iter().all(|l| l["type"] != "events_dropped"));
     assert_eq!(
         last["final_response"],
         "Published: Bonjour l'équipe, merci pour votre lecture"

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use troupe_runtime::AgentError;
 
+use crate::json_schema::SchemaError;
+
 /// A model call failed.
 ///
 /// Every variant that involves a server names the endpoint; none carries
@@ -109,10 +111,12 @@ impl ModelError {
         }
     }
 
-    /// The wait the server asked for, if it did.
+    /// The wait the server asked for, if it did (on the last attempt, for
+    /// [`ModelError::RetriesExhausted`]).
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
             ModelError::Status { retry_after, .. } => *retry_after,
+            ModelError::RetriesExhausted { last, .. } => last.retry_after(),
             _ => None,
         }
     }
@@ -121,14 +125,33 @@ impl ModelError {
 /// A failure that may pass (retried and still failing, rate limits, lost
 /// connections) becomes [`AgentError::Transient`], so a workflow's retry
 /// policy can try the turn again later; anything else is
-/// [`AgentError::Model`].
+/// [`AgentError::Model`]. Either way the `ModelError` itself is kept as the
+/// error's source, `Retry-After` and all:
+///
+/// ```
+/// use std::time::Duration;
+/// use troupe_agents::ModelError;
+/// use troupe_runtime::{AgentError, ErrorKind};
+///
+/// let limited = ModelError::Status {
+///     endpoint: "https://api.example/v1/chat/completions".into(),
+///     status: 429,
+///     body: "slow down".into(),
+///     retry_after: Some(Duration::from_secs(7)),
+/// };
+/// let e = AgentError::from(limited);
+/// assert_eq!(e.kind(), ErrorKind::Transient);
+/// let cause = e.downcast_source::<ModelError>().unwrap();
+/// assert_eq!(cause.retry_after(), Some(Duration::from_secs(7)));
+/// ```
 impl From<ModelError> for AgentError {
     fn from(e: ModelError) -> Self {
-        if e.is_retryable() || matches!(e, ModelError::RetriesExhausted { .. }) {
+        let error = if e.is_retryable() || matches!(e, ModelError::RetriesExhausted { .. }) {
             AgentError::Transient(format!("model call failed: {e}"))
         } else {
             AgentError::Model(e.to_string())
-        }
+        };
+        error.with_source(e)
     }
 }
 
@@ -260,11 +283,36 @@ pub enum BuildError {
     #[error("chat agent '{0}' lists itself as a handoff target")]
     HandoffToSelf(String),
     /// The structured-output schema cannot be used.
-    #[error("chat agent '{agent}': structured output schema: {message}")]
+    #[error("chat agent '{agent}': structured output schema: {source}")]
     InvalidSchema {
         /// The agent.
         agent: String,
         /// What is wrong with it.
-        message: String,
+        source: SchemaError,
     },
+}
+
+/// A user proxy's turn no longer waits for the answer given to
+/// [`UserRequest::respond`](crate::UserRequest::respond) (it was cancelled,
+/// timed out, or its run ended); the answer comes back with the error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("nobody waits for this answer any more")]
+pub struct NotWaiting {
+    answer: String,
+}
+
+impl NotWaiting {
+    pub(crate) fn new(answer: String) -> Self {
+        NotWaiting { answer }
+    }
+
+    /// The answer that was not taken.
+    pub fn answer(&self) -> &str {
+        &self.answer
+    }
+
+    /// The answer back, to give elsewhere.
+    pub fn into_answer(self) -> String {
+        self.answer
+    }
 }

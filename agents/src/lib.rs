@@ -78,14 +78,14 @@ pub use troupe_runtime::FnAgent;
 
 pub use chat_agent::{ChatAgent, ChatAgentBuilder, HandoffTarget, ToolMessages};
 pub use context_policy::ContextPolicy;
-pub use error::{BuildError, McpError, ModelError, ToolError};
-pub use json_schema::{SchemaErrors, SchemaValidator};
+pub use error::{BuildError, McpError, ModelError, NotWaiting, ToolError};
+pub use json_schema::{SchemaError, SchemaErrors, SchemaValidator};
 pub use model::{
     ChatDelta, ChatMessage, ChatModel, ChatRequest, ChatResponse, ChatStream, FinishReason,
     OpenAiClient, ResponseFormat, RetryPolicy, ScriptedModel, ScriptedReply, ToolChoice,
     ToolDefinition,
 };
-pub use structured::StructuredOutput;
+pub use structured::{AnswerRejected, StructuredOutput};
 pub use tool::{
     AgentTool, FunctionTool, McpCallResult, McpClient, McpServerConfig, McpTool, McpToolInfo,
     McpTransport, ThreadMode, Tool, ToolContext, ToolOutput,

@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde_json::Value;
 
-use crate::json_schema::SchemaValidator;
+use crate::json_schema::{SchemaError, SchemaErrors, SchemaValidator};
 use crate::model::ResponseFormat;
 use crate::tool::sanitize_tool_name;
 
@@ -26,7 +26,8 @@ use crate::tool::sanitize_tool_name;
 ///     "additionalProperties": false
 /// })).unwrap();
 /// assert_eq!(out.parse("```json\n{\"city\": \"Oslo\"}\n```").unwrap(), "{\"city\":\"Oslo\"}");
-/// assert!(out.parse("{\"town\": \"Oslo\"}").unwrap_err().contains("missing required property 'city'"));
+/// let wrong = out.parse("{\"town\": \"Oslo\"}").unwrap_err();
+/// assert!(wrong.to_string().contains("$: \"city\" is a required property"));
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct StructuredOutput {
@@ -37,30 +38,36 @@ pub struct StructuredOutput {
 
 impl StructuredOutput {
     /// Output matching `schema`, named after its `title` (or `output`).
-    pub fn new(schema: Value) -> Result<Self, String> {
+    pub fn new(schema: Value) -> Result<Self, SchemaError> {
         let name = schema
             .get("title")
             .and_then(Value::as_str)
             .map(sanitize_tool_name)
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| "output".to_string());
-        Self::named(name, schema)
+        Self::build(name, schema)
     }
 
     /// Output matching `schema`, with this name (providers want one).
-    pub fn named(name: impl Into<String>, schema: Value) -> Result<Self, String> {
-        let strict = strict_compatible(&schema);
-        Ok(StructuredOutput {
-            name: sanitize_tool_name(&name.into()),
-            validator: SchemaValidator::new(schema)?,
-            strict,
-        })
+    pub fn named(name: impl Into<String>, schema: Value) -> Result<Self, SchemaError> {
+        Self::build(name.into(), schema)
     }
 
     /// Output of Rust type `T` (its schema derived with schemars).
-    pub fn of<T: JsonSchema>() -> Result<Self, String> {
-        let name = T::schema_name();
-        Self::named(name, crate::tool::schema_for::<T>())
+    pub fn of<T: JsonSchema>() -> Result<Self, SchemaError> {
+        Self::build(
+            T::schema_name().into_owned(),
+            crate::tool::schema_for::<T>(),
+        )
+    }
+
+    fn build(name: String, schema: Value) -> Result<Self, SchemaError> {
+        let strict = strict_compatible(&schema);
+        Ok(StructuredOutput {
+            name: sanitize_tool_name(&name),
+            validator: SchemaValidator::new(schema)?,
+            strict,
+        })
     }
 
     /// The schema.
@@ -78,16 +85,27 @@ impl StructuredOutput {
     }
 
     /// Parses and validates a model's answer; returns it as compact JSON
-    /// text, or says what is wrong with it.
-    pub fn parse(&self, text: &str) -> Result<String, String> {
+    /// text, or says what is wrong with it (the error's text is what the
+    /// model is shown when it is asked again).
+    pub fn parse(&self, text: &str) -> Result<String, AnswerRejected> {
         let json = strip_code_fence(text);
-        let value: Value =
-            serde_json::from_str(json).map_err(|e| format!("the answer is not JSON ({e})"))?;
+        let value: Value = serde_json::from_str(json).map_err(AnswerRejected::NotJson)?;
         self.validator
             .validate(&value)
-            .map_err(|e| format!("the answer does not match the schema: {e}"))?;
+            .map_err(AnswerRejected::Mismatch)?;
         Ok(value.to_string())
     }
+}
+
+/// Why a model's answer is not the structured output asked for.
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerRejected {
+    /// The answer does not parse as JSON.
+    #[error("the answer is not JSON ({0})")]
+    NotJson(#[source] serde_json::Error),
+    /// The answer is JSON but does not match the schema.
+    #[error("the answer does not match the schema: {0}")]
+    Mismatch(#[source] SchemaErrors),
 }
 
 /// The text inside a Markdown code fence, if the whole answer is one.
@@ -164,11 +182,9 @@ mod tests {
         assert_eq!(strip_code_fence("```{}```"), "{}");
         assert_eq!(strip_code_fence(" {} "), "{}");
         let out = StructuredOutput::new(json!({"type": "object"})).unwrap();
-        assert!(
-            out.parse("Sure! Here it is")
-                .unwrap_err()
-                .contains("not JSON")
-        );
+        let err = out.parse("Sure! Here it is").unwrap_err();
+        assert!(matches!(err, AnswerRejected::NotJson(_)), "{err:?}");
+        assert!(err.to_string().contains("not JSON"), "{err}");
     }
 
     #[derive(JsonSchema)]

@@ -12,6 +12,8 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Mutex, mpsc, oneshot};
 use troupe_runtime::{Agent, AgentError, Content, Reply, RunContext, Thread};
 
+use crate::error::NotWaiting;
+
 type Callback = dyn Fn(Arc<Thread>) -> BoxFuture<'static, Result<String, AgentError>> + Send + Sync;
 
 /// A turn waiting for the caller's answer (see [`UserProxy::channel`]).
@@ -33,8 +35,8 @@ impl UserRequest {
 
     /// Answers; the proxy's turn ends with this text. Fails (giving the
     /// text back) if the turn is no longer waiting.
-    pub fn respond(self, text: impl Into<String>) -> Result<(), String> {
-        self.answer.send(text.into())
+    pub fn respond(self, text: impl Into<String>) -> Result<(), NotWaiting> {
+        self.answer.send(text.into()).map_err(NotWaiting::new)
     }
 }
 
@@ -197,6 +199,7 @@ impl UserProxy {
                     .unwrap_or_default();
                 let io_error = |e: std::io::Error| {
                     AgentError::Failed(format!("'{}' cannot talk to the user: {e}", self.name))
+                        .with_source(e)
                 };
                 output
                     .write_all(format!("{prompt}{}> ", self.name).as_bytes())

@@ -578,9 +578,12 @@ async fn structured_output_is_validated() {
             text.contains("'judge' gave no valid structured output"),
             "{text}"
         );
-        assert!(text.contains("$.valid: expected boolean"), "{text}");
         assert!(
-            text.contains("missing required property 'reason'"),
+            text.contains("$.valid: \"still yes\" is not of type \"boolean\""),
+            "{text}"
+        );
+        assert!(
+            text.contains("$: \"reason\" is a required property"),
             "{text}"
         );
     })
@@ -860,7 +863,7 @@ async fn slow_tools_time_out_and_an_exhausted_script_says_so() {
             text.contains("scripted model 'script-1' is exhausted: call 2"),
             "{text}"
         );
-        assert!(matches!(e, AgentError::Model(_)));
+        assert!(matches!(e.without_source(), AgentError::Model(_)));
     })
     .await;
 }

@@ -169,6 +169,9 @@ impl WireError {
                 node: node.clone(),
                 message: message.clone(),
             },
+            // An attached cause stays on this node; its error's kind and
+            // text cross the wire.
+            AgentError::WithSource(sourced) => WireError::from_agent(sourced.error(), path),
             // `AgentError` is non-exhaustive: a variant added later crosses
             // as its text, keeping its kind where the wire has one (so retry
             // policies still see a transient failure as transient).

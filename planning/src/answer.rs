@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use troupe_agents::StructuredOutput;
+use troupe_agents::{SchemaError, StructuredOutput};
 use troupe_runtime::Agent;
 
 use crate::error::PlanError;
@@ -100,7 +100,7 @@ pub enum AnswerError {
     DuplicateStep(String),
     /// The JSON answer does not parse or does not fit the schema.
     #[error("the answer is not a plan in the JSON format asked for: {0}")]
-    Json(String),
+    Json(#[source] troupe_runtime::BoxError),
     /// A step names an agent the planner does not have.
     #[error("step '{step}' names agent '{agent}', which is not available (agents: {known})")]
     UnknownAgent {
@@ -173,10 +173,12 @@ impl PlanSpec {
     /// Reads an answer in [`PlanFormat::Json`], checked against
     /// [`PlanSpec::schema`] (a surrounding Markdown fence is allowed).
     pub fn parse_json(answer: &str) -> Result<PlanSpec, AnswerError> {
-        let output = structured_output(&[]).map_err(AnswerError::Json)?;
-        let json = output.parse(answer).map_err(AnswerError::Json)?;
+        let output = structured_output(&[]).map_err(|e| AnswerError::Json(e.into()))?;
+        let json = output
+            .parse(answer)
+            .map_err(|e| AnswerError::Json(e.into()))?;
         let spec: PlanSpec =
-            serde_json::from_str(&json).map_err(|e| AnswerError::Json(e.to_string()))?;
+            serde_json::from_str(&json).map_err(|e| AnswerError::Json(e.into()))?;
         if spec.steps.is_empty() {
             return Err(AnswerError::NoSteps);
         }
@@ -294,7 +296,7 @@ impl PlanSpec {
 }
 
 /// The structured output of the JSON format.
-pub(crate) fn structured_output(agents: &[&str]) -> Result<StructuredOutput, String> {
+pub(crate) fn structured_output(agents: &[&str]) -> Result<StructuredOutput, SchemaError> {
     StructuredOutput::named("plan", PlanSpec::schema(agents))
 }
 

@@ -186,7 +186,8 @@ impl PlanningAgent {
         let mut request = ChatRequest::new(messages);
         if self.format == PlanFormat::Json {
             let names: Vec<&str> = self.agents.iter().map(|a| a.name()).collect();
-            let output = structured_output(&names).map_err(AgentError::failed)?;
+            let output = structured_output(&names)
+                .map_err(|e| AgentError::failed(e.to_string()).with_source(e))?;
             request = request.with_response_format(output.response_format());
         }
         let mut usage = Usage::default();

@@ -304,7 +304,7 @@ impl MapStep {
         }
         let inner = inner
             .build()
-            .map_err(|e| AgentError::failed(format!("cannot build the map: {e}")))?;
+            .map_err(|e| AgentError::failed(format!("cannot build the map: {e}")).with_source(e))?;
         *last = Some((n, inner.clone()));
         Ok(inner)
     }

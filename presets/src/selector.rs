@@ -333,7 +333,7 @@ impl SelectorAgent {
             let response = model
                 .complete(&ChatRequest::new(messages.clone()))
                 .await
-                .map_err(|e| AgentError::Model(e.to_string()))?;
+                .map_err(|e| AgentError::Model(e.to_string()).with_source(e))?;
             let answer = response.text_content().to_string();
             let mentioned = mentioned_candidates(&answer, candidates);
             if let [one] = mentioned.as_slice() {

@@ -5,12 +5,13 @@ use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::Duration;
 
+use crate::algo;
 use crate::config::{InboxConfig, Overflow, SenderFilter};
 use crate::error::RouterError;
 use crate::hash::FastMap;
 use crate::router::{Inner, Route, Router, RouterBuilder, SenderSlot};
 use crate::source::Source;
-use crate::validation::{self, AgentRole, RouteProblem, RouteWarning};
+use crate::validation::{AgentRole, RouteProblem, RouteWarning};
 
 /// See [`RouterBuilder::build`].
 pub(crate) fn build<S: AsRef<str>>(
@@ -283,14 +284,10 @@ impl Plan {
     }
 
     fn check_graph(&mut self, deliveries: &Deliveries, outputs: &[String]) {
-        let n = self.names.len();
-        let seeds: Vec<usize> = self
-            .entries
-            .iter()
-            .filter_map(|e| deliveries.key_of(e))
-            .flat_map(|k| std::iter::once(k).chain(deliveries.list(k).iter().copied()))
-            .collect();
-        let reached = validation::reachable(n, seeds, |k| deliveries.list(k));
+        // Every sender key is a node (entries that are not participants come
+        // after them), so the walk starts at the entries themselves.
+        let seeds = self.entries.iter().filter_map(|e| deliveries.key_of(e));
+        let reached = algo::reachable(&deliveries.lists, seeds);
         let valid = |i: usize, name: &String| self.index.get(name) == Some(&i);
         let outputs: std::collections::HashSet<&str> = outputs.iter().map(String::as_str).collect();
 
@@ -421,7 +418,10 @@ impl Deliveries {
     }
 
     fn cycles(&self, names: &[String]) -> Vec<RouteWarning> {
-        validation::cycles(self.n, |k| self.list(k))
+        // Only participants receive: entries' keys (`>= n`) are sources alone,
+        // so no cycle passes through them.
+        let participants = self.lists.get(..self.n).unwrap_or(&self.lists);
+        algo::cycles(participants)
             .into_iter()
             .map(|component| RouteWarning::Cycle {
                 agents: component

@@ -36,7 +36,9 @@
 //! participants no message can reach from an entry, participants whose
 //! messages reach nobody (and are not outputs), invalid or conflicting inbox
 //! options. Routes that can cascade without end (cycles) are legal but come
-//! back as [`RouteWarning`]s from [`Router::warnings`].
+//! back as [`RouteWarning`]s from [`Router::warnings`]. The graph walks
+//! behind these checks are public in [`algo`], for every crate of troupe
+//! that validates a graph.
 //!
 //! # Inboxes
 //!
@@ -158,6 +160,7 @@
     )
 )]
 
+pub mod algo;
 mod build;
 mod clock;
 mod config;

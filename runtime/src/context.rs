@@ -2,91 +2,15 @@
 //! events go, cancellation, the deadline and the path of the caller.
 
 use std::fmt;
-use std::io::Write;
-use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::event::Event;
-
-/// Where events go.
-#[derive(Clone, Default)]
-pub enum EventSink {
-    /// Nowhere (events are not even built).
-    #[default]
-    None,
-    /// Printed on stdout, one readable line per event.
-    Console,
-    /// Sent to a channel (see [`RunContext::stream`]).
-    Channel(mpsc::UnboundedSender<Event>),
-    /// Written as JSON, one event per line.
-    JsonLines(Arc<Mutex<Box<dyn Write + Send>>>),
-    /// Handed to a function.
-    Callback(Arc<dyn Fn(&Event) + Send + Sync>),
-    /// Sent to every sink listed.
-    Many(Vec<EventSink>),
-}
-
-impl fmt::Debug for EventSink {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            EventSink::None => f.write_str("None"),
-            EventSink::Console => f.write_str("Console"),
-            EventSink::Channel(_) => f.write_str("Channel"),
-            EventSink::JsonLines(_) => f.write_str("JsonLines"),
-            EventSink::Callback(_) => f.write_str("Callback"),
-            EventSink::Many(v) => f.debug_list().entries(v).finish(),
-        }
-    }
-}
-
-impl EventSink {
-    /// Writes events as JSON lines into a file (created or truncated).
-    pub fn json_lines_file(path: impl AsRef<Path>) -> std::io::Result<Self> {
-        let file = std::fs::File::create(path)?;
-        Ok(Self::json_lines(std::io::BufWriter::new(file)))
-    }
-
-    /// Writes events as JSON lines into any writer.
-    pub fn json_lines(writer: impl Write + Send + 'static) -> Self {
-        EventSink::JsonLines(Arc::new(Mutex::new(Box::new(writer))))
-    }
-
-    /// Hands each event to `f`.
-    pub fn callback(f: impl Fn(&Event) + Send + Sync + 'static) -> Self {
-        EventSink::Callback(Arc::new(f))
-    }
-
-    fn is_none(&self) -> bool {
-        matches!(self, EventSink::None)
-    }
-
-    fn send(&self, event: &Event) {
-        match self {
-            EventSink::None => {}
-            EventSink::Console => println!("{event}"),
-            // A closed receiver means nobody listens any more: not an error.
-            EventSink::Channel(tx) => {
-                let _ = tx.send(event.clone());
-            }
-            EventSink::JsonLines(w) => {
-                // A poisoned lock only means another writer panicked mid-line;
-                // the writer itself is still usable.
-                let mut w = w.lock().unwrap_or_else(|p| p.into_inner());
-                if let Ok(line) = serde_json::to_string(event) {
-                    // Events are best effort: a full disk must not fail the run.
-                    let _ = writeln!(w, "{line}");
-                    let _ = w.flush();
-                }
-            }
-            EventSink::Callback(f) => f(event),
-            EventSink::Many(sinks) => sinks.iter().for_each(|s| s.send(event)),
-        }
-    }
-}
+// Re-exported for the modules that take sinks and contexts together.
+pub(crate) use crate::sink::EventSink;
 
 /// The receiving end of [`RunContext::stream`]: events as they happen.
 #[derive(Debug)]
@@ -172,9 +96,10 @@ impl RunContext {
         Self::with_sink(EventSink::None)
     }
 
-    /// A context that prints events on the console.
+    /// A context that prints events on the console (from a writer thread:
+    /// see [`EventSink`]).
     pub fn console() -> Self {
-        Self::with_sink(EventSink::Console)
+        Self::with_sink(EventSink::console())
     }
 
     /// A context that sends events to `sink`.

@@ -168,6 +168,14 @@ pub enum Event {
         /// What.
         text: String,
     },
+    /// An event sink could not keep up and dropped events (see
+    /// [`EventSink`](crate::EventSink)); written where they are missing.
+    EventsDropped {
+        /// The path of the first event dropped.
+        path: Arc<str>,
+        /// How many were dropped here.
+        count: u64,
+    },
 }
 
 impl Event {
@@ -191,7 +199,8 @@ impl Event {
             | Event::SuperstepStarted { path, .. }
             | Event::SuperstepCompleted { path, .. }
             | Event::Retry { path, .. }
-            | Event::Warning { path, .. } => path,
+            | Event::Warning { path, .. }
+            | Event::EventsDropped { path, .. } => path,
         }
     }
 }
@@ -303,6 +312,10 @@ impl fmt::Display for Event {
                 "  ↻ {path}: attempt {attempt} failed ({error}); retrying in {delay_ms:.0} ms"
             ),
             Event::Warning { path, text } => write!(f, "  ⚠ {path}: {text}"),
+            Event::EventsDropped { path, count } => write!(
+                f,
+                "  ⚠ {path}: {count} event(s) dropped: the event output could not keep up"
+            ),
         }
     }
 }

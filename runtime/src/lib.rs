@@ -52,6 +52,7 @@
 //! actors, and this crate depends on no networking or TLS.
 
 mod agent;
+mod agent_error;
 pub mod codec;
 mod context;
 mod error;
@@ -62,14 +63,16 @@ mod message;
 mod panic;
 mod retry;
 mod session;
+mod sink;
 mod stop;
 pub mod store;
 mod thread;
 mod workflow;
 
-pub use agent::{Agent, AgentError, ErrorKind, Renamed, Reply};
+pub use agent::{Agent, Renamed, Reply};
+pub use agent_error::{AgentError, BoxError, ErrorKind, Sourced};
 pub use async_trait::async_trait;
-pub use context::{EventSink, EventStream, RunContext};
+pub use context::{EventStream, RunContext};
 pub use error::{BuildError, CheckpointError, RunError};
 pub use event::Event;
 pub use fn_agent::FnAgent;
@@ -78,6 +81,7 @@ pub use message::{Content, Handoff, Message, MessageId, ToolCall, ToolResult, US
 pub use panic::panic_text;
 pub use retry::{Backoff, RetryPolicy};
 pub use session::{Session, SessionError};
+pub use sink::{ConsoleLines, EventOutput, EventSink, EventWriter, JsonLines};
 pub use stop::{StopCondition, StopHandle, StopReason};
 pub use thread::{Thread, WorkflowState};
 pub use tokio_util::sync::CancellationToken;

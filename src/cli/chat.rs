@@ -49,7 +49,7 @@ async fn converse(config: &Config, session: Option<String>, output: Output) -> u
     };
     let id = session.unwrap_or_else(|| make_id("chat"));
     let (sink, console) = sinks(&output);
-    let ctx = RunContext::with_sink(sink);
+    let ctx = RunContext::with_sink(sink.clone());
     let interrupted = on_interrupt(&ctx);
     let chat = Session::new(built.workflow.clone(), store.threads.clone()).with_context(ctx);
     let history = chat.history(&id).await.map(|t| t.len()).unwrap_or(0);
@@ -98,7 +98,10 @@ async fn converse(config: &Config, session: Option<String>, output: Output) -> u
             }
             _ => {}
         }
-        match chat.send(&id, text).await {
+        let sent = chat.send(&id, text).await;
+        // The turn's events are out before its result.
+        sink.flush().await;
+        match sent {
             Ok(r) => {
                 // The console view has shown the answer already.
                 if output.events == super::EventsFormat::Jsonl && !output.quiet {

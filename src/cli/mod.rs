@@ -317,9 +317,11 @@ async fn run(
     }
     let run_id = run_id.unwrap_or_else(|| make_id(&config.workflow_name()));
     let (sink, console) = sinks(&output);
-    let ctx = RunContext::with_sink(sink).with_run_id(run_id.clone());
+    let ctx = RunContext::with_sink(sink.clone()).with_run_id(run_id.clone());
     let interrupted = on_interrupt(&ctx);
     let result = built.workflow.run_task(task, &ctx).await;
+    // Every event is out before the result line and the exit.
+    sink.flush().await;
     if let Some(c) = console {
         c.finish();
     }

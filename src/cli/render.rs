@@ -65,10 +65,11 @@ impl Console {
         }
     }
 
-    /// The sink to give a run.
+    /// The sink to give a run: it prints from a writer thread, so a slow
+    /// terminal never holds the run up.
     pub(crate) fn sink(&self) -> EventSink {
         let state = self.state.clone();
-        EventSink::callback(move |e| handle(&state, e))
+        EventSink::background(move |e| handle(&state, e))
     }
 
     /// Stops the spinner and clears its line.
@@ -311,6 +312,14 @@ fn handle(state: &Mutex<State>, event: &Event) {
                 c,
                 "33",
                 &format!("⚠ {}: {}", short(&s.root, &path), one_line(text, 200)),
+            );
+            print(&mut s, &[line]);
+        }
+        Event::EventsDropped { count, .. } => {
+            let line = paint(
+                c,
+                "33",
+                &format!("⚠ {count} event(s) not shown: the terminal could not keep up"),
             );
             print(&mut s, &[line]);
         }

@@ -12,6 +12,7 @@ use troupe_runtime::Agent;
 use super::{ChatAgent, HandoffTarget, ToolMessages};
 use crate::context_policy::ContextPolicy;
 use crate::error::BuildError;
+use crate::json_schema::SchemaError;
 use crate::model::{ChatModel, ToolDefinition};
 use crate::structured::StructuredOutput;
 use crate::tool::{AgentTool, ThreadMode, Tool, handoff_tool_name, is_valid_tool_name};
@@ -25,7 +26,7 @@ pub struct ChatAgentBuilder {
     tools: Vec<Arc<dyn Tool>>,
     handoffs: Vec<HandoffTarget>,
     max_tool_iterations: usize,
-    structured: Option<Result<StructuredOutput, String>>,
+    structured: Option<Result<StructuredOutput, SchemaError>>,
     structured_retries: usize,
     context: ContextPolicy,
     tool_timeout: Option<Duration>,
@@ -216,9 +217,9 @@ impl ChatAgentBuilder {
         let structured =
             self.structured
                 .transpose()
-                .map_err(|message| BuildError::InvalidSchema {
+                .map_err(|source| BuildError::InvalidSchema {
                     agent: agent.clone(),
-                    message,
+                    source,
                 })?;
 
         let mut definitions: Vec<ToolDefinition> = Vec::new();

@@ -4,6 +4,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
+use troupe_router::algo;
+
 use super::{Condition, Edge, EntryFn, Graph, Isolation, Join, NodeInput, Scheduler};
 use crate::agent::Agent;
 use crate::retry::RetryPolicy;
@@ -368,15 +370,20 @@ impl GraphBuilder {
         for (i, e) in edges.iter().enumerate() {
             out[e.from].push(i);
         }
-        // Depth-first from the starts: an edge into a node still on the stack
+        // Each node's successors, edge for edge (so position `k` of
+        // `successors[v]` is edge `out[v][k]`).
+        let successors: Vec<Vec<usize>> = out
+            .iter()
+            .map(|es| es.iter().map(|&e| edges[e].to).collect())
+            .collect();
+        // Depth-first from the starts: an edge into a node still on the path
         // closes a loop even if it was not declared as one.
-        let mut visited = vec![false; n];
-        let mut on_stack = vec![false; n];
-        for &s in &starts {
-            mark_back_edges(s, &out, &mut edges, &mut visited, &mut on_stack);
+        let walk = algo::depth_first(&successors, starts.iter().copied());
+        for back in &walk.back_edges {
+            edges[out[back.from][back.index]].back = true;
         }
         for (i, name) in names.iter().enumerate() {
-            if !visited[i] && !starts.is_empty() {
+            if !walk.reached[i] && !starts.is_empty() {
                 problems.push(GraphProblem::Unreachable(name.clone()));
             }
         }
@@ -405,7 +412,7 @@ impl GraphBuilder {
                 });
             }
         }
-        let endless_cycles = endless_cycles(n, &edges, &names);
+        let endless_cycles = endless_cycles(&successors, &edges, &names);
 
         if !problems.is_empty() {
             return Err(GraphError { problems });
@@ -438,115 +445,29 @@ impl GraphBuilder {
     }
 }
 
-fn mark_back_edges(
-    node: usize,
-    out: &[Vec<usize>],
-    edges: &mut [Edge],
-    visited: &mut [bool],
-    on_stack: &mut [bool],
-) {
-    if visited[node] {
-        return;
-    }
-    visited[node] = true;
-    on_stack[node] = true;
-    for &e in &out[node] {
-        let to = edges[e].to;
-        if on_stack[to] {
-            edges[e].back = true;
-        } else {
-            mark_back_edges(to, out, edges, visited, on_stack);
-        }
-    }
-    on_stack[node] = false;
-}
-
-/// Strongly connected components (Tarjan) whose internal edges are all
-/// unconditional: cycles nothing but a stop condition can end.
-fn endless_cycles(n: usize, edges: &[Edge], names: &[String]) -> Vec<Vec<String>> {
-    struct Tarjan {
-        adj: Vec<Vec<usize>>,
-        index: Vec<Option<usize>>,
-        low: Vec<usize>,
-        stack: Vec<usize>,
-        on: Vec<bool>,
-        next: usize,
-        comps: Vec<Vec<usize>>,
-    }
-    impl Tarjan {
-        fn visit(&mut self, v: usize) {
-            self.index[v] = Some(self.next);
-            self.low[v] = self.next;
-            self.next += 1;
-            self.stack.push(v);
-            self.on[v] = true;
-            for i in 0..self.adj[v].len() {
-                let w = self.adj[v][i];
-                match self.index[w] {
-                    None => {
-                        self.visit(w);
-                        self.low[v] = self.low[v].min(self.low[w]);
-                    }
-                    Some(iw) if self.on[w] => self.low[v] = self.low[v].min(iw),
-                    _ => {}
-                }
-            }
-            if Some(self.low[v]) == self.index[v] {
-                let mut comp = Vec::new();
-                while let Some(w) = self.stack.pop() {
-                    self.on[w] = false;
-                    comp.push(w);
-                    if w == v {
-                        break;
-                    }
-                }
-                self.comps.push(comp);
-            }
-        }
-    }
-    let mut adj = vec![Vec::new(); n];
-    for e in edges {
-        adj[e.from].push(e.to);
-    }
-    let mut t = Tarjan {
-        adj,
-        index: vec![None; n],
-        low: vec![0; n],
-        stack: Vec::new(),
-        on: vec![false; n],
-        next: 0,
-        comps: Vec::new(),
-    };
-    for v in 0..n {
-        if t.index[v].is_none() {
-            t.visit(v);
-        }
-    }
-    let mut component = vec![0usize; n];
-    for (c, comp) in t.comps.iter().enumerate() {
-        for &v in comp {
-            component[v] = c;
-        }
-    }
+/// Strongly connected components whose internal edges are all
+/// unconditional: cycles nothing but a stop condition can end. In the
+/// components' order (reverse topological), each sorted.
+fn endless_cycles(successors: &[Vec<usize>], edges: &[Edge], names: &[String]) -> Vec<Vec<String>> {
+    let components = algo::strongly_connected_components(successors);
     // Per component: has an internal edge, and are all internal edges
     // unconditional — one pass over the edges.
-    let mut internal = vec![false; t.comps.len()];
-    let mut all_always = vec![true; t.comps.len()];
+    let mut internal = vec![false; components.len()];
+    let mut all_always = vec![true; components.len()];
     for e in edges {
-        let c = component[e.from];
-        if component[e.to] == c {
+        if let (Some(c), Some(to)) = (
+            components.component_of(e.from),
+            components.component_of(e.to),
+        ) && c == to
+        {
             internal[c] = true;
             all_always[c] &= e.condition.is_always();
         }
     }
-    let mut out = Vec::new();
-    for (c, comp) in t.comps.into_iter().enumerate() {
-        let is_cycle = comp.len() > 1 || internal[c];
-        if is_cycle && all_always[c] {
-            let mut nodes = comp;
-            nodes.sort_unstable();
-            out.push(nodes.into_iter().map(|i| names[i].clone()).collect());
-        }
-    }
-    out
+    components
+        .iter()
+        .enumerate()
+        .filter(|&(c, members)| (members.len() > 1 || internal[c]) && all_always[c])
+        .map(|(_, members)| members.iter().map(|&i| names[i].clone()).collect())
+        .collect()
 }

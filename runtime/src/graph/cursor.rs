@@ -165,21 +165,36 @@ impl Cursor {
             }
         }
         self.edges[e] = EdgeState::Fired;
-        self.check(g, edge.to);
+        let mut doomed = Vec::new();
+        self.check(g, edge.to, &mut doomed);
+        self.kill(g, doomed);
         Ok(())
     }
 
     fn dead(&mut self, g: &Graph, e: usize) {
-        if self.edges[e] != EdgeState::Pending {
-            return;
-        }
-        self.edges[e] = EdgeState::Dead;
-        let to = g.edges[e].to;
-        self.resolved[to] += 1;
-        self.check(g, to);
+        self.kill(g, vec![e]);
     }
 
-    fn check(&mut self, g: &Graph, y: usize) {
+    /// Marks the `doomed` edges dead (the last first), and with them every
+    /// edge a skipped node will not take: a branch that does not run kills
+    /// the whole chain below it. A worklist, not recursion, so a long chain
+    /// cannot overflow the stack; edges are handled in the order a
+    /// depth-first recursion would handle them.
+    fn kill(&mut self, g: &Graph, mut doomed: Vec<usize>) {
+        while let Some(e) = doomed.pop() {
+            if self.edges[e] != EdgeState::Pending {
+                continue;
+            }
+            self.edges[e] = EdgeState::Dead;
+            let to = g.edges[e].to;
+            self.resolved[to] += 1;
+            self.check(g, to, &mut doomed);
+        }
+    }
+
+    /// Runs `y` if its join is satisfied. If the round closes without it,
+    /// `y` is skipped: its forward out-edges join `doomed`.
+    fn check(&mut self, g: &Graph, y: usize, doomed: &mut Vec<usize>) {
         let total = g.forward_in[y].len();
         let (fired, resolved) = (self.fired[y], self.resolved[y]);
         match g.joins[y] {
@@ -192,7 +207,7 @@ impl Cursor {
                     let ran = self.any_done[y];
                     self.reset(g, y);
                     if !ran {
-                        self.skip(g, y);
+                        Self::skip(g, y, doomed);
                     }
                 }
             }
@@ -202,7 +217,7 @@ impl Cursor {
                     self.activate(y);
                 } else if resolved == total {
                     self.reset(g, y);
-                    self.skip(g, y);
+                    Self::skip(g, y, doomed);
                 }
             }
             Join::AllThatCanArrive => {
@@ -211,7 +226,7 @@ impl Cursor {
                     if fired > 0 {
                         self.activate(y);
                     } else {
-                        self.skip(g, y);
+                        Self::skip(g, y, doomed);
                     }
                 }
             }
@@ -229,12 +244,10 @@ impl Cursor {
     }
 
     /// `y` will not run in this round: nothing it would have sent arrives.
-    fn skip(&mut self, g: &Graph, y: usize) {
-        for &e in &g.out[y] {
-            if !g.edges[e].back {
-                self.dead(g, e);
-            }
-        }
+    /// Its forward out-edges are pushed last first, so that they are
+    /// popped in order.
+    fn skip(g: &Graph, y: usize, doomed: &mut Vec<usize>) {
+        doomed.extend(g.out[y].iter().rev().filter(|&&e| !g.edges[e].back));
     }
 }
 
@@ -319,6 +332,30 @@ mod tests {
                 limit: 2
             }
         );
+    }
+
+    #[test]
+    fn a_branch_not_taken_skips_a_long_chain_on_the_default_stack() {
+        let n = 100_000;
+        let mut b = Graph::builder()
+            .add_agent(node("s"))
+            .add_agent(node("other"));
+        for i in 0..n {
+            b = b.add_agent(node(&format!("c{i}")));
+        }
+        b = b
+            .add_transition("s", "other", Condition::text_contains("B"))
+            .add_transition("s", "c0", Condition::text_contains("A"))
+            .add_edge(format!("c{}", n - 1), "other");
+        for i in 1..n {
+            b = b.add_edge(format!("c{}", i - 1), format!("c{i}"));
+        }
+        let g = b.build().unwrap();
+        let mut c = Cursor::new(&g);
+        c.finished(&g, 0, &says("B only"), None).unwrap();
+        // "other" waits for what can still arrive: the dead chain's end
+        // counts as resolved only once the whole chain is skipped.
+        assert_eq!(c.take_next(), [1]);
     }
 
     #[test]

@@ -1,0 +1,74 @@
+//! The [`EventOutput`]s troupe ships: JSON lines, readable console lines,
+//! and a function run on the writer thread.
+
+use std::io::Write;
+
+use super::EventOutput;
+use crate::event::Event;
+
+/// Writes each event as one line of JSON (its `type` field names the kind)
+/// into any writer: a file, stdout, a pipe.
+///
+/// ```
+/// use troupe_runtime::{Event, EventOutput, JsonLines};
+///
+/// let mut out = JsonLines::new(Vec::new());
+/// out.write(&Event::Warning { path: "team".into(), text: "late".into() })?;
+/// assert_eq!(
+///     String::from_utf8(out.into_inner()).unwrap(),
+///     "{\"type\":\"warning\",\"path\":\"team\",\"text\":\"late\"}\n"
+/// );
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct JsonLines<W> {
+    writer: W,
+}
+
+impl<W: Write + Send + 'static> JsonLines<W> {
+    /// Writes into `writer`.
+    pub fn new(writer: W) -> Self {
+        JsonLines { writer }
+    }
+
+    /// The writer back.
+    pub fn into_inner(self) -> W {
+        self.writer
+    }
+}
+
+impl<W: Write + Send + 'static> EventOutput for JsonLines<W> {
+    fn write(&mut self, event: &Event) -> std::io::Result<()> {
+        serde_json::to_writer(&mut self.writer, event)?;
+        self.writer.write_all(b"\n")
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.writer.flush()
+    }
+}
+
+/// Prints each event on stdout as one readable line (the event's
+/// `Display` form).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ConsoleLines;
+
+impl EventOutput for ConsoleLines {
+    fn write(&mut self, event: &Event) -> std::io::Result<()> {
+        writeln!(std::io::stdout().lock(), "{event}")
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stdout().flush()
+    }
+}
+
+/// A function run on the writer thread for each event.
+pub(super) struct FnOutput<F>(pub(super) F);
+
+impl<F: FnMut(&Event) + Send + 'static> EventOutput for FnOutput<F> {
+    fn write(&mut self, event: &Event) -> std::io::Result<()> {
+        (self.0)(event);
+        Ok(())
+    }
+}
