@@ -1,6 +1,9 @@
 //! Each preset's behaviour, its stop conditions, and presets nested in
 //! presets.
 
+// Test helpers may fail loudly: a broken fixture should stop the test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

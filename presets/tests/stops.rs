@@ -1,6 +1,9 @@
 //! Every preset under every kind of stop condition: text mention, max
 //! messages, handoff and timeout each stop it where expected.
 
+// Test helpers may fail loudly: a broken fixture should stop the test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::time::Duration;
 
 use troupe_presets::{MapReduce, RoundRobinGroupChat, SelectorGroupChat, Sequential, Swarm};
