@@ -2,6 +2,9 @@
 //! line), action groups, result passing, stop flags, the planning agent,
 //! and a property test of execution order.
 
+// Test helpers may fail loudly: a broken fixture should stop the test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
