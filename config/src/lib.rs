@@ -91,8 +91,6 @@
 //! Files import shared helpers and the topics below them, never each
 //! other.
 
-#![warn(missing_docs)]
-
 mod arithmetic;
 mod build;
 mod builtin;

@@ -6,6 +6,9 @@
 //! `crate::`/`super::` paths in code (comments are skipped), each resolved
 //! to the file of the longest module prefix that has one.
 
+// Test helpers may fail loudly: a broken fixture should stop the test.
+#![allow(clippy::expect_used)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
