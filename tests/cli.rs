@@ -2,6 +2,9 @@
 //! validation exit codes, JSON-lines events, stdin prompts, the committed
 //! schema, chat sessions that resume, and Ctrl-C.
 
+// Test helpers may fail loudly: a broken fixture should stop the test.
+#![allow(clippy::expect_used)]
+
 mod common;
 use common::wait;
 

@@ -13,6 +13,9 @@
 //! wait. Children also exit when their stdin closes (the parent died) and
 //! after a minute whatever happens.
 
+// Test helpers may fail loudly: a broken fixture should stop the test.
+#![allow(clippy::unwrap_used, clippy::panic)]
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};

@@ -5,6 +5,9 @@
 //! 127.0.0.1:0`; the ready line says which), killed and reaped by a guard
 //! whatever happens, and every wait is bounded.
 
+// Test helpers may fail loudly: a broken fixture should stop the test.
+#![allow(clippy::expect_used, clippy::panic)]
+
 mod common;
 use common::wait;
 

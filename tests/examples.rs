@@ -6,6 +6,9 @@
 //! build) is the fallback when a binary is missing. The chatbot is run twice over the
 //! same database to check that a restarted bot continues the conversation.
 
+// Test helpers may fail loudly: a broken fixture should stop the test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

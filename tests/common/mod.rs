@@ -1,5 +1,8 @@
 //! Helpers shared by the tests that run the `troupe` binary.
 
+// Test helpers may fail loudly: a broken fixture should stop the test.
+#![allow(clippy::expect_used, clippy::panic)]
+
 use std::process::{Child, Output};
 use std::time::{Duration, Instant};
 
