@@ -10,7 +10,7 @@ pub enum PresetError {
     /// A required part is missing.
     #[error("team '{team}' needs {what}")]
     Missing {
-        /// The team.
+        /// The name of the team that failed to build.
         team: String,
         /// What is missing.
         what: String,
@@ -20,7 +20,7 @@ pub enum PresetError {
         "swarm '{team}': its first participant '{agent}' declares no handoffs, so control could never move on"
     )]
     FirstCannotHandOff {
-        /// The team.
+        /// The name of the team that failed to build.
         team: String,
         /// The first participant.
         agent: String,
@@ -28,9 +28,9 @@ pub enum PresetError {
     /// A participant's name collides with one the preset uses itself.
     #[error("team '{team}': a participant may not be named '{name}', the preset uses that name")]
     ReservedName {
-        /// The team.
+        /// The name of the team that failed to build.
         team: String,
-        /// The name.
+        /// The participant name the preset keeps for itself.
         name: String,
     },
     /// The underlying workflow did not build.
