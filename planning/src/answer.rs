@@ -104,7 +104,7 @@ pub enum AnswerError {
     /// A step names an agent the planner does not have.
     #[error("step '{step}' names agent '{agent}', which is not available (agents: {known})")]
     UnknownAgent {
-        /// The step.
+        /// The id of the step that names the agent.
         step: String,
         /// The agent named.
         agent: String,

@@ -16,7 +16,7 @@ pub enum PlanError {
     /// trailing `->`).
     #[error("line {line}: position {position} of the path has an empty step id")]
     EmptyStep {
-        /// The line.
+        /// The 1-based line of the text plan the error is on.
         line: usize,
         /// The position along the path, from 1.
         position: usize,
@@ -26,7 +26,7 @@ pub enum PlanError {
         "line {line}: '{id}' is not a valid step id (no spaces, '/', '->' or ',' inside an id)"
     )]
     InvalidId {
-        /// The line.
+        /// The 1-based line of the text plan the error is on.
         line: usize,
         /// The id as written.
         id: String,
@@ -36,13 +36,13 @@ pub enum PlanError {
     ReservedId {
         /// The line (0 when the id did not come from a text plan).
         line: usize,
-        /// The id.
+        /// The reserved id as written.
         id: String,
     },
     /// The same alternative twice in one position (`A, A -> B`).
     #[error("line {line}: '{id}' is listed twice in position {position}")]
     DuplicateAlternative {
-        /// The line.
+        /// The 1-based line of the text plan the error is on.
         line: usize,
         /// The position along the path, from 1.
         position: usize,
@@ -56,7 +56,7 @@ pub enum PlanError {
         "line {line}: the edge {from} -> {to} was already given on line {first_line}, and the line adds no new edge"
     )]
     DuplicateEdge {
-        /// The line.
+        /// The 1-based line of the text plan the error is on.
         line: usize,
         /// Where the edge came from.
         from: String,
@@ -68,9 +68,9 @@ pub enum PlanError {
     /// A line of one step that was already in the plan.
     #[error("line {line}: step '{id}' is already in the plan (line {first_line})")]
     DuplicateStep {
-        /// The line.
+        /// The 1-based line of the text plan the error is on.
         line: usize,
-        /// The step.
+        /// The id of the step named twice.
         id: String,
         /// The line that first named it.
         first_line: usize,
@@ -86,7 +86,7 @@ pub enum PlanError {
     /// A text plan names a step that was not given.
     #[error("line {line}: unknown step '{id}' (known: {known})")]
     UnknownStep {
-        /// The line.
+        /// The 1-based line of the text plan the error is on.
         line: usize,
         /// The unknown id.
         id: String,
@@ -105,7 +105,7 @@ pub enum PlanError {
     /// A compile option names a step the plan does not have.
     #[error("the option '{option}' names '{id}', which is not a step of the plan")]
     UnknownOptionStep {
-        /// The option.
+        /// The name of the compile option.
         option: String,
         /// The unknown id.
         id: String,

@@ -35,14 +35,14 @@ pub enum StopFlag {
     Stop {
         /// The step that stopped it.
         step: String,
-        /// Why.
+        /// The reason the step gave for raising the flag.
         reason: String,
     },
     /// The plan was aborted: a failure.
     Abort {
         /// The step that aborted it.
         step: String,
-        /// Why.
+        /// The reason the step gave for raising the flag.
         reason: String,
     },
 }
@@ -107,7 +107,7 @@ impl StopFlag {
         }
     }
 
-    /// Why.
+    /// The reason the step gave for raising the flag.
     pub fn reason(&self) -> &str {
         match self {
             StopFlag::Stop { reason, .. } | StopFlag::Abort { reason, .. } => reason,

@@ -43,7 +43,7 @@ is a line of its own. Every sub-problem must appear in the graph, and the graph 
 pub struct Planned {
     /// The plan as the model wrote it.
     pub spec: PlanSpec,
-    /// The plan.
+    /// The plan built from the spec: its steps and the order between them.
     pub plan: Plan,
     /// The plan, compiled.
     pub workflow: Workflow,

@@ -72,17 +72,17 @@ impl PlanStep {
         self
     }
 
-    /// The id.
+    /// The step's id, as plans and results name it.
     pub fn id(&self) -> &str {
         &self.id
     }
 
-    /// The agent.
+    /// The agent that runs the step.
     pub fn agent(&self) -> &Arc<dyn Agent> {
         &self.agent
     }
 
-    /// The request.
+    /// What the step asks its agent to do.
     pub fn request(&self) -> &str {
         &self.request
     }
