@@ -101,7 +101,7 @@ pub enum ConfigError {
     /// The file could not be read.
     #[error("{}: cannot read: {source}", path.display())]
     Read {
-        /// The file.
+        /// The config file that could not be read.
         path: PathBuf,
         /// What the system said.
         #[source]

@@ -17,7 +17,7 @@ pub struct Store {
     pub checkpoints: Arc<dyn CheckpointStore>,
     /// Where chat conversations are kept.
     pub threads: Arc<dyn ThreadStore>,
-    /// Which kind.
+    /// Which kind of store this is (memory, directory or SQLite).
     pub kind: StoreKind,
     /// The directory or database file, for `dir` and `sqlite`.
     pub location: Option<PathBuf>,

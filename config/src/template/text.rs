@@ -44,7 +44,7 @@ impl Template {
         self.pieces.iter().any(|p| matches!(p, Piece::Ref(_)))
     }
 
-    /// Its references.
+    /// The `$steps…` references in the template, in the order they appear.
     pub fn references(&self) -> impl Iterator<Item = &Reference> {
         self.pieces.iter().filter_map(|p| match p {
             Piece::Ref(r) => Some(r),
