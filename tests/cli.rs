@@ -247,6 +247,27 @@ fn the_committed_schema_is_the_generated_one() {
     assert!(schema["properties"]["workflow"].is_object());
 }
 
+#[test]
+fn a_closed_stdout_fails_without_a_panic() {
+    for args in [
+        &["schema"][..],
+        &["validate", "examples/configs/qa_loop.yaml"],
+        &["graph", "examples/configs/qa_loop.yaml"],
+    ] {
+        // A pipe whose reader is gone before troupe writes: every write is
+        // EPIPE (`troupe schema | head -1` once `head` has quit).
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        let out = wait(
+            troupe(args).stdout(writer).spawn().expect("start troupe"),
+            Duration::from_secs(30),
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
 /// A small structural parser of the Mermaid flowcharts `troupe graph`
 /// prints: a header, node declarations, and edges between declared nodes.
 mod mermaid {

@@ -12,7 +12,7 @@ use troupe::{RunContext, Session};
 use super::cluster::{ClusterArgs, join};
 use super::{
     EventsFormat, FAILED, INTERRUPTED, OK, Output, build_options, leave, make_id, on_interrupt,
-    report, show, sinks,
+    report, show, sinks, write_out,
 };
 
 pub(crate) async fn chat(
@@ -91,7 +91,9 @@ async fn converse(config: &Config, session: Option<String>, output: Output) -> u
             "/history" => {
                 if let Ok(t) = chat.history(&id).await {
                     for m in t.messages() {
-                        println!("{}: {}", m.source, m.text_content());
+                        // A closed stdout is not worth a panic: the turn
+                        // loop ends at stdin's end as usual.
+                        let _ = write_out(&format!("{}: {}\n", m.source, m.text_content()));
                     }
                 }
                 continue;
@@ -111,11 +113,10 @@ async fn converse(config: &Config, session: Option<String>, output: Output) -> u
                         "status": r.status.to_string(),
                         "final_response": r.final_text(),
                     });
-                    println!("{line}");
+                    let _ = write_out(&format!("{line}\n"));
                 } else if console.is_none() {
-                    println!("{}", r.final_text());
+                    let _ = write_out(&format!("{}\n", r.final_text()));
                 }
-                let _ = std::io::stdout().flush();
             }
             Err(e) => {
                 if interrupted.load(Ordering::SeqCst) {

@@ -111,22 +111,13 @@ pub(crate) fn main() -> u8 {
         }
     };
     match cli.command {
-        Command::Schema => {
-            println!("{}", schema_text());
-            OK
-        }
+        Command::Schema => emit(&format!("{}\n", schema_text())),
         Command::Validate { file } => match Config::load(&file) {
-            Ok(c) => {
-                println!("{}: valid ({})", file.display(), summary(&c));
-                OK
-            }
+            Ok(c) => emit(&format!("{}: valid ({})\n", file.display(), summary(&c))),
             Err(e) => report(&e),
         },
         Command::Graph { file } => match Config::load(&file) {
-            Ok(c) => {
-                print!("{}", c.mermaid());
-                OK
-            }
+            Ok(c) => emit(&c.mermaid()),
             Err(e) => report(&e),
         },
         Command::McpDemo => mcp_demo::serve(),
@@ -145,6 +136,31 @@ pub(crate) fn main() -> u8 {
         } => with_runtime(|| chat::chat(file, session, output, cluster)),
         Command::Node(args) => with_runtime(|| cluster::node(args)),
     }
+}
+
+/// Writes a command's whole output to stdout; returns the exit code.
+///
+/// `print!` would panic when stdout is closed (`troupe schema | head -1`);
+/// a reader that went away is a failed write instead: exit code 1, and a
+/// message unless the pipe was simply closed.
+fn emit(text: &str) -> u8 {
+    match write_out(text) {
+        Ok(()) => OK,
+        Err(e) => {
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                eprintln!("troupe: cannot write to stdout: {e}");
+            }
+            FAILED
+        }
+    }
+}
+
+/// Writes `text` to stdout and flushes it, returning any error rather than
+/// panicking as `print!` does.
+pub(crate) fn write_out(text: &str) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()
 }
 
 /// The JSON Schema, as committed in `schema/troupe.schema.json`.
