@@ -282,6 +282,9 @@ impl MapStep {
         n: usize,
         worker_name: &dyn Fn(usize) -> String,
     ) -> Result<Workflow, AgentError> {
+        // A poisoned lock only means a panic elsewhere while it was held;
+        // the cache is replaced whole, so it holds a built workflow or
+        // nothing, and is still usable.
         let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((count, inner)) = last.as_ref()
             && *count == n
