@@ -2,7 +2,7 @@
 //! conditions to read.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
 
@@ -62,9 +62,7 @@ impl Board {
 
     /// Records what `step` (run by `agent`) produced.
     pub fn record(&self, step: &str, agent: &str, output: &str) {
-        // A poisoned lock only means a panic elsewhere mid-insert; the
-        // map itself is intact.
-        let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
+        let mut records = self.records();
         records.insert(
             step.to_string(),
             StepRecord {
@@ -76,14 +74,21 @@ impl Board {
 
     /// What `step` last produced.
     pub fn get(&self, step: &str) -> Option<StepRecord> {
-        let records = self.records.lock().unwrap_or_else(|p| p.into_inner());
+        let records = self.records();
         records.get(step).cloned()
     }
 
     /// Forgets everything recorded (a new run).
     pub fn clear(&self) {
-        let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
+        let mut records = self.records();
         records.clear();
+    }
+
+    /// The recorded outputs, locked. A poisoned lock only means a panic
+    /// elsewhere while it was held; every change to the map is one
+    /// `insert` or `clear`, so the map itself is intact.
+    fn records(&self) -> MutexGuard<'_, BTreeMap<String, StepRecord>> {
+        self.records.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn step_value(&self, step: &str, depth: usize) -> Option<Value> {
