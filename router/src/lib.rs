@@ -146,19 +146,13 @@
 //! }
 //! ```
 
-#![forbid(unsafe_code)]
-#![warn(missing_docs, missing_debug_implementations)]
-// The runtime calls this crate per message; a panic there would take a whole
-// workflow down, so library code reports errors instead.
-#![cfg_attr(
-    not(test),
-    warn(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
+// The workspace lints (`[lints] workspace = true`) forbid unsafe code,
+// require docs and keep unwrap/expect/panic out of library code. This crate
+// adds two: every public type is debuggable, and, since the runtime calls it
+// per message and a panic there would take a whole workflow down, library
+// code does not index or slice (which panics when out of bounds) either.
+#![warn(missing_debug_implementations)]
+#![cfg_attr(not(test), warn(clippy::indexing_slicing))]
 
 pub mod algo;
 mod build;
