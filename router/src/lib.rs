@@ -156,6 +156,7 @@
 
 pub mod algo;
 mod build;
+mod builder;
 mod clock;
 mod config;
 mod envelope;
@@ -167,13 +168,14 @@ mod router;
 mod source;
 mod validation;
 
+pub use builder::{Route, RouterBuilder};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{InboxConfig, Overflow, SenderFilter};
 pub use envelope::Envelope;
 pub use error::{ConfigError, RouterError};
 pub use inbox::Inbox;
 pub use outcome::{Batch, DropReason, Dropped, Push, Readiness};
-pub use router::{Route, Router, RouterBuilder};
+pub use router::Router;
 pub use source::{AnySource, Source};
 pub use validation::{AgentRole, RouteProblem, RouteWarning};
 
