@@ -9,11 +9,10 @@ use std::time::Duration;
 use crate::algo;
 use crate::builder::{Route, RouterBuilder};
 use crate::config::{InboxConfig, Overflow, SenderFilter};
-use crate::error::RouterError;
 use crate::hash::FastMap;
 use crate::router::{Inner, Router, SenderSlot};
 use crate::source::Source;
-use crate::validation::{AgentRole, RouteProblem, RouteWarning};
+use crate::validation::{AgentRole, RouteProblem, RouteWarning, RouterError};
 
 impl RouterBuilder {
     /// Validates the routes against the participants (in this order) and

@@ -172,12 +172,12 @@ pub use builder::{Route, RouterBuilder};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{InboxConfig, Overflow, SenderFilter};
 pub use envelope::Envelope;
-pub use error::{ConfigError, RouterError};
+pub use error::ConfigError;
 pub use inbox::Inbox;
 pub use outcome::{Batch, DropReason, Dropped, Push, Readiness};
 pub use router::Router;
 pub use source::{AnySource, Source};
-pub use validation::{AgentRole, RouteProblem, RouteWarning};
+pub use validation::{AgentRole, RouteProblem, RouteWarning, RouterError};
 
 // The README's example is compiled and run as a doc test, so it cannot
 // drift from the API.
