@@ -58,8 +58,6 @@
 //! # Ok(()) }
 //! ```
 
-#![warn(missing_docs)]
-
 mod chat_agent;
 mod context_policy;
 mod conversation;

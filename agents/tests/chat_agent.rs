@@ -2,6 +2,10 @@
 //! handoffs, structured output, agents as tools, context and memory,
 //! cancellation.
 
+// Test helpers may fail loudly: a timeout, a malformed reply or a
+// poisoned witness is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -54,9 +54,15 @@ fn assert_keeps_the_model_error(e: &AgentError) {
         direct.is_some(),
         "the source is the ModelError itself: {e:?}"
     );
-    let cause = e.downcast_source::<ModelError>().unwrap();
-    assert!(matches!(cause, ModelError::Status { status: 429, .. }));
-    assert_eq!(cause.retry_after(), Some(Duration::from_secs(7)));
+    let cause = e.downcast_source::<ModelError>();
+    assert!(
+        matches!(cause, Some(ModelError::Status { status: 429, .. })),
+        "{e:?}"
+    );
+    assert_eq!(
+        cause.and_then(ModelError::retry_after),
+        Some(Duration::from_secs(7))
+    );
 }
 
 #[tokio::test]

@@ -5,6 +5,10 @@
 //! MCP on stdio, when the environment asks it to, or runs the tests below
 //! with a small runner (filters by substring, `--list`, a timeout per test).
 
+// No libtest harness, so no function here is a #[test] that clippy would
+// recognise: the tests and their helpers may fail loudly all the same.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;

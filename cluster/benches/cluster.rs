@@ -15,6 +15,10 @@
 //! `cargo bench -p troupe-cluster --bench cluster`; figures are recorded in
 //! BENCHMARKS.md at the workspace root.
 
+// Bench setup may fail loudly: a node that does not start or a turn that
+// fails leaves nothing to measure.
+#![allow(clippy::expect_used)]
+
 use std::hint::black_box;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};

@@ -1,23 +1,33 @@
 //! Turning a [`RouterBuilder`] into a [`Router`]: merge what the routes say
-//! about each target, validate it all, and precompute the lookups.
+//! about each target, validate it all, and precompute the lookups. The
+//! public entry is [`RouterBuilder::build`], defined here.
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::time::Duration;
 
 use crate::algo;
+use crate::builder::{Route, RouterBuilder};
 use crate::config::{InboxConfig, Overflow, SenderFilter};
-use crate::error::RouterError;
 use crate::hash::FastMap;
-use crate::router::{Inner, Route, Router, RouterBuilder, SenderSlot};
+use crate::router::{Inner, Router, SenderSlot};
 use crate::source::Source;
-use crate::validation::{AgentRole, RouteProblem, RouteWarning};
+use crate::validation::{AgentRole, RouteProblem, RouteWarning, RouterError};
+
+impl RouterBuilder {
+    /// Validates the routes against the participants (in this order) and
+    /// precomputes every lookup.
+    ///
+    /// # Errors
+    ///
+    /// Every [`RouteProblem`] found, at once.
+    pub fn build<S: AsRef<str>>(self, participants: &[S]) -> Result<Router, RouterError> {
+        build(self, participants)
+    }
+}
 
 /// See [`RouterBuilder::build`].
-pub(crate) fn build<S: AsRef<str>>(
-    builder: RouterBuilder,
-    participants: &[S],
-) -> Result<Router, RouterError> {
+fn build<S: AsRef<str>>(builder: RouterBuilder, participants: &[S]) -> Result<Router, RouterError> {
     let mut plan = Plan::new(participants, &builder.entries);
     plan.apply_routes(&builder.routes);
     plan.apply_inboxes(&builder.inboxes);

@@ -1,8 +1,6 @@
-//! Error types: [`ConfigError`] for one inbox, [`RouterError`] for a router.
-
-use std::fmt;
-
-use crate::validation::RouteProblem;
+//! [`ConfigError`]: what can be wrong with one inbox: its options, a duration
+//! string, a snapshot. (A router's errors, [`RouterError`](crate::RouterError),
+//! are with its validation.)
 
 /// An invalid [`InboxConfig`](crate::InboxConfig), or a duration string that
 /// does not parse.
@@ -49,54 +47,9 @@ pub enum ConfigError {
     },
 }
 
-/// Why [`RouterBuilder::build`](crate::RouterBuilder::build) failed: every
-/// problem found, not just the first, so one edit can fix them all.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RouterError {
-    /// The problems, in a stable order: participant names, unknown agents,
-    /// inbox options, then reachability.
-    pub problems: Vec<RouteProblem>,
-}
-
-impl fmt::Display for RouterError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.problems.as_slice() {
-            [one] => write!(f, "invalid router: {one}"),
-            many => {
-                write!(f, "invalid router: {} problems", many.len())?;
-                for problem in many {
-                    write!(f, "\n  - {problem}")?;
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
-impl std::error::Error for RouterError {}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn router_error_lists_every_problem() {
-        let err = RouterError {
-            problems: vec![
-                RouteProblem::Unreachable { agent: "a".into() },
-                RouteProblem::ReachesNobody { agent: "b".into() },
-            ],
-        };
-        let text = err.to_string();
-        assert!(text.starts_with("invalid router: 2 problems"), "{text}");
-        assert!(text.contains("\"a\""), "{text}");
-        assert!(text.contains("\"b\""), "{text}");
-
-        let one = RouterError {
-            problems: vec![RouteProblem::Unreachable { agent: "a".into() }],
-        };
-        assert!(!one.to_string().contains('\n'));
-    }
 
     #[test]
     fn capacity_error_names_both_numbers() {

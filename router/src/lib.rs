@@ -146,22 +146,17 @@
 //! }
 //! ```
 
-#![forbid(unsafe_code)]
-#![warn(missing_docs, missing_debug_implementations)]
-// The runtime calls this crate per message; a panic there would take a whole
-// workflow down, so library code reports errors instead.
-#![cfg_attr(
-    not(test),
-    warn(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
+// The workspace lints (`[lints] workspace = true`) forbid unsafe code,
+// require docs and keep unwrap/expect/panic out of library code. This crate
+// adds two: every public type is debuggable, and, since the runtime calls it
+// per message and a panic there would take a whole workflow down, library
+// code does not index or slice (which panics when out of bounds) either.
+#![warn(missing_debug_implementations)]
+#![cfg_attr(not(test), warn(clippy::indexing_slicing))]
 
 pub mod algo;
 mod build;
+mod builder;
 mod clock;
 mod config;
 mod envelope;
@@ -173,15 +168,16 @@ mod router;
 mod source;
 mod validation;
 
+pub use builder::{Route, RouterBuilder};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{InboxConfig, Overflow, SenderFilter};
 pub use envelope::Envelope;
-pub use error::{ConfigError, RouterError};
+pub use error::ConfigError;
 pub use inbox::Inbox;
 pub use outcome::{Batch, DropReason, Dropped, Push, Readiness};
-pub use router::{Route, Router, RouterBuilder};
+pub use router::Router;
 pub use source::{AnySource, Source};
-pub use validation::{AgentRole, RouteProblem, RouteWarning};
+pub use validation::{AgentRole, RouteProblem, RouteWarning, RouterError};
 
 // The README's example is compiled and run as a doc test, so it cannot
 // drift from the API.

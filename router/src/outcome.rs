@@ -46,7 +46,7 @@ impl fmt::Display for DropReason {
 /// A message the inbox dropped, handed back with the reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dropped<M> {
-    /// The message.
+    /// The message the inbox did not keep.
     pub message: M,
     /// Why it was dropped.
     pub reason: DropReason,

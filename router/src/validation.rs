@@ -1,5 +1,5 @@
-//! What building a router checks: [`RouteProblem`]s (errors) and
-//! [`RouteWarning`]s, and the graph walks behind them.
+//! What building a router checks: [`RouteProblem`]s (errors, gathered in a
+//! [`RouterError`]) and [`RouteWarning`]s, and the graph walks behind them.
 //!
 //! The graph has an edge from each sender to each inbox that accepts it.
 //! Reachability starts at the entry sources; cycles are its strongly
@@ -142,6 +142,32 @@ fn cycle(agents: &[String]) -> String {
     }
 }
 
+/// Why [`RouterBuilder::build`](crate::RouterBuilder::build) failed: every
+/// problem found, not just the first, so one edit can fix them all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RouterError {
+    /// The problems, in a stable order: participant names, unknown agents,
+    /// inbox options, then reachability.
+    pub problems: Vec<RouteProblem>,
+}
+
+impl fmt::Display for RouterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.problems.as_slice() {
+            [one] => write!(f, "invalid router: {one}"),
+            many => {
+                write!(f, "invalid router: {} problems", many.len())?;
+                for problem in many {
+                    write!(f, "\n  - {problem}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for RouterError {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,5 +191,24 @@ mod tests {
         };
         assert!(unknown.to_string().contains("\"x\""));
         assert_eq!(AgentRole::Target.to_string(), "target");
+    }
+
+    #[test]
+    fn router_error_lists_every_problem() {
+        let err = RouterError {
+            problems: vec![
+                RouteProblem::Unreachable { agent: "a".into() },
+                RouteProblem::ReachesNobody { agent: "b".into() },
+            ],
+        };
+        let text = err.to_string();
+        assert!(text.starts_with("invalid router: 2 problems"), "{text}");
+        assert!(text.contains("\"a\""), "{text}");
+        assert!(text.contains("\"b\""), "{text}");
+
+        let one = RouterError {
+            problems: vec![RouteProblem::Unreachable { agent: "a".into() }],
+        };
+        assert!(!one.to_string().contains('\n'));
     }
 }

@@ -77,19 +77,20 @@ impl ChatAgentBuilder {
         self
     }
 
-    /// The system instructions.
+    /// Sets the system instructions, shown to the model before the thread.
     pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
         self.instructions = Some(instructions.into());
         self
     }
 
-    /// The model (required).
+    /// Sets the model. Required: [`build`](Self::build) fails without one.
     pub fn model(mut self, model: impl ChatModel) -> Self {
         self.model = Some(Arc::new(model));
         self
     }
 
-    /// A shared model.
+    /// Sets a model already shared behind an `Arc` (one client for several
+    /// agents), like [`model`](Self::model).
     pub fn model_arc(mut self, model: Arc<dyn ChatModel>) -> Self {
         self.model = Some(model);
         self
@@ -189,13 +190,13 @@ impl ChatAgentBuilder {
         self
     }
 
-    /// Sampling temperature.
+    /// Sets the sampling temperature of every model call.
     pub fn temperature(mut self, temperature: f32) -> Self {
         self.temperature = Some(temperature);
         self
     }
 
-    /// Cap on completion tokens per model call.
+    /// Caps the completion tokens of each model call.
     pub fn max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = Some(max_tokens);
         self

@@ -1,21 +1,24 @@
 //! [`OpenAiClient`]: a [`ChatModel`] speaking the OpenAI chat-completions
 //! API — OpenAI itself, and the many servers compatible with it (Ollama,
 //! vLLM, llama.cpp, LM Studio, proxies).
+//!
+//! This file holds the client's configuration: the builder, the credentials
+//! and how errors quote the server without leaking them. What the client
+//! sends, with retries, is in `calls`; reading a streamed answer is in
+//! `sse_reader`.
 
-use std::collections::VecDeque;
 use std::fmt;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
-use super::openai_wire::{self, WireError};
-use super::retry::{self, RetryPolicy};
-use super::sse::{SseDecoder, SseEvent};
-use super::{ChatDelta, ChatModel, ChatRequest, ChatResponse, ChatStream, response_deltas};
+use super::openai_wire::WireError;
+use super::retry::RetryPolicy;
 use crate::error::ModelError;
+
+mod calls;
+mod sse_reader;
 
 /// Where requests go when no base URL is given.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -291,78 +294,6 @@ impl OpenAiClient {
         &self.inner.endpoint
     }
 
-    fn body(&self, request: &ChatRequest, stream: bool) -> Result<Vec<u8>, ModelError> {
-        serde_json::to_vec(&openai_wire::request_body(
-            &self.inner.model,
-            request,
-            stream,
-        ))
-        .map_err(|e| ModelError::Config(format!("cannot encode the request: {e}")))
-    }
-
-    /// Sends one attempt; an error status becomes [`ModelError::Status`].
-    async fn send(&self, body: Vec<u8>) -> Result<reqwest::Response, ModelError> {
-        let inner = &self.inner;
-        let mut request = self
-            .http
-            .post(inner.url.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .headers(inner.headers.clone())
-            .body(body);
-        if let Some(auth) = &inner.authorization {
-            request = request.header(AUTHORIZATION, auth.clone());
-        }
-        let response = request.send().await.map_err(|e| self.transport_error(e))?;
-        let status = response.status();
-        if status.is_success() {
-            return Ok(response);
-        }
-        let retry_after = retry::retry_after(response.headers());
-        let body = response.text().await.unwrap_or_default();
-        Err(ModelError::Status {
-            endpoint: inner.endpoint.clone(),
-            status: status.as_u16(),
-            body: self.excerpt(&body),
-            retry_after,
-        })
-    }
-
-    /// Runs `attempt` until it succeeds, fails for good, or the retry
-    /// policy gives up.
-    async fn with_retries<T, F, Fut>(&self, mut attempt: F) -> Result<T, ModelError>
-    where
-        F: FnMut() -> Fut,
-        Fut: Future<Output = Result<T, ModelError>>,
-    {
-        let policy = &self.inner.retry;
-        let mut n = 1;
-        loop {
-            match attempt().await {
-                Ok(v) => return Ok(v),
-                Err(e) if e.is_retryable() && n < policy.max_attempts => {
-                    let wait = policy.delay(n, e.retry_after());
-                    tracing::warn!(
-                        endpoint = %self.inner.endpoint,
-                        attempt = n,
-                        wait_ms = wait.as_millis() as u64,
-                        error = %e,
-                        "model call failed; retrying"
-                    );
-                    tokio::time::sleep(wait).await;
-                    n += 1;
-                }
-                Err(e) if e.is_retryable() && n > 1 => {
-                    return Err(ModelError::RetriesExhausted {
-                        endpoint: self.inner.endpoint.clone(),
-                        attempts: n,
-                        last: Box::new(e),
-                    });
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
     fn timeout_error(&self) -> ModelError {
         ModelError::Timeout {
             endpoint: self.inner.endpoint.clone(),
@@ -414,27 +345,6 @@ impl OpenAiClient {
         }
         out.replace(['\n', '\r'], " ")
     }
-
-    async fn complete_once(&self, body: Vec<u8>) -> Result<ChatResponse, ModelError> {
-        let attempt = async {
-            let response = self.send(body).await?;
-            let bytes = response
-                .bytes()
-                .await
-                .map_err(|e| self.transport_error(e))?;
-            let text = String::from_utf8_lossy(&bytes);
-            openai_wire::parse_response(&text).map_err(|e| self.decode_error(e, &text))
-        };
-        tokio::time::timeout(self.inner.timeout, attempt)
-            .await
-            .unwrap_or_else(|_| Err(self.timeout_error()))
-    }
-
-    async fn open_stream(&self, body: Vec<u8>) -> Result<reqwest::Response, ModelError> {
-        tokio::time::timeout(self.inner.timeout, self.send(body))
-            .await
-            .unwrap_or_else(|_| Err(self.timeout_error()))
-    }
 }
 
 fn env(name: &str) -> Option<String> {
@@ -454,122 +364,6 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
         source = s.source();
     }
     text
-}
-
-/// The state of a streamed response being read.
-struct SseReader {
-    client: OpenAiClient,
-    response: Option<reqwest::Response>,
-    decoder: SseDecoder,
-    pending: VecDeque<Result<ChatDelta, ModelError>>,
-}
-
-impl SseReader {
-    /// The next delta, or `None` at the end.
-    async fn next(&mut self) -> Option<Result<ChatDelta, ModelError>> {
-        loop {
-            if let Some(item) = self.pending.pop_front() {
-                return Some(item);
-            }
-            let response = self.response.as_mut()?;
-            let idle = self.client.inner.timeout;
-            match tokio::time::timeout(idle, response.chunk()).await {
-                Err(_) => self.fail(format!("no data for {idle:?}")),
-                Ok(Err(e)) => self.fail(self.client.redact(&error_chain(&e.without_url()))),
-                Ok(Ok(Some(bytes))) => {
-                    for event in self.decoder.feed(&bytes) {
-                        self.take_event(event);
-                    }
-                }
-                Ok(Ok(None)) => {
-                    // Servers that end without `[DONE]` are accepted.
-                    if let Some(event) = self.decoder.finish() {
-                        self.take_event(event);
-                    }
-                    self.response = None;
-                }
-            }
-        }
-    }
-
-    fn fail(&mut self, message: String) {
-        self.pending.push_back(Err(ModelError::Stream {
-            endpoint: self.client.inner.endpoint.clone(),
-            message,
-        }));
-        self.response = None;
-    }
-
-    fn take_event(&mut self, event: SseEvent) {
-        if self.response.is_none() {
-            return; // after `[DONE]` or an error, the rest is ignored
-        }
-        let data = event.data.trim();
-        if data.is_empty() {
-            return;
-        }
-        if data == "[DONE]" {
-            self.response = None;
-            return;
-        }
-        match openai_wire::parse_chunk(data) {
-            Ok(deltas) => self.pending.extend(deltas.into_iter().map(Ok)),
-            Err(e) => {
-                self.pending
-                    .push_back(Err(self.client.decode_error(e, data)));
-                self.response = None;
-            }
-        }
-    }
-}
-
-#[async_trait]
-impl ChatModel for OpenAiClient {
-    fn model_name(&self) -> &str {
-        &self.inner.model
-    }
-
-    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
-        let body = self.body(request, false)?;
-        tracing::debug!(endpoint = %self.inner.endpoint, model = %self.inner.model, "chat completion");
-        self.with_retries(|| self.complete_once(body.clone())).await
-    }
-
-    /// Streams the answer. Retries cover opening the stream; a stream that
-    /// breaks off midway ends with [`ModelError::Stream`]. A server that
-    /// ignores `stream: true` and answers with plain JSON is read as a whole.
-    async fn stream(&self, request: &ChatRequest) -> Result<ChatStream, ModelError> {
-        let body = self.body(request, true)?;
-        tracing::debug!(endpoint = %self.inner.endpoint, model = %self.inner.model, "streamed chat completion");
-        let response = self.with_retries(|| self.open_stream(body.clone())).await?;
-        let is_json = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/json"));
-        if is_json {
-            let bytes = tokio::time::timeout(self.inner.timeout, response.bytes())
-                .await
-                .map_err(|_| self.timeout_error())?
-                .map_err(|e| self.transport_error(e))?;
-            let text = String::from_utf8_lossy(&bytes);
-            let whole =
-                openai_wire::parse_response(&text).map_err(|e| self.decode_error(e, &text))?;
-            return Ok(Box::pin(futures::stream::iter(
-                response_deltas(&whole).into_iter().map(Ok),
-            )));
-        }
-        let reader = SseReader {
-            client: self.clone(),
-            response: Some(response),
-            decoder: SseDecoder::new(),
-            pending: VecDeque::new(),
-        };
-        Ok(Box::pin(futures::stream::unfold(
-            reader,
-            |mut r| async move { r.next().await.map(|item| (item, r)) },
-        )))
-    }
 }
 
 #[cfg(test)]

@@ -490,6 +490,8 @@ impl McpClient {
     /// Closes the connection; a stdio child is asked to exit, then killed,
     /// and reaped. Tools made from this client fail from then on.
     pub async fn close(&self) {
+        // The lock is held only to take the service out: a poisoned lock
+        // still holds either the service or nothing, both fine to take.
         let service = self
             .inner
             .service

@@ -1,6 +1,10 @@
 //! The OpenAI-compatible client against an in-process fake server speaking
 //! the real wire format (no test reaches the internet).
 
+// Test helpers, and the fake server (a module of this file), may fail
+// loudly: a server that cannot bind or answer is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod fake_server;
 
 use std::sync::Arc;
