@@ -21,6 +21,10 @@
 //! cargo bench -p troupe-runtime --bench graph
 //! ```
 
+// Bench helpers may fail loudly; criterion_group! defines an undocumented
+// public function.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

@@ -11,6 +11,10 @@
 //! Run with `cargo bench -p troupe-runtime --bench runtime`. Figures are
 //! recorded in BENCHMARKS.md at the workspace root.
 
+// Bench helpers may fail loudly; criterion_group! defines an undocumented
+// public function.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
 use std::hint::black_box;
 use std::time::Duration;
 

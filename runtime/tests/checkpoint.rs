@@ -3,6 +3,9 @@
 //! nothing lost or duplicated, and a question to the user is answered from
 //! another process.
 
+// Test helpers may fail loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -3,6 +3,9 @@
 //! reported where it is missing, and in the normal case every event
 //! arrives, in order.
 
+// Test helpers may fail loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::io::{BufRead, BufReader, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};

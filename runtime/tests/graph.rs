@@ -2,6 +2,9 @@
 //! branch and loop, parallel, nested parallel, loop limit, retry, parallel
 //! failure), joins, schedulers and validation.
 
+// Test helpers may fail loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

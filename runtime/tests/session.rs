@@ -1,6 +1,9 @@
 //! `Session`: conversations kept apart, persisted, serialized per
 //! conversation and concurrent across conversations.
 
+// Test helpers may fail loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;

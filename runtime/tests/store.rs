@@ -2,6 +2,9 @@
 //! own guarantees: damage is reported naming the file, no temporary file
 //! survives a save, concurrent saves do not interfere.
 
+// Test helpers may fail loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::path::Path;
 use std::sync::Arc;
 

@@ -1,6 +1,9 @@
 //! Router-only workflows: scheduling, failure, cancellation, nesting,
 //! continuation and concurrency.
 
+// Test helpers may fail loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
