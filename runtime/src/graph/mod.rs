@@ -9,9 +9,11 @@
 mod builder;
 mod condition;
 pub(crate) mod cursor;
+pub(crate) mod node_input;
 
 pub use builder::{GraphBuilder, GraphError, GraphProblem};
 pub use condition::Condition;
+pub use node_input::{INPUT_KEY, NodeInput, attachment};
 
 use std::fmt;
 use std::sync::Arc;
@@ -31,19 +33,6 @@ pub enum Join {
     /// branches whose conditions failed are not waited for.
     #[default]
     AllThatCanArrive,
-}
-
-/// What a node receives of its predecessors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum NodeInput {
-    /// Their messages enter its thread.
-    #[default]
-    Messages,
-    /// One message listing each predecessor's last output by step id.
-    PriorOutputs,
-    /// One message carrying each predecessor's last output as an
-    /// attachment (id, description, content).
-    Attachments,
 }
 
 /// How the branches of a fan-out start their threads.
