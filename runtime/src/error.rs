@@ -112,6 +112,16 @@ pub enum RunError {
         /// The thread up to the last completed superstep.
         thread: Box<Thread>,
     },
+    /// The thread given to the run holds a scheduler state this build
+    /// cannot read (written with another layout).
+    #[error("workflow '{workflow}': the thread's scheduler state cannot be used: {source}")]
+    SchedulerState {
+        /// The workflow's path.
+        workflow: String,
+        /// What is wrong with the state.
+        #[source]
+        source: crate::workflow::SchedulerStateError,
+    },
     /// A checkpoint could not be saved, found or used.
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
@@ -134,7 +144,9 @@ impl RunError {
             | RunError::AgentLost { thread, .. }
             | RunError::LoopLimit { thread, .. }
             | RunError::SuperstepLimit { thread, .. } => Some(thread),
-            RunError::Runtime { .. } | RunError::Checkpoint(_) => None,
+            RunError::Runtime { .. }
+            | RunError::Checkpoint(_)
+            | RunError::SchedulerState { .. } => None,
         }
     }
 
@@ -146,7 +158,9 @@ impl RunError {
             | RunError::AgentLost { thread, .. }
             | RunError::LoopLimit { thread, .. }
             | RunError::SuperstepLimit { thread, .. } => Some(*thread),
-            RunError::Runtime { .. } | RunError::Checkpoint(_) => None,
+            RunError::Runtime { .. }
+            | RunError::Checkpoint(_)
+            | RunError::SchedulerState { .. } => None,
         }
     }
 
@@ -210,6 +224,21 @@ pub enum CheckpointError {
         id: String,
         /// What is wrong.
         reason: String,
+    },
+    /// The scheduler's state in the checkpoint cannot be carried on from:
+    /// written with another layout, or not fitting the workflow it claims
+    /// to be of. The run is refused rather than started afresh.
+    #[error(
+        "checkpoint {id} of run '{run_id}' has a scheduler state this workflow cannot use: {source}"
+    )]
+    SchedulerState {
+        /// The run.
+        run_id: String,
+        /// The checkpoint.
+        id: String,
+        /// What is wrong with the state.
+        #[source]
+        source: crate::workflow::SchedulerStateError,
     },
     /// The store failed.
     #[error("checkpoint store: {0}")]

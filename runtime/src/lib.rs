@@ -81,7 +81,10 @@ pub use stop::{StopCondition, StopHandle, StopReason};
 pub use thread::{Thread, WorkflowState};
 pub use tokio_util::sync::CancellationToken;
 pub use troupe_router::{InboxConfig, Overflow, Router, RouterBuilder};
-pub use workflow::{InputRequest, RunResult, RunStatus, RunStream, Workflow, WorkflowBuilder};
+pub use workflow::{
+    InputRequest, RunResult, RunStatus, RunStream, SchedulerState, SchedulerStateError, Workflow,
+    WorkflowBuilder,
+};
 
 /// Declares a type as a local-only actor message.
 ///

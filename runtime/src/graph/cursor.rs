@@ -57,11 +57,19 @@ impl Cursor {
         }
     }
 
-    /// Whether this cursor was made for a graph of this shape.
+    /// Whether this cursor was made for a graph of this shape: every
+    /// per-node and per-edge table has the graph's length, and the nodes
+    /// waiting to run are the graph's and exactly those marked as waiting.
     pub(crate) fn fits(&self, g: &Graph) -> bool {
-        self.in_next.len() == g.names.len()
-            && self.edges.len() == g.edges.len()
-            && self.next.iter().all(|&i| i < g.names.len())
+        let (nodes, edges) = (g.names.len(), g.edges.len());
+        self.in_next.len() == nodes
+            && self.fired.len() == nodes
+            && self.resolved.len() == nodes
+            && self.any_done.len() == nodes
+            && self.edges.len() == edges
+            && self.loops.len() == edges
+            && self.next.iter().all(|&i| i < nodes && self.in_next[i])
+            && self.in_next.iter().filter(|&&waiting| waiting).count() == self.next.len()
     }
 
     pub(crate) fn activate(&mut self, node: usize) {

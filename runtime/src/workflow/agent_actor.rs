@@ -13,35 +13,16 @@ use std::time::Instant;
 
 use futures::FutureExt;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
-use tokio_util::sync::CancellationToken;
 
-use super::run_actor::{RunMsg, TurnOutcome};
+use super::protocol::{AgentMsg, RunMsg, TurnOutcome};
 use crate::agent::Agent;
-use crate::context::RunContext;
-use crate::thread::Thread;
 
-/// Messages an agent actor handles.
-pub(crate) enum AgentMsg {
-    /// Take a turn over this thread, for run `run` (whose participant
-    /// `index` this actor is), unless `turns` is cancelled first. The run
-    /// travels with the turn: an actor may serve several runs in turn (see
-    /// `actor_pool`).
-    Turn {
-        thread: Arc<Thread>,
-        ctx: RunContext,
-        index: usize,
-        run: ActorRef<RunMsg>,
-        turns: CancellationToken,
-    },
-    /// The turn task caught a panic; the actor fails with it.
-    Panicked(String),
-}
-
-crate::local_message!(AgentMsg);
-
+/// The actor hosting one participant (see the module's documentation).
 pub(crate) struct AgentActor;
 
+/// What an agent actor is started with, and keeps.
 pub(crate) struct AgentArgs {
+    /// The participant's agent.
     pub(crate) agent: Arc<dyn Agent>,
 }
 
