@@ -1,12 +1,13 @@
 //! The [`Agent`] trait — the centre of troupe — and what a turn gives back.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 
 use crate::context::RunContext;
-use crate::error::RunError;
+// Defined beside `RunError`, which holds an `AgentError` as one holds the
+// other: the two recursive types live in one file.
+pub use crate::error::{AgentError, ErrorKind};
 use crate::message::{Content, Message};
 use crate::thread::Thread;
 
@@ -176,94 +177,6 @@ impl From<()> for Reply {
 impl From<Content> for Reply {
     fn from(c: Content) -> Self {
         Reply::message(Message::new("", c))
-    }
-}
-
-/// The broad kind of an [`AgentError`], for retry policies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorKind {
-    /// A failure retrying will not fix.
-    Failed,
-    /// A failure that may pass (rate limit, a dropped connection).
-    Transient,
-    /// The turn took too long.
-    Timeout,
-    /// The model call failed.
-    Model,
-    /// A tool failed in a way that ends the turn.
-    Tool,
-    /// A nested workflow failed.
-    Workflow,
-    /// A remote node was lost.
-    Node,
-    /// The turn was cancelled.
-    Cancelled,
-}
-
-/// Why an agent's turn failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AgentError {
-    /// A failure retrying will not fix.
-    #[error("{0}")]
-    Failed(String),
-    /// A failure that may pass if tried again.
-    #[error("transient failure: {0}")]
-    Transient(String),
-    /// The turn took longer than allowed.
-    #[error("timed out after {0:?}")]
-    Timeout(Duration),
-    /// The model call failed.
-    #[error("model error: {0}")]
-    Model(String),
-    /// A tool failed in a way that ends the turn.
-    #[error("tool '{name}' failed: {message}")]
-    Tool {
-        /// The tool.
-        name: String,
-        /// What went wrong.
-        message: String,
-    },
-    /// A nested workflow's run failed.
-    #[error("{0}")]
-    Workflow(Box<RunError>),
-    /// The turn was cancelled before it finished.
-    #[error("cancelled")]
-    Cancelled,
-    /// A remote node was lost or unreachable.
-    #[error("node '{node}' lost: {message}")]
-    Node {
-        /// The node.
-        node: String,
-        /// What went wrong.
-        message: String,
-    },
-}
-
-impl AgentError {
-    /// A non-retryable failure with this text.
-    pub fn failed(text: impl Into<String>) -> Self {
-        AgentError::Failed(text.into())
-    }
-
-    /// A failure worth retrying.
-    pub fn transient(text: impl Into<String>) -> Self {
-        AgentError::Transient(text.into())
-    }
-
-    /// The broad kind, for retry policies.
-    pub fn kind(&self) -> ErrorKind {
-        match self {
-            AgentError::Failed(_) => ErrorKind::Failed,
-            AgentError::Transient(_) => ErrorKind::Transient,
-            AgentError::Timeout(_) => ErrorKind::Timeout,
-            AgentError::Model(_) => ErrorKind::Model,
-            AgentError::Tool { .. } => ErrorKind::Tool,
-            AgentError::Workflow(_) => ErrorKind::Workflow,
-            AgentError::Node { .. } => ErrorKind::Node,
-            AgentError::Cancelled => ErrorKind::Cancelled,
-        }
     }
 }
 
