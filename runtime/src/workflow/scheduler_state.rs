@@ -6,7 +6,6 @@
 use serde::{Deserialize, Serialize};
 
 use super::request::InputRequest;
-use super::spec::Spec;
 use crate::graph::cursor::Cursor;
 
 /// The layout of [`SchedulerState`] this build writes and reads; bump it
@@ -89,40 +88,5 @@ impl SchedulerState {
                 found: self.version,
             })
         }
-    }
-
-    /// Checks that workflow `spec` can carry on from this state: its
-    /// version, its graph cursor, the participants it names. A checkpoint
-    /// is proven to be of the same workflow (by its topology hash), so
-    /// anything here that does not fit is damage.
-    pub(crate) fn check(&self, spec: &Spec) -> Result<(), SchedulerStateError> {
-        self.check_version()?;
-        match (&self.graph, &spec.graph) {
-            (Some(_), None) => {
-                return Err(SchedulerStateError::GraphMismatch(
-                    "the workflow has no graph",
-                ));
-            }
-            (Some(cursor), Some(graph)) if !cursor.fits(graph) => {
-                return Err(SchedulerStateError::GraphMismatch(
-                    "its tables or waiting nodes do not match the graph's nodes and transitions",
-                ));
-            }
-            _ => {}
-        }
-        let named = self
-            .interrupted
-            .iter()
-            .map(|n| ("interrupted turn", n))
-            .chain(self.requests.iter().map(|r| ("input request", &r.agent)));
-        for (role, name) in named {
-            if spec.router.index_of(name).is_none() {
-                return Err(SchedulerStateError::UnknownParticipant {
-                    role,
-                    name: name.clone(),
-                });
-            }
-        }
-        Ok(())
     }
 }

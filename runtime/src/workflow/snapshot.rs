@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::scheduler_state::{SchedulerState, SchedulerStateError};
 use super::spec::Spec;
 use crate::codec;
 use crate::error::CheckpointError;
@@ -99,16 +100,50 @@ pub(crate) async fn load(
             reason: e.to_string(),
         })?;
     if let Some(state) = snapshot.thread.state() {
-        state
-            .scheduler
-            .check(spec)
-            .map_err(|source| CheckpointError::SchedulerState {
+        check_scheduler(&state.scheduler, spec).map_err(|source| {
+            CheckpointError::SchedulerState {
                 run_id: run_id.to_string(),
                 id: name(),
                 source,
-            })?;
+            }
+        })?;
     }
     Ok((checkpoint, snapshot))
+}
+
+/// Checks that workflow `spec` can carry on from scheduler state `state`:
+/// its version, its graph cursor, the participants it names. A checkpoint
+/// is proven to be of the same workflow (by its topology hash), so
+/// anything here that does not fit is damage.
+fn check_scheduler(state: &SchedulerState, spec: &Spec) -> Result<(), SchedulerStateError> {
+    state.check_version()?;
+    match (&state.graph, &spec.graph) {
+        (Some(_), None) => {
+            return Err(SchedulerStateError::GraphMismatch(
+                "the workflow has no graph",
+            ));
+        }
+        (Some(cursor), Some(graph)) if !cursor.fits(graph) => {
+            return Err(SchedulerStateError::GraphMismatch(
+                "its tables or waiting nodes do not match the graph's nodes and transitions",
+            ));
+        }
+        _ => {}
+    }
+    let named = state
+        .interrupted
+        .iter()
+        .map(|n| ("interrupted turn", n))
+        .chain(state.requests.iter().map(|r| ("input request", &r.agent)));
+    for (role, name) in named {
+        if spec.router.index_of(name).is_none() {
+            return Err(SchedulerStateError::UnknownParticipant {
+                role,
+                name: name.clone(),
+            });
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -117,7 +152,7 @@ mod tests {
     use crate::graph::Graph;
     use crate::graph::cursor::Cursor;
     use crate::store::MemoryStore;
-    use crate::workflow::{SchedulerState, SchedulerStateError, Workflow};
+    use crate::workflow::Workflow;
     use crate::{FnAgent, RunContext, RunError};
     use std::sync::Arc;
 
