@@ -83,6 +83,7 @@ impl GraphRun {
         let mut replies = std::mem::take(&mut self.buffered);
         let current = std::mem::take(&mut self.current);
         if interrupted {
+            // Open, so `open_superstep` counted this superstep: at least 1.
             self.cursor.superstep -= 1;
             for i in current {
                 self.cursor.activate(i);

@@ -101,6 +101,8 @@ impl Participants {
         part.state = state;
         match (was, state.is_in_flight()) {
             (false, true) => self.in_flight += 1,
+            // `in_flight` counts the parts in flight, this one among them:
+            // it is at least 1 here.
             (true, false) => self.in_flight -= 1,
             _ => {}
         }
