@@ -120,7 +120,7 @@ mod tests {
         state
             .pending
             .insert("b".into(), vec![Arc::new(Message::user("waiting"))]);
-        state.scheduler.interrupted.push("b".into());
+        state.scheduler.body_mut().interrupted.push("b".into());
         *t.state_mut() = Some(state);
         let back: Thread = decode(&encode(&t).unwrap()).unwrap();
         assert_eq!(back, t);

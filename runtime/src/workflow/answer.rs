@@ -49,7 +49,8 @@ pub(crate) fn deliver(
     thread.push_shared(message.clone());
     let len = thread.len();
     let state = thread.state_mut().get_or_insert_with(Default::default);
-    let request = state.scheduler.requests.remove(pos);
+    let scheduler = state.scheduler.body_mut();
+    let request = scheduler.requests.remove(pos);
     state.consumed = len;
     state
         .pending
@@ -57,10 +58,7 @@ pub(crate) fn deliver(
         .or_default()
         .push(message);
     if let (Some(graph), Some(node)) = (&spec.graph, spec.router.index_of(&request.agent)) {
-        let cursor = state
-            .scheduler
-            .graph
-            .get_or_insert_with(|| Cursor::new(graph));
+        let cursor = scheduler.graph.get_or_insert_with(|| Cursor::new(graph));
         // A cursor of another graph (the thread came from another
         // workflow) does not carry on here: the graph starts from the
         // asking node.

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::request::InputRequest;
 use crate::graph::cursor::Cursor;
 
-/// The layout of [`SchedulerState`] this build writes and reads; bump it
+/// The layout of a scheduler state this build writes and reads; bump it
 /// when the state changes shape or meaning.
 pub(crate) const SCHEDULER_STATE_VERSION: u32 = 1;
 
@@ -16,9 +16,18 @@ pub(crate) const SCHEDULER_STATE_VERSION: u32 = 1;
 /// kept in [`WorkflowState::scheduler`](crate::WorkflowState::scheduler).
 ///
 /// The engine writes it when a run ends or takes a checkpoint; callers
-/// only read it (see [`SchedulerState::requests`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// only read it (see [`SchedulerState::requests`]). Empty, it holds
+/// nothing at all: a thread travels in every turn's reply, so it stays
+/// small.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct SchedulerState {
+    body: Option<Box<SchedulerBody>>,
+}
+
+/// A scheduler state with something in it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SchedulerBody {
     /// The `SCHEDULER_STATE_VERSION` it was written with.
     pub(crate) version: u32,
     /// Where a graph run that stopped midway stands; `None` when there is
@@ -31,9 +40,9 @@ pub struct SchedulerState {
     pub(crate) interrupted: Vec<String>,
 }
 
-impl Default for SchedulerState {
+impl Default for SchedulerBody {
     fn default() -> Self {
-        SchedulerState {
+        SchedulerBody {
             version: SCHEDULER_STATE_VERSION,
             graph: None,
             requests: Vec::new(),
@@ -68,25 +77,107 @@ pub enum SchedulerStateError {
 }
 
 impl SchedulerState {
-    /// The `SCHEDULER_STATE_VERSION` it was written with.
+    /// A state of the current version holding these parts (nothing at all
+    /// when they are all empty).
+    pub(crate) fn new(
+        graph: Option<Cursor>,
+        requests: Vec<InputRequest>,
+        interrupted: Vec<String>,
+    ) -> Self {
+        let empty = graph.is_none() && requests.is_empty() && interrupted.is_empty();
+        SchedulerState {
+            body: (!empty).then(|| {
+                Box::new(SchedulerBody {
+                    graph,
+                    requests,
+                    interrupted,
+                    ..SchedulerBody::default()
+                })
+            }),
+        }
+    }
+
+    /// The version of the layout it was written with.
     pub fn version(&self) -> u32 {
-        self.version
+        self.body
+            .as_ref()
+            .map_or(SCHEDULER_STATE_VERSION, |b| b.version)
     }
 
     /// The questions to the caller not answered yet.
     pub fn requests(&self) -> &[InputRequest] {
-        &self.requests
+        self.body.as_ref().map_or(&[], |b| &b.requests)
+    }
+
+    /// What it holds, if anything.
+    pub(crate) fn body(&self) -> Option<&SchedulerBody> {
+        self.body.as_deref()
+    }
+
+    /// What it holds, to change (made empty first if need be).
+    pub(crate) fn body_mut(&mut self) -> &mut SchedulerBody {
+        self.body.get_or_insert_with(Box::default)
+    }
+
+    /// Takes what it holds, leaving it empty.
+    pub(crate) fn take(&mut self) -> SchedulerBody {
+        self.body.take().map(|b| *b).unwrap_or_default()
     }
 
     /// Refuses a state written with another layout.
     pub(crate) fn check_version(&self) -> Result<(), SchedulerStateError> {
-        if self.version == SCHEDULER_STATE_VERSION {
-            Ok(())
-        } else {
-            Err(SchedulerStateError::UnknownVersion {
+        match self.version() {
+            SCHEDULER_STATE_VERSION => Ok(()),
+            found => Err(SchedulerStateError::UnknownVersion {
                 expected: SCHEDULER_STATE_VERSION,
-                found: self.version,
-            })
+                found,
+            }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_state_holds_nothing_and_a_thread_stays_small() {
+        // A thread travels in every reply: its state must not grow it.
+        assert_eq!(
+            std::mem::size_of::<SchedulerState>(),
+            std::mem::size_of::<usize>()
+        );
+        let empty = SchedulerState::new(None, Vec::new(), Vec::new());
+        assert_eq!(empty, SchedulerState::default());
+        assert_eq!(empty.version(), SCHEDULER_STATE_VERSION);
+        assert!(empty.body().is_none());
+        let one = SchedulerState::new(None, Vec::new(), vec!["a".into()]);
+        assert_eq!(one.body().map(|b| b.interrupted.len()), Some(1));
+    }
+
+    #[test]
+    fn it_round_trips_through_the_codec_and_json() {
+        let state = SchedulerState::new(
+            None,
+            vec![InputRequest {
+                id: "r".into(),
+                agent: "a".into(),
+                prompt: "?".into(),
+            }],
+            vec!["b".into()],
+        );
+        let back: SchedulerState =
+            crate::codec::decode(&crate::codec::encode(&state).unwrap()).unwrap();
+        assert_eq!(back, state);
+        let json = serde_json::to_string(&state).unwrap();
+        assert!(json.contains("\"version\":1"), "{json}");
+        assert_eq!(
+            serde_json::from_str::<SchedulerState>(&json).unwrap(),
+            state
+        );
+        assert_eq!(
+            serde_json::to_string(&SchedulerState::default()).unwrap(),
+            "null"
+        );
     }
 }

@@ -117,7 +117,10 @@ pub(crate) async fn load(
 /// anything here that does not fit is damage.
 fn check_scheduler(state: &SchedulerState, spec: &Spec) -> Result<(), SchedulerStateError> {
     state.check_version()?;
-    match (&state.graph, &spec.graph) {
+    let Some(body) = state.body() else {
+        return Ok(());
+    };
+    match (&body.graph, &spec.graph) {
         (Some(_), None) => {
             return Err(SchedulerStateError::GraphMismatch(
                 "the workflow has no graph",
@@ -130,11 +133,11 @@ fn check_scheduler(state: &SchedulerState, spec: &Spec) -> Result<(), SchedulerS
         }
         _ => {}
     }
-    let named = state
+    let named = body
         .interrupted
         .iter()
         .map(|n| ("interrupted turn", n))
-        .chain(state.requests.iter().map(|r| ("input request", &r.agent)));
+        .chain(body.requests.iter().map(|r| ("input request", &r.agent)));
     for (role, name) in named {
         if spec.router.index_of(name).is_none() {
             return Err(SchedulerStateError::UnknownParticipant {
@@ -153,6 +156,7 @@ mod tests {
     use crate::graph::cursor::Cursor;
     use crate::store::MemoryStore;
     use crate::workflow::Workflow;
+    use crate::workflow::scheduler_state::SchedulerBody;
     use crate::{FnAgent, RunContext, RunError};
     use std::sync::Arc;
 
@@ -182,7 +186,7 @@ mod tests {
     /// `damage`; returns the damaged checkpoint's id.
     async fn damaged(
         store: &Arc<MemoryStore>,
-        damage: impl FnOnce(&mut SchedulerState),
+        damage: impl FnOnce(&mut SchedulerBody),
     ) -> CheckpointId {
         let wf = chain(store.clone());
         wf.run_task("go", &RunContext::new().with_run_id("r"))
@@ -191,7 +195,7 @@ mod tests {
         let latest = store.latest("r").await.unwrap().unwrap();
         let mut snapshot: Snapshot = codec::decode(&latest.payload).unwrap();
         let state = snapshot.thread.state_mut().as_mut().unwrap();
-        damage(&mut state.scheduler);
+        damage(state.scheduler.body_mut());
         let cp = Checkpoint::new(
             "r",
             Some(latest.id),
@@ -270,7 +274,7 @@ mod tests {
         let wf = chain(store);
         let mut thread = wf.run_task("go", &RunContext::new()).await.unwrap().thread;
         if let Some(state) = thread.state_mut() {
-            state.scheduler.version = 7;
+            state.scheduler.body_mut().version = 7;
         }
         thread.push(crate::Message::user("again"));
         let err = wf.run(thread, &RunContext::new()).await.unwrap_err();

@@ -58,10 +58,13 @@ impl ThreadSlots {
             .iter()
             .map(|n| Arc::new(children.remove(n).unwrap_or_default()))
             .collect();
+        // The requests stay: the state keeps them until they are answered.
+        let carried = state.scheduler.take();
+        state.scheduler = SchedulerState::new(None, carried.requests, Vec::new());
         let scheduling = Scheduling {
             pending: std::mem::take(&mut state.pending),
-            graph: state.scheduler.graph.take(),
-            interrupted: std::mem::take(&mut state.scheduler.interrupted),
+            graph: carried.graph,
+            interrupted: carried.interrupted,
             new_requests: Vec::new(),
         };
         let slots = ThreadSlots {
@@ -102,37 +105,44 @@ impl ThreadSlots {
     }
 
     /// The run thread's own messages.
+    #[inline]
     pub(super) fn root(&self) -> &Thread {
         &self.root
     }
 
     /// The run thread's own messages, to append to.
+    #[inline]
     pub(super) fn root_mut(&mut self) -> &mut Thread {
         &mut self.root
     }
 
     /// The workflow state (its scheduling part is elsewhere).
+    #[inline]
     pub(super) fn state(&self) -> &WorkflowState {
         &self.state
     }
 
     /// The workflow state, to update.
+    #[inline]
     pub(super) fn state_mut(&mut self) -> &mut WorkflowState {
         &mut self.state
     }
 
     /// Slot `s`'s thread, to lend to a turn.
+    #[inline]
     pub(super) fn slot(&self, s: usize) -> &Arc<Thread> {
         &self.slots[s]
     }
 
     /// Slot `s`'s thread, to append to (copied first if a turn still holds
     /// it).
+    #[inline]
     pub(super) fn slot_mut(&mut self, s: usize) -> &mut Thread {
         Arc::make_mut(&mut self.slots[s])
     }
 
     /// Replaces slot `s`'s thread (a turn gave back a new one).
+    #[inline]
     pub(super) fn replace(&mut self, s: usize, thread: Thread) {
         self.slots[s] = Arc::new(thread);
     }
@@ -158,14 +168,9 @@ fn put_together(
         }
     }
     *root.children_mut() = children;
-    let mut requests = std::mem::take(&mut state.scheduler.requests);
+    let mut requests = state.scheduler.take().requests;
     requests.extend(scheduling.new_requests);
-    state.scheduler = SchedulerState {
-        graph: scheduling.graph,
-        requests,
-        interrupted: scheduling.interrupted,
-        ..SchedulerState::default()
-    };
+    state.scheduler = SchedulerState::new(scheduling.graph, requests, scheduling.interrupted);
     state.pending = scheduling.pending;
     state.consumed = root.len();
     *root.state_mut() = Some(state);
@@ -207,8 +212,8 @@ mod tests {
         state
             .pending
             .insert("c".into(), vec![Arc::new(Message::user("waiting"))]);
-        state.scheduler.interrupted.push("a".into());
-        state.scheduler.requests.push(InputRequest {
+        state.scheduler.body_mut().interrupted.push("a".into());
+        state.scheduler.body_mut().requests.push(InputRequest {
             id: "r1".into(),
             agent: "c".into(),
             prompt: "when?".into(),
@@ -253,6 +258,6 @@ mod tests {
         let scheduler = &t.state().unwrap().scheduler;
         let ids: Vec<_> = scheduler.requests().iter().map(|r| r.id.as_str()).collect();
         assert_eq!(ids, ["r1", "r2"]);
-        assert!(scheduler.interrupted.is_empty());
+        assert!(scheduler.body().unwrap().interrupted.is_empty());
     }
 }
