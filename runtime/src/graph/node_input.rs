@@ -62,6 +62,7 @@ fn push_attachment(out: &mut String, id: &str, description: &str, content: &str)
 /// predecessors delivered: the messages themselves, or one user message
 /// (marked with [`INPUT_KEY`]) standing for each sender's last output.
 /// `describe` gives a sender's description for attachments.
+#[inline]
 pub(crate) fn render<'a>(
     mode: NodeInput,
     messages: Vec<Arc<Message>>,
@@ -70,9 +71,18 @@ pub(crate) fn render<'a>(
     if mode == NodeInput::Messages || messages.is_empty() {
         return messages;
     }
+    vec![render_one(mode, &messages, describe)]
+}
+
+/// The one message standing for the senders' last outputs.
+fn render_one<'a>(
+    mode: NodeInput,
+    messages: &[Arc<Message>],
+    describe: impl Fn(&str) -> &'a str,
+) -> Arc<Message> {
     // Each sender's last output, in the order the senders first spoke.
     let mut last: Vec<(&str, &Arc<Message>)> = Vec::new();
-    for m in &messages {
+    for m in messages {
         match last.iter_mut().find(|(s, _)| *s == &*m.source) {
             Some(entry) => entry.1 = m,
             None => last.push((&m.source, m)),
@@ -103,9 +113,7 @@ pub(crate) fn render<'a>(
         }
     };
     let text = text.trim_end().to_string();
-    vec![Arc::new(
-        Message::new(USER, Content::Text(text)).with_metadata(INPUT_KEY, kind),
-    )]
+    Arc::new(Message::new(USER, Content::Text(text)).with_metadata(INPUT_KEY, kind))
 }
 
 #[cfg(test)]

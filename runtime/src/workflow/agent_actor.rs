@@ -68,8 +68,8 @@ impl Actor for AgentActor {
                 // responsive; the task polls it again with its own waker.
                 if let Poll::Ready(result) = futures::poll!(&mut turn) {
                     let outcome = match result {
-                        Ok(Ok(reply)) => TurnOutcome::Done(reply),
-                        Ok(Err(e)) => TurnOutcome::Failed(e),
+                        Ok(Ok(reply)) => TurnOutcome::Done(Box::new(reply)),
+                        Ok(Err(e)) => TurnOutcome::Failed(Box::new(e)),
                         Err(panic) => return Err(panic_text(panic).into()),
                     };
                     report(&run, index, outcome, started);
@@ -80,8 +80,8 @@ impl Actor for AgentActor {
                         biased;
                         _ = turns.cancelled() => TurnOutcome::Cancelled,
                         r = turn => match r {
-                            Ok(Ok(reply)) => TurnOutcome::Done(reply),
-                            Ok(Err(e)) => TurnOutcome::Failed(e),
+                            Ok(Ok(reply)) => TurnOutcome::Done(Box::new(reply)),
+                            Ok(Err(e)) => TurnOutcome::Failed(Box::new(e)),
                             Err(panic) => {
                                 let _ = myself.cast(AgentMsg::Panicked(panic_text(panic)));
                                 return;
@@ -102,7 +102,7 @@ impl Actor for AgentActor {
 fn report(run: &ActorRef<RunMsg>, index: usize, outcome: TurnOutcome, started: Instant) {
     let _ = run.cast(RunMsg::TurnDone {
         index,
-        outcome: Box::new(outcome),
+        outcome,
         elapsed: started.elapsed(),
     });
 }

@@ -22,8 +22,8 @@ pub(crate) enum RunMsg {
     TurnDone {
         /// The participant.
         index: usize,
-        // Boxed: a reply is large and most messages of this enum are small.
-        outcome: Box<TurnOutcome>,
+        /// How it ended.
+        outcome: TurnOutcome,
         /// How long the turn took.
         elapsed: Duration,
     },
@@ -50,14 +50,13 @@ pub(crate) enum RunMsg {
 crate::local_message!(RunMsg);
 
 /// How a turn ended.
-// Travels boxed (`RunMsg::TurnDone`), so its size does not weigh on the
-// mailbox.
-#[allow(clippy::large_enum_variant)]
 pub(crate) enum TurnOutcome {
-    /// The agent replied.
-    Done(Reply),
-    /// The agent returned an error.
-    Failed(AgentError),
+    /// The agent replied. Boxed: a reply is large, and it stays where it is
+    /// from the agent actor to the supervisor's last use of it.
+    Done(Box<Reply>),
+    /// The agent returned an error. Boxed, as rare: the supervisor's
+    /// message stays small, and so does every future that holds one.
+    Failed(Box<AgentError>),
     /// The run's turns were cancelled before this one finished.
     Cancelled,
 }

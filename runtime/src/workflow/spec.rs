@@ -53,6 +53,7 @@ impl Spec {
     }
 
     /// Whether the graph, if any, runs in supersteps.
+    #[inline]
     pub(crate) fn supersteps(&self) -> bool {
         self.graph
             .as_ref()

@@ -51,17 +51,20 @@ impl Checkpointer {
     }
 
     /// Whether checkpoints are saved at all.
+    #[inline]
     pub(super) fn enabled(&self) -> bool {
         self.store.is_some()
     }
 
     /// Notes that the run's state changed.
+    #[inline]
     pub(super) fn touch(&mut self) {
         self.changed = true;
     }
 
     /// Whether `every` deliveries have been made since the last checkpoint,
     /// the run having made `delivered` in all.
+    #[inline]
     pub(super) fn due_every(&self, every: Option<u64>, delivered: u64) -> bool {
         every.is_some_and(|n| delivered - self.delivered_at >= n)
     }

@@ -102,8 +102,8 @@ impl RunState {
         let _ = reply.send(result);
         // A run that ended cleanly hands its idle actors on; the rest stop
         // with it.
-        if !failed && let Some(pool) = self.spec.pool.as_ref() {
-            self.parts.keep_idle_actors(pool, myself);
+        if !failed {
+            self.parts.keep_idle_actors(myself);
         }
         myself.stop_children(None);
         myself.stop(None);

@@ -11,7 +11,7 @@ use crate::thread::{Thread, WorkflowState};
 pub(super) struct GraphRun {
     pub(super) cursor: Cursor,
     /// Supersteps: replies of the open superstep, applied at its barrier.
-    buffered: Vec<(usize, Reply)>,
+    buffered: Vec<(usize, Box<Reply>)>,
     /// Supersteps: the nodes of the open superstep.
     current: Vec<usize>,
     /// Supersteps: a superstep is under way.
@@ -27,7 +27,7 @@ pub(super) enum Barrier {
     /// It completed: superstep `superstep`'s replies, in node order.
     Completed {
         superstep: u64,
-        replies: Vec<(usize, Reply)>,
+        replies: Vec<(usize, Box<Reply>)>,
     },
 }
 
@@ -69,7 +69,8 @@ impl GraphRun {
     }
 
     /// Holds node `i`'s reply until the superstep's barrier.
-    pub(super) fn hold(&mut self, i: usize, reply: Reply) {
+    #[inline]
+    pub(super) fn hold(&mut self, i: usize, reply: Box<Reply>) {
         self.buffered.push((i, reply));
     }
 

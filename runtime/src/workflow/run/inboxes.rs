@@ -104,6 +104,7 @@ impl Inboxes {
 
     /// Delivers `m`, said by `sender`, to every inbox the router says
     /// accepts it.
+    #[inline]
     pub(super) fn route(&mut self, spec: &Spec, ctx: &RunContext, sender: &str, m: &Arc<Message>) {
         let now = SystemTime::now();
         for &t in spec.router.targets(sender) {
@@ -170,26 +171,31 @@ impl Inboxes {
 
     /// Whether participant `i`'s inbox holds a full batch, or when a
     /// partial one may be taken.
+    #[inline]
     pub(super) fn readiness(&self, i: usize, now: SystemTime) -> Readiness {
         self.inboxes[i].readiness(now)
     }
 
     /// Whether participant `i`'s inbox is empty.
+    #[inline]
     pub(super) fn is_empty(&self, i: usize) -> bool {
         self.inboxes[i].is_empty()
     }
 
     /// Messages waiting in all inboxes together.
+    #[inline]
     pub(super) fn queued(&self) -> usize {
         self.queued
     }
 
     /// Deliveries accepted over the run.
+    #[inline]
     pub(super) fn delivered(&self) -> u64 {
         self.delivered
     }
 
     /// Marks participant `i`'s inbox for the scheduler to look at.
+    #[inline]
     pub(super) fn mark_dirty(&mut self, i: usize) {
         if !self.is_dirty[i] {
             self.is_dirty[i] = true;
@@ -208,6 +214,7 @@ impl Inboxes {
     }
 
     /// The next marked inbox, unmarked.
+    #[inline]
     pub(super) fn pop_dirty(&mut self) -> Option<usize> {
         let i = self.dirty.pop()?;
         self.is_dirty[i] = false;
@@ -215,6 +222,7 @@ impl Inboxes {
     }
 
     /// Unmarks every inbox (a graph's scheduler does not go by them).
+    #[inline]
     pub(super) fn clear_dirty(&mut self) {
         for i in self.dirty.drain(..) {
             self.is_dirty[i] = false;

@@ -130,34 +130,9 @@ impl Actor for RunActor {
         if state.reply.is_none() {
             return Ok(()); // finished; late news changes nothing
         }
-        match message {
-            RunMsg::TurnDone {
-                index,
-                outcome,
-                elapsed,
-            } => state.turn_done(index, *outcome, elapsed, &myself),
-            RunMsg::Wake { generation } => {
-                if state.wake.woke(generation) {
-                    state.inboxes.mark_all_waiting();
-                }
-            }
-            RunMsg::Retry { index } => state.retry_now(index),
-            RunMsg::Timeout => {
-                if let Some(reason) = state.observe(Trigger::Timeout) {
-                    state.stop_now(RunStatus::Stopped(reason));
-                }
-            }
-            RunMsg::Deadline => state.stop_now(RunStatus::Stopped(StopReason {
-                condition: "deadline".into(),
-                detail: "the run context's deadline passed".into(),
-            })),
-            RunMsg::External => {
-                if let Some(reason) = state.observe(Trigger::External) {
-                    state.phase.stop_gracefully(RunStatus::Stopped(reason));
-                }
-            }
-            RunMsg::Cancel => state.stop_now(RunStatus::Cancelled),
-        }
+        // Taken in before the drive: the handler future does not hold
+        // the message while the drive awaits.
+        state.take_in(message, &myself);
         state.drive(&myself).await;
         Ok(())
     }
@@ -185,6 +160,39 @@ impl Actor for RunActor {
 }
 
 impl RunState {
+    /// Takes in one message: a turn's end, a wake-up, a retry's end of
+    /// backoff, or news from the watcher.
+    fn take_in(&mut self, message: RunMsg, myself: &ActorRef<RunMsg>) {
+        match message {
+            RunMsg::TurnDone {
+                index,
+                outcome,
+                elapsed,
+            } => self.turn_done(index, outcome, elapsed, myself),
+            RunMsg::Wake { generation } => {
+                if self.wake.woke(generation) {
+                    self.inboxes.mark_all_waiting();
+                }
+            }
+            RunMsg::Retry { index } => self.retry_now(index),
+            RunMsg::Timeout => {
+                if let Some(reason) = self.observe(Trigger::Timeout) {
+                    self.stop_now(RunStatus::Stopped(reason));
+                }
+            }
+            RunMsg::Deadline => self.stop_now(RunStatus::Stopped(StopReason {
+                condition: "deadline".into(),
+                detail: "the run context's deadline passed".into(),
+            })),
+            RunMsg::External => {
+                if let Some(reason) = self.observe(Trigger::External) {
+                    self.phase.stop_gracefully(RunStatus::Stopped(reason));
+                }
+            }
+            RunMsg::Cancel => self.stop_now(RunStatus::Cancelled),
+        }
+    }
+
     /// Turns the run waits for before it can end: turns under way, retries
     /// backing off, and a wake-up for a partial batch when nothing else
     /// is under way.

@@ -10,7 +10,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::RunContext;
 use crate::thread::Thread;
-use crate::workflow::actor_pool::ActorPool;
 use crate::workflow::agent_actor::{AgentActor, AgentArgs};
 use crate::workflow::protocol::{AgentMsg, RunMsg};
 use crate::workflow::spec::Spec;
@@ -31,6 +30,7 @@ pub(super) enum TurnState {
 impl TurnState {
     /// Whether the run waits for this participant before it can end (and
     /// no other turn of it may start).
+    #[inline]
     pub(super) fn is_in_flight(self) -> bool {
         matches!(self, TurnState::Running | TurnState::BackingOff)
     }
@@ -52,6 +52,8 @@ struct Participant {
 
 /// Every participant of one run, by index.
 pub(super) struct Participants {
+    /// The workflow: its agents, and the pool their actors come from.
+    spec: Arc<Spec>,
     parts: Vec<Participant>,
     /// How many participants are in a state in flight: the count over
     /// `parts`, kept by [`Participants::set`], the one place a state
@@ -64,7 +66,7 @@ pub(super) struct Participants {
 
 impl Participants {
     /// Every participant of `spec` idle, with a context under `ctx`.
-    pub(super) fn new(spec: &Spec, ctx: &RunContext) -> Self {
+    pub(super) fn new(spec: &Arc<Spec>, ctx: &RunContext) -> Self {
         let turns = ctx.cancellation().child_token();
         let parts = spec
             .names
@@ -77,6 +79,7 @@ impl Participants {
             })
             .collect();
         Participants {
+            spec: spec.clone(),
             parts,
             in_flight: 0,
             actor_index: HashMap::new(),
@@ -85,16 +88,19 @@ impl Participants {
     }
 
     /// How many participants there are.
+    #[inline]
     pub(super) fn len(&self) -> usize {
         self.parts.len()
     }
 
     /// Where participant `i`'s turn stands.
+    #[inline]
     pub(super) fn state(&self, i: usize) -> TurnState {
         self.parts[i].state
     }
 
     /// Moves participant `i` to `state`.
+    #[inline]
     pub(super) fn set(&mut self, i: usize, state: TurnState) {
         let part = &mut self.parts[i];
         let was = part.state.is_in_flight();
@@ -110,6 +116,7 @@ impl Participants {
 
     /// How many participants the run waits for: turns under way and
     /// retries backing off.
+    #[inline]
     pub(super) fn in_flight(&self) -> usize {
         self.in_flight
     }
@@ -124,6 +131,7 @@ impl Participants {
     }
 
     /// Participant `i`'s context (its path names it in events).
+    #[inline]
     pub(super) fn ctx(&self, i: usize) -> &RunContext {
         &self.parts[i].ctx
     }
@@ -136,11 +144,13 @@ impl Participants {
     }
 
     /// Participant `i`'s turn succeeded: its next failure is a first one.
+    #[inline]
     pub(super) fn succeeded(&mut self, i: usize) {
         self.parts[i].attempts = 0;
     }
 
     /// Whether the run's turns were told to end.
+    #[inline]
     pub(super) fn turns_cancelled(&self) -> bool {
         self.turns.is_cancelled()
     }
@@ -157,6 +167,7 @@ impl Participants {
 
     /// The message lending participant `i` `thread` for a turn of run
     /// `run`.
+    #[inline]
     pub(super) fn turn(&self, i: usize, thread: Arc<Thread>, run: &ActorRef<RunMsg>) -> AgentMsg {
         AgentMsg::Turn {
             thread,
@@ -172,20 +183,19 @@ impl Participants {
     pub(super) async fn actor_for(
         &mut self,
         i: usize,
-        spec: &Spec,
         myself: &ActorRef<RunMsg>,
     ) -> Result<ActorRef<AgentMsg>, String> {
         if let Some(a) = &self.parts[i].actor {
             return Ok(a.clone());
         }
-        let actor = match spec.pool.as_ref().and_then(|p| p.take(i)) {
+        let actor = match self.spec.pool.as_ref().and_then(|p| p.take(i)) {
             Some(kept) => {
                 kept.get_cell().link(myself.get_cell());
                 kept
             }
             None => {
                 let args = AgentArgs {
-                    agent: spec.agents[i].clone(),
+                    agent: self.spec.agents[i].clone(),
                 };
                 // Boxed, as the other rare awaits of a turn's path: every
                 // future awaited here is part of the supervisor's handler
@@ -221,10 +231,14 @@ impl Participants {
         Some(i)
     }
 
-    /// Hands the actors of idle participants to `pool`, for the workflow's
-    /// next run, unlinked from this run's supervisor; an actor the pool
-    /// has no room for stays linked and stops with this run.
-    pub(super) fn keep_idle_actors(&mut self, pool: &ActorPool, myself: &ActorRef<RunMsg>) {
+    /// Hands the actors of idle participants to the workflow's pool (if it
+    /// keeps one), for its next run, unlinked from this run's supervisor;
+    /// an actor the pool has no room for stays linked and stops with this
+    /// run.
+    pub(super) fn keep_idle_actors(&mut self, myself: &ActorRef<RunMsg>) {
+        let Some(pool) = self.spec.pool.as_ref() else {
+            return;
+        };
         for (i, part) in self.parts.iter_mut().enumerate() {
             if part.state.is_in_flight() {
                 continue;

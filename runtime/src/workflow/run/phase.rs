@@ -63,22 +63,26 @@ pub(super) enum Phase {
 
 impl Phase {
     /// Whether new turns may start.
+    #[inline]
     pub(super) fn is_running(&self) -> bool {
         matches!(self, Phase::Running)
     }
 
     /// Whether the run is failing.
+    #[inline]
     pub(super) fn is_failing(&self) -> bool {
         matches!(self, Phase::Failing(_))
     }
 
     /// Whether the run is stopping with exactly `status`.
+    #[inline]
     pub(super) fn is_stopping_with(&self, status: &RunStatus) -> bool {
         matches!(self, Phase::Stopping(s) if s == status)
     }
 
     /// Stops once the turns under way are done (if nothing stopped the run
     /// yet).
+    #[inline]
     pub(super) fn stop_gracefully(&mut self, status: RunStatus) {
         if self.is_running() {
             *self = Phase::Stopping(status);

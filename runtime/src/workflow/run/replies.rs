@@ -18,7 +18,7 @@ use crate::workflow::result::RunStatus;
 impl RunState {
     /// Appends a finished turn's messages, routes them, checks the stop
     /// condition and, in a graph, takes the transitions that hold.
-    pub(super) fn apply_reply(&mut self, index: usize, reply: Reply) {
+    pub(super) fn apply_reply(&mut self, index: usize, reply: Box<Reply>) {
         self.tally.turns += 1;
         let name = self.spec.names[index].clone();
         let path = self.parts.ctx(index).path().clone();

@@ -111,8 +111,10 @@ impl RunState {
                     superstep,
                 });
                 // Between supersteps nothing is in flight: the state is
-                // whole, and the next superstep has not begun.
-                if self.phase.is_running() {
+                // whole, and the next superstep has not begun. (Checked
+                // before the future is made: without a store there is
+                // nothing to box.)
+                if self.phase.is_running() && self.checkpoints.enabled() {
                     Box::pin(self.checkpoint_now()).await;
                 }
             }

@@ -54,7 +54,7 @@ impl RunState {
         batch: Vec<Arc<Message>>,
         myself: &ActorRef<RunMsg>,
     ) {
-        let mut actor = match self.parts.actor_for(i, &self.spec, myself).await {
+        let mut actor = match self.parts.actor_for(i, myself).await {
             Ok(a) => a,
             Err(reason) => {
                 let agent = self.agent_path(i);
@@ -77,7 +77,7 @@ impl RunState {
                 _ => self.parts.turn(i, self.threads.slot(slot).clone(), myself),
             };
             self.parts.forget_actor(i);
-            let retried = match self.parts.actor_for(i, &self.spec, myself).await {
+            let retried = match self.parts.actor_for(i, myself).await {
                 Ok(fresh) => {
                     actor = fresh;
                     actor.cast(turn).is_ok()
@@ -120,7 +120,7 @@ impl RunState {
                 if !self.retry_later(index, Some(source.kind()), &text, myself) {
                     self.fail(Failure::Failed {
                         agent: path.to_string(),
-                        source,
+                        source: *source,
                     });
                 }
                 return;

@@ -35,16 +35,19 @@ impl Wake {
     }
 
     /// Keeps the run alive until the wake-up.
+    #[inline]
     pub(super) fn hold(&mut self) {
         self.held = true;
     }
 
     /// Lets the run end without waiting for the wake-up.
+    #[inline]
     pub(super) fn release(&mut self) {
         self.held = false;
     }
 
     /// Whether the run waits for the wake-up.
+    #[inline]
     pub(super) fn is_held(&self) -> bool {
         self.held
     }
