@@ -7,8 +7,8 @@
 //!   it; resuming loads it back. The store treats the payload as opaque
 //!   bytes, guarded by a checksum that every store verifies when it loads a
 //!   checkpoint.
-//! - [`ThreadStore`] keeps one [`Thread`] per conversation, for chatbots
-//!   (see [`crate::Session`]).
+//! - [`ThreadStore`] keeps one [`Thread`](crate::Thread) per conversation,
+//!   for chatbots (see [`crate::Session`]).
 //!
 //! | store | where | notes |
 //! |---|---|---|

@@ -24,9 +24,9 @@ use crate::thread::Thread;
 
 /// Agents composed into one agent.
 ///
-/// Built from participants and a router (see [`WorkflowBuilder`]). A run is a
-/// supervisor actor with one linked actor per participant (spawned when the
-/// participant first has work, and handed on to the next run unless
+/// Built from participants and a router (see [`WorkflowBuilder`]). A run is
+/// a supervisor actor with one linked actor per participant (spawned when
+/// the participant first has work, and handed on to the next run unless
 /// [`WorkflowBuilder::reuse_actors`] says otherwise): every agent runs
 /// whenever its inbox holds a full batch (or a partial one after its max
 /// wait), its messages are routed to the inboxes that accept them, and the
@@ -62,6 +62,9 @@ use crate::thread::Thread;
 /// assert_eq!(result.final_text(), "HI!");
 /// # Ok(()) }
 /// ```
+///
+/// [`WorkflowBuilder`]: crate::WorkflowBuilder
+/// [`WorkflowBuilder::reuse_actors`]: crate::WorkflowBuilder::reuse_actors
 #[derive(Clone)]
 pub struct Workflow {
     pub(super) spec: Arc<Spec>,
