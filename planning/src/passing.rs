@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use troupe_runtime::{Message, USER};
 
 /// Metadata key marking the message that renders earlier results as
-/// attachments (the engine's `NodeInput::Attachments` uses the same key).
-pub const INPUT_KEY: &str = "troupe.input";
+/// attachments: the engine's own, which `NodeInput::Attachments` uses.
+pub const INPUT_KEY: &str = troupe_runtime::graph::INPUT_KEY;
 /// Metadata key marking the message that carries a step's request.
 pub const REQUEST_KEY: &str = "troupe.plan.request";
 
@@ -116,15 +116,11 @@ impl StepResult {
         }
     }
 
-    /// The result as an attachment, the layout the engine's
-    /// `NodeInput::Attachments` uses (a merged result nests its branches).
+    /// The result as an attachment, rendered by the engine's renderer, the
+    /// one `NodeInput::Attachments` uses (a merged result nests its
+    /// branches).
     pub fn to_attachment(&self) -> String {
-        format!(
-            "<attachment id=\"{}\" description=\"{}\">\n{}\n</attachment>",
-            self.id,
-            self.description.replace('"', "'"),
-            self.content_text()
-        )
+        troupe_runtime::graph::attachment(&self.id, &self.description, &self.content_text())
     }
 }
 

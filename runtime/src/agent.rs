@@ -5,9 +5,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 // Where the rest of the crate has always found them.
-pub(crate) use crate::agent_error::{AgentError, ErrorKind};
 use crate::context::RunContext;
 use crate::message::{Content, Message};
+pub(crate) use crate::run_error::{AgentError, ErrorKind};
 use crate::thread::Thread;
 
 /// Anything with a name, a description and an async `run` over a thread.

@@ -10,7 +10,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 /// Version of the encoded layout; bump it when an encoded type changes shape.
-pub const FORMAT_VERSION: u32 = 1;
+///
+/// 2: a thread's workflow state keeps the scheduler's part typed
+/// ([`crate::SchedulerState`]) instead of as JSON text in a map.
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Encoding or decoding failed.
 #[derive(Debug, thiserror::Error)]
@@ -117,7 +120,7 @@ mod tests {
         state
             .pending
             .insert("b".into(), vec![Arc::new(Message::user("waiting"))]);
-        state.data.insert("cursor".into(), "2".into());
+        state.scheduler.body_mut().interrupted.push("b".into());
         *t.state_mut() = Some(state);
         let back: Thread = decode(&encode(&t).unwrap()).unwrap();
         assert_eq!(back, t);

@@ -1,7 +1,5 @@
-//! Errors of building and running workflows.
-
-use crate::agent::AgentError;
-use crate::thread::Thread;
+//! Errors of building a workflow and of using a checkpoint. Why a turn or
+//! a run failed is in `run_error.rs`.
 
 /// A workflow could not be built: its parts do not fit together.
 #[derive(Debug, thiserror::Error)]
@@ -58,109 +56,6 @@ pub enum BuildError {
     GroupNameTaken(String),
 }
 
-/// A run failed. Where the run got far enough to have one, the error keeps
-/// the thread as it was when the failure happened ([`RunError::thread`]).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RunError {
-    /// An agent's turn returned an error.
-    #[error("agent '{agent}' failed: {source}")]
-    AgentFailed {
-        /// The agent's path.
-        agent: String,
-        /// What it returned.
-        #[source]
-        source: AgentError,
-        /// The thread up to the failure.
-        thread: Box<Thread>,
-    },
-    /// An agent panicked.
-    #[error("agent '{agent}' panicked: {message}")]
-    AgentPanicked {
-        /// The agent's path.
-        agent: String,
-        /// The panic message.
-        message: String,
-        /// The thread up to the panic.
-        thread: Box<Thread>,
-    },
-    /// An agent's actor stopped without finishing its turn.
-    #[error("agent '{agent}' stopped unexpectedly: {reason}")]
-    AgentLost {
-        /// The agent's path.
-        agent: String,
-        /// What the supervisor was told.
-        reason: String,
-        /// The thread up to the loss.
-        thread: Box<Thread>,
-    },
-    /// A loop went round more often than its limit.
-    #[error("max loop iterations exceeded (step: {step}, limit: {limit})")]
-    LoopLimit {
-        /// The step the loop returns to.
-        step: String,
-        /// The limit.
-        limit: u32,
-        /// The thread up to the last completed superstep.
-        thread: Box<Thread>,
-    },
-    /// The run took more supersteps than allowed.
-    #[error("max supersteps exceeded (limit: {limit})")]
-    SuperstepLimit {
-        /// The limit.
-        limit: u64,
-        /// The thread up to the last completed superstep.
-        thread: Box<Thread>,
-    },
-    /// A checkpoint could not be saved, found or used.
-    #[error(transparent)]
-    Checkpoint(#[from] CheckpointError),
-    /// The run's actors could not be started or vanished.
-    #[error("workflow '{workflow}': {reason}")]
-    Runtime {
-        /// The workflow's path.
-        workflow: String,
-        /// What went wrong.
-        reason: String,
-    },
-}
-
-impl RunError {
-    /// The thread as it was when the run failed, if it got that far.
-    pub fn thread(&self) -> Option<&Thread> {
-        match self {
-            RunError::AgentFailed { thread, .. }
-            | RunError::AgentPanicked { thread, .. }
-            | RunError::AgentLost { thread, .. }
-            | RunError::LoopLimit { thread, .. }
-            | RunError::SuperstepLimit { thread, .. } => Some(thread),
-            RunError::Runtime { .. } | RunError::Checkpoint(_) => None,
-        }
-    }
-
-    /// Takes the thread out of the error.
-    pub fn into_thread(self) -> Option<Thread> {
-        match self {
-            RunError::AgentFailed { thread, .. }
-            | RunError::AgentPanicked { thread, .. }
-            | RunError::AgentLost { thread, .. }
-            | RunError::LoopLimit { thread, .. }
-            | RunError::SuperstepLimit { thread, .. } => Some(*thread),
-            RunError::Runtime { .. } | RunError::Checkpoint(_) => None,
-        }
-    }
-
-    /// The path of the agent that failed, if an agent did.
-    pub fn agent(&self) -> Option<&str> {
-        match self {
-            RunError::AgentFailed { agent, .. }
-            | RunError::AgentPanicked { agent, .. }
-            | RunError::AgentLost { agent, .. } => Some(agent),
-            _ => None,
-        }
-    }
-}
-
 /// Why a run could not resume from a checkpoint.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -210,6 +105,21 @@ pub enum CheckpointError {
         id: String,
         /// What is wrong.
         reason: String,
+    },
+    /// The scheduler's state in the checkpoint cannot be carried on from:
+    /// written with another layout, or not fitting the workflow it claims
+    /// to be of. The run is refused rather than started afresh.
+    #[error(
+        "checkpoint {id} of run '{run_id}' has a scheduler state this workflow cannot use: {source}"
+    )]
+    SchedulerState {
+        /// The run.
+        run_id: String,
+        /// The checkpoint.
+        id: String,
+        /// What is wrong with the state.
+        #[source]
+        source: crate::workflow::SchedulerStateError,
     },
     /// The store failed.
     #[error("checkpoint store: {0}")]

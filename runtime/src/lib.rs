@@ -52,7 +52,6 @@
 //! actors, and this crate depends on no networking or TLS.
 
 mod agent;
-mod agent_error;
 pub mod codec;
 mod context;
 mod error;
@@ -62,6 +61,7 @@ pub mod graph;
 mod message;
 mod panic;
 mod retry;
+mod run_error;
 mod session;
 mod sink;
 mod stop;
@@ -70,23 +70,26 @@ mod thread;
 mod workflow;
 
 pub use agent::{Agent, Renamed, Reply};
-pub use agent_error::{AgentError, BoxError, ErrorKind, Sourced};
 pub use async_trait::async_trait;
 pub use context::{EventStream, RunContext};
-pub use error::{BuildError, CheckpointError, RunError};
+pub use error::{BuildError, CheckpointError};
 pub use event::Event;
 pub use fn_agent::FnAgent;
 pub use graph::{Condition, Graph, GraphBuilder, Isolation, Join, NodeInput, Scheduler};
 pub use message::{Content, Handoff, Message, MessageId, ToolCall, ToolResult, USER, Usage};
 pub use panic::panic_text;
 pub use retry::{Backoff, RetryPolicy};
+pub use run_error::{AgentError, BoxError, ErrorKind, RunError, Sourced};
 pub use session::{Session, SessionError};
 pub use sink::{ConsoleLines, EventOutput, EventSink, EventWriter, JsonLines};
 pub use stop::{StopCondition, StopHandle, StopReason};
 pub use thread::{Thread, WorkflowState};
 pub use tokio_util::sync::CancellationToken;
 pub use troupe_router::{InboxConfig, Overflow, Router, RouterBuilder};
-pub use workflow::{InputRequest, RunResult, RunStatus, RunStream, Workflow, WorkflowBuilder};
+pub use workflow::{
+    InputRequest, RunResult, RunStatus, RunStream, SchedulerState, SchedulerStateError, Workflow,
+    WorkflowBuilder,
+};
 
 /// Declares a type as a local-only actor message.
 ///

@@ -6,8 +6,8 @@ use std::fmt;
 use std::sync::{Arc, Mutex, Weak};
 
 use crate::context::RunContext;
-use crate::error::RunError;
 use crate::message::Message;
+use crate::run_error::RunError;
 use crate::store::{StoreError, ThreadStore, check_conversation_id};
 use crate::thread::Thread;
 use crate::workflow::{RunResult, Workflow};

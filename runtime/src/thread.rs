@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::message::{IdHash, Message, MessageId};
+use crate::workflow::scheduler_state::SchedulerState;
 
 /// An ordered conversation.
 ///
@@ -47,8 +48,9 @@ pub struct WorkflowState {
     pub turns: u64,
     /// The participant that spoke last.
     pub last_speaker: Option<String>,
-    /// Scheduler-specific state (graph frontier, preset cursors), as text.
-    pub data: BTreeMap<String, String>,
+    /// Where the scheduler stands: a graph's frontier, joins and loop
+    /// counters, questions waiting for the caller, turns to run again.
+    pub scheduler: SchedulerState,
 }
 
 impl Thread {

@@ -481,6 +481,46 @@ async fn a_retry_policy_gives_up_on_other_kinds_and_after_max_attempts() {
 }
 
 #[tokio::test]
+async fn a_panic_is_retried_under_a_policy_for_every_kind_and_fails_as_a_panic_after() {
+    // Panics on its first call only.
+    let calls = Arc::new(AtomicU32::new(0));
+    let c2 = calls.clone();
+    let shaky = FnAgent::sync("shaky", move |t: &Thread| -> Result<String, AgentError> {
+        if c2.fetch_add(1, Ordering::SeqCst) == 0 {
+            panic!("first call breaks");
+        }
+        Ok(format!("{}>shaky", last_text(t)))
+    });
+    let g = Graph::builder()
+        .add_agent(step("first"))
+        .add_agent(shaky)
+        .add_edge("first", "shaky")
+        .retry("shaky", RetryPolicy::fixed(2, Duration::ZERO))
+        .build()
+        .unwrap();
+    let wf = Workflow::builder().graph(g).build().unwrap();
+    let r = guard(wf.run_task("go", &RunContext::new())).await.unwrap();
+    assert_eq!(r.final_text(), "go>first>shaky");
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+
+    // With no attempt left, the panic is what fails the run.
+    let g = Graph::builder()
+        .add_agent(FnAgent::sync(
+            "broken",
+            |_: &Thread| -> Result<String, AgentError> { panic!("always breaks") },
+        ))
+        .retry("broken", RetryPolicy::fixed(2, Duration::ZERO))
+        .build()
+        .unwrap();
+    let wf = Workflow::builder().graph(g).build().unwrap();
+    let err = guard(wf.run_task("go", &RunContext::new()))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RunError::AgentPanicked { .. }), "{err}");
+    assert!(err.to_string().contains("always breaks"), "{err}");
+}
+
+#[tokio::test]
 async fn a_failure_in_a_parallel_block_fails_the_run_keeping_the_last_superstep() {
     let g = Graph::builder()
         .add_agent(step("start"))

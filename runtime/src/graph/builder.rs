@@ -6,10 +6,19 @@ use std::sync::Arc;
 
 use troupe_router::algo;
 
-use super::{Condition, Edge, EntryFn, Graph, Isolation, Join, NodeInput, Scheduler};
+use super::condition::Condition;
+use super::model::{Edge, EntryFn, Graph, Isolation, Join, Scheduler};
+use super::node_input::NodeInput;
 use crate::agent::Agent;
 use crate::retry::RetryPolicy;
 use crate::thread::{Thread, WorkflowState};
+
+impl Graph {
+    /// Starts describing a graph.
+    pub fn builder() -> GraphBuilder {
+        GraphBuilder::default()
+    }
+}
 
 /// The per-loop iteration limit when none is given.
 pub const DEFAULT_LOOP_LIMIT: u32 = 100;

@@ -1,16 +1,12 @@
 //! Where a graph run stands: the nodes to run next, the state of every
-//! join, the loop counters. Pure bookkeeping, no actors: the run's
-//! supervisor feeds it finished turns and asks it what to start.
-
-use std::sync::Arc;
+//! join, the loop counters. Pure data, kept in a thread's scheduler state;
+//! how finished turns move it through a graph is `traversal.rs`.
 
 use serde::{Deserialize, Serialize};
 
-use super::{Graph, Join};
-use crate::message::Message;
-
+/// Where one transition stands in the current round of its target's join.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-enum EdgeState {
+pub(super) enum EdgeState {
     /// Not decided yet in this round of its target's join.
     Pending,
     /// Taken.
@@ -19,51 +15,29 @@ enum EdgeState {
     Dead,
 }
 
-/// A loop went round more often than its limit allows.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct LoopLimitExceeded {
-    pub(crate) step: String,
-    pub(crate) limit: u32,
-}
-
 /// The scheduling state of one graph run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Cursor {
     /// Nodes activated and not started yet, in activation order.
-    next: Vec<usize>,
-    in_next: Vec<bool>,
-    edges: Vec<EdgeState>,
-    fired: Vec<usize>,
-    resolved: Vec<usize>,
-    any_done: Vec<bool>,
+    pub(super) next: Vec<usize>,
+    /// By node: whether it is in `next`.
+    pub(super) in_next: Vec<bool>,
+    /// By edge: where it stands in its target's join.
+    pub(super) edges: Vec<EdgeState>,
+    /// By node: incoming transitions fired in this round of its join.
+    pub(super) fired: Vec<usize>,
+    /// By node: incoming transitions decided (fired or dead) this round.
+    pub(super) resolved: Vec<usize>,
+    /// By node: an `Any` join already ran this round.
+    pub(super) any_done: Vec<bool>,
     /// Times each back-edge was taken in this run of the graph.
-    loops: Vec<u32>,
+    pub(super) loops: Vec<u32>,
     /// Supersteps completed.
     pub(crate) superstep: u64,
 }
 
 impl Cursor {
-    pub(crate) fn new(g: &Graph) -> Self {
-        let n = g.names.len();
-        Cursor {
-            next: Vec::new(),
-            in_next: vec![false; n],
-            edges: vec![EdgeState::Pending; g.edges.len()],
-            fired: vec![0; n],
-            resolved: vec![0; n],
-            any_done: vec![false; n],
-            loops: vec![0; g.edges.len()],
-            superstep: 0,
-        }
-    }
-
-    /// Whether this cursor was made for a graph of this shape.
-    pub(crate) fn fits(&self, g: &Graph) -> bool {
-        self.in_next.len() == g.names.len()
-            && self.edges.len() == g.edges.len()
-            && self.next.iter().all(|&i| i < g.names.len())
-    }
-
+    /// Marks `node` to run next (once, however often it is activated).
     pub(crate) fn activate(&mut self, node: usize) {
         if !self.in_next[node] {
             self.in_next[node] = true;
@@ -71,10 +45,12 @@ impl Cursor {
         }
     }
 
+    /// Whether any node waits to run.
     pub(crate) fn has_next(&self) -> bool {
         !self.next.is_empty()
     }
 
+    /// The nodes waiting to run, in activation order.
     pub(crate) fn next_nodes(&self) -> &[usize] {
         &self.next
     }
@@ -99,279 +75,5 @@ impl Cursor {
         } else {
             false
         }
-    }
-
-    /// Node `x` finished a turn that produced `messages`: takes the
-    /// transitions whose conditions hold and returns their indexes.
-    pub(crate) fn finished(
-        &mut self,
-        g: &Graph,
-        x: usize,
-        messages: &[Arc<Message>],
-        selected: Option<&[String]>,
-    ) -> Result<Vec<usize>, LoopLimitExceeded> {
-        let name = &g.names[x];
-        let mut taken = Vec::new();
-        let mut conditional_taken = false;
-        for &e in &g.out[x] {
-            let c = &g.edges[e].condition;
-            if !c.is_otherwise() && c.evaluate_turn(name, messages, selected) {
-                taken.push(e);
-                conditional_taken |= !c.is_always();
-            }
-        }
-        if !conditional_taken {
-            taken.extend(
-                g.out[x]
-                    .iter()
-                    .copied()
-                    .filter(|&e| g.edges[e].condition.is_otherwise()),
-            );
-        }
-        // Out-edges are few, but a fan-out node has as many as branches:
-        // sort once so membership is a binary search, not a scan.
-        let mut taken_sorted = taken.clone();
-        taken_sorted.sort_unstable();
-        for &e in &g.out[x] {
-            if taken_sorted.binary_search(&e).is_ok() {
-                self.fire(g, e)?;
-            } else if !g.edges[e].back {
-                self.dead(g, e);
-            }
-        }
-        Ok(taken)
-    }
-
-    fn fire(&mut self, g: &Graph, e: usize) -> Result<(), LoopLimitExceeded> {
-        let edge = &g.edges[e];
-        if edge.back {
-            self.loops[e] += 1;
-            if self.loops[e] > edge.limit {
-                return Err(LoopLimitExceeded {
-                    step: g.names[edge.to].clone(),
-                    limit: edge.limit,
-                });
-            }
-            self.reset(g, edge.to);
-            self.activate(edge.to);
-            return Ok(());
-        }
-        match self.edges[e] {
-            EdgeState::Fired => return Ok(()),
-            EdgeState::Dead => self.fired[edge.to] += 1,
-            EdgeState::Pending => {
-                self.fired[edge.to] += 1;
-                self.resolved[edge.to] += 1;
-            }
-        }
-        self.edges[e] = EdgeState::Fired;
-        let mut doomed = Vec::new();
-        self.check(g, edge.to, &mut doomed);
-        self.kill(g, doomed);
-        Ok(())
-    }
-
-    fn dead(&mut self, g: &Graph, e: usize) {
-        self.kill(g, vec![e]);
-    }
-
-    /// Marks the `doomed` edges dead (the last first), and with them every
-    /// edge a skipped node will not take: a branch that does not run kills
-    /// the whole chain below it. A worklist, not recursion, so a long chain
-    /// cannot overflow the stack; edges are handled in the order a
-    /// depth-first recursion would handle them.
-    fn kill(&mut self, g: &Graph, mut doomed: Vec<usize>) {
-        while let Some(e) = doomed.pop() {
-            if self.edges[e] != EdgeState::Pending {
-                continue;
-            }
-            self.edges[e] = EdgeState::Dead;
-            let to = g.edges[e].to;
-            self.resolved[to] += 1;
-            self.check(g, to, &mut doomed);
-        }
-    }
-
-    /// Runs `y` if its join is satisfied. If the round closes without it,
-    /// `y` is skipped: its forward out-edges join `doomed`.
-    fn check(&mut self, g: &Graph, y: usize, doomed: &mut Vec<usize>) {
-        let total = g.forward_in[y].len();
-        let (fired, resolved) = (self.fired[y], self.resolved[y]);
-        match g.joins[y] {
-            Join::Any => {
-                if fired > 0 && !self.any_done[y] {
-                    self.any_done[y] = true;
-                    self.activate(y);
-                }
-                if resolved == total {
-                    let ran = self.any_done[y];
-                    self.reset(g, y);
-                    if !ran {
-                        Self::skip(g, y, doomed);
-                    }
-                }
-            }
-            Join::All => {
-                if fired == total {
-                    self.reset(g, y);
-                    self.activate(y);
-                } else if resolved == total {
-                    self.reset(g, y);
-                    Self::skip(g, y, doomed);
-                }
-            }
-            Join::AllThatCanArrive => {
-                if resolved == total {
-                    self.reset(g, y);
-                    if fired > 0 {
-                        self.activate(y);
-                    } else {
-                        Self::skip(g, y, doomed);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Starts a new round of `y`'s join.
-    fn reset(&mut self, g: &Graph, y: usize) {
-        for &e in &g.forward_in[y] {
-            self.edges[e] = EdgeState::Pending;
-        }
-        self.fired[y] = 0;
-        self.resolved[y] = 0;
-        self.any_done[y] = false;
-    }
-
-    /// `y` will not run in this round: nothing it would have sent arrives.
-    /// Its forward out-edges are pushed last first, so that they are
-    /// popped in order.
-    fn skip(g: &Graph, y: usize, doomed: &mut Vec<usize>) {
-        doomed.extend(g.out[y].iter().rev().filter(|&&e| !g.edges[e].back));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fn_agent::FnAgent;
-    use crate::graph::Condition;
-    use crate::thread::Thread;
-
-    fn node(name: &str) -> FnAgent {
-        FnAgent::sync(name, |_: &Thread| Ok(""))
-    }
-
-    fn says(text: &str) -> Vec<Arc<Message>> {
-        vec![Arc::new(Message::text("x", text))]
-    }
-
-    fn diamond(join: Join) -> Graph {
-        Graph::builder()
-            .add_agent(node("s"))
-            .add_agent(node("a"))
-            .add_agent(node("b"))
-            .add_agent(node("j"))
-            .add_transition("s", "a", Condition::text_contains("A"))
-            .add_transition("s", "b", Condition::text_contains("B"))
-            .add_edge("a", "j")
-            .add_edge("b", "j")
-            .join("j", join)
-            .build()
-            .unwrap()
-    }
-
-    #[test]
-    fn all_that_can_arrive_skips_a_branch_that_will_not_come() {
-        let g = diamond(Join::AllThatCanArrive);
-        let mut c = Cursor::new(&g);
-        c.finished(&g, 0, &says("A only"), None).unwrap();
-        assert_eq!(c.take_next(), [1]);
-        c.finished(&g, 1, &says("done"), None).unwrap();
-        assert_eq!(c.take_next(), [3], "j runs: b's edge is dead, a's fired");
-    }
-
-    #[test]
-    fn all_waits_for_both_and_any_for_one() {
-        let g = diamond(Join::All);
-        let mut c = Cursor::new(&g);
-        c.finished(&g, 0, &says("A and B"), None).unwrap();
-        assert_eq!(c.take_next(), [1, 2]);
-        c.finished(&g, 1, &says(""), None).unwrap();
-        assert!(!c.has_next());
-        c.finished(&g, 2, &says(""), None).unwrap();
-        assert_eq!(c.take_next(), [3]);
-
-        let g = diamond(Join::Any);
-        let mut c = Cursor::new(&g);
-        c.finished(&g, 0, &says("A and B"), None).unwrap();
-        c.take_next();
-        c.finished(&g, 1, &says(""), None).unwrap();
-        assert_eq!(c.take_next(), [3]);
-        c.finished(&g, 2, &says(""), None).unwrap();
-        assert!(!c.has_next(), "any runs once per round");
-    }
-
-    #[test]
-    fn loops_count_and_fail_past_their_limit() {
-        let g = Graph::builder()
-            .add_agent(node("t"))
-            .add_agent(node("qa"))
-            .add_edge("t", "qa")
-            .add_loop_with_limit("qa", "t", Condition::text_contains("REJECT"), 2)
-            .build()
-            .unwrap();
-        let mut c = Cursor::new(&g);
-        assert!(c.finished(&g, 1, &says("REJECT"), None).is_ok());
-        assert!(c.finished(&g, 1, &says("REJECT"), None).is_ok());
-        let err = c.finished(&g, 1, &says("REJECT"), None).unwrap_err();
-        assert_eq!(
-            err,
-            LoopLimitExceeded {
-                step: "t".into(),
-                limit: 2
-            }
-        );
-    }
-
-    #[test]
-    fn a_branch_not_taken_skips_a_long_chain_on_the_default_stack() {
-        let n = 100_000;
-        let mut b = Graph::builder()
-            .add_agent(node("s"))
-            .add_agent(node("other"));
-        for i in 0..n {
-            b = b.add_agent(node(&format!("c{i}")));
-        }
-        b = b
-            .add_transition("s", "other", Condition::text_contains("B"))
-            .add_transition("s", "c0", Condition::text_contains("A"))
-            .add_edge(format!("c{}", n - 1), "other");
-        for i in 1..n {
-            b = b.add_edge(format!("c{}", i - 1), format!("c{i}"));
-        }
-        let g = b.build().unwrap();
-        let mut c = Cursor::new(&g);
-        c.finished(&g, 0, &says("B only"), None).unwrap();
-        // "other" waits for what can still arrive: the dead chain's end
-        // counts as resolved only once the whole chain is skipped.
-        assert_eq!(c.take_next(), [1]);
-    }
-
-    #[test]
-    fn otherwise_fires_only_when_no_condition_did() {
-        let g = Graph::builder()
-            .add_agent(node("r"))
-            .add_agent(node("yes"))
-            .add_agent(node("no"))
-            .add_transition("r", "yes", Condition::text_contains("Y"))
-            .add_transition("r", "no", Condition::otherwise())
-            .build()
-            .unwrap();
-        let mut c = Cursor::new(&g);
-        c.finished(&g, 0, &says("Y"), None).unwrap();
-        assert_eq!(c.take_next(), [1]);
-        c.finished(&g, 0, &says("n"), None).unwrap();
-        assert_eq!(c.take_next(), [2]);
     }
 }

@@ -16,7 +16,7 @@ use super::format::{
     decode_checkpoint_meta, decode_thread, encode_thread,
 };
 use super::key::{check_conversation_id, check_run_id};
-use super::{CheckpointStore, ThreadStore};
+use super::traits::{CheckpointStore, ThreadStore};
 use crate::thread::Thread;
 
 const CHECKPOINT_EXT: &str = ".ckpt";

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use super::checkpoint::{Checkpoint, CheckpointId, CheckpointMeta};
 use super::error::StoreError;
 use super::key::{check_conversation_id, check_run_id};
-use super::{CheckpointStore, ThreadStore};
+use super::traits::{CheckpointStore, ThreadStore};
 use crate::thread::Thread;
 
 /// A store in memory: for tests, examples and runs that need not outlive

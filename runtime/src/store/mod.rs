@@ -7,8 +7,8 @@
 //!   it; resuming loads it back. The store treats the payload as opaque
 //!   bytes, guarded by a checksum that every store verifies when it loads a
 //!   checkpoint.
-//! - [`ThreadStore`] keeps one [`Thread`] per conversation, for chatbots
-//!   (see [`crate::Session`]).
+//! - [`ThreadStore`] keeps one [`Thread`](crate::Thread) per conversation,
+//!   for chatbots (see [`crate::Session`]).
 //!
 //! | store | where | notes |
 //! |---|---|---|
@@ -56,12 +56,7 @@ mod key;
 mod memory;
 #[cfg(feature = "sqlite")]
 mod sqlite;
-
-use std::sync::Arc;
-
-use async_trait::async_trait;
-
-use crate::thread::Thread;
+mod traits;
 
 pub use checkpoint::{Checkpoint, CheckpointId, CheckpointMeta, checksum};
 pub use error::StoreError;
@@ -71,104 +66,4 @@ pub(crate) use key::check_conversation_id;
 pub use memory::MemoryStore;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
-
-/// Where checkpoints of workflow runs are kept.
-///
-/// Checkpoints are grouped by run id and ordered by [`CheckpointId`], which
-/// orders them by creation. Saving a checkpoint whose id is already stored
-/// replaces it. Unknown runs and ids are not errors: they load as `None`
-/// and list as empty.
-#[async_trait]
-pub trait CheckpointStore: Send + Sync {
-    /// Saves a checkpoint as given (replacing one with the same run and
-    /// id). Its checksum is checked when it is loaded, not here, so damage
-    /// done before the save is reported the same way as damage in storage.
-    async fn save(&self, checkpoint: &Checkpoint) -> Result<(), StoreError>;
-
-    /// Loads one checkpoint of a run. A checkpoint whose payload does not
-    /// match its checksum is a [`StoreError::Corrupt`].
-    async fn load(&self, run_id: &str, id: &CheckpointId)
-    -> Result<Option<Checkpoint>, StoreError>;
-
-    /// Loads the newest checkpoint of a run (verified like [`load`]).
-    ///
-    /// [`load`]: CheckpointStore::load
-    async fn latest(&self, run_id: &str) -> Result<Option<Checkpoint>, StoreError>;
-
-    /// Lists a run's checkpoints, oldest first, without their payloads.
-    async fn list(&self, run_id: &str) -> Result<Vec<CheckpointMeta>, StoreError>;
-
-    /// Deletes one checkpoint; returns whether it existed.
-    async fn delete(&self, run_id: &str, id: &CheckpointId) -> Result<bool, StoreError>;
-
-    /// Deletes all but the newest `keep_last` checkpoints of a run; returns
-    /// how many were deleted.
-    async fn prune(&self, run_id: &str, keep_last: usize) -> Result<usize, StoreError>;
-
-    /// The runs that have at least one checkpoint, sorted.
-    async fn runs(&self) -> Result<Vec<String>, StoreError>;
-}
-
-/// Where chatbot conversations are kept: one [`Thread`] per conversation id.
-#[async_trait]
-pub trait ThreadStore: Send + Sync {
-    /// Loads a conversation's thread; `None` if it was never saved (or was
-    /// deleted).
-    async fn load_thread(&self, conversation: &str) -> Result<Option<Thread>, StoreError>;
-
-    /// Saves a conversation's thread, replacing what was there.
-    async fn save_thread(&self, conversation: &str, thread: &Thread) -> Result<(), StoreError>;
-
-    /// Deletes a conversation; returns whether it existed.
-    async fn delete_thread(&self, conversation: &str) -> Result<bool, StoreError>;
-
-    /// The stored conversation ids, sorted.
-    async fn conversations(&self) -> Result<Vec<String>, StoreError>;
-}
-
-// A shared store is a store, so one store can serve the engine and a
-// `Session` at once.
-#[async_trait]
-impl<T: CheckpointStore + ?Sized> CheckpointStore for Arc<T> {
-    async fn save(&self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
-        (**self).save(checkpoint).await
-    }
-    async fn load(
-        &self,
-        run_id: &str,
-        id: &CheckpointId,
-    ) -> Result<Option<Checkpoint>, StoreError> {
-        (**self).load(run_id, id).await
-    }
-    async fn latest(&self, run_id: &str) -> Result<Option<Checkpoint>, StoreError> {
-        (**self).latest(run_id).await
-    }
-    async fn list(&self, run_id: &str) -> Result<Vec<CheckpointMeta>, StoreError> {
-        (**self).list(run_id).await
-    }
-    async fn delete(&self, run_id: &str, id: &CheckpointId) -> Result<bool, StoreError> {
-        (**self).delete(run_id, id).await
-    }
-    async fn prune(&self, run_id: &str, keep_last: usize) -> Result<usize, StoreError> {
-        (**self).prune(run_id, keep_last).await
-    }
-    async fn runs(&self) -> Result<Vec<String>, StoreError> {
-        (**self).runs().await
-    }
-}
-
-#[async_trait]
-impl<T: ThreadStore + ?Sized> ThreadStore for Arc<T> {
-    async fn load_thread(&self, conversation: &str) -> Result<Option<Thread>, StoreError> {
-        (**self).load_thread(conversation).await
-    }
-    async fn save_thread(&self, conversation: &str, thread: &Thread) -> Result<(), StoreError> {
-        (**self).save_thread(conversation, thread).await
-    }
-    async fn delete_thread(&self, conversation: &str) -> Result<bool, StoreError> {
-        (**self).delete_thread(conversation).await
-    }
-    async fn conversations(&self) -> Result<Vec<String>, StoreError> {
-        (**self).conversations().await
-    }
-}
+pub use traits::{CheckpointStore, ThreadStore};

@@ -11,7 +11,7 @@ use super::checkpoint::{Checkpoint, CheckpointId, CheckpointMeta};
 use super::error::StoreError;
 use super::format::{decode_thread, encode_thread};
 use super::key::{check_conversation_id, check_run_id};
-use super::{CheckpointStore, ThreadStore};
+use super::traits::{CheckpointStore, ThreadStore};
 use crate::thread::Thread;
 
 /// Version of the tables below, kept in SQLite's `user_version`.

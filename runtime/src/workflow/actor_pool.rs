@@ -16,7 +16,7 @@ use std::sync::Mutex;
 
 use ractor::{ActorRef, ActorStatus};
 
-use super::agent_actor::AgentMsg;
+use super::protocol::AgentMsg;
 
 /// Idle agent actors by participant index.
 #[derive(Default)]

@@ -13,36 +13,17 @@ use std::time::Instant;
 
 use futures::FutureExt;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
-use tokio_util::sync::CancellationToken;
 
-use super::run_actor::{RunMsg, TurnOutcome};
+use super::protocol::{AgentMsg, RunMsg, TurnOutcome};
 use crate::agent::Agent;
-use crate::context::RunContext;
 use crate::panic::panic_text;
-use crate::thread::Thread;
 
-/// Messages an agent actor handles.
-pub(crate) enum AgentMsg {
-    /// Take a turn over this thread, for run `run` (whose participant
-    /// `index` this actor is), unless `turns` is cancelled first. The run
-    /// travels with the turn: an actor may serve several runs in turn (see
-    /// `actor_pool`).
-    Turn {
-        thread: Arc<Thread>,
-        ctx: RunContext,
-        index: usize,
-        run: ActorRef<RunMsg>,
-        turns: CancellationToken,
-    },
-    /// The turn task caught a panic; the actor fails with it.
-    Panicked(String),
-}
-
-crate::local_message!(AgentMsg);
-
+/// The actor hosting one participant (see the module's documentation).
 pub(crate) struct AgentActor;
 
+/// What an agent actor is started with, and keeps.
 pub(crate) struct AgentArgs {
+    /// The participant's agent.
     pub(crate) agent: Arc<dyn Agent>,
 }
 
@@ -88,8 +69,8 @@ impl Actor for AgentActor {
                 // responsive; the task polls it again with its own waker.
                 if let Poll::Ready(result) = futures::poll!(&mut turn) {
                     let outcome = match result {
-                        Ok(Ok(reply)) => TurnOutcome::Done(reply),
-                        Ok(Err(e)) => TurnOutcome::Failed(e),
+                        Ok(Ok(reply)) => TurnOutcome::Done(Box::new(reply)),
+                        Ok(Err(e)) => TurnOutcome::Failed(Box::new(e)),
                         Err(panic) => return Err(panic_text(panic).into()),
                     };
                     report(&run, index, outcome, started);
@@ -100,8 +81,8 @@ impl Actor for AgentActor {
                         biased;
                         _ = turns.cancelled() => TurnOutcome::Cancelled,
                         r = turn => match r {
-                            Ok(Ok(reply)) => TurnOutcome::Done(reply),
-                            Ok(Err(e)) => TurnOutcome::Failed(e),
+                            Ok(Ok(reply)) => TurnOutcome::Done(Box::new(reply)),
+                            Ok(Err(e)) => TurnOutcome::Failed(Box::new(e)),
                             Err(panic) => {
                                 let _ = myself.cast(AgentMsg::Panicked(panic_text(panic)));
                                 return;
@@ -122,7 +103,7 @@ impl Actor for AgentActor {
 fn report(run: &ActorRef<RunMsg>, index: usize, outcome: TurnOutcome, started: Instant) {
     let _ = run.cast(RunMsg::TurnDone {
         index,
-        outcome: Box::new(outcome),
+        outcome,
         elapsed: started.elapsed(),
     });
 }

@@ -1,35 +1,30 @@
 //! What a checkpoint holds of a run, and the checks made before a run
 //! resumes from one.
 
-use std::sync::Arc;
-
 use serde::{Deserialize, Serialize};
 
+use super::scheduler_state::{SchedulerState, SchedulerStateError};
+use super::spec::Spec;
 use crate::codec;
 use crate::error::CheckpointError;
-use crate::graph::cursor::Cursor;
-use crate::message::{Message, MessageId, Usage};
+use crate::message::{MessageId, Usage};
 use crate::stop::TrackerState;
 use crate::store::{Checkpoint, CheckpointId, CheckpointStore, checksum};
 use crate::thread::Thread;
 
-use super::{InputRequest, Spec};
-
-/// Key of the graph cursor in `WorkflowState::data`.
-pub(crate) const GRAPH_STATE: &str = "graph";
-/// Key of the pending input requests in `WorkflowState::data`.
-pub(crate) const REQUESTS: &str = "requests";
-/// Key of the participants whose turn was under way at a checkpoint.
-pub(crate) const RUNNING: &str = "running";
-
 /// A run's state between two supersteps: its thread (with every child
-/// thread, inbox, the graph's frontier, joins and loop counters, pending
-/// requests, all inside `WorkflowState`) and what the run itself counted.
+/// thread, inbox, and in its `WorkflowState` the scheduler's typed state:
+/// the graph's frontier, joins and loop counters, pending requests, turns
+/// to run again) and what the run itself counted.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Snapshot {
+    /// The run's thread, put back together.
     pub(crate) thread: Thread,
+    /// The stop condition's counters.
     pub(crate) stop: Option<TrackerState>,
+    /// Tokens spent so far.
     pub(crate) usage: Usage,
+    /// Turns taken so far.
     pub(crate) turns: u64,
     /// The final response so far.
     pub(crate) last: Option<MessageId>,
@@ -40,8 +35,11 @@ pub(crate) struct Snapshot {
 
 /// Where a resumed run picks up.
 pub(crate) struct Resumed {
+    /// The state to carry on from.
     pub(crate) snapshot: Snapshot,
+    /// The checkpoint it came from.
     pub(crate) parent: CheckpointId,
+    /// The id the resumed run saves its checkpoints under.
     pub(crate) run_id: String,
 }
 
@@ -53,7 +51,10 @@ pub(crate) fn topology_hash(spec_text: &str) -> u64 {
 }
 
 /// Loads a checkpoint (the latest when `id` is `None`) and checks it
-/// against this workflow before anything of it is used.
+/// against this workflow before anything of it is used: its format
+/// version, its checksum, its topology, and that its scheduler state fits
+/// (a state that does not is an error naming the checkpoint, never a
+/// fresh start).
 pub(crate) async fn load(
     spec: &Spec,
     store: &dyn CheckpointStore,
@@ -98,74 +99,194 @@ pub(crate) async fn load(
             id: name(),
             reason: e.to_string(),
         })?;
+    if let Some(state) = snapshot.thread.state() {
+        check_scheduler(&state.scheduler, spec).map_err(|source| {
+            CheckpointError::SchedulerState {
+                run_id: run_id.to_string(),
+                id: name(),
+                source,
+            }
+        })?;
+    }
     Ok((checkpoint, snapshot))
 }
 
-/// The input requests pending in a thread.
-pub(crate) fn pending_requests(thread: &Thread) -> Vec<InputRequest> {
-    thread
-        .state()
-        .and_then(|s| s.data.get(REQUESTS))
-        .and_then(|text| serde_json::from_str(text).ok())
-        .unwrap_or_default()
-}
-
-/// Delivers the caller's answer to request `request_id`: it joins the
-/// conversation and the asking agent's inbox, and (in a graph) the agent
-/// runs next.
-pub(crate) fn deliver_answer(
-    spec: &Spec,
-    thread: &mut Thread,
-    run_id: &str,
-    request_id: &str,
-    answer: String,
-) -> Result<(), CheckpointError> {
-    let mut pending = pending_requests(thread);
-    let Some(pos) = pending.iter().position(|r| r.id == request_id) else {
-        return Err(CheckpointError::UnknownRequest {
-            run_id: run_id.to_string(),
-            request: request_id.to_string(),
-            pending: if pending.is_empty() {
-                "none".into()
-            } else {
-                pending
-                    .iter()
-                    .map(|r| r.id.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            },
-        });
+/// Checks that workflow `spec` can carry on from scheduler state `state`:
+/// its version, its graph cursor, the participants it names. A checkpoint
+/// is proven to be of the same workflow (by its topology hash), so
+/// anything here that does not fit is damage.
+fn check_scheduler(state: &SchedulerState, spec: &Spec) -> Result<(), SchedulerStateError> {
+    state.check_version()?;
+    let Some(body) = state.body() else {
+        return Ok(());
     };
-    let request = pending.remove(pos);
-    let message = Arc::new(Message::user(answer).with_metadata("troupe.request", request_id));
-    thread.push_shared(message.clone());
-    let len = thread.len();
-    let state = thread.state_mut().get_or_insert_with(Default::default);
-    state.consumed = len;
-    state
-        .pending
-        .entry(request.agent.clone())
-        .or_default()
-        .push(message);
-    match serde_json::to_string(&pending) {
-        Ok(text) if !pending.is_empty() => {
-            state.data.insert(REQUESTS.into(), text);
+    match (&body.graph, &spec.graph) {
+        (Some(_), None) => {
+            return Err(SchedulerStateError::GraphMismatch(
+                "the workflow has no graph",
+            ));
         }
-        _ => {
-            state.data.remove(REQUESTS);
+        (Some(cursor), Some(graph)) if !cursor.fits(graph) => {
+            return Err(SchedulerStateError::GraphMismatch(
+                "its tables or waiting nodes do not match the graph's nodes and transitions",
+            ));
         }
+        _ => {}
     }
-    if let (Some(graph), Some(node)) = (&spec.graph, spec.router.index_of(&request.agent)) {
-        let mut cursor = state
-            .data
-            .get(GRAPH_STATE)
-            .and_then(|t| serde_json::from_str::<Cursor>(t).ok())
-            .filter(|c| c.fits(graph))
-            .unwrap_or_else(|| Cursor::new(graph));
-        cursor.activate(node);
-        if let Ok(text) = serde_json::to_string(&cursor) {
-            state.data.insert(GRAPH_STATE.into(), text);
+    let named = body
+        .interrupted
+        .iter()
+        .map(|n| ("interrupted turn", n))
+        .chain(body.requests.iter().map(|r| ("input request", &r.agent)));
+    for (role, name) in named {
+        if spec.router.index_of(name).is_none() {
+            return Err(SchedulerStateError::UnknownParticipant {
+                role,
+                name: name.clone(),
+            });
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::Graph;
+    use crate::graph::cursor::Cursor;
+    use crate::store::MemoryStore;
+    use crate::workflow::Workflow;
+    use crate::workflow::scheduler_state::SchedulerBody;
+    use crate::{FnAgent, RunContext, RunError};
+    use std::sync::Arc;
+
+    fn graph(names: &[&str]) -> Graph {
+        let mut g = Graph::builder();
+        for &n in names {
+            let text = format!("{n} done");
+            g = g.add_agent(FnAgent::sync(n, move |_: &Thread| Ok(text.clone())));
+        }
+        for pair in names.windows(2) {
+            g = g.add_edge(pair[0], pair[1]);
+        }
+        g.build().unwrap()
+    }
+
+    fn chain(store: Arc<MemoryStore>) -> Workflow {
+        Workflow::builder()
+            .name("chain")
+            .graph(graph(&["a", "b", "c"]))
+            .checkpoint_store(store)
+            .build()
+            .unwrap()
+    }
+
+    /// Runs the chain as run `r`, then saves its last checkpoint again,
+    /// with valid bytes and checksum but its scheduler state damaged by
+    /// `damage`; returns the damaged checkpoint's id.
+    async fn damaged(
+        store: &Arc<MemoryStore>,
+        damage: impl FnOnce(&mut SchedulerBody),
+    ) -> CheckpointId {
+        let wf = chain(store.clone());
+        wf.run_task("go", &RunContext::new().with_run_id("r"))
+            .await
+            .unwrap();
+        let latest = store.latest("r").await.unwrap().unwrap();
+        let mut snapshot: Snapshot = codec::decode(&latest.payload).unwrap();
+        let state = snapshot.thread.state_mut().as_mut().unwrap();
+        damage(state.scheduler.body_mut());
+        let cp = Checkpoint::new(
+            "r",
+            Some(latest.id),
+            latest.superstep,
+            latest.topology_hash,
+            codec::encode(&snapshot).unwrap(),
+        );
+        store.save(&cp).await.unwrap();
+        cp.id
+    }
+
+    /// Resumes run `r` and returns the scheduler-state error, checking that
+    /// it names checkpoint `id`.
+    async fn refusal(store: &Arc<MemoryStore>, id: CheckpointId) -> SchedulerStateError {
+        let err = chain(store.clone())
+            .resume("r", &RunContext::new())
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains(&id.to_string()), "{err}");
+        match err {
+            RunError::Checkpoint(CheckpointError::SchedulerState {
+                run_id,
+                id: named,
+                source,
+            }) => {
+                assert_eq!(run_id, "r");
+                assert_eq!(named, id.to_string());
+                source
+            }
+            other => panic!("expected a scheduler-state refusal, got {other}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_cursor_of_another_graph_is_refused_naming_the_checkpoint() {
+        let store = Arc::new(MemoryStore::new());
+        let other = graph(&["a", "b", "c", "d"]);
+        let id = damaged(&store, |s| s.graph = Some(Cursor::new(&other))).await;
+        assert!(matches!(
+            refusal(&store, id).await,
+            SchedulerStateError::GraphMismatch(_)
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_scheduler_state_of_another_version_is_refused_naming_it() {
+        let store = Arc::new(MemoryStore::new());
+        let id = damaged(&store, |s| s.version = 99).await;
+        let source = refusal(&store, id).await;
+        assert_eq!(
+            source,
+            SchedulerStateError::UnknownVersion {
+                expected: 1,
+                found: 99
+            }
+        );
+        assert!(source.to_string().contains("version 99"), "{source}");
+    }
+
+    #[tokio::test]
+    async fn a_turn_of_a_stranger_is_refused() {
+        let store = Arc::new(MemoryStore::new());
+        let id = damaged(&store, |s| s.interrupted.push("ghost".into())).await;
+        assert_eq!(
+            refusal(&store, id).await,
+            SchedulerStateError::UnknownParticipant {
+                role: "interrupted turn",
+                name: "ghost".into()
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn a_thread_with_a_state_of_another_version_is_refused() {
+        let store = Arc::new(MemoryStore::new());
+        let wf = chain(store);
+        let mut thread = wf.run_task("go", &RunContext::new()).await.unwrap().thread;
+        if let Some(state) = thread.state_mut() {
+            state.scheduler.body_mut().version = 7;
+        }
+        thread.push(crate::Message::user("again"));
+        let err = wf.run(thread, &RunContext::new()).await.unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                RunError::SchedulerState {
+                    source: SchedulerStateError::UnknownVersion { found: 7, .. },
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    }
 }

@@ -1,11 +1,15 @@
-//! [`AgentError`]: why an agent's turn failed — its broad [`ErrorKind`] for
-//! retry policies, its text, and (optionally) the error that caused it.
+//! Why a turn or a run failed. [`AgentError`]: an agent's turn — its broad
+//! [`ErrorKind`] for retry policies, its text, and (optionally) the error
+//! that caused it. [`RunError`]: a workflow run. An agent's error can hold
+//! a nested workflow's `RunError` and a run's error the failing agent's
+//! `AgentError`, so the two live in one file.
 
 use std::error::Error as StdError;
 use std::fmt;
 use std::time::Duration;
 
-use crate::error::RunError;
+use crate::error::CheckpointError;
+use crate::thread::Thread;
 
 /// The broad kind of an [`AgentError`], for retry policies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -253,5 +257,122 @@ mod tests {
             std::error::Error::source(&text).map(|s| s.to_string()),
             Some("why".into())
         );
+    }
+}
+
+/// A run failed. Where the run got far enough to have one, the error keeps
+/// the thread as it was when the failure happened ([`RunError::thread`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// An agent's turn returned an error.
+    #[error("agent '{agent}' failed: {source}")]
+    AgentFailed {
+        /// The agent's path.
+        agent: String,
+        /// What it returned.
+        #[source]
+        source: AgentError,
+        /// The thread up to the failure.
+        thread: Box<Thread>,
+    },
+    /// An agent panicked.
+    #[error("agent '{agent}' panicked: {message}")]
+    AgentPanicked {
+        /// The agent's path.
+        agent: String,
+        /// The panic message.
+        message: String,
+        /// The thread up to the panic.
+        thread: Box<Thread>,
+    },
+    /// An agent's actor stopped without finishing its turn.
+    #[error("agent '{agent}' stopped unexpectedly: {reason}")]
+    AgentLost {
+        /// The agent's path.
+        agent: String,
+        /// What the supervisor was told.
+        reason: String,
+        /// The thread up to the loss.
+        thread: Box<Thread>,
+    },
+    /// A loop went round more often than its limit.
+    #[error("max loop iterations exceeded (step: {step}, limit: {limit})")]
+    LoopLimit {
+        /// The step the loop returns to.
+        step: String,
+        /// The limit.
+        limit: u32,
+        /// The thread up to the last completed superstep.
+        thread: Box<Thread>,
+    },
+    /// The run took more supersteps than allowed.
+    #[error("max supersteps exceeded (limit: {limit})")]
+    SuperstepLimit {
+        /// The limit.
+        limit: u64,
+        /// The thread up to the last completed superstep.
+        thread: Box<Thread>,
+    },
+    /// The thread given to the run holds a scheduler state this build
+    /// cannot read (written with another layout).
+    #[error("workflow '{workflow}': the thread's scheduler state cannot be used: {source}")]
+    SchedulerState {
+        /// The workflow's path.
+        workflow: String,
+        /// What is wrong with the state.
+        #[source]
+        source: crate::workflow::SchedulerStateError,
+    },
+    /// A checkpoint could not be saved, found or used.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    /// The run's actors could not be started or vanished.
+    #[error("workflow '{workflow}': {reason}")]
+    Runtime {
+        /// The workflow's path.
+        workflow: String,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+impl RunError {
+    /// The thread as it was when the run failed, if it got that far.
+    pub fn thread(&self) -> Option<&Thread> {
+        match self {
+            RunError::AgentFailed { thread, .. }
+            | RunError::AgentPanicked { thread, .. }
+            | RunError::AgentLost { thread, .. }
+            | RunError::LoopLimit { thread, .. }
+            | RunError::SuperstepLimit { thread, .. } => Some(thread),
+            RunError::Runtime { .. }
+            | RunError::Checkpoint(_)
+            | RunError::SchedulerState { .. } => None,
+        }
+    }
+
+    /// Takes the thread out of the error.
+    pub fn into_thread(self) -> Option<Thread> {
+        match self {
+            RunError::AgentFailed { thread, .. }
+            | RunError::AgentPanicked { thread, .. }
+            | RunError::AgentLost { thread, .. }
+            | RunError::LoopLimit { thread, .. }
+            | RunError::SuperstepLimit { thread, .. } => Some(*thread),
+            RunError::Runtime { .. }
+            | RunError::Checkpoint(_)
+            | RunError::SchedulerState { .. } => None,
+        }
+    }
+
+    /// The path of the agent that failed, if an agent did.
+    pub fn agent(&self) -> Option<&str> {
+        match self {
+            RunError::AgentFailed { agent, .. }
+            | RunError::AgentPanicked { agent, .. }
+            | RunError::AgentLost { agent, .. } => Some(agent),
+            _ => None,
+        }
     }
 }

@@ -1,0 +1,295 @@
+//! [`WorkflowBuilder`]: describing a workflow and checking that its parts
+//! fit.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+
+use troupe_router::RouterBuilder;
+
+use super::actor_pool::ActorPool;
+use super::api::Workflow;
+use super::snapshot;
+use super::spec::Spec;
+use crate::agent::Agent;
+use crate::error::BuildError;
+use crate::graph::{Graph, GraphError, GraphProblem, NodeInput};
+use crate::message::USER;
+use crate::retry::RetryPolicy;
+use crate::stop::StopCondition;
+use crate::store::CheckpointStore;
+
+impl Workflow {
+    /// Starts describing a workflow.
+    pub fn builder() -> WorkflowBuilder {
+        WorkflowBuilder::default()
+    }
+}
+
+/// Describes a [`Workflow`]: participants, router, shared threads, stop
+/// condition.
+#[derive(Default)]
+pub struct WorkflowBuilder {
+    name: Option<String>,
+    description: String,
+    agents: Vec<Arc<dyn Agent>>,
+    router: Option<RouterBuilder>,
+    groups: Vec<(String, Vec<String>)>,
+    stop: Option<StopCondition>,
+    graph: Option<Graph>,
+    retries: Vec<(String, RetryPolicy)>,
+    max_concurrency: Option<usize>,
+    store: Option<Arc<dyn CheckpointStore>>,
+    checkpoint_every: Option<u64>,
+    reuse_actors: Option<bool>,
+}
+
+impl fmt::Debug for WorkflowBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkflowBuilder")
+            .field("name", &self.name)
+            .field("participants", &self.agents.len())
+            .finish()
+    }
+}
+
+impl WorkflowBuilder {
+    /// Names the workflow (default `workflow`); the name is its path in
+    /// events and its name as a participant of another workflow.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Describes the workflow (for selectors and tool descriptions).
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// Adds a participant.
+    pub fn participant(mut self, agent: impl Agent) -> Self {
+        self.agents.push(Arc::new(agent));
+        self
+    }
+
+    /// Adds a shared participant.
+    pub fn participant_arc(mut self, agent: Arc<dyn Agent>) -> Self {
+        self.agents.push(agent);
+        self
+    }
+
+    /// Adds several shared participants.
+    pub fn participants(mut self, agents: impl IntoIterator<Item = Arc<dyn Agent>>) -> Self {
+        self.agents.extend(agents);
+        self
+    }
+
+    /// Sets the router; without one every message reaches every other
+    /// participant.
+    pub fn router(mut self, router: RouterBuilder) -> Self {
+        self.router = Some(router);
+        self
+    }
+
+    /// Makes `members` share one thread named `group`: a message enters it
+    /// once however many members receive it.
+    pub fn shared_thread<S: Into<String>>(
+        mut self,
+        group: impl Into<String>,
+        members: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.groups
+            .push((group.into(), members.into_iter().map(Into::into).collect()));
+        self
+    }
+
+    /// Sets the stop condition.
+    pub fn stop_condition(mut self, stop: StopCondition) -> Self {
+        self.stop = Some(stop);
+        self
+    }
+
+    /// Runs the workflow along a control-flow graph: the graph's nodes are
+    /// the participants and decide who runs; the router, if one is set too,
+    /// decides what each inbox receives (without one, messages travel along
+    /// the transitions taken).
+    pub fn graph(mut self, graph: Graph) -> Self {
+        self.graph = Some(graph);
+        self
+    }
+
+    /// Runs at most `n` turns at once (router-only and dataflow scheduling;
+    /// a superstep always runs whole). `n` of 0 counts as 1.
+    pub fn max_concurrency(mut self, n: usize) -> Self {
+        self.max_concurrency = Some(n.max(1));
+        self
+    }
+
+    /// Saves checkpoints of top-level runs in `store`: after every
+    /// superstep of a graph, and when a run ends (completed, stopped,
+    /// cancelled, waiting for input).
+    pub fn checkpoint_store(mut self, store: Arc<dyn CheckpointStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Also saves a checkpoint once `n` messages have been delivered since
+    /// the last one, whenever no turn is under way (router-only and dataflow
+    /// runs, which have no supersteps).
+    pub fn checkpoint_every(mut self, n: u64) -> Self {
+        self.checkpoint_every = Some(n.max(1));
+        self
+    }
+
+    /// Whether runs hand their agents' actors on to the next run of this
+    /// workflow (default `true`). Spawning an actor costs more than a turn,
+    /// so a workflow run many times — a graph per request, a team per chat
+    /// message — runs faster on kept actors; each participant keeps at most
+    /// one, idle between runs, until the workflow is dropped. Turn it off
+    /// for a huge fan-out run rarely, whose idle actors would hold memory
+    /// (about 14 KiB each) between runs.
+    pub fn reuse_actors(mut self, reuse: bool) -> Self {
+        self.reuse_actors = Some(reuse);
+        self
+    }
+
+    /// Retries the failed turns of participant `name`.
+    pub fn retry(mut self, name: impl Into<String>, policy: RetryPolicy) -> Self {
+        self.retries.push((name.into(), policy));
+        self
+    }
+
+    /// Checks that the parts fit and builds the workflow.
+    pub fn build(mut self) -> Result<Workflow, BuildError> {
+        let name = self.name.unwrap_or_else(|| "workflow".into());
+        if let Some(graph) = &self.graph {
+            if !self.agents.is_empty() {
+                return Err(BuildError::GraphAndParticipants(name));
+            }
+            self.agents = graph.agents.clone();
+            if self.stop.is_none()
+                && graph.max_supersteps.is_none()
+                && let Some(cycle) = graph.endless_cycles.first()
+            {
+                return Err(BuildError::Graph(GraphError {
+                    problems: vec![GraphProblem::CycleWithoutExit(cycle.clone())],
+                }));
+            }
+        }
+        if self.agents.is_empty() {
+            return Err(BuildError::NoParticipants(name));
+        }
+        let names: Vec<Arc<str>> = self.agents.iter().map(|a| Arc::from(a.name())).collect();
+        let mut seen = HashSet::new();
+        for n in &names {
+            if &**n == USER {
+                return Err(BuildError::ReservedName(n.to_string()));
+            }
+            if !seen.insert(n.clone()) {
+                return Err(BuildError::DuplicateParticipant(n.to_string()));
+            }
+        }
+        let edge_delivery = self.graph.is_some() && self.router.is_none();
+        // Without a router every message reaches every other participant
+        // (or, with a graph, travels along transitions), and whatever an
+        // agent says is a possible result of the workflow.
+        let router = match (self.router, &self.graph) {
+            (Some(r), None) => r,
+            (Some(r), Some(_)) => names.iter().fold(r, |b, n| b.output(n.to_string())),
+            // Messages travel along the edges: the router only keeps the
+            // inboxes (which accept the caller's input, answers to input
+            // requests, and every predecessor). Sparse on purpose — a
+            // broadcast table would be participants² for a wide fan-out.
+            (None, Some(g)) => {
+                let mut r = RouterBuilder::default();
+                for e in &g.edges {
+                    r = r.add_route(g.names[e.from].clone(), g.names[e.to].clone());
+                }
+                for n in &names {
+                    r = r.add_route(USER, n.to_string()).output(n.to_string());
+                }
+                r
+            }
+            (None, None) => names
+                .iter()
+                .fold(RouterBuilder::default(), |b, n| b.output(n.to_string())),
+        };
+        let router = router.build(&names.iter().map(|n| &**n).collect::<Vec<_>>())?;
+
+        let mut retries: Vec<Option<RetryPolicy>> = match &self.graph {
+            Some(g) => g.retries.clone(),
+            None => vec![None; names.len()],
+        };
+        for (agent, policy) in self.retries {
+            let Some(i) = names.iter().position(|n| **n == *agent) else {
+                return Err(BuildError::UnknownParticipant {
+                    option: "retry".into(),
+                    agent,
+                });
+            };
+            retries[i] = Some(policy);
+        }
+        let inputs = match &self.graph {
+            Some(g) => g.inputs.clone(),
+            None => vec![NodeInput::Messages; names.len()],
+        };
+
+        // Every participant has its own slot unless a shared group joins them.
+        let mut slot_names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        let mut slot_of: Vec<usize> = (0..names.len()).collect();
+        let mut group_of: BTreeMap<usize, String> = BTreeMap::new();
+        for (group, members) in &self.groups {
+            if slot_names.iter().any(|s| s == group) {
+                return Err(BuildError::GroupNameTaken(group.clone()));
+            }
+            let slot = slot_names.len();
+            slot_names.push(group.clone());
+            for m in members {
+                let Some(i) = names.iter().position(|n| **n == **m) else {
+                    return Err(BuildError::UnknownGroupMember {
+                        group: group.clone(),
+                        agent: m.clone(),
+                    });
+                };
+                if let Some(first) = group_of.insert(i, group.clone()) {
+                    return Err(BuildError::AgentInTwoGroups {
+                        agent: m.clone(),
+                        first,
+                        second: group.clone(),
+                    });
+                }
+                slot_of[i] = slot;
+            }
+        }
+        let topology = format!(
+            "name={name};participants={names:?};slots={slot_of:?}/{slot_names:?};routes={:?};graph={}",
+            router.routes(),
+            self.graph
+                .as_ref()
+                .map(|g| g.topology())
+                .unwrap_or_default()
+        );
+        Ok(Workflow {
+            spec: Arc::new(Spec {
+                topology_hash: snapshot::topology_hash(&topology),
+                store: self.store,
+                checkpoint_every: self.checkpoint_every,
+                name,
+                description: self.description,
+                agents: self.agents,
+                names,
+                router,
+                slot_of,
+                slot_names,
+                stop: self.stop,
+                retries,
+                inputs,
+                graph: self.graph,
+                edge_delivery,
+                max_concurrency: self.max_concurrency,
+                pool: self.reuse_actors.unwrap_or(true).then(ActorPool::default),
+            }),
+        })
+    }
+}

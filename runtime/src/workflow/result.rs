@@ -1,0 +1,110 @@
+//! What a run gives back: its [`RunStatus`], its [`RunResult`], and
+//! [`RunStream`], a run in the background with its live events.
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::request::InputRequest;
+use crate::context::EventStream;
+use crate::event::Event;
+use crate::message::{Message, Usage};
+use crate::run_error::RunError;
+use crate::stop::StopReason;
+use crate::store::CheckpointId;
+use crate::thread::Thread;
+
+/// How a run ended (when it did not fail).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum RunStatus {
+    /// Nothing was left to do: no agent could run and nothing was in flight.
+    Completed,
+    /// A stop condition held.
+    Stopped(StopReason),
+    /// The run was cancelled through its context.
+    Cancelled,
+    /// Agents asked the caller for input; answer with [`Workflow::respond`](crate::Workflow::respond)
+    /// (or [`Workflow::respond_in_thread`](crate::Workflow::respond_in_thread)) to go on.
+    WaitingForInput(Vec<InputRequest>),
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunStatus::Completed => f.write_str("completed"),
+            RunStatus::Stopped(r) => write!(f, "stopped ({r})"),
+            RunStatus::Cancelled => f.write_str("cancelled"),
+            RunStatus::WaitingForInput(r) => write!(
+                f,
+                "waiting for input ({})",
+                r.iter()
+                    .map(|r| r.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+}
+
+/// What a run gives back.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// The updated thread: the conversation, a child thread per participant
+    /// and the state to continue from. Append a user message and run again
+    /// to carry on.
+    pub thread: Thread,
+    /// The last message of the last agent to run.
+    pub final_response: Option<Arc<Message>>,
+    /// Messages produced in this run, in order.
+    pub messages: Vec<Arc<Message>>,
+    /// How the run ended.
+    pub status: RunStatus,
+    /// Tokens spent in this run.
+    pub usage: Usage,
+    /// Agent turns taken in this run.
+    pub turns: u64,
+    /// The run's id (checkpoints are saved under it).
+    pub run_id: String,
+    /// The last checkpoint saved, if the workflow has a store.
+    pub checkpoint: Option<CheckpointId>,
+}
+
+impl RunResult {
+    /// The final response's text, or "" if no agent spoke.
+    pub fn final_text(&self) -> String {
+        self.final_response
+            .as_ref()
+            .map(|m| m.text_content().into_owned())
+            .unwrap_or_default()
+    }
+}
+
+/// A run in the background with its live events.
+#[derive(Debug)]
+pub struct RunStream {
+    events: EventStream,
+    handle: tokio::task::JoinHandle<Result<RunResult, RunError>>,
+}
+
+impl RunStream {
+    pub(super) fn new(
+        events: EventStream,
+        handle: tokio::task::JoinHandle<Result<RunResult, RunError>>,
+    ) -> Self {
+        RunStream { events, handle }
+    }
+
+    /// The next event; `None` once the run is over and every event was read.
+    pub async fn next(&mut self) -> Option<Event> {
+        self.events.next().await
+    }
+
+    /// Waits for the run's result (events not read yet are dropped).
+    pub async fn result(self) -> Result<RunResult, RunError> {
+        self.handle.await.unwrap_or_else(|e| {
+            Err(RunError::Runtime {
+                workflow: String::new(),
+                reason: format!("the run's task ended abnormally: {e}"),
+            })
+        })
+    }
+}

@@ -1,0 +1,130 @@
+//! Checkpointing a run: when one is due, and saving it — the snapshot
+//! encoded, stored under the run's id after the one before, and reported.
+//! A checkpoint that cannot be saved is a warning; the run goes on.
+
+use std::sync::Arc;
+
+use crate::codec;
+use crate::context::RunContext;
+use crate::event::Event;
+use crate::store::{Checkpoint, CheckpointId, CheckpointStore};
+use crate::thread::Thread;
+use crate::workflow::snapshot::Snapshot;
+
+/// The checkpoints of one run.
+pub(super) struct Checkpointer {
+    /// Where they go (top-level runs of a workflow with a store only).
+    store: Option<Arc<dyn CheckpointStore>>,
+    run_id: String,
+    /// The last checkpoint saved (or resumed from).
+    parent: Option<CheckpointId>,
+    /// The run's delivery count at the last checkpoint.
+    delivered_at: u64,
+    /// Something besides deliveries happened since the last checkpoint.
+    changed: bool,
+}
+
+impl Checkpointer {
+    /// Checkpoints of run `run_id` into `store`, following `parent`.
+    pub(super) fn new(
+        store: Option<Arc<dyn CheckpointStore>>,
+        run_id: String,
+        parent: Option<CheckpointId>,
+    ) -> Self {
+        Checkpointer {
+            store,
+            run_id,
+            parent,
+            delivered_at: 0,
+            changed: true,
+        }
+    }
+
+    /// The run's id.
+    pub(super) fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// The last checkpoint saved or resumed from.
+    pub(super) fn parent(&self) -> Option<CheckpointId> {
+        self.parent
+    }
+
+    /// Whether checkpoints are saved at all.
+    #[inline]
+    pub(super) fn enabled(&self) -> bool {
+        self.store.is_some()
+    }
+
+    /// Notes that the run's state changed.
+    #[inline]
+    pub(super) fn touch(&mut self) {
+        self.changed = true;
+    }
+
+    /// Whether `every` deliveries have been made since the last checkpoint,
+    /// the run having made `delivered` in all.
+    #[inline]
+    pub(super) fn due_every(&self, every: Option<u64>, delivered: u64) -> bool {
+        every.is_some_and(|n| delivered - self.delivered_at >= n)
+    }
+
+    /// Whether the run's end needs a checkpoint: something changed since
+    /// the last one, or there is none yet.
+    pub(super) fn due_at_end(&self, delivered: u64) -> bool {
+        self.changed || delivered != self.delivered_at || self.parent.is_none()
+    }
+
+    /// Encodes `snapshot` and saves it as the checkpoint after superstep
+    /// `superstep` of a workflow of topology `topology`; gives back its
+    /// thread. A failure is reported as a warning.
+    pub(super) async fn save(
+        &mut self,
+        ctx: &RunContext,
+        snapshot: Snapshot,
+        superstep: u64,
+        topology: u64,
+        delivered: u64,
+    ) -> Thread {
+        let Some(store) = self.store.clone() else {
+            return snapshot.thread;
+        };
+        self.delivered_at = delivered;
+        self.changed = false;
+        let saved = match codec::encode(&snapshot) {
+            Ok(payload) => {
+                let bytes = payload.len();
+                let cp = Checkpoint::new(
+                    self.run_id.clone(),
+                    self.parent,
+                    superstep,
+                    topology,
+                    payload,
+                );
+                store
+                    .save(&cp)
+                    .await
+                    .map(|_| (cp.id, bytes))
+                    .map_err(|e| e.to_string())
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        match saved {
+            Ok((id, bytes)) => {
+                self.parent = Some(id);
+                ctx.emit_with(|| Event::CheckpointSaved {
+                    path: ctx.path().clone(),
+                    run_id: self.run_id.clone(),
+                    checkpoint: id.to_string(),
+                    superstep,
+                    bytes,
+                });
+            }
+            Err(e) => ctx.emit_with(|| Event::Warning {
+                path: ctx.path().clone(),
+                text: format!("checkpoint not saved: {e}"),
+            }),
+        }
+        snapshot.thread
+    }
+}

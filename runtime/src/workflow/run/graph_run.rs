@@ -1,0 +1,115 @@
+//! The graph side of a run: the cursor (who runs next, joins, loop
+//! counters) and, in supersteps, the superstep under way with the replies
+//! held back until its barrier.
+
+use crate::agent::Reply;
+use crate::graph::Graph;
+use crate::graph::cursor::Cursor;
+use crate::thread::{Thread, WorkflowState};
+
+/// Where a graph run stands.
+pub(super) struct GraphRun {
+    pub(super) cursor: Cursor,
+    /// Supersteps: replies of the open superstep, applied at its barrier.
+    buffered: Vec<(usize, Box<Reply>)>,
+    /// Supersteps: the nodes of the open superstep.
+    current: Vec<usize>,
+    /// Supersteps: a superstep is under way.
+    open: bool,
+}
+
+/// How a superstep ended at its barrier.
+pub(super) enum Barrier {
+    /// No superstep was under way.
+    None,
+    /// It was interrupted and undone: its nodes run again next time.
+    Undone,
+    /// It completed: superstep `superstep`'s replies, in node order.
+    Completed {
+        superstep: u64,
+        replies: Vec<(usize, Box<Reply>)>,
+    },
+}
+
+impl GraphRun {
+    /// Carries on from `saved` (a cursor that fits `g`), or starts afresh.
+    /// A graph that ran out of nodes starts again only for new input in
+    /// `root` (at its entry node, if it picks one, else at its starts):
+    /// resuming a finished run has nothing left to do.
+    pub(super) fn start(
+        g: &Graph,
+        saved: Option<Cursor>,
+        root: &Thread,
+        state: &WorkflowState,
+    ) -> Self {
+        // A cursor of another graph comes with a thread another workflow
+        // left (a checkpoint's was checked before): it does not carry on
+        // here.
+        let mut cursor = saved
+            .filter(|c| c.fits(g))
+            .unwrap_or_else(|| Cursor::new(g));
+        let fresh_input = state.consumed < root.len();
+        if !cursor.has_next() && fresh_input {
+            let entry = g
+                .entry
+                .as_ref()
+                .and_then(|f| f(root, state))
+                .and_then(|name| g.names.iter().position(|n| *n == name));
+            match entry {
+                Some(i) => cursor.activate(i),
+                None => g.starts.iter().for_each(|&i| cursor.activate(i)),
+            }
+        }
+        GraphRun {
+            cursor,
+            buffered: Vec::new(),
+            current: Vec::new(),
+            open: false,
+        }
+    }
+
+    /// Holds node `i`'s reply until the superstep's barrier.
+    #[inline]
+    pub(super) fn hold(&mut self, i: usize, reply: Box<Reply>) {
+        self.buffered.push((i, reply));
+    }
+
+    /// Closes the superstep under way, if any: undone when `interrupted`,
+    /// else its replies in node order, so its outcome does not depend on
+    /// which turn finished first.
+    pub(super) fn barrier(&mut self, interrupted: bool) -> Barrier {
+        if !std::mem::take(&mut self.open) {
+            return Barrier::None;
+        }
+        let mut replies = std::mem::take(&mut self.buffered);
+        let current = std::mem::take(&mut self.current);
+        if interrupted {
+            // Open, so `open_superstep` counted this superstep: at least 1.
+            self.cursor.superstep -= 1;
+            for i in current {
+                self.cursor.activate(i);
+            }
+            return Barrier::Undone;
+        }
+        replies.sort_by_key(|(i, _)| *i);
+        Barrier::Completed {
+            superstep: self.cursor.superstep,
+            replies,
+        }
+    }
+
+    /// Opens the next superstep: its number and its nodes, in node order.
+    pub(super) fn open_superstep(&mut self) -> (u64, Vec<usize>) {
+        self.cursor.superstep += 1;
+        let nodes = self.cursor.take_next();
+        self.current.clone_from(&nodes);
+        self.open = true;
+        (self.cursor.superstep, nodes)
+    }
+
+    /// The cursor to keep in the thread: one with nodes left to run (a
+    /// graph that ran out starts afresh, loop counters too, next time).
+    pub(super) fn cursor_to_keep(&self) -> Option<Cursor> {
+        self.cursor.has_next().then(|| self.cursor.clone())
+    }
+}

@@ -1,0 +1,242 @@
+//! The supervisor actor of one workflow run: a thin driver over the state
+//! it owns, each part with one owner and in its own file —
+//!
+//! - `participants`: each participant's actor, context, retries and turn
+//!   state, from which the turns in flight are derived;
+//! - `inboxes`: inboxes and delivery (routing, batches, drop reports);
+//!   `wake`: the wake-up for partial batches;
+//! - `slots`: the run's thread, taken apart into slots and put back
+//!   together by one piece of code;
+//! - `graph_run`: a graph's cursor and the superstep under way;
+//! - `checkpoints`: when a checkpoint is due, and saving it;
+//! - `watcher`: cancellation, deadline, timeout and external stops;
+//! - `phase`: running, stopping or failing; `tally`: what the run produced.
+//!
+//! The driver's own steps are in `setup` (taking the input in), `turns`
+//! (starting and ending turns, retries), `replies` (what a reply changes),
+//! `schedule` (who runs next) and `finish` (checkpoints and the result).
+//! Keeping the whole state in one actor is what makes quiescence detection
+//! exact, a shared thread receive a message once, and a checkpoint a plain
+//! copy; participants are lent their thread for a turn as an `Arc`, so a
+//! turn cut short never loses it.
+
+mod checkpoints;
+mod finish;
+mod graph_run;
+mod inboxes;
+mod participants;
+mod phase;
+mod replies;
+mod schedule;
+mod setup;
+mod slots;
+mod tally;
+mod turns;
+mod wake;
+mod watcher;
+
+use std::sync::Arc;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
+use tokio::sync::oneshot;
+
+use self::checkpoints::Checkpointer;
+use self::graph_run::GraphRun;
+use self::inboxes::Inboxes;
+use self::participants::{Participants, TurnState};
+use self::phase::{Failure, Phase};
+use self::slots::ThreadSlots;
+use self::tally::Tally;
+use self::wake::Wake;
+use self::watcher::Watcher;
+use super::protocol::RunMsg;
+use super::result::{RunResult, RunStatus};
+use super::snapshot::Resumed;
+use super::spec::Spec;
+use crate::context::RunContext;
+use crate::run_error::RunError;
+use crate::stop::{StopReason, StopTracker, Trigger};
+use crate::thread::Thread;
+
+/// What a run's supervisor is started with.
+pub(crate) struct RunArgs {
+    /// The workflow.
+    pub(crate) spec: Arc<Spec>,
+    /// The thread to run over (empty when resuming).
+    pub(crate) thread: Thread,
+    /// The run's context, its path already the run's.
+    pub(crate) ctx: RunContext,
+    /// Where the result goes.
+    pub(crate) reply: oneshot::Sender<Result<RunResult, RunError>>,
+    /// Only a top-level run checkpoints: a nested run's state rides in its
+    /// parent's.
+    pub(crate) top_level: bool,
+    /// The checkpoint to carry on from, if resuming.
+    pub(crate) resumed: Option<Resumed>,
+}
+
+/// The supervisor actor of one run.
+pub(crate) struct RunActor;
+
+/// The state of one run, by owner.
+pub(crate) struct RunState {
+    spec: Arc<Spec>,
+    ctx: RunContext,
+    /// Taken when the result is sent: the run is over.
+    reply: Option<oneshot::Sender<Result<RunResult, RunError>>>,
+    parts: Participants,
+    inboxes: Inboxes,
+    wake: Wake,
+    threads: ThreadSlots,
+    graph: Option<GraphRun>,
+    tracker: Option<StopTracker>,
+    phase: Phase,
+    tally: Tally,
+    checkpoints: Checkpointer,
+    watcher: Watcher,
+    /// Turns to start on the next drive, on the thread they have: retries
+    /// whose backoff is over, and turns a checkpoint says were under way.
+    restart: Vec<usize>,
+}
+
+impl Actor for RunActor {
+    type Msg = RunMsg;
+    type State = RunState;
+    type Arguments = RunArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<RunMsg>,
+        args: RunArgs,
+    ) -> Result<RunState, ActorProcessingErr> {
+        Ok(RunState::start(myself, args)?)
+    }
+
+    async fn post_start(
+        &self,
+        myself: ActorRef<RunMsg>,
+        state: &mut RunState,
+    ) -> Result<(), ActorProcessingErr> {
+        state.drive(&myself).await;
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<RunMsg>,
+        message: RunMsg,
+        state: &mut RunState,
+    ) -> Result<(), ActorProcessingErr> {
+        if state.reply.is_none() {
+            return Ok(()); // finished; late news changes nothing
+        }
+        // Taken in before the drive: the handler future does not hold
+        // the message while the drive awaits.
+        state.take_in(message, &myself);
+        state.drive(&myself).await;
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<RunMsg>,
+        event: SupervisionEvent,
+        state: &mut RunState,
+    ) -> Result<(), ActorProcessingErr> {
+        if state.reply.is_none() {
+            return Ok(());
+        }
+        let (cell, failure) = match event {
+            SupervisionEvent::ActorFailed(cell, err) => (cell, Some(err.to_string())),
+            SupervisionEvent::ActorTerminated(cell, _, reason) => (cell, reason),
+            _ => return Ok(()),
+        };
+        if let Some(index) = state.parts.actor_gone(cell.get_id()) {
+            state.actor_lost(index, failure, &myself);
+            state.drive(&myself).await;
+        }
+        Ok(())
+    }
+}
+
+impl RunState {
+    /// Takes in one message: a turn's end, a wake-up, a retry's end of
+    /// backoff, or news from the watcher.
+    fn take_in(&mut self, message: RunMsg, myself: &ActorRef<RunMsg>) {
+        match message {
+            RunMsg::TurnDone {
+                index,
+                outcome,
+                elapsed,
+            } => self.turn_done(index, outcome, elapsed, myself),
+            RunMsg::Wake { generation } => {
+                if self.wake.woke(generation) {
+                    self.inboxes.mark_all_waiting();
+                }
+            }
+            RunMsg::Retry { index } => self.retry_now(index),
+            RunMsg::Timeout => {
+                if let Some(reason) = self.observe(Trigger::Timeout) {
+                    self.stop_now(RunStatus::Stopped(reason));
+                }
+            }
+            RunMsg::Deadline => self.stop_now(RunStatus::Stopped(StopReason {
+                condition: "deadline".into(),
+                detail: "the run context's deadline passed".into(),
+            })),
+            RunMsg::External => {
+                if let Some(reason) = self.observe(Trigger::External) {
+                    self.phase.stop_gracefully(RunStatus::Stopped(reason));
+                }
+            }
+            RunMsg::Cancel => self.stop_now(RunStatus::Cancelled),
+        }
+    }
+
+    /// Turns the run waits for before it can end: turns under way, retries
+    /// backing off, and a wake-up for a partial batch when nothing else
+    /// is under way.
+    fn in_flight(&self) -> usize {
+        self.parts.in_flight() + usize::from(self.wake.is_held())
+    }
+
+    /// Shows the stop condition what happened; `Some` when it holds.
+    fn observe(&mut self, trigger: Trigger<'_>) -> Option<StopReason> {
+        self.tracker.as_mut().and_then(|t| t.observe(trigger))
+    }
+
+    /// Stops now with `status` (see [`Phase::stop_now`]), ending the turns
+    /// under way.
+    fn stop_now(&mut self, status: RunStatus) {
+        self.phase.stop_now(status);
+        self.interrupt();
+    }
+
+    /// Fails with `failure`, ending the turns under way.
+    fn fail(&mut self, failure: Failure) {
+        self.phase.fail(failure);
+        self.interrupt();
+    }
+
+    /// Ends every turn under way now, every retry still backing off, and
+    /// the wait for a partial batch.
+    fn interrupt(&mut self) {
+        self.parts.cancel_turns();
+        self.wake.release();
+    }
+
+    /// Participant `index`'s path, for errors.
+    fn agent_path(&self, index: usize) -> String {
+        self.parts.ctx(index).path().to_string()
+    }
+
+    /// Whether participant `index` has a turn under way (or backing off).
+    fn busy(&self, index: usize) -> bool {
+        self.parts.state(index).is_in_flight()
+    }
+
+    /// Whether participant `index`'s turn is under way on its actor.
+    fn running(&self, index: usize) -> bool {
+        self.parts.state(index) == TurnState::Running
+    }
+}

@@ -1,0 +1,303 @@
+//! The run's participants: each one's actor, context, retry attempts and
+//! where its turn stands ([`TurnState`]). The turns in flight are derived
+//! from those states; nothing else counts them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ractor::{Actor, ActorId, ActorRef};
+use tokio_util::sync::CancellationToken;
+
+use crate::context::RunContext;
+use crate::thread::Thread;
+use crate::workflow::agent_actor::{AgentActor, AgentArgs};
+use crate::workflow::protocol::{AgentMsg, RunMsg};
+use crate::workflow::spec::Spec;
+
+/// Where one participant's turn stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum TurnState {
+    /// No turn under way.
+    Idle,
+    /// A turn is under way on its actor.
+    Running,
+    /// A failed turn waits out its retry's backoff.
+    BackingOff,
+    /// Its turn was cancelled midway: it runs again when the run resumes.
+    CutShort,
+}
+
+impl TurnState {
+    /// Whether the run waits for this participant before it can end (and
+    /// no other turn of it may start).
+    #[inline]
+    pub(super) fn is_in_flight(self) -> bool {
+        matches!(self, TurnState::Running | TurnState::BackingOff)
+    }
+
+    /// Whether a run resumed from a checkpoint taken now runs this
+    /// participant's turn again (its input is in its thread already).
+    fn runs_again(self) -> bool {
+        self != TurnState::Idle
+    }
+}
+
+struct Participant {
+    actor: Option<ActorRef<AgentMsg>>,
+    state: TurnState,
+    /// Failed attempts of the current turn.
+    attempts: u32,
+    ctx: RunContext,
+}
+
+/// Every participant of one run, by index.
+pub(super) struct Participants {
+    /// The workflow: its agents, and the pool their actors come from.
+    spec: Arc<Spec>,
+    parts: Vec<Participant>,
+    /// How many participants are in a state in flight: the count over
+    /// `parts`, kept by [`Participants::set`], the one place a state
+    /// changes.
+    in_flight: usize,
+    actor_index: HashMap<ActorId, usize>,
+    /// Cancelled when turns under way must end now.
+    turns: CancellationToken,
+}
+
+impl Participants {
+    /// Every participant of `spec` idle, with a context under `ctx`.
+    pub(super) fn new(spec: &Arc<Spec>, ctx: &RunContext) -> Self {
+        let turns = ctx.cancellation().child_token();
+        let parts = spec
+            .names
+            .iter()
+            .map(|name| Participant {
+                actor: None,
+                state: TurnState::Idle,
+                attempts: 0,
+                ctx: ctx.derive(ctx.child_path(name), turns.clone(), ctx.deadline()),
+            })
+            .collect();
+        Participants {
+            spec: spec.clone(),
+            parts,
+            in_flight: 0,
+            actor_index: HashMap::new(),
+            turns,
+        }
+    }
+
+    /// How many participants there are.
+    #[inline]
+    pub(super) fn len(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// Where participant `i`'s turn stands.
+    #[inline]
+    pub(super) fn state(&self, i: usize) -> TurnState {
+        self.parts[i].state
+    }
+
+    /// Moves participant `i` to `state`.
+    #[inline]
+    pub(super) fn set(&mut self, i: usize, state: TurnState) {
+        let part = &mut self.parts[i];
+        let was = part.state.is_in_flight();
+        part.state = state;
+        match (was, state.is_in_flight()) {
+            (false, true) => self.in_flight += 1,
+            // `in_flight` counts the parts in flight, this one among them:
+            // it is at least 1 here.
+            (true, false) => self.in_flight -= 1,
+            _ => {}
+        }
+    }
+
+    /// How many participants the run waits for: turns under way and
+    /// retries backing off.
+    #[inline]
+    pub(super) fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// The participants whose turn runs again on resume, by index.
+    pub(super) fn to_run_again(&self) -> impl Iterator<Item = usize> + '_ {
+        self.parts
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.state.runs_again())
+            .map(|(i, _)| i)
+    }
+
+    /// Participant `i`'s context (its path names it in events).
+    #[inline]
+    pub(super) fn ctx(&self, i: usize) -> &RunContext {
+        &self.parts[i].ctx
+    }
+
+    /// Counts a failed attempt of participant `i`'s turn; returns how many
+    /// have failed.
+    pub(super) fn failed_attempt(&mut self, i: usize) -> u32 {
+        self.parts[i].attempts += 1;
+        self.parts[i].attempts
+    }
+
+    /// Participant `i`'s turn succeeded: its next failure is a first one.
+    #[inline]
+    pub(super) fn succeeded(&mut self, i: usize) {
+        self.parts[i].attempts = 0;
+    }
+
+    /// Whether the run's turns were told to end.
+    #[inline]
+    pub(super) fn turns_cancelled(&self) -> bool {
+        self.turns.is_cancelled()
+    }
+
+    /// Ends every turn under way now, and every retry still backing off.
+    pub(super) fn cancel_turns(&mut self) {
+        self.turns.cancel();
+        for i in 0..self.parts.len() {
+            if self.parts[i].state == TurnState::BackingOff {
+                self.set(i, TurnState::Idle);
+            }
+        }
+    }
+
+    /// The message lending participant `i` `thread` for a turn of run
+    /// `run`.
+    #[inline]
+    pub(super) fn turn(&self, i: usize, thread: Arc<Thread>, run: &ActorRef<RunMsg>) -> AgentMsg {
+        AgentMsg::Turn {
+            thread,
+            ctx: self.parts[i].ctx.clone(),
+            index: i,
+            run: run.clone(),
+            turns: self.turns.clone(),
+        }
+    }
+
+    /// Participant `i`'s actor: this run's, one kept from an earlier run
+    /// (linked to this run's supervisor), or a new one.
+    pub(super) async fn actor_for(
+        &mut self,
+        i: usize,
+        myself: &ActorRef<RunMsg>,
+    ) -> Result<ActorRef<AgentMsg>, String> {
+        if let Some(a) = &self.parts[i].actor {
+            return Ok(a.clone());
+        }
+        let actor = match self.spec.pool.as_ref().and_then(|p| p.take(i)) {
+            Some(kept) => {
+                kept.get_cell().link(myself.get_cell());
+                kept
+            }
+            None => {
+                let args = AgentArgs {
+                    agent: self.spec.agents[i].clone(),
+                };
+                // Boxed, as the other rare awaits of a turn's path: every
+                // future awaited here is part of the supervisor's handler
+                // future, which is built (and moved) for every message.
+                let (actor, _) = Box::pin(Actor::spawn_linked(
+                    None,
+                    AgentActor,
+                    args,
+                    myself.get_cell(),
+                ))
+                .await
+                .map_err(|e| format!("cannot start its actor: {e}"))?;
+                actor
+            }
+        };
+        self.actor_index.insert(actor.get_id(), i);
+        self.parts[i].actor = Some(actor.clone());
+        Ok(actor)
+    }
+
+    /// Drops this run's hold on participant `i`'s actor.
+    pub(super) fn forget_actor(&mut self, i: usize) {
+        if let Some(actor) = self.parts[i].actor.take() {
+            self.actor_index.remove(&actor.get_id());
+        }
+    }
+
+    /// Actor `id` went away: the participant it hosted, if it was one of
+    /// this run's.
+    pub(super) fn actor_gone(&mut self, id: ActorId) -> Option<usize> {
+        let i = self.actor_index.remove(&id)?;
+        self.parts[i].actor = None;
+        Some(i)
+    }
+
+    /// Hands the actors of idle participants to the workflow's pool (if it
+    /// keeps one), for its next run, unlinked from this run's supervisor;
+    /// an actor the pool has no room for stays linked and stops with this
+    /// run.
+    pub(super) fn keep_idle_actors(&mut self, myself: &ActorRef<RunMsg>) {
+        let Some(pool) = self.spec.pool.as_ref() else {
+            return;
+        };
+        for (i, part) in self.parts.iter_mut().enumerate() {
+            if part.state.is_in_flight() {
+                continue;
+            }
+            let Some(actor) = part.actor.take() else {
+                continue;
+            };
+            actor.get_cell().unlink(myself.get_cell());
+            if let Err(actor) = pool.give(i, actor) {
+                actor.get_cell().link(myself.get_cell());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{FnAgent, Workflow};
+
+    fn three() -> Participants {
+        let wf = Workflow::builder()
+            .participant(FnAgent::sync("a", |_: &Thread| Ok("")))
+            .participant(FnAgent::sync("b", |_: &Thread| Ok("")))
+            .participant(FnAgent::sync("c", |_: &Thread| Ok("")))
+            .build()
+            .unwrap();
+        Participants::new(&wf.spec, &RunContext::new())
+    }
+
+    #[test]
+    fn turns_in_flight_follow_the_states() {
+        let mut p = three();
+        assert_eq!(p.in_flight(), 0);
+        p.set(0, TurnState::Running);
+        p.set(1, TurnState::BackingOff);
+        p.set(2, TurnState::CutShort);
+        assert_eq!(p.in_flight(), 2);
+        assert_eq!(p.to_run_again().collect::<Vec<_>>(), [0, 1, 2]);
+        // Setting a state again changes nothing.
+        p.set(0, TurnState::Running);
+        assert_eq!(p.in_flight(), 2);
+        p.set(1, TurnState::Running);
+        assert_eq!(p.in_flight(), 2);
+        p.set(0, TurnState::Idle);
+        assert_eq!(p.in_flight(), 1);
+        assert_eq!(p.to_run_again().collect::<Vec<_>>(), [1, 2]);
+    }
+
+    #[test]
+    fn cancelling_turns_ends_backoffs_and_tells_turns_under_way() {
+        let mut p = three();
+        p.set(0, TurnState::Running);
+        p.set(1, TurnState::BackingOff);
+        p.cancel_turns();
+        assert!(p.turns_cancelled());
+        assert_eq!(p.state(1), TurnState::Idle);
+        // A turn under way ends when it reports back, not before.
+        assert_eq!(p.state(0), TurnState::Running);
+        assert_eq!(p.in_flight(), 1);
+    }
+}

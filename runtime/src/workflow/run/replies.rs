@@ -1,0 +1,154 @@
+//! What a finished turn's reply changes: the participant's thread and the
+//! run's, the messages routed on, the stop condition, a question to the
+//! caller, and — in a graph — the transitions taken.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use super::RunState;
+use super::phase::Failure;
+use crate::agent::Reply;
+use crate::event::Event;
+use crate::graph::Isolation;
+use crate::message::{Message, MessageId};
+use crate::stop::Trigger;
+use crate::workflow::request::InputRequest;
+use crate::workflow::result::RunStatus;
+
+impl RunState {
+    /// Appends a finished turn's messages, routes them, checks the stop
+    /// condition and, in a graph, takes the transitions that hold.
+    pub(super) fn apply_reply(&mut self, index: usize, reply: Box<Reply>) {
+        self.tally.turns += 1;
+        let name = self.spec.names[index].clone();
+        let path = self.parts.ctx(index).path().clone();
+        let state = self.threads.state_mut();
+        state.turns += 1;
+        state.last_speaker = Some(name.to_string());
+        let slot = self.spec.slot_of[index];
+        if let Some(t) = reply.thread {
+            self.threads.replace(slot, t);
+        }
+        if let Some(prompt) = &reply.request {
+            let request = InputRequest {
+                id: format!("{}-{}", name, &MessageId::new().to_string()[24..]),
+                agent: name.to_string(),
+                prompt: prompt.clone(),
+            };
+            self.ctx.emit_with(|| Event::InputRequested {
+                path: path.clone(),
+                request: request.id.clone(),
+                prompt: request.prompt.clone(),
+            });
+            self.tally.waiting.push(request);
+            self.phase
+                .stop_gracefully(RunStatus::WaitingForInput(Vec::new()));
+        }
+        if let Some(next) = &reply.next {
+            self.ctx.emit_with(|| Event::Selected {
+                path: path.clone(),
+                next: next.clone(),
+            });
+        }
+        for mut m in reply.private {
+            m.source = name.clone();
+            if let Some(u) = m.usage {
+                self.tally.usage += u;
+            }
+            self.threads.slot_mut(slot).push(m);
+        }
+        let mut produced = Vec::with_capacity(reply.messages.len());
+        for mut m in reply.messages {
+            m.source = name.clone();
+            let m = Arc::new(m);
+            self.threads.slot_mut(slot).push_shared(m.clone());
+            self.threads.root_mut().push_shared(m.clone());
+            if let Some(u) = m.usage {
+                self.tally.usage += u;
+            }
+            self.ctx.emit_with(|| Event::MessageProduced {
+                path: path.clone(),
+                message: m.clone(),
+            });
+            if let Some(to) = m.handoff_target() {
+                self.ctx.emit_with(|| Event::Handoff {
+                    path: path.clone(),
+                    to: to.to_string(),
+                });
+            }
+            if let Some(reason) = self.observe(Trigger::Message {
+                message: &m,
+                produced: true,
+            }) {
+                self.phase.stop_gracefully(RunStatus::Stopped(reason));
+            }
+            if !self.spec.edge_delivery {
+                self.inboxes.route(&self.spec, &self.ctx, &name, &m);
+            }
+            self.tally.produced.push(m.clone());
+            self.tally.last = Some(m.clone());
+            produced.push(m);
+        }
+        // A turn that only steered (a selector's) is not a turn of the
+        // conversation: it does not count towards max_turns.
+        if !produced.is_empty()
+            && let Some(reason) = self.observe(Trigger::Turn)
+        {
+            self.phase.stop_gracefully(RunStatus::Stopped(reason));
+        }
+        self.checkpoints.touch();
+        // An agent waiting for the caller's answer goes nowhere yet: it
+        // runs again once the answer arrives.
+        if reply.request.is_some() {
+            return;
+        }
+        if self.graph.is_some() {
+            self.take_transitions(index, &produced, reply.next.as_deref());
+        } else {
+            self.inboxes.mark_dirty(index);
+        }
+    }
+
+    /// Node `index` produced `produced` (and picked `selected`): takes the
+    /// transitions whose conditions hold, copying its thread to branches
+    /// that inherit it and, without a router, delivering along them.
+    fn take_transitions(
+        &mut self,
+        index: usize,
+        produced: &[Arc<Message>],
+        selected: Option<&[String]>,
+    ) {
+        let (Some(g), Some(run)) = (self.spec.graph.as_ref(), self.graph.as_mut()) else {
+            return;
+        };
+        let taken = match run.cursor.finished(g, index, produced, selected) {
+            Ok(taken) => taken,
+            Err(e) => {
+                self.fail(Failure::LoopLimit {
+                    step: e.step,
+                    limit: e.limit,
+                });
+                return;
+            }
+        };
+        let now = SystemTime::now();
+        for e in taken {
+            let to = g.edges[e].to;
+            let (from_slot, to_slot) = (self.spec.slot_of[index], self.spec.slot_of[to]);
+            // Agents sharing a thread inherit it already; copying it onto
+            // itself would clone the whole thread every turn.
+            if g.isolation[index] == Isolation::Inherit && from_slot != to_slot {
+                let parent = self.threads.slot(from_slot).clone();
+                self.threads
+                    .slot_mut(to_slot)
+                    .extend_shared(parent.messages().iter().cloned());
+            }
+            if self.spec.edge_delivery {
+                for m in produced {
+                    self.inboxes
+                        .push(&self.spec, &self.ctx, to, m.clone(), now, false);
+                }
+            }
+        }
+    }
+}

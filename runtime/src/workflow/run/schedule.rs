@@ -1,0 +1,177 @@
+//! Who runs next: the drive after every message the supervisor handles —
+//! by inbox readiness without a graph, by supersteps or by dataflow with
+//! one — and the run's end once nothing is left in flight.
+
+use std::time::SystemTime;
+
+use ractor::ActorRef;
+use troupe_router::Readiness;
+
+use super::RunState;
+use super::graph_run::Barrier;
+use super::phase::Failure;
+use crate::event::Event;
+use crate::graph::Scheduler;
+use crate::workflow::protocol::RunMsg;
+use crate::workflow::result::RunStatus;
+
+impl RunState {
+    /// Starts every turn that can start, and finishes the run when nothing
+    /// is left to do.
+    pub(super) async fn drive(&mut self, myself: &ActorRef<RunMsg>) {
+        if self.reply.is_none() {
+            return;
+        }
+        for index in std::mem::take(&mut self.restart) {
+            if !self.phase.is_failing() && !self.parts.turns_cancelled() {
+                self.start_turn(index, Vec::new(), myself).await;
+            }
+        }
+        if self.phase.is_running()
+            && self
+                .checkpoints
+                .due_every(self.spec.checkpoint_every, self.inboxes.delivered())
+        {
+            Box::pin(self.checkpoint_now()).await;
+        }
+        let graph = self
+            .spec
+            .graph
+            .as_ref()
+            .map(|g| (g.scheduler, g.max_supersteps));
+        match graph {
+            Some((Scheduler::Supersteps, limit)) => self.drive_supersteps(limit, myself).await,
+            Some((Scheduler::Dataflow, _)) => self.drive_dataflow(myself).await,
+            None => self.drive_router(myself).await,
+        }
+        if self.in_flight() == 0 && self.reply.is_some() {
+            Box::pin(self.finish(myself)).await;
+        }
+    }
+
+    /// Without a graph: every participant whose inbox holds a full batch
+    /// runs (up to the concurrency limit); when nothing runs, partial
+    /// batches wait for their max wait or are flushed.
+    async fn drive_router(&mut self, myself: &ActorRef<RunMsg>) {
+        let limit = self.spec.max_concurrency.unwrap_or(usize::MAX);
+        while self.in_flight() < limit {
+            let Some(i) = self.inboxes.pop_dirty() else {
+                break;
+            };
+            if self.phase.is_running() && !self.busy(i) {
+                self.try_start(i, false, myself).await;
+            }
+        }
+        if self.in_flight() > 0 || !self.phase.is_running() || self.inboxes.queued() == 0 {
+            return;
+        }
+        // Nothing runs: partial batches either wait for their max wait or,
+        // with none set, are flushed so no message is stranded.
+        let now = SystemTime::now();
+        for i in 0..self.parts.len() {
+            if self.inboxes.is_empty(i) || !self.phase.is_running() {
+                continue;
+            }
+            match self.inboxes.readiness(i, now) {
+                Readiness::Waiting { until: Some(t) } => {
+                    self.wake.arm(t, myself);
+                    self.wake.hold();
+                    return;
+                }
+                Readiness::Ready => self.try_start(i, false, myself).await,
+                _ => self.try_start(i, true, myself).await,
+            }
+        }
+    }
+
+    /// A graph in supersteps: once every turn of the open superstep is
+    /// done, its replies are applied in node order (or, interrupted, it is
+    /// undone), a checkpoint is taken, and the next superstep starts.
+    async fn drive_supersteps(&mut self, limit: Option<u64>, myself: &ActorRef<RunMsg>) {
+        // The router's readiness does not schedule a graph.
+        self.inboxes.clear_dirty();
+        if self.in_flight() > 0 {
+            return;
+        }
+        let interrupted = self.phase.is_failing()
+            || self.phase.is_stopping_with(&RunStatus::Cancelled)
+            || self.parts.turns_cancelled();
+        let Some(run) = self.graph.as_mut() else {
+            return;
+        };
+        match run.barrier(interrupted) {
+            Barrier::None => {}
+            Barrier::Undone => return,
+            Barrier::Completed { superstep, replies } => {
+                for (i, reply) in replies {
+                    self.apply_reply(i, reply);
+                }
+                self.ctx.emit_with(|| Event::SuperstepCompleted {
+                    path: self.ctx.path().clone(),
+                    superstep,
+                });
+                // Between supersteps nothing is in flight: the state is
+                // whole, and the next superstep has not begun. (Checked
+                // before the future is made: without a store there is
+                // nothing to box.)
+                if self.phase.is_running() && self.checkpoints.enabled() {
+                    Box::pin(self.checkpoint_now()).await;
+                }
+            }
+        }
+        let Some(run) = self.graph.as_mut() else {
+            return;
+        };
+        if !self.phase.is_running() || !run.cursor.has_next() {
+            return;
+        }
+        if let Some(limit) = limit
+            && run.cursor.superstep >= limit
+        {
+            self.fail(Failure::SuperstepLimit { limit });
+            return;
+        }
+        let (superstep, nodes) = run.open_superstep();
+        self.ctx.emit_with(|| Event::SuperstepStarted {
+            path: self.ctx.path().clone(),
+            superstep,
+            nodes: nodes
+                .iter()
+                .map(|&i| self.spec.names[i].to_string())
+                .collect(),
+        });
+        for i in nodes {
+            let batch = self.take_batch(i, true);
+            self.start_turn(i, batch, myself).await;
+        }
+    }
+
+    /// A graph in dataflow: every activated node not already running
+    /// starts, up to the concurrency limit, without waiting for others.
+    async fn drive_dataflow(&mut self, myself: &ActorRef<RunMsg>) {
+        self.inboxes.clear_dirty();
+        if !self.phase.is_running() {
+            return;
+        }
+        let room = self
+            .spec
+            .max_concurrency
+            .unwrap_or(usize::MAX)
+            .saturating_sub(self.in_flight());
+        let mut ready = Vec::new();
+        if let Some(run) = self.graph.as_mut() {
+            for &i in run.cursor.next_nodes() {
+                if !self.parts.state(i).is_in_flight() && ready.len() < room {
+                    ready.push(i);
+                }
+            }
+            for &i in &ready {
+                run.cursor.take_one(i);
+            }
+        }
+        for i in ready {
+            let batch = self.take_batch(i, true);
+            self.start_turn(i, batch, myself).await;
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! The run's thread, taken apart into slots while the run goes on — one
+//! thread per participant or shared group, lent to turns as an `Arc` — and
+//! put back together, by the same code, for a checkpoint and at the end.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::graph::cursor::Cursor;
+use crate::message::Message;
+use crate::thread::{Thread, WorkflowState};
+use crate::workflow::request::InputRequest;
+use crate::workflow::scheduler_state::SchedulerState;
+use crate::workflow::spec::Spec;
+
+/// What of a thread's workflow state lives with other owners while the
+/// run goes on: inbox contents, the graph's cursor, the turns to run
+/// again. Taken out when the thread is taken apart, given back when it is
+/// put together.
+#[derive(Default, Clone)]
+pub(super) struct Scheduling {
+    /// Messages waiting in each inbox, by participant name.
+    pub(super) pending: BTreeMap<String, Vec<Arc<Message>>>,
+    /// Where a graph run stands, if it has nodes left to run.
+    pub(super) graph: Option<Cursor>,
+    /// Participants whose turn runs again.
+    pub(super) interrupted: Vec<String>,
+    /// Questions this run asked the caller (taken apart: none yet).
+    pub(super) new_requests: Vec<InputRequest>,
+}
+
+/// The run's thread, taken apart.
+#[derive(Default)]
+pub(super) struct ThreadSlots {
+    /// The run thread's own messages.
+    root: Thread,
+    /// Children of the input thread that belong to no slot: kept as they
+    /// were.
+    foreign: BTreeMap<String, Thread>,
+    slots: Vec<Arc<Thread>>,
+    /// Slots some participant uses (only those become children).
+    used: Vec<bool>,
+    /// The workflow state, its scheduling part taken out.
+    state: WorkflowState,
+}
+
+impl ThreadSlots {
+    /// Takes `thread` apart into `spec`'s slots; returns them and the
+    /// scheduling state other owners keep while the run goes on.
+    pub(super) fn take_apart(spec: &Spec, mut thread: Thread) -> (Self, Scheduling) {
+        let mut children = std::mem::take(thread.children_mut());
+        let mut state = thread.state_mut().take().unwrap_or_default();
+        let mut used = vec![false; spec.slot_names.len()];
+        for &s in &spec.slot_of {
+            used[s] = true;
+        }
+        let slots = spec
+            .slot_names
+            .iter()
+            .map(|n| Arc::new(children.remove(n).unwrap_or_default()))
+            .collect();
+        // The requests stay: the state keeps them until they are answered.
+        let carried = state.scheduler.take();
+        state.scheduler = SchedulerState::new(None, carried.requests, Vec::new());
+        let scheduling = Scheduling {
+            pending: std::mem::take(&mut state.pending),
+            graph: carried.graph,
+            interrupted: carried.interrupted,
+            new_requests: Vec::new(),
+        };
+        let slots = ThreadSlots {
+            root: thread,
+            foreign: children,
+            slots,
+            used,
+            state,
+        };
+        (slots, scheduling)
+    }
+
+    /// The thread as it is now, with `scheduling`, without disturbing the
+    /// run (for a checkpoint).
+    pub(super) fn to_thread(&self, spec: &Spec, scheduling: Scheduling) -> Thread {
+        put_together(
+            spec,
+            self.root.clone(),
+            self.foreign.clone(),
+            self.slots.iter().cloned(),
+            &self.used,
+            self.state.clone(),
+            scheduling,
+        )
+    }
+
+    /// The thread put back together with `scheduling`, at the run's end.
+    pub(super) fn into_thread(self, spec: &Spec, scheduling: Scheduling) -> Thread {
+        put_together(
+            spec,
+            self.root,
+            self.foreign,
+            self.slots,
+            &self.used,
+            self.state,
+            scheduling,
+        )
+    }
+
+    /// The run thread's own messages.
+    #[inline]
+    pub(super) fn root(&self) -> &Thread {
+        &self.root
+    }
+
+    /// The run thread's own messages, to append to.
+    #[inline]
+    pub(super) fn root_mut(&mut self) -> &mut Thread {
+        &mut self.root
+    }
+
+    /// The workflow state (its scheduling part is elsewhere).
+    #[inline]
+    pub(super) fn state(&self) -> &WorkflowState {
+        &self.state
+    }
+
+    /// The workflow state, to update.
+    #[inline]
+    pub(super) fn state_mut(&mut self) -> &mut WorkflowState {
+        &mut self.state
+    }
+
+    /// Slot `s`'s thread, to lend to a turn.
+    #[inline]
+    pub(super) fn slot(&self, s: usize) -> &Arc<Thread> {
+        &self.slots[s]
+    }
+
+    /// Slot `s`'s thread, to append to (copied first if a turn still holds
+    /// it).
+    #[inline]
+    pub(super) fn slot_mut(&mut self, s: usize) -> &mut Thread {
+        Arc::make_mut(&mut self.slots[s])
+    }
+
+    /// Replaces slot `s`'s thread (a turn gave back a new one).
+    #[inline]
+    pub(super) fn replace(&mut self, s: usize, thread: Thread) {
+        self.slots[s] = Arc::new(thread);
+    }
+}
+
+/// Puts a thread back together: the used slots become children under
+/// their names beside the foreign ones, and the state gets its scheduling
+/// part back, counting every message of the thread as taken in.
+fn put_together(
+    spec: &Spec,
+    mut root: Thread,
+    mut children: BTreeMap<String, Thread>,
+    slots: impl IntoIterator<Item = Arc<Thread>>,
+    used: &[bool],
+    mut state: WorkflowState,
+    scheduling: Scheduling,
+) -> Thread {
+    for (s, slot) in slots.into_iter().enumerate() {
+        if used[s] {
+            // A slot still lent (or borrowed for a checkpoint) is copied.
+            let t = Arc::try_unwrap(slot).unwrap_or_else(|shared| (*shared).clone());
+            children.insert(spec.slot_names[s].clone(), t);
+        }
+    }
+    *root.children_mut() = children;
+    let mut requests = state.scheduler.take().requests;
+    requests.extend(scheduling.new_requests);
+    state.scheduler = SchedulerState::new(scheduling.graph, requests, scheduling.interrupted);
+    state.pending = scheduling.pending;
+    state.consumed = root.len();
+    *root.state_mut() = Some(state);
+    root
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{FnAgent, Workflow};
+
+    /// Two participants sharing the slot "pair", and one of their own.
+    fn spec() -> Arc<Spec> {
+        Workflow::builder()
+            .participant(FnAgent::sync("a", |_: &Thread| Ok("")))
+            .participant(FnAgent::sync("b", |_: &Thread| Ok("")))
+            .participant(FnAgent::sync("c", |_: &Thread| Ok("")))
+            .shared_thread("pair", ["a", "b"])
+            .build()
+            .unwrap()
+            .spec
+    }
+
+    fn thread() -> Thread {
+        let mut t = Thread::from_messages([Message::user("hi"), Message::text("c", "yo")]);
+        let children = t.children_mut();
+        children.insert("pair".into(), Thread::from_messages([Message::user("p")]));
+        children.insert("c".into(), Thread::from_messages([Message::user("q")]));
+        children.insert(
+            "elsewhere".into(),
+            Thread::from_messages([Message::user("x")]),
+        );
+        let mut state = WorkflowState {
+            consumed: 1,
+            turns: 4,
+            last_speaker: Some("c".into()),
+            ..WorkflowState::default()
+        };
+        state
+            .pending
+            .insert("c".into(), vec![Arc::new(Message::user("waiting"))]);
+        state.scheduler.body_mut().interrupted.push("a".into());
+        state.scheduler.body_mut().requests.push(InputRequest {
+            id: "r1".into(),
+            agent: "c".into(),
+            prompt: "when?".into(),
+        });
+        *t.state_mut() = Some(state);
+        t
+    }
+
+    #[test]
+    fn a_thread_taken_apart_and_put_back_together_is_whole() {
+        let spec = spec();
+        let original = thread();
+        let (slots, scheduling) = ThreadSlots::take_apart(&spec, original.clone());
+        assert_eq!(scheduling.interrupted, ["a"]);
+        assert_eq!(scheduling.pending.len(), 1);
+        assert_eq!(slots.slot(spec.slot_of[0]).len(), 1);
+        assert!(Arc::ptr_eq(
+            slots.slot(spec.slot_of[0]),
+            slots.slot(spec.slot_of[1])
+        ));
+        let now = slots.to_thread(&spec, scheduling.clone());
+        let end = slots.into_thread(&spec, scheduling);
+        assert_eq!(now, end);
+        let mut expected = original;
+        if let Some(state) = expected.state_mut() {
+            state.consumed = 2;
+        }
+        assert_eq!(end, expected);
+    }
+
+    #[test]
+    fn putting_together_adds_the_runs_questions_to_the_earlier_ones() {
+        let spec = spec();
+        let (slots, mut scheduling) = ThreadSlots::take_apart(&spec, thread());
+        scheduling.new_requests.push(InputRequest {
+            id: "r2".into(),
+            agent: "a".into(),
+            prompt: "why?".into(),
+        });
+        scheduling.interrupted.clear();
+        let t = slots.into_thread(&spec, scheduling);
+        let scheduler = &t.state().unwrap().scheduler;
+        let ids: Vec<_> = scheduler.requests().iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["r1", "r2"]);
+        assert!(scheduler.body().unwrap().interrupted.is_empty());
+    }
+}

@@ -1,0 +1,224 @@
+//! A participant's turn from start to end: its input taken from its inbox,
+//! its thread lent to its actor, its outcome received, its retries, and
+//! the loss of its actor.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use ractor::ActorRef;
+use troupe_router::Readiness;
+
+use super::RunState;
+use super::participants::TurnState;
+use super::phase::Failure;
+use crate::agent::ErrorKind;
+use crate::event::Event;
+use crate::graph::node_input;
+use crate::message::Message;
+use crate::workflow::protocol::{RunMsg, TurnOutcome};
+use crate::workflow::result::RunStatus;
+
+impl RunState {
+    /// Takes what participant `i` reads this turn — a full batch, or with
+    /// `all` everything in its inbox — shaped by its input mode.
+    pub(super) fn take_batch(&mut self, i: usize, all: bool) -> Vec<Arc<Message>> {
+        let batch = self.inboxes.take(&self.spec, &self.ctx, i, all);
+        let spec = &*self.spec;
+        node_input::render(spec.inputs[i], batch, |step| spec.description_of(step))
+    }
+
+    /// Starts participant `i`'s turn if its inbox is ready (or, with
+    /// `flush`, holds anything).
+    pub(super) async fn try_start(&mut self, i: usize, flush: bool, myself: &ActorRef<RunMsg>) {
+        if !flush {
+            match self.inboxes.readiness(i, SystemTime::now()) {
+                Readiness::Ready => {}
+                Readiness::Waiting { until: Some(t) } => {
+                    self.wake.arm(t, myself);
+                    return;
+                }
+                _ => return,
+            }
+        }
+        let batch = self.take_batch(i, flush);
+        if !batch.is_empty() {
+            self.start_turn(i, batch, myself).await;
+        }
+    }
+
+    /// Appends `batch` to participant `i`'s thread and lends it the thread
+    /// for a turn.
+    pub(super) async fn start_turn(
+        &mut self,
+        i: usize,
+        batch: Vec<Arc<Message>>,
+        myself: &ActorRef<RunMsg>,
+    ) {
+        let mut actor = match self.parts.actor_for(i, myself).await {
+            Ok(a) => a,
+            Err(reason) => {
+                let agent = self.agent_path(i);
+                self.fail(Failure::Lost { agent, reason });
+                return;
+            }
+        };
+        let taken = batch.len();
+        let slot = self.spec.slot_of[i];
+        if taken > 0 {
+            self.threads.slot_mut(slot).extend_shared(batch);
+        }
+        self.checkpoints.touch();
+        let mut turn = self.parts.turn(i, self.threads.slot(slot).clone(), myself);
+        if let Err(e) = actor.cast(turn) {
+            // A kept actor may have died with the runtime that ran it (a
+            // workflow reused under another runtime): one fresh spawn.
+            turn = match e {
+                ractor::MessagingErr::SendErr(turn) => turn,
+                _ => self.parts.turn(i, self.threads.slot(slot).clone(), myself),
+            };
+            self.parts.forget_actor(i);
+            let retried = match self.parts.actor_for(i, myself).await {
+                Ok(fresh) => {
+                    actor = fresh;
+                    actor.cast(turn).is_ok()
+                }
+                Err(_) => false,
+            };
+            if !retried {
+                let agent = self.agent_path(i);
+                self.fail(Failure::Lost {
+                    agent,
+                    reason: "its actor no longer takes messages".into(),
+                });
+                return;
+            }
+        }
+        self.parts.set(i, TurnState::Running);
+        self.ctx.emit_with(|| Event::AgentStarted {
+            path: self.parts.ctx(i).path().clone(),
+            batch: taken,
+        });
+    }
+
+    /// Participant `index`'s turn ended with `outcome`.
+    pub(super) fn turn_done(
+        &mut self,
+        index: usize,
+        outcome: TurnOutcome,
+        elapsed: Duration,
+        myself: &ActorRef<RunMsg>,
+    ) {
+        if !self.running(index) {
+            return; // a turn this run no longer waits for
+        }
+        self.parts.set(index, TurnState::Idle);
+        let path = self.parts.ctx(index).path().clone();
+        let reply = match outcome {
+            TurnOutcome::Done(reply) => reply,
+            TurnOutcome::Failed(source) => {
+                let text = source.to_string();
+                if !self.retry_later(index, Some(source.kind()), &text, myself) {
+                    self.fail(Failure::Failed {
+                        agent: path.to_string(),
+                        source: *source,
+                    });
+                }
+                return;
+            }
+            TurnOutcome::Cancelled => {
+                // Cut short: it runs again when the run resumes. (A graph's
+                // interrupted superstep is re-activated whole instead.)
+                if !self.spec.supersteps() {
+                    self.parts.set(index, TurnState::CutShort);
+                }
+                // The turn may learn of the caller's cancel before the
+                // watcher's message arrives: the run is cancelled either way.
+                if self.ctx.cancellation().is_cancelled() {
+                    self.stop_now(RunStatus::Cancelled);
+                }
+                return;
+            }
+        };
+        self.parts.succeeded(index);
+        self.ctx.emit_with(|| Event::AgentFinished {
+            path,
+            produced: reply.messages.len(),
+            elapsed_ms: elapsed.as_secs_f64() * 1e3,
+        });
+        match &mut self.graph {
+            // Applied at the barrier, in node order, so the superstep's
+            // outcome does not depend on which turn finished first.
+            Some(g) if self.spec.supersteps() => g.hold(index, reply),
+            _ => self.apply_reply(index, reply),
+        }
+    }
+
+    /// Schedules another attempt of participant `index`'s failed turn if
+    /// its retry policy allows; returns whether it did.
+    fn retry_later(
+        &mut self,
+        index: usize,
+        kind: Option<ErrorKind>,
+        error: &str,
+        myself: &ActorRef<RunMsg>,
+    ) -> bool {
+        if self.phase.is_failing() || self.parts.turns_cancelled() {
+            return false;
+        }
+        let Some(policy) = &self.spec.retries[index] else {
+            return false;
+        };
+        let attempt = self.parts.failed_attempt(index);
+        if !policy.should_retry(attempt, kind) {
+            return false;
+        }
+        let delay = policy.delay(attempt);
+        self.parts.set(index, TurnState::BackingOff);
+        self.ctx.emit_with(|| Event::Retry {
+            path: self.parts.ctx(index).path().clone(),
+            attempt,
+            error: error.to_string(),
+            delay_ms: delay.as_secs_f64() * 1e3,
+        });
+        myself.send_after(delay, move || RunMsg::Retry { index });
+        true
+    }
+
+    /// A retry's backoff is over: the same turn again, on the same thread,
+    /// started by the next drive (the actor may have to be spawned again,
+    /// which takes an await).
+    pub(super) fn retry_now(&mut self, index: usize) {
+        if self.parts.state(index) != TurnState::BackingOff {
+            return; // interrupted meanwhile
+        }
+        self.parts.set(index, TurnState::Idle);
+        self.restart.push(index);
+    }
+
+    /// Participant `index`'s actor went away, having `failed` with this
+    /// text or stopped: a turn it had under way is retried as a panic or
+    /// fails the run; an idle actor is spawned again when needed.
+    pub(super) fn actor_lost(
+        &mut self,
+        index: usize,
+        failed: Option<String>,
+        myself: &ActorRef<RunMsg>,
+    ) {
+        if !self.busy(index) {
+            return;
+        }
+        self.parts.set(index, TurnState::Idle);
+        let agent = self.agent_path(index);
+        match failed {
+            Some(message) => {
+                if !self.retry_later(index, None, &message, myself) {
+                    self.fail(Failure::Panicked { agent, message });
+                }
+            }
+            None => self.fail(Failure::Lost {
+                agent,
+                reason: "its actor was stopped".into(),
+            }),
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! [`SchedulerState`]: the scheduler's part of a workflow's state in a
+//! thread — where a graph run stands, the questions waiting for the
+//! caller, the turns to run again — typed, and versioned so that a state
+//! this build cannot read is refused by name rather than taken for none.
+
+use serde::{Deserialize, Serialize};
+
+use super::request::InputRequest;
+use crate::graph::cursor::Cursor;
+
+/// The layout of a scheduler state this build writes and reads; bump it
+/// when the state changes shape or meaning.
+pub(crate) const SCHEDULER_STATE_VERSION: u32 = 1;
+
+/// What a workflow's scheduler needs to carry on where a run left off,
+/// kept in [`WorkflowState::scheduler`](crate::WorkflowState::scheduler).
+///
+/// The engine writes it when a run ends or takes a checkpoint; callers
+/// only read it (see [`SchedulerState::requests`]). Empty, it holds
+/// nothing at all: a thread travels in every turn's reply, so it stays
+/// small.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SchedulerState {
+    body: Option<Box<SchedulerBody>>,
+}
+
+/// A scheduler state with something in it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SchedulerBody {
+    /// The `SCHEDULER_STATE_VERSION` it was written with.
+    pub(crate) version: u32,
+    /// Where a graph run that stopped midway stands; `None` when there is
+    /// no graph or it ran out of nodes (it starts afresh next time).
+    pub(crate) graph: Option<Cursor>,
+    /// Questions to the caller not answered yet.
+    pub(crate) requests: Vec<InputRequest>,
+    /// Participants whose turn was under way or cut short when the state
+    /// was taken: their input is in their threads, and they run again.
+    pub(crate) interrupted: Vec<String>,
+}
+
+impl Default for SchedulerBody {
+    fn default() -> Self {
+        SchedulerBody {
+            version: SCHEDULER_STATE_VERSION,
+            graph: None,
+            requests: Vec::new(),
+            interrupted: Vec::new(),
+        }
+    }
+}
+
+/// A scheduler state this workflow cannot carry on from.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchedulerStateError {
+    /// It was written with a layout this build does not read.
+    #[error("scheduler state has version {found}, this build reads version {expected}")]
+    UnknownVersion {
+        /// The version read here.
+        expected: u32,
+        /// The state's.
+        found: u32,
+    },
+    /// Its graph cursor was not made for this workflow's graph.
+    #[error("its graph cursor does not fit the workflow's graph ({0})")]
+    GraphMismatch(&'static str),
+    /// It names a participant the workflow does not have.
+    #[error("its {role} names '{name}', who is not a participant")]
+    UnknownParticipant {
+        /// What names it: an interrupted turn or an input request.
+        role: &'static str,
+        /// The name.
+        name: String,
+    },
+}
+
+impl SchedulerState {
+    /// A state of the current version holding these parts (nothing at all
+    /// when they are all empty).
+    pub(crate) fn new(
+        graph: Option<Cursor>,
+        requests: Vec<InputRequest>,
+        interrupted: Vec<String>,
+    ) -> Self {
+        let empty = graph.is_none() && requests.is_empty() && interrupted.is_empty();
+        SchedulerState {
+            body: (!empty).then(|| {
+                Box::new(SchedulerBody {
+                    graph,
+                    requests,
+                    interrupted,
+                    ..SchedulerBody::default()
+                })
+            }),
+        }
+    }
+
+    /// The version of the layout it was written with.
+    pub fn version(&self) -> u32 {
+        self.body
+            .as_ref()
+            .map_or(SCHEDULER_STATE_VERSION, |b| b.version)
+    }
+
+    /// The questions to the caller not answered yet.
+    pub fn requests(&self) -> &[InputRequest] {
+        self.body.as_ref().map_or(&[], |b| &b.requests)
+    }
+
+    /// What it holds, if anything.
+    pub(crate) fn body(&self) -> Option<&SchedulerBody> {
+        self.body.as_deref()
+    }
+
+    /// What it holds, to change (made empty first if need be).
+    pub(crate) fn body_mut(&mut self) -> &mut SchedulerBody {
+        self.body.get_or_insert_with(Box::default)
+    }
+
+    /// Takes what it holds, leaving it empty.
+    pub(crate) fn take(&mut self) -> SchedulerBody {
+        self.body.take().map(|b| *b).unwrap_or_default()
+    }
+
+    /// Refuses a state written with another layout.
+    pub(crate) fn check_version(&self) -> Result<(), SchedulerStateError> {
+        match self.version() {
+            SCHEDULER_STATE_VERSION => Ok(()),
+            found => Err(SchedulerStateError::UnknownVersion {
+                expected: SCHEDULER_STATE_VERSION,
+                found,
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_state_holds_nothing_and_a_thread_stays_small() {
+        // A thread travels in every reply: its state must not grow it.
+        assert_eq!(
+            std::mem::size_of::<SchedulerState>(),
+            std::mem::size_of::<usize>()
+        );
+        let empty = SchedulerState::new(None, Vec::new(), Vec::new());
+        assert_eq!(empty, SchedulerState::default());
+        assert_eq!(empty.version(), SCHEDULER_STATE_VERSION);
+        assert!(empty.body().is_none());
+        let one = SchedulerState::new(None, Vec::new(), vec!["a".into()]);
+        assert_eq!(one.body().map(|b| b.interrupted.len()), Some(1));
+    }
+
+    #[test]
+    fn it_round_trips_through_the_codec_and_json() {
+        let state = SchedulerState::new(
+            None,
+            vec![InputRequest {
+                id: "r".into(),
+                agent: "a".into(),
+                prompt: "?".into(),
+            }],
+            vec!["b".into()],
+        );
+        let back: SchedulerState =
+            crate::codec::decode(&crate::codec::encode(&state).unwrap()).unwrap();
+        assert_eq!(back, state);
+        let json = serde_json::to_string(&state).unwrap();
+        assert!(json.contains("\"version\":1"), "{json}");
+        assert_eq!(
+            serde_json::from_str::<SchedulerState>(&json).unwrap(),
+            state
+        );
+        assert_eq!(
+            serde_json::to_string(&SchedulerState::default()).unwrap(),
+            "null"
+        );
+    }
+}

@@ -1,0 +1,62 @@
+//! [`Spec`]: the immutable description of a workflow, shared by its runs.
+
+use std::sync::Arc;
+
+use troupe_router::Router;
+
+use super::actor_pool::ActorPool;
+use crate::agent::Agent;
+use crate::graph::{Graph, NodeInput};
+use crate::retry::RetryPolicy;
+use crate::stop::StopCondition;
+use crate::store::CheckpointStore;
+
+/// The immutable description of a workflow, shared by all of its runs.
+pub(crate) struct Spec {
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) agents: Vec<Arc<dyn Agent>>,
+    pub(crate) names: Vec<Arc<str>>,
+    pub(crate) router: Router,
+    /// Participant index → thread slot.
+    pub(crate) slot_of: Vec<usize>,
+    /// Thread slot → key in the run thread's children.
+    pub(crate) slot_names: Vec<String>,
+    pub(crate) stop: Option<StopCondition>,
+    /// Retry policy by participant.
+    pub(crate) retries: Vec<Option<RetryPolicy>>,
+    /// What each participant receives of its predecessors (graph mode).
+    pub(crate) inputs: Vec<NodeInput>,
+    /// The control-flow graph, if any.
+    pub(crate) graph: Option<Graph>,
+    /// Graph without a router: messages travel along the transitions taken.
+    pub(crate) edge_delivery: bool,
+    /// At most this many turns at once (router and dataflow scheduling).
+    pub(crate) max_concurrency: Option<usize>,
+    /// Where checkpoints go.
+    pub(crate) store: Option<Arc<dyn CheckpointStore>>,
+    /// Also checkpoint every this many deliveries (router-only, dataflow).
+    pub(crate) checkpoint_every: Option<u64>,
+    /// See [`topology_hash`](super::snapshot::topology_hash).
+    pub(crate) topology_hash: u64,
+    /// Agent actors kept between runs (`None`: each run spawns its own).
+    pub(crate) pool: Option<ActorPool>,
+}
+
+impl Spec {
+    /// The description of participant `name` ("" for none, or for a name
+    /// that is not a participant).
+    pub(crate) fn description_of(&self, name: &str) -> &str {
+        self.router
+            .index_of(name)
+            .map_or("", |i| self.agents[i].description())
+    }
+
+    /// Whether the graph, if any, runs in supersteps.
+    #[inline]
+    pub(crate) fn supersteps(&self) -> bool {
+        self.graph
+            .as_ref()
+            .is_some_and(|g| g.scheduler == crate::graph::Scheduler::Supersteps)
+    }
+}
