@@ -630,3 +630,53 @@ fn the_same_file_runs_against_an_endpoint() {
     // Three agents, one call each: no script was used.
     assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 3);
 }
+
+#[test]
+fn a_device_or_fifo_is_refused_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("pipe.yaml");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("run mkfifo");
+    assert!(made.success(), "mkfifo failed");
+    let nests = write_config(
+        dir.path(),
+        "nests.yaml",
+        "version: 1\nmodels: {m: {provider: scripted}}\nagents: {a: {model: m}}\nworkflows:\n  x: {file: pipe.yaml}\n  z: {file: /dev/zero}\nworkflow:\n  steps: [{workflow: x}, {workflow: z}]\n",
+    );
+    let fifo = fifo.to_str().expect("utf-8 path");
+    let nests = nests.to_str().expect("utf-8 path");
+    for (args, says) in [
+        (&["validate", fifo][..], "not a regular file (a FIFO)"),
+        (
+            &["validate", "/dev/zero"],
+            "not a regular file (a character device)",
+        ),
+        (&["run", fifo, "x"], "not a regular file (a FIFO)"),
+        (
+            &["validate", nests],
+            "nests.yaml:5:13: field `workflows.x.file`: cannot read",
+        ),
+        (
+            &["validate", nests],
+            "nests.yaml:6:13: field `workflows.z.file`: cannot read `/dev/zero`: not a regular file",
+        ),
+    ] {
+        let started = Instant::now();
+        // A hang here would block on the FIFO or read /dev/zero forever:
+        // `wait` kills it after the timeout and the exit code is not 2.
+        let out = wait(
+            troupe(args).spawn().expect("start troupe"),
+            Duration::from_secs(10),
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{args:?} took {:?}",
+            started.elapsed()
+        );
+    }
+}

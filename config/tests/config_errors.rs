@@ -446,6 +446,20 @@ fn cases() -> Vec<Case> {
             "cannot read",
         ),
         with_base(
+            "nested file a device",
+            "workflows:\n  sub: {file: /dev/zero}\nworkflow:\n  steps: [{workflow: sub}]\n",
+            "t.yaml:8:15",
+            "workflows.sub.file",
+            "cannot read `/dev/zero`: not a regular file (a character device)",
+        ),
+        with_base(
+            "nested file a directory",
+            "workflows:\n  sub: {file: /}\nworkflow:\n  steps: [{workflow: sub}]\n",
+            "t.yaml:8:15",
+            "workflows.sub.file",
+            "cannot read `/`: not a regular file (a directory)",
+        ),
+        with_base(
             "unknown nested workflow",
             "workflow:\n  steps: [{workflow: sub}]\n",
             "t.yaml:8:22",
