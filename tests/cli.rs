@@ -268,6 +268,42 @@ fn a_closed_stdout_fails_without_a_panic() {
     }
 }
 
+#[test]
+fn a_run_whose_output_is_lost_fails() {
+    let cfg = "examples/configs/qa_loop.yaml";
+    for args in [
+        &["run", cfg, "a task"][..],
+        &["run", "--quiet", cfg, "a task"],
+        &["run", "--events", "jsonl", cfg, "a task"],
+    ] {
+        // A full disk: every write fails with ENOSPC.
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("open /dev/full");
+        let out = wait(
+            troupe(args).stdout(full).spawn().expect("start troupe"),
+            Duration::from_secs(30),
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("cannot write to stdout"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+
+        // A reader that went away: a quiet failure.
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        let out = wait(
+            troupe(args).stdout(writer).spawn().expect("start troupe"),
+            Duration::from_secs(30),
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(!err.contains("cannot write"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
 /// A small structural parser of the Mermaid flowcharts `troupe graph`
 /// prints: a header, node declarations, and edges between declared nodes.
 mod mermaid {
