@@ -265,6 +265,13 @@ fn cases() -> Vec<Case> {
             "must be at least 1",
         ),
         with_base(
+            "huge max_turns",
+            "workflow:\n  sequential: {participants: [a]}\n  max_turns: 99999999999999999999999999\n",
+            "t.yaml:9:14",
+            "workflow.max_turns",
+            "the number 99999999999999999999999999 is out of range",
+        ),
+        with_base(
             "retry that never retries",
             "workflow:\n  steps:\n    - {agent: a, retry: {max_attempts: 0}}\n",
             "t.yaml:9:40",
