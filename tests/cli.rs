@@ -716,3 +716,26 @@ fn a_device_or_fifo_is_refused_at_once() {
         );
     }
 }
+
+#[test]
+fn a_config_past_the_size_cap_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A valid config, padded with a comment to one byte past the cap.
+    let head =
+        "version: 1\nmodels: {m: {provider: scripted, replies: [hi]}}\nagents: {a: {model: m}}\n# ";
+    let cap = usize::try_from(troupe::config::MAX_CONFIG_BYTES).expect("a usize cap");
+    let body = format!("{head}{}\n", "x".repeat(cap - head.len()));
+    let big = write_config(dir.path(), "big.yaml", &body);
+    let out = run(&["validate", big.to_str().expect("utf-8 path")]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("big.yaml: cannot read: larger than the 8388608-byte limit"),
+        "{err}"
+    );
+    // One byte less is read (and valid).
+    let body = format!("{head}{}\n", "x".repeat(cap - head.len() - 1));
+    let fits = write_config(dir.path(), "fits.yaml", &body);
+    let out = run(&["validate", fits.to_str().expect("utf-8 path")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
