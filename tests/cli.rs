@@ -268,6 +268,42 @@ fn a_closed_stdout_fails_without_a_panic() {
     }
 }
 
+#[test]
+fn a_run_whose_output_is_lost_fails() {
+    let cfg = "examples/configs/qa_loop.yaml";
+    for args in [
+        &["run", cfg, "a task"][..],
+        &["run", "--quiet", cfg, "a task"],
+        &["run", "--events", "jsonl", cfg, "a task"],
+    ] {
+        // A full disk: every write fails with ENOSPC.
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("open /dev/full");
+        let out = wait(
+            troupe(args).stdout(full).spawn().expect("start troupe"),
+            Duration::from_secs(30),
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("cannot write to stdout"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+
+        // A reader that went away: a quiet failure.
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        let out = wait(
+            troupe(args).stdout(writer).spawn().expect("start troupe"),
+            Duration::from_secs(30),
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(!err.contains("cannot write"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
 /// A small structural parser of the Mermaid flowcharts `troupe graph`
 /// prints: a header, node declarations, and edges between declared nodes.
 mod mermaid {
@@ -629,4 +665,77 @@ fn the_same_file_runs_against_an_endpoint() {
     assert_eq!(text(&out.stdout).trim_end(), "from the server");
     // Three agents, one call each: no script was used.
     assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 3);
+}
+
+#[test]
+fn a_device_or_fifo_is_refused_at_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("pipe.yaml");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("run mkfifo");
+    assert!(made.success(), "mkfifo failed");
+    let nests = write_config(
+        dir.path(),
+        "nests.yaml",
+        "version: 1\nmodels: {m: {provider: scripted}}\nagents: {a: {model: m}}\nworkflows:\n  x: {file: pipe.yaml}\n  z: {file: /dev/zero}\nworkflow:\n  steps: [{workflow: x}, {workflow: z}]\n",
+    );
+    let fifo = fifo.to_str().expect("utf-8 path");
+    let nests = nests.to_str().expect("utf-8 path");
+    for (args, says) in [
+        (&["validate", fifo][..], "not a regular file (a FIFO)"),
+        (
+            &["validate", "/dev/zero"],
+            "not a regular file (a character device)",
+        ),
+        (&["run", fifo, "x"], "not a regular file (a FIFO)"),
+        (
+            &["validate", nests],
+            "nests.yaml:5:13: field `workflows.x.file`: cannot read",
+        ),
+        (
+            &["validate", nests],
+            "nests.yaml:6:13: field `workflows.z.file`: cannot read `/dev/zero`: not a regular file",
+        ),
+    ] {
+        let started = Instant::now();
+        // A hang here would block on the FIFO or read /dev/zero forever:
+        // `wait` kills it after the timeout and the exit code is not 2.
+        let out = wait(
+            troupe(args).spawn().expect("start troupe"),
+            Duration::from_secs(10),
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{args:?} took {:?}",
+            started.elapsed()
+        );
+    }
+}
+
+#[test]
+fn a_config_past_the_size_cap_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A valid config, padded with a comment to one byte past the cap.
+    let head =
+        "version: 1\nmodels: {m: {provider: scripted, replies: [hi]}}\nagents: {a: {model: m}}\n# ";
+    let cap = usize::try_from(troupe::config::MAX_CONFIG_BYTES).expect("a usize cap");
+    let body = format!("{head}{}\n", "x".repeat(cap - head.len()));
+    let big = write_config(dir.path(), "big.yaml", &body);
+    let out = run(&["validate", big.to_str().expect("utf-8 path")]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("big.yaml: cannot read: larger than the 8388608-byte limit"),
+        "{err}"
+    );
+    // One byte less is read (and valid).
+    let body = format!("{head}{}\n", "x".repeat(cap - head.len() - 1));
+    let fits = write_config(dir.path(), "fits.yaml", &body);
+    let out = run(&["validate", fits.to_str().expect("utf-8 path")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }

@@ -12,6 +12,9 @@ use crate::validate;
 /// Configs nest (`workflows: {x: {file: …}}`) at most this deep.
 const MAX_NESTING: usize = 16;
 
+/// A config file (or a file it nests) is at most this many bytes.
+pub const MAX_CONFIG_BYTES: u64 = 8 * 1024 * 1024;
+
 /// A loaded, checked config.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -25,7 +28,7 @@ impl Config {
     /// Loads and checks a config file (and the files it nests).
     pub fn load(path: impl AsRef<Path>) -> Result<Config, ConfigError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = read_config_file(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
             source,
         })?;
@@ -153,7 +156,7 @@ fn load_text(
             );
             continue;
         }
-        let text = match std::fs::read_to_string(&target) {
+        let text = match read_config_file(&target) {
             Ok(t) => t,
             Err(e) => {
                 diagnostics.push(
@@ -189,6 +192,72 @@ fn load_text(
         spec,
         nested,
     })
+}
+
+/// Reads a config file: a regular file of at most [`MAX_CONFIG_BYTES`].
+///
+/// The type is checked before the file is opened, so a FIFO cannot block
+/// the open and a device such as `/dev/zero` is never read; the read is
+/// capped too, should the file grow or be swapped after the check.
+fn read_config_file(path: &Path) -> std::io::Result<String> {
+    use std::io::{Error, ErrorKind, Read};
+    let not_regular = |kind: &str| {
+        Error::new(
+            ErrorKind::InvalidInput,
+            format!("not a regular file ({kind}); a config must be a regular file"),
+        )
+    };
+    let too_big = || {
+        Error::new(
+            ErrorKind::InvalidData,
+            format!("larger than the {MAX_CONFIG_BYTES}-byte limit of a config file"),
+        )
+    };
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(not_regular(file_kind(&meta.file_type())));
+    }
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(too_big());
+    }
+    let file = std::fs::File::open(path)?;
+    // The path may have been replaced between the check and the open.
+    let opened = file.metadata()?;
+    if !opened.is_file() {
+        return Err(not_regular(file_kind(&opened.file_type())));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(too_big());
+    }
+    String::from_utf8(bytes)
+        .map_err(|e| Error::new(ErrorKind::InvalidData, format!("not UTF-8 text: {e}")))
+}
+
+/// What kind of non-regular file this is, in words.
+fn file_kind(t: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_char_device() {
+            return "a character device";
+        }
+        if t.is_block_device() {
+            return "a block device";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    if t.is_dir() {
+        "a directory"
+    } else {
+        "not a file"
+    }
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {

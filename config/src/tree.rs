@@ -33,6 +33,9 @@ pub(crate) enum Value {
     Bool(bool),
     Int(i64),
     UInt(u64),
+    /// An integer too wide for 64 bits, kept exact so that errors quote it
+    /// as written rather than as a rounded float.
+    Wide(i128),
     Float(f64),
     Str(String),
     Seq(Vec<Node>),
@@ -45,7 +48,7 @@ impl Value {
         match self {
             Value::Null => "nothing (null)",
             Value::Bool(_) => "a boolean",
-            Value::Int(_) | Value::UInt(_) => "an integer",
+            Value::Int(_) | Value::UInt(_) | Value::Wide(_) => "an integer",
             Value::Float(_) => "a number",
             Value::Str(_) => "a string",
             Value::Seq(_) => "a list",
@@ -268,10 +271,10 @@ impl<'de> Deserialize<'de> for Value {
                 Ok(Value::UInt(v))
             }
             fn visit_i128<E: de::Error>(self, v: i128) -> Result<Value, E> {
-                Ok(Value::Float(v as f64))
+                Ok(Value::Wide(v))
             }
             fn visit_u128<E: de::Error>(self, v: u128) -> Result<Value, E> {
-                Ok(Value::Float(v as f64))
+                Ok(i128::try_from(v).map_or(Value::Float(v as f64), Value::Wide))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
                 Ok(Value::Float(v))
@@ -342,7 +345,7 @@ pub(crate) fn parse(text: &str) -> Result<Node, SyntaxError> {
         strict_booleans: true,
         with_snippet: false,
     };
-    serde_saphyr::from_str_with_options::<Node>(text, options).map_err(|e| {
+    let mut node = serde_saphyr::from_str_with_options::<Node>(text, options).map_err(|e| {
         let at = e
             .location()
             .map(|l| position(&l))
@@ -351,7 +354,51 @@ pub(crate) fn parse(text: &str) -> Result<Node, SyntaxError> {
             at,
             message: bare_message(&e.to_string()),
         }
-    })
+    })?;
+    let lines: Vec<&str> = text.lines().collect();
+    exact_integers(&mut node, &lines);
+    Ok(node)
+}
+
+/// The YAML parser reads an integer too wide for 64 bits as a float
+/// (`99999999999999999999999999` becomes 1e26); read such integers again
+/// from the text as written, so that errors quote them exactly.
+fn exact_integers(node: &mut Node, lines: &[&str]) {
+    match &mut node.value {
+        Value::Float(_) => {
+            if let Some(n) = written_integer(lines, node.at) {
+                node.value = Value::Wide(n);
+            }
+        }
+        Value::Seq(items) => items.iter_mut().for_each(|n| exact_integers(n, lines)),
+        Value::Map(entries) => entries
+            .iter_mut()
+            .for_each(|(_, n)| exact_integers(n, lines)),
+        _ => {}
+    }
+}
+
+/// The integer written at `at`, if a plain (signed) decimal integer is
+/// written there and nothing else.
+fn written_integer(lines: &[&str], at: Position) -> Option<i128> {
+    let line = lines.get(usize::try_from(at.line).ok()?.checked_sub(1)?)?;
+    let skip = usize::try_from(at.column).ok()?.checked_sub(1)?;
+    let rest: String = line.chars().skip(skip).collect();
+    let digits_from = usize::from(rest.starts_with(['-', '+']));
+    let end = rest[digits_from..]
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or(rest.len(), |i| i + digits_from);
+    let token = &rest[..end];
+    let after = rest[end..].chars().next();
+    let ends_there = matches!(
+        after,
+        None | Some(' ' | '\t' | ',' | ']' | '}' | '#' | '\r')
+    );
+    if end > digits_from && ends_there {
+        token.parse().ok()
+    } else {
+        None
+    }
 }
 
 /// serde-saphyr renders its errors with the location and a snippet of the

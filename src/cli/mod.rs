@@ -146,13 +146,17 @@ pub(crate) fn main() -> u8 {
 fn emit(text: &str) -> u8 {
     match write_out(text) {
         Ok(()) => OK,
-        Err(e) => {
-            if e.kind() != std::io::ErrorKind::BrokenPipe {
-                eprintln!("troupe: cannot write to stdout: {e}");
-            }
-            FAILED
-        }
+        Err(e) => write_failed(&e),
     }
+}
+
+/// The exit code of a failed write to stdout: 1, with a message unless the
+/// reader simply went away (EPIPE).
+pub(crate) fn write_failed(e: &std::io::Error) -> u8 {
+    if e.kind() != std::io::ErrorKind::BrokenPipe {
+        eprintln!("troupe: cannot write to stdout: {e}");
+    }
+    FAILED
 }
 
 /// Writes `text` to stdout and flushes it, returning any error rather than
@@ -380,10 +384,11 @@ fn finish(
     output: &Output,
     interrupted: bool,
 ) -> u8 {
-    let mut out = std::io::stdout().lock();
     match result {
         Ok(r) => {
-            if output.events == EventsFormat::Jsonl && !output.quiet {
+            // What goes to stdout, written at once so that a failed write
+            // is seen.
+            let out = if output.events == EventsFormat::Jsonl && !output.quiet {
                 let line = serde_json::json!({
                     "type": "result",
                     "status": r.status.to_string(),
@@ -393,25 +398,23 @@ fn finish(
                     "run_id": run_id,
                     "checkpoint": r.checkpoint.map(|c| c.to_string()),
                 });
-                let _ = writeln!(out, "{line}");
+                format!("{line}\n")
             } else if output.quiet {
-                let _ = writeln!(out, "{}", r.final_text());
+                format!("{}\n", r.final_text())
             } else if !(r.status == RunStatus::Cancelled && r.final_text().is_empty()) {
                 let color =
                     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
                 let rule = "── final response ──";
-                let _ = writeln!(
-                    out,
-                    "\n{}",
-                    if color {
-                        format!("\x1b[1m{rule}\x1b[0m")
-                    } else {
-                        rule.into()
-                    }
-                );
-                let _ = writeln!(out, "{}", r.final_text());
-            }
-            let _ = out.flush();
+                let rule = if color {
+                    format!("\x1b[1m{rule}\x1b[0m")
+                } else {
+                    rule.into()
+                };
+                format!("\n{rule}\n{}\n", r.final_text())
+            } else {
+                String::new()
+            };
+            let written = write_out(&out);
             if let Some(note) = checkpoint_note(built, run_id, &r) {
                 eprintln!("{note}");
             }
@@ -420,14 +423,22 @@ fn finish(
                     eprintln!("{} asks ({}): {}", q.agent, q.id, q.prompt);
                 }
             }
-            match r.status {
+            let code = match r.status {
                 _ if interrupted => INTERRUPTED,
                 RunStatus::Cancelled => FAILED,
                 _ => OK,
+            };
+            match written {
+                Ok(()) => code,
+                // Output lost fails a run that would have passed; an
+                // interrupted or cancelled run keeps its own code.
+                Err(e) => {
+                    let failed = write_failed(&e);
+                    if code == OK { failed } else { code }
+                }
             }
         }
         Err(e) => {
-            let _ = out.flush();
             if interrupted {
                 eprintln!("interrupted: {e}");
                 return INTERRUPTED;
@@ -436,7 +447,10 @@ fn finish(
             if output.events == EventsFormat::Jsonl && !output.quiet {
                 let line =
                     serde_json::json!({"type": "error", "error": e.to_string(), "run_id": run_id});
-                let _ = writeln!(out, "{line}");
+                if let Err(e) = write_out(&format!("{line}\n")) {
+                    // The run failed either way; the lost line is said too.
+                    write_failed(&e);
+                }
             }
             FAILED
         }

@@ -35,6 +35,25 @@ impl DeError {
         self
     }
 
+    /// An error about an integer wider than 64 bits: serde names it by its
+    /// Rust type (`integer … as i128`); say the number as written instead,
+    /// and that it is out of range where a number was expected.
+    pub(super) fn quoting(mut self, n: i128) -> Self {
+        if !self.message.contains("i128") {
+            return self;
+        }
+        let number_expected = self
+            .expected
+            .as_deref()
+            .is_some_and(|e| e.contains("number"));
+        self.message = if number_expected {
+            format!("the number {n} is out of range")
+        } else {
+            format!("wrong type: found the number {n}")
+        };
+        self
+    }
+
     /// Places the error, unless a deeper node already did.
     pub(super) fn locate(mut self, at: Position, path: &FieldPath) -> Self {
         if self.at.is_none() {

@@ -56,6 +56,7 @@ impl<'a> NodeDe<'a> {
             Value::Bool(b) => Some(b.to_string()),
             Value::Int(n) => Some(n.to_string()),
             Value::UInt(n) => Some(n.to_string()),
+            Value::Wide(n) => Some(n.to_string()),
             Value::Float(n) => Some(n.to_string()),
             _ => None,
         }
@@ -71,6 +72,7 @@ impl<'de> de::Deserializer<'de> for NodeDe<'_> {
             Value::Bool(b) => visitor.visit_bool(*b),
             Value::Int(n) => visitor.visit_i64(*n),
             Value::UInt(n) => visitor.visit_u64(*n),
+            Value::Wide(n) => visitor.visit_i128(*n).map_err(|e: DeError| e.quoting(*n)),
             Value::Float(n) => visitor.visit_f64(*n),
             Value::Str(s) => visitor.visit_str(s),
             Value::Seq(items) => visitor.visit_seq(SeqAcc {

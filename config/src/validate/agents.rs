@@ -93,14 +93,19 @@ pub(super) fn check_agent(
     if agent.max_tool_iterations == Some(0) {
         at_least_one(c, &base.key("max_tool_iterations"));
     }
-    if let Some(schema) = &agent.structured_output
-        && !schema.is_object()
-    {
-        c.value_error(
-            &base.key("structured_output"),
-            "a structured output schema must be a mapping",
-            Some("a JSON Schema such as `{type: object, properties: …}`".into()),
-        );
+    if let Some(schema) = &agent.structured_output {
+        let path = base.key("structured_output");
+        let expected = || Some("a JSON Schema such as `{type: object, properties: …}`".into());
+        if !schema.is_object() {
+            c.value_error(
+                &path,
+                "a structured output schema must be a mapping",
+                expected(),
+            );
+        } else if let Err(e) = troupe_agents::StructuredOutput::new(schema.clone()) {
+            // The run would refuse it when building the agent.
+            c.value_error(&path, format!("not a valid JSON Schema: {e}"), expected());
+        }
     }
     if let Some(t) = agent.temperature {
         check_temperature(c, &base.key("temperature"), t);

@@ -22,6 +22,20 @@ pub(super) fn check_stop(c: &mut Checker<'_>, path: &FieldPath, s: &StopSpec) {
             Some("one of `max_messages`, `max_turns`, `text_mention`, `source_match`, `handoff`, `token_budget`, `timeout`, `all`, `any`".into()),
         );
     }
+    // A count of 0 holds before the first turn: the run would do nothing.
+    for (field, n) in [
+        ("max_messages", s.max_messages),
+        ("max_turns", s.max_turns),
+        ("token_budget", s.token_budget),
+    ] {
+        if n == Some(0) {
+            c.value_error(
+                &path.key(field),
+                format!("`{field}: 0` stops the run before it starts"),
+                Some("a number of at least 1".into()),
+            );
+        }
+    }
     for (field, list) in [("all", &s.all), ("any", &s.any)] {
         if let Some(list) = list {
             if list.is_empty() {
