@@ -10,8 +10,9 @@ use troupe_runtime::{Agent, Workflow};
 use super::ctx::{Ctx, build_error};
 use super::options::BuildOptions;
 use super::store::Store;
-use crate::error::ConfigError;
+use crate::error::{ConfigError, Diagnostic};
 use crate::load::Config;
+use crate::schema::StoreKind;
 use crate::template::Board;
 
 /// A built config: the workflow and what it needs kept alive.
@@ -30,6 +31,9 @@ pub struct Built {
     pub notes: Vec<String>,
     /// MCP connections (closed when dropped, or by [`Built::close`]).
     pub mcp: Vec<McpClient>,
+    /// What a check found that does not stop the run (router cycles),
+    /// collected when building with [`BuildOptions::check`].
+    pub warnings: Vec<Diagnostic>,
 }
 
 impl Built {
@@ -79,6 +83,8 @@ impl Config {
     /// agents, nested workflows, the checkpoint store.
     pub async fn build(&self, options: &BuildOptions) -> Result<Built, ConfigError> {
         let store = match &self.spec().checkpoint {
+            // Checking opens nothing: a memory store stands in.
+            Some(_) if options.check => Some(Store::open(StoreKind::Memory, None)?),
             Some(cp) => Some(Store::open(
                 cp.store,
                 cp.path.as_deref().map(|p| self.resolve_path(p)),
@@ -104,13 +110,42 @@ impl Config {
                     b.build().map_err(build_error)?
                 }
             };
+        if options.check {
+            let unused = ctx.unused();
+            ctx.warnings.extend(unused);
+        }
         Ok(Built {
             workflow,
             store,
             board: ctx.board.clone(),
             notes: ctx.notes,
             mcp: ctx.mcp,
+            warnings: ctx.warnings,
         })
+    }
+
+    /// Checks the config as [`Config::build`] would build it, without
+    /// starting or connecting to anything ([`BuildOptions::check`]):
+    /// every problem the build finds is a located error; the router's
+    /// warnings and the models and agents nothing uses are returned.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use troupe_config::{BuildOptions, Config};
+    ///
+    /// let yaml = "version: 1\nmodels:\n  m: {provider: scripted, replies: [hi]}\n  spare: {provider: scripted}\nagents:\n  a: {model: m}\n";
+    /// let config = Config::parse(yaml, "team.yaml")?;
+    /// let warnings = config.check(&BuildOptions::default()).await?;
+    /// assert_eq!(warnings[0].to_string(), "team.yaml:4:3: field `models.spare`: model `spare` is not used by the workflow");
+    /// # Ok(()) }
+    /// ```
+    pub async fn check(&self, options: &BuildOptions) -> Result<Vec<Diagnostic>, ConfigError> {
+        let options = BuildOptions {
+            check: true,
+            ..options.clone()
+        };
+        Ok(self.build(&options).await?.warnings)
     }
 
     /// Builds the agents (or named workflows) `names` for cluster node
@@ -165,5 +200,6 @@ pub(super) async fn build_nested(
         board: ctx.board.clone(),
         notes: ctx.notes,
         mcp: ctx.mcp,
+        warnings: ctx.warnings,
     })
 }
