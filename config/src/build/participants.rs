@@ -28,7 +28,15 @@ impl Ctx<'_> {
             }
             if let Some(spec) = self.config.spec().agents.get(name) {
                 self.used.insert(format!("agents.{name}"));
-                let agent = self.agent(name, spec).await?;
+                let agent = match self.agent(name, spec).await {
+                    Ok(a) => a,
+                    // Checking starts and connects to nothing, so whatever
+                    // fails is the config's fault: placed at the agent.
+                    Err(ConfigError::Build(m)) if self.options.check => {
+                        return Err(self.invalid(&FieldPath::root().key("agents").key(name), m));
+                    }
+                    Err(e) => return Err(e),
+                };
                 self.agents.insert(name.to_string(), agent.clone());
                 return Ok(agent);
             }

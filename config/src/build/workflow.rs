@@ -22,17 +22,34 @@ impl Ctx<'_> {
         store: Option<&'s Store>,
     ) -> BoxFuture<'s, Result<Workflow, ConfigError>> {
         Box::pin(async move {
-            let stop = stop_condition(w.stop.as_ref(), w.max_turns);
-            let description = w
-                .description
-                .clone()
-                .or_else(|| self.config.spec().description.clone())
-                .unwrap_or_default();
-            if let Some(team) = self.team(name, &description, w, stop.clone()).await? {
-                return self.checkpointed_team(name, description, team, store);
+            match self.workflow_section(name, w, store).await {
+                // Checking starts and connects to nothing, so whatever
+                // fails is the config's fault: placed at the section.
+                Err(ConfigError::Build(m)) if self.options.check => {
+                    Err(self.invalid(&self.field_of(w), m))
+                }
+                built => built,
             }
-            self.own_workflow(name, description, w, stop, store).await
         })
+    }
+
+    /// Builds a workflow section (as [`Ctx::workflow`], unplaced).
+    async fn workflow_section(
+        &mut self,
+        name: &str,
+        w: &WorkflowSpec,
+        store: Option<&Store>,
+    ) -> Result<Workflow, ConfigError> {
+        let stop = stop_condition(w.stop.as_ref(), w.max_turns);
+        let description = w
+            .description
+            .clone()
+            .or_else(|| self.config.spec().description.clone())
+            .unwrap_or_default();
+        if let Some(team) = self.team(name, &description, w, stop.clone()).await? {
+            return self.checkpointed_team(name, description, team, store);
+        }
+        self.own_workflow(name, description, w, stop, store).await
     }
 
     /// Presets build their own workflow; to checkpoint one, it runs as the
