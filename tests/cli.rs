@@ -726,3 +726,31 @@ fn validate_reports_what_run_would_refuse_with_a_place() {
         assert!(err.contains(expected), "{name}: {err}");
     }
 }
+
+#[test]
+fn validate_refuses_a_store_path_that_cannot_be_opened() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("taken"), "a file").expect("write");
+    let body = "version: 1\nmodels:\n  m: {provider: scripted, replies: [ok]}\nagents:\n  a: {model: m}\ncheckpoint:\n  store: sqlite\n  path: taken/runs.db\n";
+    let path = write_config(dir.path(), "store.yaml", body);
+    let out = run(&["validate", path.to_str().expect("utf-8 path")]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "store.yaml:8:3: field `checkpoint.path`: the checkpoint store cannot be opened:"
+        ) && err.contains("taken` is a file, not a directory"),
+        "{err}"
+    );
+    // Checking created nothing.
+    assert!(dir.path().join("taken").is_file());
+    // A store path that can be made passes, and is not made by checking.
+    let fine = write_config(
+        dir.path(),
+        "fine.yaml",
+        &body.replace("taken/runs.db", "later/runs.db"),
+    );
+    let out = run(&["validate", fine.to_str().expect("utf-8 path")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!dir.path().join("later").exists());
+}

@@ -2,6 +2,7 @@
 //! a cluster node hosts) — and the entry points that build them.
 
 use std::fmt;
+use std::path::Path;
 use std::sync::Arc;
 
 use troupe_agents::McpClient;
@@ -14,6 +15,7 @@ use crate::error::{ConfigError, Diagnostic};
 use crate::load::Config;
 use crate::schema::StoreKind;
 use crate::template::Board;
+use crate::tree::FieldPath;
 
 /// A built config: the workflow and what it needs kept alive.
 #[derive(Debug)]
@@ -84,7 +86,12 @@ impl Config {
     pub async fn build(&self, options: &BuildOptions) -> Result<Built, ConfigError> {
         let store = match &self.spec().checkpoint {
             // Checking opens nothing: a memory store stands in.
-            Some(_) if options.check => Some(Store::open(StoreKind::Memory, None)?),
+            Some(cp) if options.check => {
+                if let Some(p) = cp.path.as_deref() {
+                    self.check_store_path(cp.store, &self.resolve_path(p))?;
+                }
+                Some(Store::open(StoreKind::Memory, None)?)
+            }
             Some(cp) => Some(Store::open(
                 cp.store,
                 cp.path.as_deref().map(|p| self.resolve_path(p)),
@@ -146,6 +153,40 @@ impl Config {
             ..options.clone()
         };
         Ok(self.build(&options).await?.warnings)
+    }
+
+    /// Whether a store at `path` could be opened, without creating
+    /// anything: no file stands where a directory must be.
+    fn check_store_path(&self, kind: StoreKind, path: &Path) -> Result<(), ConfigError> {
+        let problem = match kind {
+            StoreKind::Memory => None,
+            StoreKind::Dir if path.exists() && !path.is_dir() => {
+                Some(format!("`{}` is not a directory", path.display()))
+            }
+            StoreKind::Sqlite if path.is_dir() => Some(format!(
+                "`{}` is a directory, not a database file",
+                path.display()
+            )),
+            StoreKind::Dir | StoreKind::Sqlite => path
+                .ancestors()
+                .skip(1)
+                .find(|a| !a.as_os_str().is_empty() && a.exists())
+                .filter(|a| !a.is_dir())
+                .map(|a| format!("`{}` is a file, not a directory", a.display())),
+        };
+        match problem {
+            None => Ok(()),
+            Some(p) => {
+                let field = FieldPath::root().key("checkpoint").key("path");
+                Err(ConfigError::Invalid(vec![
+                    self.locate(
+                        &field,
+                        format!("the checkpoint store cannot be opened: {p}"),
+                    )
+                    .expected("a path whose directories can be created"),
+                ]))
+            }
+        }
     }
 
     /// Builds the agents (or named workflows) `names` for cluster node
