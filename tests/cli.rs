@@ -739,3 +739,127 @@ fn a_config_past_the_size_cap_is_refused() {
     let out = run(&["validate", fits.to_str().expect("utf-8 path")]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
+
+/// `validate` on `body` (written as `name` in a fresh directory), with
+/// `extra` arguments: the exit code and stderr.
+fn validate_text(name: &str, body: &str, extra: &[&str]) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write_config(dir.path(), name, body);
+    let mut args = vec!["validate"];
+    args.extend_from_slice(extra);
+    args.push(path.to_str().expect("utf-8 path"));
+    let out = troupe(&args)
+        .env_remove("TROUPE_TEST_UNSET_VAR")
+        .spawn()
+        .expect("start troupe");
+    let out = wait(out, Duration::from_secs(30));
+    (out.status.code(), text(&out.stderr))
+}
+
+#[test]
+fn validate_builds_the_router_as_run_does() {
+    // `b` is a participant no route reaches and whose messages go
+    // nowhere: the router refuses it, and validate says so with a place.
+    let body = "version: 1\nmodels:\n  m: {provider: scripted, replies: [ok]}\nagents:\n  a: {model: m}\n  b: {model: m}\nworkflow:\n  router:\n    participants: [a, b]\n    routes:\n      - {from: user, to: a}\n    output: [a]\n";
+    let (code, err) = validate_text("unreachable.yaml", body, &[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("unreachable.yaml:8:3: field `workflow.router`: workflow `workflow`: invalid router: agent \"b\" reaches nobody"),
+        "{err}"
+    );
+    // `run` refuses it the same way: an invalid config, exit 2.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = write_config(dir.path(), "unreachable.yaml", body);
+    let out = run(&["run", path.to_str().expect("utf-8 path"), "x"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}
+
+#[test]
+fn validate_warns_of_router_cycles_and_denies_them_on_request() {
+    let body = "version: 1\nmodels:\n  m: {provider: scripted, replies: [ok]}\nagents:\n  a: {model: m}\n  b: {model: m}\nworkflow:\n  max_turns: 4\n  router:\n    routes:\n      - {from: user, to: a}\n      - {from: a, to: b}\n      - {from: b, to: a}\n    output: [b]\n";
+    let warning = "cycle.yaml:9:3: warning: field `workflow.router`: workflow `workflow`: routes among \"a\", \"b\" form a cycle";
+    let (code, err) = validate_text("cycle.yaml", body, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains(warning), "{err}");
+    let (code, err) = validate_text("cycle.yaml", body, &["--deny-warnings"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains(warning), "{err}");
+    assert!(err.contains("denied by --deny-warnings"), "{err}");
+}
+
+#[test]
+fn validate_warns_of_unused_models_and_agents() {
+    let body = "version: 1\nmodels:\n  m: {provider: scripted, replies: [ok]}\n  spare: {provider: scripted, replies: [x]}\nagents:\n  a: {model: m}\n  idle: {model: spare}\nworkflow:\n  sequential: {participants: [a]}\n";
+    let (code, err) = validate_text("unused.yaml", body, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("unused.yaml:4:3: warning: field `models.spare`: model `spare` is not used by the workflow"),
+        "{err}"
+    );
+    assert!(
+        err.contains("unused.yaml:7:3: warning: field `agents.idle`: agent `idle` is not used by the workflow"),
+        "{err}"
+    );
+    assert!(!err.contains("`models.m`"), "{err}");
+    let (code, _) = validate_text("unused.yaml", body, &["--deny-warnings"]);
+    assert_eq!(code, Some(2));
+}
+
+#[test]
+fn validate_reports_what_run_would_refuse_with_a_place() {
+    let cases: [(&str, &str, &str); 4] = [
+        (
+            "inline.yaml",
+            "version: 1\nmodels:\n  m: {provider: scripted, replies: [ok]}\nagents:\n  a: {model: m}\nworkflows:\n  x:\n    sequential: {participants: [a, y]}\n  y:\n    sequential: {participants: [x]}\nworkflow:\n  sequential: {participants: [x]}\n",
+            "inline.yaml:7:3: field `workflows.x`: workflow `x` contains itself (x -> y -> x)",
+        ),
+        (
+            "open.yaml",
+            "version: 1\nmodels:\n  m: {provider: scripted, replies: [ok], model: \"${X\"}\nagents:\n  a: {model: m}\n",
+            "open.yaml:3:42: field `models.m.model`: model `m`: `${` without `}`",
+        ),
+        (
+            "space.yaml",
+            "version: 1\nmodels:\n  m: {provider: scripted, replies: [ok]}\nagents:\n  a:\n    model: m\n    tools:\n      - mcp: {command: \"${a b}\"}\n",
+            "space.yaml:8:15: field `agents.a.tools[0].mcp.command`: agent `a`: MCP server: `${a b}` is not a variable reference",
+        ),
+        (
+            "unset.yaml",
+            "version: 1\nmodels:\n  m: {provider: scripted, replies: [ok]}\nagents:\n  a:\n    model: m\n    tools:\n      - mcp: {command: troupe, args: [mcp-demo, \"${TROUPE_TEST_UNSET_VAR}\"]}\n",
+            "unset.yaml:8:49: field `agents.a.tools[0].mcp.args[1]`: agent `a`: MCP server: environment variable TROUPE_TEST_UNSET_VAR is not set",
+        ),
+    ];
+    for (name, body, expected) in cases {
+        let (code, err) = validate_text(name, body, &[]);
+        assert_eq!(code, Some(2), "{name}: {err}");
+        assert!(err.contains(expected), "{name}: {err}");
+    }
+}
+
+#[test]
+fn validate_refuses_a_store_path_that_cannot_be_opened() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("taken"), "a file").expect("write");
+    let body = "version: 1\nmodels:\n  m: {provider: scripted, replies: [ok]}\nagents:\n  a: {model: m}\ncheckpoint:\n  store: sqlite\n  path: taken/runs.db\n";
+    let path = write_config(dir.path(), "store.yaml", body);
+    let out = run(&["validate", path.to_str().expect("utf-8 path")]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "store.yaml:8:3: field `checkpoint.path`: the checkpoint store cannot be opened:"
+        ) && err.contains("taken` is a file, not a directory"),
+        "{err}"
+    );
+    // Checking created nothing.
+    assert!(dir.path().join("taken").is_file());
+    // A store path that can be made passes, and is not made by checking.
+    let fine = write_config(
+        dir.path(),
+        "fine.yaml",
+        &body.replace("taken/runs.db", "later/runs.db"),
+    );
+    let out = run(&["validate", fine.to_str().expect("utf-8 path")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!dir.path().join("later").exists());
+}

@@ -52,6 +52,13 @@
 //! assert!(text.contains("team.yaml:5:5: field `agents.writer.colour`: unknown field `colour`"), "{text}");
 //! ```
 //!
+//! [`Config::check`] goes one step further, as `troupe validate` does: it
+//! builds the workflow without starting or connecting to anything, so
+//! what only building finds (a router that leaves an agent unreachable,
+//! a malformed or unset `${VAR}`, workflows that contain each other) is
+//! a located error too, and router cycles and unused models and agents
+//! come back as warnings.
+//!
 //! Building gives a [`Workflow`](troupe_runtime::Workflow) (an agent, so it
 //! can also be nested in code):
 //!

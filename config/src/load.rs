@@ -22,6 +22,8 @@ pub struct Config {
     spec: ConfigFile,
     /// The configs of `workflows` entries with `file:`, by name.
     nested: BTreeMap<String, Config>,
+    /// The document, for the positions of problems found after loading.
+    tree: std::sync::Arc<tree::Node>,
 }
 
 impl Config {
@@ -74,6 +76,17 @@ impl Config {
             .and_then(|w| w.name.clone())
             .or_else(|| self.spec.name.clone())
             .unwrap_or_else(|| "workflow".into())
+    }
+
+    /// A problem with `field` found after loading (building, checking),
+    /// placed where the field is written.
+    pub(crate) fn locate(&self, field: &FieldPath, message: impl Into<String>) -> Diagnostic {
+        Diagnostic::new(
+            &self.path,
+            self.tree.position_of(field),
+            field.to_string(),
+            message,
+        )
     }
 
     /// The configs of every `workflows` entry with `file:`.
@@ -191,6 +204,7 @@ fn load_text(
         path: path.to_path_buf(),
         spec,
         nested,
+        tree: std::sync::Arc::new(tree),
     })
 }
 

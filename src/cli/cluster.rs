@@ -108,6 +108,7 @@ pub(crate) async fn node(args: NodeArgs) -> u8 {
     let options = BuildOptions {
         offline: args.offline,
         troupe_exe: std::env::current_exe().ok(),
+        ..BuildOptions::default()
     };
     let hosted = match config.build_hosted(&names, &args.name, &options).await {
         Ok(h) => h,

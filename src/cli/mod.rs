@@ -88,6 +88,10 @@ enum Command {
     Validate {
         /// The config file.
         file: PathBuf,
+        /// Treats warnings (router cycles, unused models and agents) as
+        /// errors.
+        #[arg(long)]
+        deny_warnings: bool,
     },
     /// Prints the JSON Schema of config files.
     Schema,
@@ -112,10 +116,10 @@ pub(crate) fn main() -> u8 {
     };
     match cli.command {
         Command::Schema => emit(&format!("{}\n", schema_text())),
-        Command::Validate { file } => match Config::load(&file) {
-            Ok(c) => emit(&format!("{}: valid ({})\n", file.display(), summary(&c))),
-            Err(e) => report(&e),
-        },
+        Command::Validate {
+            file,
+            deny_warnings,
+        } => with_runtime(|| validate(file, deny_warnings)),
         Command::Graph { file } => match Config::load(&file) {
             Ok(c) => emit(&c.mermaid()),
             Err(e) => report(&e),
@@ -172,6 +176,53 @@ fn schema_text() -> String {
     serde_json::to_string_pretty(&troupe::config::json_schema()).unwrap_or_default()
 }
 
+/// `troupe validate`: loads the config and builds it as `run` would,
+/// starting and connecting to nothing; prints every warning.
+async fn validate(file: PathBuf, deny_warnings: bool) -> u8 {
+    let config = match Config::load(&file) {
+        Ok(c) => c,
+        Err(e) => return report(&e),
+    };
+    let options = BuildOptions {
+        troupe_exe: std::env::current_exe().ok(),
+        ..BuildOptions::default()
+    };
+    let warnings = match config.check(&options).await {
+        Ok(w) => w,
+        Err(e) => return report(&e),
+    };
+    for w in &warnings {
+        eprintln!("{}", warning_line(w));
+    }
+    if deny_warnings && !warnings.is_empty() {
+        eprintln!(
+            "{} warning(s) found, denied by --deny-warnings",
+            warnings.len()
+        );
+        return INVALID;
+    }
+    emit(&format!(
+        "{}: valid ({})\n",
+        file.display(),
+        summary(&config)
+    ))
+}
+
+/// `FILE:LINE:COL: warning: field `x`: message`.
+fn warning_line(d: &troupe::config::Diagnostic) -> String {
+    let mut line = format!(
+        "{}:{}:{}: warning: ",
+        d.file.display(),
+        d.position.line,
+        d.position.column
+    );
+    if !d.field.is_empty() {
+        line.push_str(&format!("field `{}`: ", d.field));
+    }
+    line.push_str(&d.message);
+    line
+}
+
 fn summary(c: &Config) -> String {
     let s = c.spec();
     format!(
@@ -220,6 +271,7 @@ pub(crate) fn build_options(output: &Output) -> BuildOptions {
     BuildOptions {
         offline: output.offline,
         troupe_exe: std::env::current_exe().ok(),
+        ..BuildOptions::default()
     }
 }
 

@@ -2,6 +2,7 @@
 //! a cluster node hosts) — and the entry points that build them.
 
 use std::fmt;
+use std::path::Path;
 use std::sync::Arc;
 
 use troupe_agents::McpClient;
@@ -10,9 +11,11 @@ use troupe_runtime::{Agent, Workflow};
 use super::ctx::{Ctx, build_error};
 use super::options::BuildOptions;
 use super::store::Store;
-use crate::error::ConfigError;
+use crate::error::{ConfigError, Diagnostic};
 use crate::load::Config;
+use crate::schema::StoreKind;
 use crate::template::Board;
+use crate::tree::FieldPath;
 
 /// A built config: the workflow and what it needs kept alive.
 #[derive(Debug)]
@@ -30,6 +33,9 @@ pub struct Built {
     pub notes: Vec<String>,
     /// MCP connections (closed when dropped, or by [`Built::close`]).
     pub mcp: Vec<McpClient>,
+    /// What a check found that does not stop the run (router cycles),
+    /// collected when building with [`BuildOptions::check`].
+    pub warnings: Vec<Diagnostic>,
 }
 
 impl Built {
@@ -79,6 +85,13 @@ impl Config {
     /// agents, nested workflows, the checkpoint store.
     pub async fn build(&self, options: &BuildOptions) -> Result<Built, ConfigError> {
         let store = match &self.spec().checkpoint {
+            // Checking opens nothing: a memory store stands in.
+            Some(cp) if options.check => {
+                if let Some(p) = cp.path.as_deref() {
+                    self.check_store_path(cp.store, &self.resolve_path(p))?;
+                }
+                Some(Store::open(StoreKind::Memory, None)?)
+            }
             Some(cp) => Some(Store::open(
                 cp.store,
                 cp.path.as_deref().map(|p| self.resolve_path(p)),
@@ -104,13 +117,76 @@ impl Config {
                     b.build().map_err(build_error)?
                 }
             };
+        if options.check {
+            let unused = ctx.unused();
+            ctx.warnings.extend(unused);
+        }
         Ok(Built {
             workflow,
             store,
             board: ctx.board.clone(),
             notes: ctx.notes,
             mcp: ctx.mcp,
+            warnings: ctx.warnings,
         })
+    }
+
+    /// Checks the config as [`Config::build`] would build it, without
+    /// starting or connecting to anything ([`BuildOptions::check`]):
+    /// every problem the build finds is a located error; the router's
+    /// warnings and the models and agents nothing uses are returned.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use troupe_config::{BuildOptions, Config};
+    ///
+    /// let yaml = "version: 1\nmodels:\n  m: {provider: scripted, replies: [hi]}\n  spare: {provider: scripted}\nagents:\n  a: {model: m}\n";
+    /// let config = Config::parse(yaml, "team.yaml")?;
+    /// let warnings = config.check(&BuildOptions::default()).await?;
+    /// assert_eq!(warnings[0].to_string(), "team.yaml:4:3: field `models.spare`: model `spare` is not used by the workflow");
+    /// # Ok(()) }
+    /// ```
+    pub async fn check(&self, options: &BuildOptions) -> Result<Vec<Diagnostic>, ConfigError> {
+        let options = BuildOptions {
+            check: true,
+            ..options.clone()
+        };
+        Ok(self.build(&options).await?.warnings)
+    }
+
+    /// Whether a store at `path` could be opened, without creating
+    /// anything: no file stands where a directory must be.
+    fn check_store_path(&self, kind: StoreKind, path: &Path) -> Result<(), ConfigError> {
+        let problem = match kind {
+            StoreKind::Memory => None,
+            StoreKind::Dir if path.exists() && !path.is_dir() => {
+                Some(format!("`{}` is not a directory", path.display()))
+            }
+            StoreKind::Sqlite if path.is_dir() => Some(format!(
+                "`{}` is a directory, not a database file",
+                path.display()
+            )),
+            StoreKind::Dir | StoreKind::Sqlite => path
+                .ancestors()
+                .skip(1)
+                .find(|a| !a.as_os_str().is_empty() && a.exists())
+                .filter(|a| !a.is_dir())
+                .map(|a| format!("`{}` is a file, not a directory", a.display())),
+        };
+        match problem {
+            None => Ok(()),
+            Some(p) => {
+                let field = FieldPath::root().key("checkpoint").key("path");
+                Err(ConfigError::Invalid(vec![
+                    self.locate(
+                        &field,
+                        format!("the checkpoint store cannot be opened: {p}"),
+                    )
+                    .expected("a path whose directories can be created"),
+                ]))
+            }
+        }
     }
 
     /// Builds the agents (or named workflows) `names` for cluster node
@@ -165,5 +241,6 @@ pub(super) async fn build_nested(
         board: ctx.board.clone(),
         notes: ctx.notes,
         mcp: ctx.mcp,
+        warnings: ctx.warnings,
     })
 }

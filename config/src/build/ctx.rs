@@ -12,10 +12,11 @@ use troupe_runtime::Agent;
 
 use super::options::BuildOptions;
 use crate::env::expand;
-use crate::error::ConfigError;
+use crate::error::{ConfigError, Diagnostic};
 use crate::load::Config;
 use crate::schema::parallel_blocks;
 use crate::template::Board;
+use crate::tree::FieldPath;
 
 /// A build failure with this text.
 pub(super) fn build_error(what: impl fmt::Display) -> ConfigError {
@@ -40,6 +41,10 @@ pub(super) struct Ctx<'a> {
     pub(super) building: Vec<String>,
     pub(super) mcp: Vec<McpClient>,
     pub(super) notes: Vec<String>,
+    /// Warnings found while building (router cycles), in check mode.
+    pub(super) warnings: Vec<Diagnostic>,
+    /// The models and agents (local or remote) the build asked for.
+    pub(super) used: std::collections::BTreeSet<String>,
 }
 
 impl<'a> Ctx<'a> {
@@ -65,6 +70,8 @@ impl<'a> Ctx<'a> {
             building: Vec::new(),
             mcp: Vec::new(),
             notes: Vec::new(),
+            warnings: Vec::new(),
+            used: std::collections::BTreeSet::new(),
         }
     }
 
@@ -83,8 +90,53 @@ impl<'a> Ctx<'a> {
         std::env::var(name).ok()
     }
 
-    /// `text` with `${VAR}` expanded; errors name `what`.
-    pub(super) fn expand(&self, what: &str, text: &str) -> Result<String, ConfigError> {
-        expand(text, &|k| self.env(k)).map_err(|e| build_error(format!("{what}: {e}")))
+    /// `text` (written at `field`) with `${VAR}` expanded; errors name
+    /// `what` and are placed at `field`.
+    pub(super) fn expand(
+        &self,
+        what: &str,
+        field: &FieldPath,
+        text: &str,
+    ) -> Result<String, ConfigError> {
+        expand(text, &|k| self.env(k)).map_err(|e| self.invalid(field, format!("{what}: {e}")))
+    }
+
+    /// Checks only that `text`'s `${…}` references are well formed (a
+    /// string the run will not expand, such as an offline model's).
+    pub(super) fn check_references(
+        &self,
+        what: &str,
+        field: &FieldPath,
+        text: &str,
+    ) -> Result<(), ConfigError> {
+        expand(text, &|_| Some("set".to_string()))
+            .map(|_| ())
+            .map_err(|e| self.invalid(field, format!("{what}: {e}")))
+    }
+
+    /// Warnings for the models and agents of the config the build did not
+    /// use.
+    pub(super) fn unused(&self) -> Vec<Diagnostic> {
+        let spec = self.config.spec();
+        let models = spec.models.keys().map(|m| ("models", "model", m));
+        let agents = spec.agents.keys().map(|a| ("agents", "agent", a));
+        models
+            .chain(agents)
+            .filter(|(section, _, name)| {
+                let key = format!("{section}.{name}");
+                !self.used.contains(&key)
+            })
+            .map(|(section, kind, name)| {
+                self.config.locate(
+                    &FieldPath::root().key(section).key(name.clone()),
+                    format!("{kind} `{name}` is not used by the workflow"),
+                )
+            })
+            .collect()
+    }
+
+    /// The config is invalid at `field`.
+    pub(super) fn invalid(&self, field: &FieldPath, message: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid(vec![self.config.locate(field, message)])
     }
 }

@@ -9,6 +9,7 @@ use troupe_agents::{ChatModel, OpenAiClient, ScriptedModel, ScriptedReply};
 use super::ctx::{Ctx, build_error};
 use crate::error::ConfigError;
 use crate::schema::{ModelSpec, Provider, ReplyForm, ReplySpec};
+use crate::tree::FieldPath;
 
 impl<'a> Ctx<'a> {
     /// Model `name` of the config.
@@ -43,8 +44,28 @@ impl<'a> Ctx<'a> {
         script: Option<&Vec<ReplySpec>>,
     ) -> Result<Arc<dyn ChatModel>, ConfigError> {
         let spec = self.model_spec(model_name)?;
+        self.used.insert(format!("models.{model_name}"));
         if self.online(spec) {
             return self.openai(model_name, spec);
+        }
+        if self.options.check {
+            // Not expanded offline, but a malformed reference is wrong
+            // wherever the config runs.
+            let what = format!("model `{model_name}`");
+            let at = FieldPath::root().key("models").key(model_name);
+            let strings = spec
+                .model
+                .iter()
+                .map(|m| (at.key("model"), m))
+                .chain(spec.base_url.iter().map(|u| (at.key("base_url"), u)))
+                .chain(
+                    spec.headers
+                        .iter()
+                        .map(|(k, v)| (at.key("headers").key(k.clone()), v)),
+                );
+            for (field, text) in strings {
+                self.check_references(&what, &field, text)?;
+            }
         }
         let replies = script.or(spec.replies.as_ref()).ok_or_else(|| {
             build_error(format!(
@@ -74,10 +95,15 @@ impl<'a> Ctx<'a> {
 
     fn openai(&mut self, name: &str, spec: &ModelSpec) -> Result<Arc<dyn ChatModel>, ConfigError> {
         let what = format!("model `{name}`");
-        let model = self.expand(&what, spec.model.as_deref().unwrap_or("gpt-4o-mini"))?;
+        let at = FieldPath::root().key("models").key(name);
+        let model = self.expand(
+            &what,
+            &at.key("model"),
+            spec.model.as_deref().unwrap_or("gpt-4o-mini"),
+        )?;
         let mut b = OpenAiClient::builder(model.clone());
         let base = match &spec.base_url {
-            Some(u) => Some(self.expand(&what, u)?),
+            Some(u) => Some(self.expand(&what, &at.key("base_url"), u)?),
             None => self.env("OPENAI_BASE_URL").filter(|v| !v.is_empty()),
         };
         if let Some(u) = &base {
@@ -88,7 +114,10 @@ impl<'a> Ctx<'a> {
             b = b.api_key(key);
         }
         for (k, v) in &spec.headers {
-            b = b.header(k.clone(), self.expand(&what, v)?);
+            b = b.header(
+                k.clone(),
+                self.expand(&what, &at.key("headers").key(k.clone()), v)?,
+            );
         }
         if let Some(t) = &spec.timeout {
             b = b.timeout(t.duration);

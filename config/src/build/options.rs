@@ -10,4 +10,10 @@ pub struct BuildOptions {
     /// What `${TROUPE_EXE}` expands to (default: `$TROUPE_EXE`, else the
     /// running executable).
     pub troupe_exe: Option<PathBuf>,
+    /// Build only to check the config (`troupe validate`,
+    /// [`Config::check`](crate::Config::check)): MCP servers are neither
+    /// started nor connected to (their strings are still expanded), the
+    /// checkpoint store is not opened (a memory store stands in), and
+    /// router warnings are collected in [`Built::warnings`](crate::Built::warnings).
+    pub check: bool,
 }

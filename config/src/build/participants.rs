@@ -14,6 +14,7 @@ use crate::error::ConfigError;
 use crate::refs::{ref_id, split_ref};
 use crate::schema::PlacementSpec;
 use crate::template::Board;
+use crate::tree::FieldPath;
 
 impl Ctx<'_> {
     /// An agent or named workflow, built once.
@@ -26,7 +27,16 @@ impl Ctx<'_> {
                 return Ok(a.clone());
             }
             if let Some(spec) = self.config.spec().agents.get(name) {
-                let agent = self.agent(name, spec).await?;
+                self.used.insert(format!("agents.{name}"));
+                let agent = match self.agent(name, spec).await {
+                    Ok(a) => a,
+                    // Checking starts and connects to nothing, so whatever
+                    // fails is the config's fault: placed at the agent.
+                    Err(ConfigError::Build(m)) if self.options.check => {
+                        return Err(self.invalid(&FieldPath::root().key("agents").key(name), m));
+                    }
+                    Err(e) => return Err(e),
+                };
                 self.agents.insert(name.to_string(), agent.clone());
                 return Ok(agent);
             }
@@ -46,10 +56,13 @@ impl Ctx<'_> {
             return Err(build_error(format!("unknown workflow `{name}`")));
         };
         if self.building.iter().any(|b| b == name) {
-            return Err(build_error(format!(
-                "workflow `{name}` contains itself ({} -> {name})",
-                self.building.join(" -> ")
-            )));
+            return Err(self.invalid(
+                &FieldPath::root().key("workflows").key(name),
+                format!(
+                    "workflow `{name}` contains itself ({} -> {name})",
+                    self.building.join(" -> ")
+                ),
+            ));
         }
         self.building.push(name.to_string());
         let built: Arc<dyn Agent> = match (&w.file, config.nested(name)) {
@@ -60,6 +73,7 @@ impl Ctx<'_> {
                 let built = Box::pin(build_nested(inner, options, name.to_string(), here)).await?;
                 self.mcp.extend(built.mcp);
                 self.notes.extend(built.notes);
+                self.warnings.extend(built.warnings);
                 Arc::new(built.workflow)
             }
             (Some(file), None) => {
@@ -105,16 +119,19 @@ impl Ctx<'_> {
     /// describes it (a selector reads the description, a swarm the
     /// handoffs: neither crosses the wire).
     fn remote(
-        &self,
+        &mut self,
         agent: &str,
         placement: Placement,
         failover: u32,
     ) -> Result<Arc<dyn Agent>, ConfigError> {
+        self.used.insert(format!("agents.{agent}"));
         let mut remote = RemoteAgent::new(agent)
             .map_err(|e| build_error(format!("agent `{agent}`: {e}")))?
             .placement_of(placement)
             .failover(failover);
         if let Some(spec) = self.config.spec().agents.get(agent) {
+            // Its model is used where it is hosted.
+            self.used.insert(format!("models.{}", spec.model));
             remote = remote
                 .description(spec.description.clone().unwrap_or_default())
                 .handoffs(spec.handoffs.iter().cloned());

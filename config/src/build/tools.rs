@@ -9,6 +9,7 @@ use super::ctx::{Ctx, build_error};
 use crate::builtin::builtin_tool;
 use crate::error::ConfigError;
 use crate::schema::{AgentSpec, McpSpec, ToolSpec};
+use crate::tree::FieldPath;
 
 impl Ctx<'_> {
     /// The tools of agent `agent`.
@@ -18,44 +19,71 @@ impl Ctx<'_> {
         spec: &AgentSpec,
     ) -> Result<Vec<Arc<dyn Tool>>, ConfigError> {
         let mut out = Vec::new();
-        for t in &spec.tools {
+        for (i, t) in spec.tools.iter().enumerate() {
             match t {
                 ToolSpec::Calculator => out.extend(builtin_tool("calculator")),
                 ToolSpec::CurrentTime => out.extend(builtin_tool("current_time")),
                 ToolSpec::WordCount => out.extend(builtin_tool("word_count")),
-                ToolSpec::Mcp(m) => out.extend(self.mcp_tools(agent, m).await?),
+                ToolSpec::Mcp(m) => {
+                    let field = FieldPath::root()
+                        .key("agents")
+                        .key(agent)
+                        .key("tools")
+                        .index(i)
+                        .key("mcp");
+                    out.extend(self.mcp_tools(agent, &field, m).await?);
+                }
             }
         }
         Ok(out)
     }
 
     /// Connects to an MCP server (keeping the connection) and lists its
-    /// tools.
+    /// tools; `field` is where it is written. When only checking, its
+    /// strings are expanded but it is neither started nor connected to,
+    /// and it gives no tools.
     async fn mcp_tools(
         &mut self,
         agent: &str,
+        field: &FieldPath,
         m: &McpSpec,
     ) -> Result<Vec<Arc<dyn Tool>>, ConfigError> {
         let what = format!("agent `{agent}`: MCP server");
         let name = m.name.clone().unwrap_or_else(|| "mcp".into());
         let mut cfg = match (&m.command, &m.url) {
             (Some(cmd), _) => {
-                let mut c = McpServerConfig::stdio(name.clone(), self.expand(&what, cmd)?);
-                for a in &m.args {
-                    c = c.arg(self.expand(&what, a)?);
+                let mut c = McpServerConfig::stdio(
+                    name.clone(),
+                    self.expand(&what, &field.key("command"), cmd)?,
+                );
+                for (j, a) in m.args.iter().enumerate() {
+                    c = c.arg(self.expand(&what, &field.key("args").index(j), a)?);
                 }
                 for (k, v) in &m.env {
-                    c = c.env(k.clone(), self.expand(&what, v)?);
+                    c = c.env(
+                        k.clone(),
+                        self.expand(&what, &field.key("env").key(k.clone()), v)?,
+                    );
                 }
                 if let Some(dir) = &m.cwd {
-                    c = c.current_dir(self.config.resolve_path(&self.expand(&what, dir)?));
+                    c = c.current_dir(self.config.resolve_path(&self.expand(
+                        &what,
+                        &field.key("cwd"),
+                        dir,
+                    )?));
                 }
                 c
             }
             (None, Some(url)) => {
-                let mut c = McpServerConfig::http(name.clone(), self.expand(&what, url)?);
+                let mut c = McpServerConfig::http(
+                    name.clone(),
+                    self.expand(&what, &field.key("url"), url)?,
+                );
                 for (k, v) in &m.headers {
-                    c = c.header(k.clone(), self.expand(&what, v)?);
+                    c = c.header(
+                        k.clone(),
+                        self.expand(&what, &field.key("headers").key(k.clone()), v)?,
+                    );
                 }
                 c
             }
@@ -63,6 +91,9 @@ impl Ctx<'_> {
                 return Err(build_error(format!("{what} has no command or url")));
             }
         };
+        if self.options.check {
+            return Ok(Vec::new());
+        }
         if let Some(allow) = &m.tools {
             cfg = cfg.allow(allow.clone());
         }

@@ -11,6 +11,7 @@ use super::store::Store;
 use crate::error::ConfigError;
 use crate::plan::Plan;
 use crate::schema::WorkflowSpec;
+use crate::tree::FieldPath;
 
 impl Ctx<'_> {
     /// Builds a workflow section; `store` is given for the main workflow.
@@ -21,17 +22,34 @@ impl Ctx<'_> {
         store: Option<&'s Store>,
     ) -> BoxFuture<'s, Result<Workflow, ConfigError>> {
         Box::pin(async move {
-            let stop = stop_condition(w.stop.as_ref(), w.max_turns);
-            let description = w
-                .description
-                .clone()
-                .or_else(|| self.config.spec().description.clone())
-                .unwrap_or_default();
-            if let Some(team) = self.team(name, &description, w, stop.clone()).await? {
-                return self.checkpointed_team(name, description, team, store);
+            match self.workflow_section(name, w, store).await {
+                // Checking starts and connects to nothing, so whatever
+                // fails is the config's fault: placed at the section.
+                Err(ConfigError::Build(m)) if self.options.check => {
+                    Err(self.invalid(&self.field_of(w), m))
+                }
+                built => built,
             }
-            self.own_workflow(name, description, w, stop, store).await
         })
+    }
+
+    /// Builds a workflow section (as [`Ctx::workflow`], unplaced).
+    async fn workflow_section(
+        &mut self,
+        name: &str,
+        w: &WorkflowSpec,
+        store: Option<&Store>,
+    ) -> Result<Workflow, ConfigError> {
+        let stop = stop_condition(w.stop.as_ref(), w.max_turns);
+        let description = w
+            .description
+            .clone()
+            .or_else(|| self.config.spec().description.clone())
+            .unwrap_or_default();
+        if let Some(team) = self.team(name, &description, w, stop.clone()).await? {
+            return self.checkpointed_team(name, description, team, store);
+        }
+        self.own_workflow(name, description, w, stop, store).await
     }
 
     /// Presets build their own workflow; to checkpoint one, it runs as the
@@ -110,8 +128,44 @@ impl Ctx<'_> {
         if let Some(s) = store {
             b = self.checkpointing(b, s);
         }
-        b.build()
-            .map_err(|e| build_error(format!("workflow `{name}`: {e}")))
+        let at = self.field_of(w);
+        let at = if w.router.is_some() {
+            at.key("router")
+        } else {
+            at
+        };
+        let workflow = b
+            .build()
+            .map_err(|e| self.invalid(&at, format!("workflow `{name}`: {e}")))?;
+        if self.options.check {
+            for warning in workflow.warnings() {
+                let d = self
+                    .config
+                    .locate(&at, format!("workflow `{name}`: {warning}"));
+                self.warnings.push(d);
+            }
+        }
+        Ok(workflow)
+    }
+
+    /// Where workflow section `w` is written: `workflow`, or
+    /// `workflows.NAME`.
+    pub(super) fn field_of(&self, w: &WorkflowSpec) -> FieldPath {
+        let spec = self.config.spec();
+        if spec
+            .workflow
+            .as_ref()
+            .is_some_and(|main| std::ptr::eq(main, w))
+        {
+            return FieldPath::root().key("workflow");
+        }
+        spec.workflows
+            .iter()
+            .find(|(_, named)| std::ptr::eq(*named, w))
+            .map_or_else(
+                || FieldPath::root().key("workflow"),
+                |(name, _)| FieldPath::root().key("workflows").key(name.clone()),
+            )
     }
 
     /// `b` checkpointing to `store`, as often as the config says.
