@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use crate::error::{Diagnostic, one_of};
+use crate::error::{Diagnostic, Position, one_of};
 use crate::schema::ConfigFile;
 use crate::tree::{FieldPath, Node, Seg, Value};
 
@@ -40,14 +40,8 @@ impl<'a> Checker<'a> {
         message: impl Into<String>,
         expected: Option<String>,
     ) {
-        let mut d = Diagnostic::new(
-            self.file,
-            self.tree.position_of(path),
-            path.to_string(),
-            message,
-        );
-        d.expected = expected;
-        self.diagnostics.push(d);
+        let at = self.tree.position_of(path);
+        self.push(at, path, message.into(), expected);
     }
 
     /// A problem with the value at `path` (where the value starts).
@@ -57,12 +51,13 @@ impl<'a> Checker<'a> {
         message: impl Into<String>,
         expected: Option<String>,
     ) {
-        let mut d = Diagnostic::new(
-            self.file,
-            self.tree.value_position(path),
-            path.to_string(),
-            message,
-        );
+        let at = self.tree.value_position(path);
+        self.push(at, path, message.into(), expected);
+    }
+
+    /// Records a problem of the field at `path`, located at `at`.
+    fn push(&mut self, at: Position, path: &FieldPath, message: String, expected: Option<String>) {
+        let mut d = Diagnostic::new(self.file, at, path.to_string(), message);
         d.expected = expected;
         self.diagnostics.push(d);
     }
