@@ -1,5 +1,6 @@
 //! [`RunContext`]: what every agent turn is given besides its thread — where
-//! events go, cancellation, the deadline and the path of the caller.
+//! events go, cancellation, a graceful stop, the deadline and the path of
+//! the caller.
 
 use std::fmt;
 use std::sync::Arc;
@@ -48,23 +49,35 @@ impl futures::Stream for EventStream {
     }
 }
 
+#[derive(Clone)]
 struct Inner {
     sink: EventSink,
     cancel: CancellationToken,
+    /// Set to stop gracefully: no new turn starts, turns under way finish.
+    stop: CancellationToken,
     deadline: Option<Instant>,
     path: Arc<str>,
     run_id: Option<Arc<str>>,
 }
 
 /// What a run (and every agent turn in it) is given: the event sink,
-/// a cancellation token, an optional deadline, and the path of the
-/// workflow or agent it runs as. Cheap to clone.
+/// a cancellation token, a graceful-stop signal, an optional deadline, and
+/// the path of the workflow or agent it runs as. Cheap to clone.
+///
+/// Two ways to end a run early: [`cancel`](RunContext::cancel) ends it now
+/// (turns under way are cut short and run again on resume);
+/// [`stop_gracefully`](RunContext::stop_gracefully) starts no new turn,
+/// lets the turns under way finish, and ends it as
+/// [`RunStatus::Interrupted`](crate::RunStatus::Interrupted). Both reach
+/// every context started under this one, so nested runs stop too.
 ///
 /// ```
 /// use troupe_runtime::RunContext;
 ///
 /// let ctx = RunContext::new();
 /// let child = ctx.child("writer");
+/// ctx.stop_gracefully();
+/// assert!(child.is_stopping()); // a graceful stop reaches what it started
 /// ctx.cancel();
 /// assert!(child.is_cancelled()); // cancelling a context cancels what it started
 /// ```
@@ -79,6 +92,7 @@ impl fmt::Debug for RunContext {
             .field("path", &self.inner.path)
             .field("sink", &self.inner.sink)
             .field("cancelled", &self.inner.cancel.is_cancelled())
+            .field("stopping", &self.inner.stop.is_cancelled())
             .field("deadline", &self.inner.deadline)
             .finish()
     }
@@ -108,6 +122,7 @@ impl RunContext {
             inner: Arc::new(Inner {
                 sink,
                 cancel: CancellationToken::new(),
+                stop: CancellationToken::new(),
                 deadline: None,
                 path: Arc::from(""),
                 run_id: None,
@@ -124,42 +139,33 @@ impl RunContext {
     /// The same context with another cancellation token (for example one the
     /// caller also holds).
     pub fn with_cancellation(&self, cancel: CancellationToken) -> Self {
-        self.derive(self.inner.path.clone(), cancel, self.inner.deadline)
+        self.with(|inner| inner.cancel = cancel)
     }
 
     /// The same context with a deadline: runs under it stop when it passes.
     pub fn with_deadline(&self, deadline: Instant) -> Self {
-        self.derive(
-            self.inner.path.clone(),
-            self.inner.cancel.clone(),
-            Some(deadline),
-        )
+        self.with(|inner| inner.deadline = Some(deadline))
     }
 
     /// The same context with another event sink.
     pub fn with_events(&self, sink: EventSink) -> Self {
-        RunContext {
-            inner: Arc::new(Inner {
-                sink,
-                cancel: self.inner.cancel.clone(),
-                deadline: self.inner.deadline,
-                path: self.inner.path.clone(),
-                run_id: self.inner.run_id.clone(),
-            }),
-        }
+        self.with(|inner| inner.sink = sink)
     }
 
     /// The same context naming the run: checkpoints are saved under this
     /// id (one is made up when none is given).
     pub fn with_run_id(&self, run_id: impl Into<Arc<str>>) -> Self {
+        let run_id = run_id.into();
+        self.with(|inner| inner.run_id = Some(run_id))
+    }
+
+    /// A copy of this context changed by `edit` (sharing its tokens unless
+    /// `edit` replaces them).
+    fn with(&self, edit: impl FnOnce(&mut Inner)) -> Self {
+        let mut inner = (*self.inner).clone();
+        edit(&mut inner);
         RunContext {
-            inner: Arc::new(Inner {
-                sink: self.inner.sink.clone(),
-                cancel: self.inner.cancel.clone(),
-                deadline: self.inner.deadline,
-                path: self.inner.path.clone(),
-                run_id: Some(run_id.into()),
-            }),
+            inner: Arc::new(inner),
         }
     }
 
@@ -169,7 +175,8 @@ impl RunContext {
     }
 
     /// A context for something this one starts: its path gains `/name`,
-    /// and its cancellation follows this one's (but not the other way).
+    /// and its cancellation and graceful stop follow this one's (but not
+    /// the other way).
     pub fn child(&self, name: &str) -> Self {
         self.derive(
             self.child_path(name),
@@ -187,21 +194,21 @@ impl RunContext {
         }
     }
 
+    /// A context for something this one starts, at `path`, cancelled by
+    /// `cancel`; its graceful stop follows this one's.
     pub(crate) fn derive(
         &self,
         path: Arc<str>,
         cancel: CancellationToken,
         deadline: Option<Instant>,
     ) -> Self {
-        RunContext {
-            inner: Arc::new(Inner {
-                sink: self.inner.sink.clone(),
-                cancel,
-                deadline,
-                path,
-                run_id: self.inner.run_id.clone(),
-            }),
-        }
+        let stop = self.inner.stop.child_token();
+        self.with(|inner| {
+            inner.path = path;
+            inner.cancel = cancel;
+            inner.stop = stop;
+            inner.deadline = deadline;
+        })
     }
 
     /// The path of the workflow or agent running under this context.
@@ -249,6 +256,26 @@ impl RunContext {
     /// Completes when this context is cancelled.
     pub async fn cancelled(&self) {
         self.inner.cancel.cancelled().await
+    }
+
+    /// Asks the run under this context (and everything started under it) to
+    /// stop gracefully: no new turn starts, the turns under way finish, a
+    /// checkpoint is saved, and the run ends as
+    /// [`RunStatus::Interrupted`](crate::RunStatus::Interrupted), from which
+    /// [`Workflow::resume`](crate::Workflow::resume) carries on. A
+    /// [`cancel`](RunContext::cancel) afterwards still ends it at once.
+    pub fn stop_gracefully(&self) {
+        self.inner.stop.cancel();
+    }
+
+    /// Whether a graceful stop was asked for.
+    pub fn is_stopping(&self) -> bool {
+        self.inner.stop.is_cancelled()
+    }
+
+    /// Completes when a graceful stop is asked for.
+    pub async fn stopping(&self) {
+        self.inner.stop.cancelled().await
     }
 
     /// The deadline, if any.

@@ -87,8 +87,8 @@ pub use thread::{Thread, WorkflowState};
 pub use tokio_util::sync::CancellationToken;
 pub use troupe_router::{InboxConfig, Overflow, Router, RouterBuilder};
 pub use workflow::{
-    InputRequest, RunResult, RunStatus, RunStream, SchedulerState, SchedulerStateError, Workflow,
-    WorkflowBuilder,
+    InputRequest, RunResult, RunStatus, RunStream, RunSummary, SchedulerState, SchedulerStateError,
+    Workflow, WorkflowBuilder, summarize_run, summarize_runs,
 };
 
 /// Declares a type as a local-only actor message.

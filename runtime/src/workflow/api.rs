@@ -11,7 +11,7 @@ use tokio::sync::oneshot;
 
 use super::answer;
 use super::request::InputRequest;
-use super::result::{RunResult, RunStream};
+use super::result::{RunResult, RunStatus, RunStream};
 use super::run::{RunActor, RunArgs};
 use super::snapshot::{self, Resumed};
 use super::spec::Spec;
@@ -302,6 +302,11 @@ impl Agent for Workflow {
             .execute(working, ctx, false, None)
             .await
             .map_err(|e| AgentError::Workflow(Box::new(e)))?;
+        // Stopped gracefully with the outer run: this turn is cut short,
+        // and runs again when the outer run resumes.
+        if result.status == RunStatus::Interrupted {
+            return Err(AgentError::Cancelled);
+        }
         let mut thread = result.thread;
         let mut messages = Vec::new();
         if let Some(last) = result.final_response {

@@ -11,7 +11,8 @@
 //!   `agent_actor` and `actor_pool`: the actors hosting participants;
 //!   `protocol`: what the two kinds of actor say to each other;
 //! - `snapshot`, `scheduler_state` and `answer`: what a checkpoint holds,
-//!   the scheduler's part of a thread, and answering a pending question.
+//!   the scheduler's part of a thread, and answering a pending question;
+//!   `summary`: a run as a store describes it, for listing runs.
 
 mod actor_pool;
 mod agent_actor;
@@ -25,9 +26,11 @@ mod run;
 pub(crate) mod scheduler_state;
 mod snapshot;
 mod spec;
+mod summary;
 
 pub use api::Workflow;
 pub use builder::WorkflowBuilder;
 pub use request::InputRequest;
 pub use result::{RunResult, RunStatus, RunStream};
 pub use scheduler_state::{SchedulerState, SchedulerStateError};
+pub use summary::{RunSummary, summarize_run, summarize_runs};

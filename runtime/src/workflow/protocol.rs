@@ -45,6 +45,8 @@ pub(crate) enum RunMsg {
     External,
     /// The context was cancelled.
     Cancel,
+    /// The context asked for a graceful stop.
+    GracefulStop,
 }
 
 crate::local_message!(RunMsg);

@@ -22,6 +22,10 @@ pub enum RunStatus {
     Stopped(StopReason),
     /// The run was cancelled through its context.
     Cancelled,
+    /// The run stopped gracefully ([`RunContext::stop_gracefully`](crate::RunContext::stop_gracefully)):
+    /// the turns under way finished and were checkpointed; [`Workflow::resume`](crate::Workflow::resume)
+    /// carries on with whatever was still to do.
+    Interrupted,
     /// Agents asked the caller for input; answer with [`Workflow::respond`](crate::Workflow::respond)
     /// (or [`Workflow::respond_in_thread`](crate::Workflow::respond_in_thread)) to go on.
     WaitingForInput(Vec<InputRequest>),
@@ -33,6 +37,7 @@ impl fmt::Display for RunStatus {
             RunStatus::Completed => f.write_str("completed"),
             RunStatus::Stopped(r) => write!(f, "stopped ({r})"),
             RunStatus::Cancelled => f.write_str("cancelled"),
+            RunStatus::Interrupted => f.write_str("interrupted"),
             RunStatus::WaitingForInput(r) => write!(
                 f,
                 "waiting for input ({})",

@@ -1,8 +1,11 @@
 //! What a checkpoint holds of a run, and the checks made before a run
 //! resumes from one.
 
+use std::time::SystemTime;
+
 use serde::{Deserialize, Serialize};
 
+use super::result::RunStatus;
 use super::scheduler_state::{SchedulerState, SchedulerStateError};
 use super::spec::Spec;
 use crate::codec;
@@ -31,6 +34,11 @@ pub(crate) struct Snapshot {
     /// How many of the thread's messages were there before this run's
     /// own output (so the result lists only what the run produced).
     pub(crate) start_len: usize,
+    /// When the run first started (kept across resumes).
+    pub(crate) started_at: SystemTime,
+    /// The status the run ended with; `None` in a checkpoint taken while
+    /// it was under way.
+    pub(crate) status: Option<RunStatus>,
 }
 
 /// Where a resumed run picks up.

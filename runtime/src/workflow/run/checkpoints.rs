@@ -22,6 +22,9 @@ pub(super) struct Checkpointer {
     delivered_at: u64,
     /// Something besides deliveries happened since the last checkpoint.
     changed: bool,
+    /// The last checkpoint records how the run ended (so `troupe runs`
+    /// sees the status without a checkpoint of its own).
+    ended: bool,
 }
 
 impl Checkpointer {
@@ -37,6 +40,7 @@ impl Checkpointer {
             parent,
             delivered_at: 0,
             changed: true,
+            ended: false,
         }
     }
 
@@ -70,9 +74,10 @@ impl Checkpointer {
     }
 
     /// Whether the run's end needs a checkpoint: something changed since
-    /// the last one, or there is none yet.
+    /// the last one, there is none yet, or the last one does not say how
+    /// the run ended.
     pub(super) fn due_at_end(&self, delivered: u64) -> bool {
-        self.changed || delivered != self.delivered_at || self.parent.is_none()
+        self.changed || delivered != self.delivered_at || self.parent.is_none() || !self.ended
     }
 
     /// Encodes `snapshot` and saves it as the checkpoint after superstep
@@ -91,6 +96,7 @@ impl Checkpointer {
         };
         self.delivered_at = delivered;
         self.changed = false;
+        self.ended = snapshot.status.is_some();
         let saved = match codec::encode(&snapshot) {
             Ok(payload) => {
                 let bytes = payload.len();

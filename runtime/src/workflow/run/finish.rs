@@ -35,13 +35,13 @@ impl RunState {
     pub(super) async fn checkpoint_now(&mut self) {
         if self.checkpoints.enabled() {
             let thread = self.threads.to_thread(&self.spec, self.scheduling());
-            self.save_checkpoint(thread).await;
+            self.save_checkpoint(thread, None).await;
         }
     }
 
-    /// Saves `thread` with the run's counters as a checkpoint; gives the
-    /// thread back.
-    async fn save_checkpoint(&mut self, thread: Thread) -> Thread {
+    /// Saves `thread` with the run's counters (and the status it ended
+    /// with, at its end) as a checkpoint; gives the thread back.
+    async fn save_checkpoint(&mut self, thread: Thread, status: Option<RunStatus>) -> Thread {
         let snapshot = Snapshot {
             thread,
             stop: self.tracker.as_ref().map(|t| t.state()),
@@ -49,6 +49,8 @@ impl RunState {
             turns: self.tally.turns,
             last: self.tally.last.as_ref().map(|m| m.id),
             start_len: self.tally.start_len,
+            started_at: self.tally.started_at,
+            status,
         };
         let superstep = self.graph.as_ref().map_or(0, |g| g.cursor.superstep);
         self.checkpoints
@@ -76,7 +78,14 @@ impl RunState {
             && self.checkpoints.enabled()
             && self.checkpoints.due_at_end(self.inboxes.delivered())
         {
-            thread = self.save_checkpoint(thread).await;
+            let status = match &self.phase {
+                Phase::Stopping(RunStatus::WaitingForInput(_)) => {
+                    RunStatus::WaitingForInput(self.tally.waiting.clone())
+                }
+                Phase::Stopping(status) => status.clone(),
+                _ => RunStatus::Completed,
+            };
+            thread = self.save_checkpoint(thread, Some(status)).await;
         }
         let (run_id, checkpoint) = (self.checkpoints.run_id(), self.checkpoints.parent());
         let result = match std::mem::replace(&mut self.phase, Phase::Running) {

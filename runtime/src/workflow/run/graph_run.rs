@@ -83,7 +83,10 @@ impl GraphRun {
         }
         let mut replies = std::mem::take(&mut self.buffered);
         let current = std::mem::take(&mut self.current);
-        if interrupted {
+        // A node without a reply was cut short (a nested run stopped
+        // gracefully): the superstep runs again whole.
+        let short = current.iter().any(|i| replies.iter().all(|(j, _)| j != i));
+        if interrupted || short {
             // Open, so `open_superstep` counted this superstep: at least 1.
             self.cursor.superstep -= 1;
             for i in current {

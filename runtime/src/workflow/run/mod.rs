@@ -190,6 +190,7 @@ impl RunState {
                 }
             }
             RunMsg::Cancel => self.stop_now(RunStatus::Cancelled),
+            RunMsg::GracefulStop => self.stop_gracefully(),
         }
     }
 
@@ -210,6 +211,17 @@ impl RunState {
     fn stop_now(&mut self, status: RunStatus) {
         self.phase.stop_now(status);
         self.interrupt();
+    }
+
+    /// Stops gracefully (unless the run is ending already): no new turn
+    /// starts, the turns under way finish, retries still backing off run
+    /// again on resume, and the run ends as [`RunStatus::Interrupted`].
+    fn stop_gracefully(&mut self) {
+        if self.phase.is_running() {
+            self.phase.stop_gracefully(RunStatus::Interrupted);
+            self.parts.cut_backoffs(!self.spec.supersteps());
+            self.wake.release();
+        }
     }
 
     /// Fails with `failure`, ending the turns under way.

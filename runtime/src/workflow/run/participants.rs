@@ -165,6 +165,22 @@ impl Participants {
         }
     }
 
+    /// Ends every retry still backing off; with `run_again` they run again
+    /// on resume (a graph's superstep is undone and run again whole
+    /// instead).
+    pub(super) fn cut_backoffs(&mut self, run_again: bool) {
+        let to = if run_again {
+            TurnState::CutShort
+        } else {
+            TurnState::Idle
+        };
+        for i in 0..self.parts.len() {
+            if self.parts[i].state == TurnState::BackingOff {
+                self.set(i, to);
+            }
+        }
+    }
+
     /// The message lending participant `i` `thread` for a turn of run
     /// `run`.
     #[inline]

@@ -113,8 +113,10 @@ impl RunState {
                 // Between supersteps nothing is in flight: the state is
                 // whole, and the next superstep has not begun. (Checked
                 // before the future is made: without a store there is
-                // nothing to box.)
-                if self.phase.is_running() && self.checkpoints.enabled() {
+                // nothing to box. After the last superstep the run's end
+                // saves it, with how the run ended.)
+                let more = self.graph.as_ref().is_some_and(|g| g.cursor.has_next());
+                if self.phase.is_running() && self.checkpoints.enabled() && more {
                     Box::pin(self.checkpoint_now()).await;
                 }
             }

@@ -77,6 +77,7 @@ impl RunState {
             tally.usage = snapshot.usage;
             tally.turns = snapshot.turns;
             tally.start_len = snapshot.start_len.min(root.len());
+            tally.started_at = snapshot.started_at;
             tally.last = snapshot
                 .last
                 .and_then(|id| root.messages().iter().rev().find(|m| m.id == id).cloned());

@@ -2,7 +2,7 @@
 //! turns, questions to the caller — and the result made of it.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use crate::message::{Message, Usage};
 use crate::store::CheckpointId;
@@ -27,6 +27,9 @@ pub(super) struct Tally {
     pub(super) start_len: usize,
     /// When the run started.
     pub(super) started: Instant,
+    /// When the run first started, on the wall clock (kept across
+    /// resumes).
+    pub(super) started_at: SystemTime,
 }
 
 impl Default for Tally {
@@ -39,6 +42,7 @@ impl Default for Tally {
             waiting: Vec::new(),
             start_len: 0,
             started: Instant::now(),
+            started_at: SystemTime::now(),
         }
     }
 }

@@ -115,6 +115,17 @@ impl RunState {
         let path = self.parts.ctx(index).path().clone();
         let reply = match outcome {
             TurnOutcome::Done(reply) => reply,
+            // A nested run stopped gracefully with this one: its turn was
+            // cut short, and runs again on resume.
+            TurnOutcome::Failed(source)
+                if source.kind() == ErrorKind::Cancelled
+                    && self.phase.is_stopping_with(&RunStatus::Interrupted) =>
+            {
+                if !self.spec.supersteps() {
+                    self.parts.set(index, TurnState::CutShort);
+                }
+                return;
+            }
             TurnOutcome::Failed(source) => {
                 let text = source.to_string();
                 if !self.retry_later(index, Some(source.kind()), &text, myself) {
@@ -171,6 +182,13 @@ impl RunState {
         let attempt = self.parts.failed_attempt(index);
         if !policy.should_retry(attempt, kind) {
             return false;
+        }
+        if self.phase.is_stopping_with(&RunStatus::Interrupted) {
+            // No new attempt while stopping gracefully: it runs on resume.
+            if !self.spec.supersteps() {
+                self.parts.set(index, TurnState::CutShort);
+            }
+            return true;
         }
         let delay = policy.delay(attempt);
         self.parts.set(index, TurnState::BackingOff);

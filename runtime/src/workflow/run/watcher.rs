@@ -1,5 +1,5 @@
 //! The watcher: a task that turns what happens outside the run — the
-//! context's cancellation and deadline, the stop condition's timeout, an
+//! context's cancellation, graceful stop and deadline, the stop condition's timeout, an
 //! external stop handle — into messages to the run's supervisor.
 
 use ractor::ActorRef;
@@ -24,6 +24,7 @@ impl Watcher {
         myself: ActorRef<RunMsg>,
     ) -> Self {
         let cancel = ctx.cancellation().clone();
+        let graceful = ctx.clone();
         let timeout = stop.and_then(|s| s.shortest_timeout());
         let deadline = ctx.deadline();
         let mut handles: Vec<StopHandle> = Vec::new();
@@ -51,8 +52,10 @@ impl Watcher {
                         .await;
                 }
             };
-            tokio::pin!(timeout, deadline, external);
+            let graceful = graceful.stopping();
+            tokio::pin!(timeout, deadline, external, graceful);
             let (mut timeout_done, mut deadline_done, mut external_done) = (false, false, false);
+            let mut graceful_done = false;
             loop {
                 // After one fires the others are still watched: a timeout
                 // inside `All(..)` may not stop the run, but a cancel must.
@@ -61,6 +64,7 @@ impl Watcher {
                     _ = &mut timeout, if !timeout_done => { timeout_done = true; RunMsg::Timeout }
                     _ = &mut deadline, if !deadline_done => { deadline_done = true; RunMsg::Deadline }
                     _ = &mut external, if !external_done => { external_done = true; RunMsg::External }
+                    _ = &mut graceful, if !graceful_done => { graceful_done = true; RunMsg::GracefulStop }
                 };
                 let cancelled = matches!(msg, RunMsg::Cancel);
                 if myself.cast(msg).is_err() || cancelled {

@@ -1,0 +1,181 @@
+//! [`RunSummary`]: what a store knows of a run — when it started, its last
+//! checkpoint, where it stands — read without the workflow that made it
+//! (for listing runs, as `troupe runs` does).
+
+use std::time::SystemTime;
+
+use super::answer;
+use super::request::InputRequest;
+use super::result::RunStatus;
+use super::snapshot::Snapshot;
+use crate::codec;
+use crate::store::{CheckpointId, CheckpointStore, StoreError};
+
+/// One run as its checkpoints in a store describe it.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use troupe_runtime::store::MemoryStore;
+/// use troupe_runtime::{FnAgent, RunContext, RunStatus, Thread, Workflow, summarize_runs};
+///
+/// let store = Arc::new(MemoryStore::new());
+/// let echo = Workflow::builder()
+///     .name("echo")
+///     .participant(FnAgent::sync("echo", |_: &Thread| Ok("hi")))
+///     .checkpoint_store(store.clone())
+///     .build()?;
+/// echo.run_task("go", &RunContext::new().with_run_id("r1")).await?;
+/// let runs = summarize_runs(store.as_ref()).await?;
+/// assert_eq!(runs[0].run_id, "r1");
+/// assert_eq!(runs[0].status, Some(RunStatus::Completed));
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSummary {
+    /// The run's id.
+    pub run_id: String,
+    /// When the run first started (the first checkpoint's time when the
+    /// latest one cannot be read).
+    pub started: SystemTime,
+    /// When its latest checkpoint was saved.
+    pub last_checkpoint: SystemTime,
+    /// Its latest checkpoint.
+    pub checkpoint: CheckpointId,
+    /// How many checkpoints the store keeps of it.
+    pub checkpoints: usize,
+    /// The superstep after which the latest checkpoint was taken.
+    pub superstep: u64,
+    /// The status the run ended with; `None` when its latest checkpoint was
+    /// taken while it was under way (it is running, or its process died).
+    pub status: Option<RunStatus>,
+    /// The questions waiting for an answer.
+    pub requests: Vec<InputRequest>,
+    /// Why the latest checkpoint could not be read (another format version,
+    /// damage), if it could not: the other fields are then from its
+    /// metadata alone.
+    pub unreadable: Option<String>,
+}
+
+/// Summarises run `run_id` from its checkpoints in `store`; `None` when
+/// the store has none of it. A latest checkpoint that cannot be read is
+/// summarised from its metadata, with [`RunSummary::unreadable`] saying
+/// why.
+pub async fn summarize_run(
+    store: &dyn CheckpointStore,
+    run_id: &str,
+) -> Result<Option<RunSummary>, StoreError> {
+    let metas = store.list(run_id).await?;
+    let (Some(first), Some(last)) = (metas.first(), metas.last()) else {
+        return Ok(None);
+    };
+    let mut summary = RunSummary {
+        run_id: run_id.to_string(),
+        started: first.created_at,
+        last_checkpoint: last.created_at,
+        checkpoint: last.id,
+        checkpoints: metas.len(),
+        superstep: last.superstep,
+        status: None,
+        requests: Vec::new(),
+        unreadable: None,
+    };
+    let snapshot = if last.format_version != codec::FORMAT_VERSION {
+        Err(format!(
+            "format version {}, this build reads version {}",
+            last.format_version,
+            codec::FORMAT_VERSION
+        ))
+    } else {
+        match store.load(run_id, &last.id).await {
+            Ok(Some(cp)) => codec::decode::<Snapshot>(&cp.payload).map_err(|e| e.to_string()),
+            Ok(None) => Err("deleted while being read".to_string()),
+            Err(e) => Err(e.to_string()),
+        }
+    };
+    match snapshot {
+        Ok(s) => {
+            summary.started = s.started_at;
+            summary.requests = answer::pending_requests(&s.thread);
+            summary.status = s.status;
+        }
+        Err(reason) => summary.unreadable = Some(reason),
+    }
+    Ok(Some(summary))
+}
+
+/// Summarises every run in `store`, newest first (by start, then by id).
+pub async fn summarize_runs(store: &dyn CheckpointStore) -> Result<Vec<RunSummary>, StoreError> {
+    let mut out = Vec::new();
+    for run_id in store.runs().await? {
+        if let Some(s) = summarize_run(store, &run_id).await? {
+            out.push(s);
+        }
+    }
+    out.sort_by(|a, b| {
+        b.started
+            .cmp(&a.started)
+            .then_with(|| b.run_id.cmp(&a.run_id))
+    });
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Checkpoint, MemoryStore};
+    use crate::{FnAgent, RunContext, Thread, Workflow};
+    use std::sync::Arc;
+
+    fn echo(store: Arc<MemoryStore>) -> Workflow {
+        Workflow::builder()
+            .name("echo")
+            .participant(FnAgent::sync("echo", |_: &Thread| Ok("hi")))
+            .checkpoint_store(store)
+            .build()
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn runs_are_listed_newest_first_with_their_status() {
+        let store = Arc::new(MemoryStore::new());
+        let wf = echo(store.clone());
+        wf.run_task("go", &RunContext::new().with_run_id("older"))
+            .await
+            .unwrap();
+        wf.run_task("go", &RunContext::new().with_run_id("newer"))
+            .await
+            .unwrap();
+        let runs = summarize_runs(store.as_ref()).await.unwrap();
+        let ids: Vec<_> = runs.iter().map(|r| r.run_id.as_str()).collect();
+        assert_eq!(ids, ["newer", "older"]);
+        assert!(runs.iter().all(|r| r.status == Some(RunStatus::Completed)));
+        assert!(runs.iter().all(|r| r.unreadable.is_none()));
+        assert!(runs[0].started <= runs[0].last_checkpoint);
+        assert!(
+            summarize_run(store.as_ref(), "nope")
+                .await
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_checkpoint_of_another_format_is_listed_as_unreadable() {
+        let store = MemoryStore::new();
+        let mut cp = Checkpoint::new("old", None, 4, 1, vec![1, 2, 3]);
+        cp.format_version = 2;
+        store.save(&cp).await.unwrap();
+        let s = summarize_run(&store, "old").await.unwrap().unwrap();
+        assert_eq!(s.superstep, 4);
+        assert_eq!(s.status, None);
+        let reason = s.unreadable.unwrap();
+        assert!(reason.contains("format version 2"), "{reason}");
+        // Damaged bytes of the current format: unreadable too, not an error.
+        let cp = Checkpoint::new("bad", None, 1, 1, vec![0xff; 5]);
+        store.save(&cp).await.unwrap();
+        let s = summarize_run(&store, "bad").await.unwrap().unwrap();
+        assert!(s.unreadable.is_some());
+    }
+}
