@@ -458,8 +458,12 @@ checkpoint: {store: sqlite, path: state/chat.db}
 ",
     );
     let cfg = config.to_str().expect("utf-8");
-    let chat = |input: &str| {
-        let mut child = troupe(&["chat", "--quiet", "--session", "s1", cfg])
+    let chat = |input: &str, new: bool| {
+        let mut args = vec!["chat", "--quiet", "--session", "s1", cfg];
+        if new {
+            args.push("--new");
+        }
+        let mut child = troupe(&args)
             .stdin(Stdio::piped())
             .spawn()
             .expect("start chat");
@@ -471,12 +475,12 @@ checkpoint: {store: sqlite, path: state/chat.db}
             .expect("write");
         wait(child, Duration::from_secs(30))
     };
-    let out = chat("hello\nand again\n/exit\n");
+    let out = chat("hello\nand again\n/exit\n", true);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "first answer\nsecond answer\n");
 
     // A new process resumes the conversation from the store.
-    let out = chat("/history\n");
+    let out = chat("/history\n", false);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stderr).is_empty(), "{}", text(&out.stderr));
     let history = text(&out.stdout);
@@ -513,7 +517,7 @@ checkpoint: {store: sqlite, path: state/chat.db}
 
 #[cfg(unix)]
 #[test]
-fn ctrl_c_exits_130_promptly_and_leaves_a_checkpoint() {
+fn ctrl_c_past_its_grace_period_exits_130_promptly_and_leaves_a_checkpoint() {
     use troupe::store::{CheckpointStore, FileStore};
 
     let dir = tempfile::tempdir().expect("tempdir");
@@ -542,6 +546,9 @@ checkpoint: {{store: dir, path: {}}}
         "jsonl",
         "--run-id",
         "interrupted-run",
+        // The writer takes a minute: the graceful stop gives up at once.
+        "--grace",
+        "0",
         config.to_str().expect("utf-8"),
         "go",
     ])

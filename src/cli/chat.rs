@@ -1,26 +1,71 @@
 //! `troupe chat`: a conversation with the workflow, one user turn per
-//! line, kept in the configured store so `--session ID` resumes it.
+//! line, kept in the configured store so `--session ID` resumes it
+//! (`--new` starts it; `--list` shows the stored ones).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 use troupe::config::{Config, Store};
 use troupe::{RunContext, Session};
 
 use super::cluster::{ClusterArgs, join};
+use super::interrupt::Interrupt;
 use super::{
-    EventsFormat, FAILED, INTERRUPTED, OK, Output, build_options, leave, make_id, on_interrupt,
-    report, show, sinks, write_out,
+    EventsFormat, FAILED, INTERRUPTED, INVALID, OK, Output, build_options, emit, leave, make_id,
+    report, show, sinks, store, write_out,
 };
 
-pub(crate) async fn chat(
-    file: PathBuf,
-    session: Option<String>,
-    output: Output,
-    cluster: ClusterArgs,
-) -> u8 {
+/// How long a turn under way gets to finish after Ctrl-C.
+const GRACE: Duration = Duration::from_secs(10);
+
+/// Which conversation to hold.
+pub(crate) struct Start {
+    /// `--session`: the conversation's id.
+    pub(crate) session: Option<String>,
+    /// `--new`: the session is to be started, not continued.
+    pub(crate) new: bool,
+}
+
+/// `troupe chat FILE --list`: the stored conversations, one a line with
+/// their length.
+pub(crate) async fn list(file: PathBuf) -> u8 {
+    let config = match Config::load(&file) {
+        Ok(c) => c,
+        Err(e) => return report(&e),
+    };
+    let store = match store::open(&config, "`troupe chat --list`") {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let ids = match store.threads.conversations().await {
+        Ok(ids) => ids,
+        Err(e) => {
+            eprintln!(
+                "troupe chat: cannot list the sessions in the {}: {e}",
+                store::describe(&store)
+            );
+            return FAILED;
+        }
+    };
+    if ids.is_empty() {
+        eprintln!("no sessions in the {}", store::describe(&store));
+        return OK;
+    }
+    let mut out = String::new();
+    for id in ids {
+        let len = match store.threads.load_thread(&id).await {
+            Ok(Some(t)) => format!("{} messages", t.len()),
+            Ok(None) => "deleted".into(),
+            Err(e) => format!("cannot read: {e}"),
+        };
+        out.push_str(&format!("{id}\t{len}\n"));
+    }
+    emit(&out)
+}
+
+pub(crate) async fn chat(file: PathBuf, start: Start, output: Output, cluster: ClusterArgs) -> u8 {
     let config = match Config::load(&file) {
         Ok(c) => c,
         Err(e) => return report(&e),
@@ -30,12 +75,12 @@ pub(crate) async fn chat(
         Ok(n) => n,
         Err(code) => return code,
     };
-    let code = converse(&config, session, output).await;
+    let code = converse(&config, start, output).await;
     leave(node).await;
     code
 }
 
-async fn converse(config: &Config, session: Option<String>, output: Output) -> u8 {
+async fn converse(config: &Config, start: Start, output: Output) -> u8 {
     let built = match config.build(&build_options(&output)).await {
         Ok(b) => b,
         Err(e) => return report(&e),
@@ -47,10 +92,29 @@ async fn converse(config: &Config, session: Option<String>, output: Output) -> u
             Err(e) => return report(&e),
         },
     };
-    let id = session.unwrap_or_else(|| make_id("chat"));
+    let named = start.session.is_some();
+    let (id, known) = match start.session {
+        Some(id) => match store.threads.load_thread(&id).await {
+            Ok(found) => {
+                let known = found.is_some();
+                (id, known)
+            }
+            Err(e) => {
+                eprintln!("troupe chat: cannot read session `{id}`: {e}");
+                built.close().await;
+                return FAILED;
+            }
+        },
+        None => (make_id("chat"), false),
+    };
+    if let Err(why) = check_session(&id, named, known, start.new, &store) {
+        eprintln!("troupe chat: {why}");
+        built.close().await;
+        return INVALID;
+    }
     let (sink, console) = sinks(&output);
     let ctx = RunContext::with_sink(sink.clone());
-    let interrupted = on_interrupt(&ctx);
+    let interrupted = Interrupt::watch(&ctx, GRACE, None);
     let chat = Session::new(built.workflow.clone(), store.threads.clone()).with_context(ctx);
     let history = chat.history(&id).await.map(|t| t.len()).unwrap_or(0);
     if !output.quiet {
@@ -73,7 +137,7 @@ async fn converse(config: &Config, session: Option<String>, output: Output) -> u
         }
         let line = tokio::select! {
             l = lines.next_line() => l,
-            _ = wait_flag(&interrupted) => { code = INTERRUPTED; break; }
+            _ = interrupted.wait() => { code = INTERRUPTED; break; }
         };
         let line = match line {
             Ok(Some(l)) => l,
@@ -119,7 +183,7 @@ async fn converse(config: &Config, session: Option<String>, output: Output) -> u
                 }
             }
             Err(e) => {
-                if interrupted.load(Ordering::SeqCst) {
+                if interrupted.happened() {
                     code = INTERRUPTED;
                     break;
                 }
@@ -127,7 +191,7 @@ async fn converse(config: &Config, session: Option<String>, output: Output) -> u
                 code = FAILED;
             }
         }
-        if interrupted.load(Ordering::SeqCst) {
+        if interrupted.happened() {
             code = INTERRUPTED;
             break;
         }
@@ -139,8 +203,25 @@ async fn converse(config: &Config, session: Option<String>, output: Output) -> u
     code
 }
 
-async fn wait_flag(flag: &std::sync::atomic::AtomicBool) {
-    while !flag.load(Ordering::SeqCst) {
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+/// Whether conversation `id` (`named` with `--session`; `known`: stored
+/// already) may be held: a named one must exist unless `--new` starts it,
+/// and `--new` does not start over an existing one.
+fn check_session(
+    id: &str,
+    named: bool,
+    known: bool,
+    new: bool,
+    store: &Store,
+) -> Result<(), String> {
+    match (known, new) {
+        (true, true) => Err(format!(
+            "session `{id}` exists already in the {}: drop --new to continue it",
+            store::describe(store)
+        )),
+        (false, false) if named => Err(format!(
+            "no session `{id}` in the {}; `--new` starts it, `--list` shows the stored ones",
+            store::describe(store)
+        )),
+        _ => Ok(()),
     }
 }

@@ -2,23 +2,27 @@
 
 mod chat;
 mod cluster;
+mod interrupt;
 mod mcp_demo;
 mod render;
+mod run;
+mod runs;
+mod store;
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::{Parser, Subcommand, ValueEnum};
-use troupe::config::{BuildOptions, Built, Config, ConfigError};
-use troupe::{EventSink, RunContext, RunResult, RunStatus};
+use troupe::config::{BuildOptions, Config, ConfigError};
+use troupe::{EventSink, RunStatus};
 
 /// Exit codes.
 pub(crate) const OK: u8 = 0;
 pub(crate) const FAILED: u8 = 1;
 pub(crate) const INVALID: u8 = 2;
+/// The run waits for answers (`--resume ID --answer REQUEST=TEXT`).
+pub(crate) const WAITING: u8 = 3;
 pub(crate) const INTERRUPTED: u8 = 130;
 
 /// troupe: teams of LLM agents from a YAML file.
@@ -53,27 +57,33 @@ pub(crate) struct Output {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Runs the workflow on a task (from the argument, or stdin with `-`).
-    Run {
+    /// Runs the workflow on a task (from the argument, or stdin with `-`),
+    /// or continues a run from its last checkpoint (`--resume`).
+    ///
+    /// Exit codes: 0 done, 1 failed, 2 invalid config or usage, 3 waiting
+    /// for answers, 130 interrupted.
+    Run(run::RunArgs),
+    /// Lists the runs in the config's checkpoint store, newest first.
+    Runs {
         /// The config file.
         file: PathBuf,
-        /// The task; `-` (or nothing, when stdin is not a terminal) reads it from stdin.
-        prompt: Option<String>,
-        /// Names the run (checkpoints are saved under it).
+        /// One JSON object per run and line.
         #[arg(long)]
-        run_id: Option<String>,
-        #[command(flatten)]
-        output: Output,
-        #[command(flatten)]
-        cluster: cluster::ClusterArgs,
+        json: bool,
     },
     /// Talks to the workflow: one user turn per line; `/exit` ends.
     Chat {
         /// The config file.
         file: PathBuf,
-        /// Continues this conversation from the configured store.
-        #[arg(long)]
+        /// Continues this stored conversation (with `--new`: starts it).
+        #[arg(long, conflicts_with = "list")]
         session: Option<String>,
+        /// Starts the `--session` conversation instead of continuing one.
+        #[arg(long, conflicts_with = "list")]
+        new: bool,
+        /// Lists the stored conversations and exits.
+        #[arg(long)]
+        list: bool,
         #[command(flatten)]
         output: Output,
         #[command(flatten)]
@@ -125,19 +135,22 @@ pub(crate) fn main() -> u8 {
             Err(e) => report(&e),
         },
         Command::McpDemo => mcp_demo::serve(),
-        Command::Run {
-            file,
-            prompt,
-            run_id,
-            output,
-            cluster,
-        } => with_runtime(|| run(file, prompt, run_id, output, cluster)),
+        Command::Run(args) => with_runtime(|| run::run(args)),
+        Command::Runs { file, json } => with_runtime(|| runs::runs(file, json)),
         Command::Chat {
             file,
             session,
+            new,
+            list,
             output,
             cluster,
-        } => with_runtime(|| chat::chat(file, session, output, cluster)),
+        } => with_runtime(|| async move {
+            if list {
+                chat::list(file).await
+            } else {
+                chat::chat(file, chat::Start { session, new }, output, cluster).await
+            }
+        }),
         Command::Node(args) => with_runtime(|| cluster::node(args)),
     }
 }
@@ -297,30 +310,6 @@ pub(crate) fn make_id(prefix: &str) -> String {
     format!("{clean}-{}", millis())
 }
 
-fn read_prompt(prompt: Option<String>) -> Result<String, String> {
-    match prompt.as_deref() {
-        Some("-") => read_stdin(),
-        Some(p) => Ok(p.to_string()),
-        None if !std::io::stdin().is_terminal() => read_stdin(),
-        None => {
-            Err("no task given: `troupe run FILE \"a task\"`, or `-` to read it from stdin".into())
-        }
-    }
-}
-
-fn read_stdin() -> Result<String, String> {
-    let mut text = String::new();
-    std::io::stdin()
-        .read_to_string(&mut text)
-        .map_err(|e| format!("cannot read the task from stdin: {e}"))?;
-    let text = text.trim().to_string();
-    if text.is_empty() {
-        Err("the task read from stdin is empty".into())
-    } else {
-        Ok(text)
-    }
-}
-
 /// Where events go, and the console view if there is one.
 pub(crate) fn sinks(output: &Output) -> (EventSink, Option<render::Console>) {
     if output.quiet {
@@ -335,78 +324,32 @@ pub(crate) fn sinks(output: &Output) -> (EventSink, Option<render::Console>) {
     }
 }
 
-/// Cancels `ctx` on Ctrl-C; a second Ctrl-C exits at once.
-pub(crate) fn on_interrupt(ctx: &RunContext) -> Arc<AtomicBool> {
-    let flag = Arc::new(AtomicBool::new(false));
-    let (f, ctx) = (flag.clone(), ctx.clone());
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            f.store(true, Ordering::SeqCst);
-            eprintln!("\ninterrupted: stopping the run (Ctrl-C again to quit at once)");
-            ctx.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(i32::from(INTERRUPTED));
-            }
-        }
-    });
-    flag
+/// A status as one word, as `--events jsonl` and `troupe runs --json`
+/// print it: `completed`, `stopped`, `cancelled`, `interrupted`,
+/// `waiting_for_input`, or `unfinished` (a checkpoint taken while the run
+/// was under way).
+pub(crate) fn status_key(status: Option<&RunStatus>) -> &'static str {
+    match status {
+        None => "unfinished",
+        Some(RunStatus::Completed) => "completed",
+        Some(RunStatus::Stopped(_)) => "stopped",
+        Some(RunStatus::Cancelled) => "cancelled",
+        Some(RunStatus::Interrupted) => "interrupted",
+        Some(RunStatus::WaitingForInput(_)) => "waiting_for_input",
+    }
 }
 
-async fn run(
-    file: PathBuf,
-    prompt: Option<String>,
-    run_id: Option<String>,
-    output: Output,
-    cluster: cluster::ClusterArgs,
-) -> u8 {
-    let config = match Config::load(&file) {
-        Ok(c) => c,
-        Err(e) => return report(&e),
-    };
-    let task = match read_prompt(prompt) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("troupe run: {e}");
-            return INVALID;
-        }
-    };
-    let chatty = !output.quiet && output.events == EventsFormat::Pretty;
-    let node = match cluster::join(&file, &config, &cluster, chatty).await {
-        Ok(n) => n,
-        Err(code) => return code,
-    };
-    let built = match config.build(&build_options(&output)).await {
-        Ok(b) => b,
-        Err(e) => {
-            leave(node).await;
-            return report(&e);
-        }
-    };
-    if chatty {
-        for note in &built.notes {
-            eprintln!("{note}");
-        }
-    }
-    let run_id = run_id.unwrap_or_else(|| make_id(&config.workflow_name()));
-    let (sink, console) = sinks(&output);
-    let ctx = RunContext::with_sink(sink.clone()).with_run_id(run_id.clone());
-    let interrupted = on_interrupt(&ctx);
-    let result = built.workflow.run_task(task, &ctx).await;
-    // Every event is out before the result line and the exit.
-    sink.flush().await;
-    if let Some(c) = console {
-        c.finish();
-    }
-    let code = finish(
-        &built,
-        &run_id,
-        result,
-        &output,
-        interrupted.load(Ordering::SeqCst),
-    );
-    built.close().await;
-    leave(node).await;
-    code
+/// The requests as JSON: `[{"id", "agent", "prompt"}]`.
+pub(crate) fn requests_json(requests: &[troupe::InputRequest]) -> serde_json::Value {
+    requests
+        .iter()
+        .map(|q| serde_json::json!({"id": q.id, "agent": q.agent, "prompt": q.prompt}))
+        .collect()
+}
+
+/// For `chat`: the path a store location is shown as.
+pub(crate) fn show(path: Option<&Path>) -> String {
+    path.map_or_else(|| "memory".into(), |p| p.display().to_string())
 }
 
 /// Leaves the cluster, if the run joined one.
@@ -414,102 +357,4 @@ pub(crate) async fn leave(node: Option<troupe::cluster::Node>) {
     if let Some(n) = node {
         n.shutdown().await;
     }
-}
-
-fn checkpoint_note(built: &Built, run_id: &str, result: &RunResult) -> Option<String> {
-    let store = built.store.as_ref()?;
-    let id = result.checkpoint?;
-    let place = store
-        .location
-        .as_deref()
-        .map_or_else(|| "memory".to_string(), |p| p.display().to_string());
-    Some(format!(
-        "checkpoint {id} of run `{run_id}` saved ({:?} store at {place})",
-        store.kind
-    ))
-}
-
-fn finish(
-    built: &Built,
-    run_id: &str,
-    result: Result<RunResult, troupe::RunError>,
-    output: &Output,
-    interrupted: bool,
-) -> u8 {
-    match result {
-        Ok(r) => {
-            // What goes to stdout, written at once so that a failed write
-            // is seen.
-            let out = if output.events == EventsFormat::Jsonl && !output.quiet {
-                let line = serde_json::json!({
-                    "type": "result",
-                    "status": r.status.to_string(),
-                    "final_response": r.final_text(),
-                    "turns": r.turns,
-                    "usage": r.usage,
-                    "run_id": run_id,
-                    "checkpoint": r.checkpoint.map(|c| c.to_string()),
-                });
-                format!("{line}\n")
-            } else if output.quiet {
-                format!("{}\n", r.final_text())
-            } else if !(r.status == RunStatus::Cancelled && r.final_text().is_empty()) {
-                let color =
-                    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-                let rule = "── final response ──";
-                let rule = if color {
-                    format!("\x1b[1m{rule}\x1b[0m")
-                } else {
-                    rule.into()
-                };
-                format!("\n{rule}\n{}\n", r.final_text())
-            } else {
-                String::new()
-            };
-            let written = write_out(&out);
-            if let Some(note) = checkpoint_note(built, run_id, &r) {
-                eprintln!("{note}");
-            }
-            if let RunStatus::WaitingForInput(requests) = &r.status {
-                for q in requests {
-                    eprintln!("{} asks ({}): {}", q.agent, q.id, q.prompt);
-                }
-            }
-            let code = match r.status {
-                _ if interrupted => INTERRUPTED,
-                RunStatus::Cancelled => FAILED,
-                _ => OK,
-            };
-            match written {
-                Ok(()) => code,
-                // Output lost fails a run that would have passed; an
-                // interrupted or cancelled run keeps its own code.
-                Err(e) => {
-                    let failed = write_failed(&e);
-                    if code == OK { failed } else { code }
-                }
-            }
-        }
-        Err(e) => {
-            if interrupted {
-                eprintln!("interrupted: {e}");
-                return INTERRUPTED;
-            }
-            eprintln!("run failed: {e}");
-            if output.events == EventsFormat::Jsonl && !output.quiet {
-                let line =
-                    serde_json::json!({"type": "error", "error": e.to_string(), "run_id": run_id});
-                if let Err(e) = write_out(&format!("{line}\n")) {
-                    // The run failed either way; the lost line is said too.
-                    write_failed(&e);
-                }
-            }
-            FAILED
-        }
-    }
-}
-
-/// For `chat`: the path a store location is shown as.
-pub(crate) fn show(path: Option<&Path>) -> String {
-    path.map_or_else(|| "memory".into(), |p| p.display().to_string())
 }

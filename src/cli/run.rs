@@ -1,0 +1,457 @@
+//! `troupe run`: a run on a task, or one carried on from its last
+//! checkpoint (`--resume RUN_ID|latest`), its questions answered with
+//! `--answer REQUEST_ID=TEXT` or, on a terminal, asked inline. Ctrl-C and
+//! SIGTERM stop it gracefully (see `interrupt`).
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use troupe::config::{Built, Config};
+use troupe::{CheckpointError, InputRequest, RunContext, RunError, RunResult, RunStatus, Workflow};
+
+use super::cluster::{self, ClusterArgs};
+use super::interrupt::Interrupt;
+use super::{
+    EventsFormat, FAILED, INTERRUPTED, INVALID, OK, Output, WAITING, build_options, leave,
+    make_id, report, requests_json, sinks, status_key, store, write_failed, write_out,
+};
+
+/// `troupe run`'s arguments.
+#[derive(clap::Args)]
+pub(crate) struct RunArgs {
+    /// The config file.
+    file: PathBuf,
+    /// The task; `-` (or nothing, when stdin is not a terminal) reads it
+    /// from stdin. Not given with `--resume`.
+    prompt: Option<String>,
+    /// Names the run (checkpoints are saved under it).
+    #[arg(long, conflicts_with = "resume")]
+    run_id: Option<String>,
+    /// Continues run RUN_ID (`latest`: the newest) exactly where its last
+    /// checkpoint in the config's store left it.
+    #[arg(long, value_name = "RUN_ID")]
+    resume: Option<String>,
+    /// Answers a question the resumed run waits on (repeatable; applied one
+    /// at a time, in order).
+    #[arg(long, value_name = "REQUEST_ID=TEXT", requires = "resume")]
+    answer: Vec<String>,
+    /// Never asks on the terminal: a run that needs input ends, waiting,
+    /// with exit code 3.
+    #[arg(long)]
+    no_input: bool,
+    /// Seconds the turns under way get to finish after Ctrl-C or SIGTERM
+    /// before the run is cancelled.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    grace: f64,
+    #[command(flatten)]
+    output: Output,
+    #[command(flatten)]
+    cluster: ClusterArgs,
+}
+
+/// What to run: a task, or a stored run to carry on.
+enum Start {
+    Task(String),
+    Resume {
+        run_id: String,
+        answers: Vec<(String, String)>,
+    },
+}
+
+/// `troupe run`.
+pub(crate) async fn run(args: RunArgs) -> u8 {
+    let config = match Config::load(&args.file) {
+        Ok(c) => c,
+        Err(e) => return report(&e),
+    };
+    let grace = match Duration::try_from_secs_f64(args.grace) {
+        Ok(g) => g,
+        Err(_) => {
+            eprintln!(
+                "troupe run: --grace takes a number of seconds, 0 or more (got {})",
+                args.grace
+            );
+            return INVALID;
+        }
+    };
+    let answers = match parse_answers(&args.answer) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("troupe run: {e}");
+            return INVALID;
+        }
+    };
+    let task = match (&args.resume, args.prompt.clone()) {
+        (Some(_), Some(_)) => {
+            eprintln!(
+                "troupe run: a task cannot be given with --resume: the run carries on from its checkpoint"
+            );
+            return INVALID;
+        }
+        (Some(_), None) => None,
+        (None, prompt) => match read_prompt(prompt) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                eprintln!("troupe run: {e}");
+                return INVALID;
+            }
+        },
+    };
+    let chatty = !args.output.quiet && args.output.events == EventsFormat::Pretty;
+    let node = match cluster::join(&args.file, &config, &args.cluster, chatty).await {
+        Ok(n) => n,
+        Err(code) => return code,
+    };
+    let built = match config.build(&build_options(&args.output)).await {
+        Ok(b) => b,
+        Err(e) => {
+            leave(node).await;
+            return report(&e);
+        }
+    };
+    if chatty {
+        for note in &built.notes {
+            eprintln!("{note}");
+        }
+    }
+    let start = match (task, &args.resume) {
+        (Some(task), _) => Ok(Start::Task(task)),
+        (None, Some(wanted)) => resolve(&args.file, &built, wanted, answers).await,
+        (None, None) => Err(INVALID),
+    };
+    let code = match start {
+        Ok(start) => drive(&args, &config, &built, start, grace).await,
+        Err(code) => code,
+    };
+    built.close().await;
+    leave(node).await;
+    code
+}
+
+/// `REQUEST_ID=TEXT` pairs, in order.
+fn parse_answers(given: &[String]) -> Result<Vec<(String, String)>, String> {
+    given
+        .iter()
+        .map(|a| match a.split_once('=') {
+            Some((id, text)) if !id.is_empty() => Ok((id.to_string(), text.to_string())),
+            _ => Err(format!(
+                "--answer takes REQUEST_ID=TEXT (the ids `troupe runs FILE` lists), got `{a}`"
+            )),
+        })
+        .collect()
+}
+
+/// The stored run `wanted` names, its answers checked against the
+/// questions it waits on.
+async fn resolve(
+    file: &Path,
+    built: &Built,
+    wanted: &str,
+    answers: Vec<(String, String)>,
+) -> Result<Start, u8> {
+    let store = store::durable(file, built.store.as_ref(), "--resume")?;
+    let run = store::find(file, store, wanted).await?;
+    for (id, _) in &answers {
+        if !run.requests.iter().any(|q| &q.id == id) {
+            eprintln!(
+                "troupe run: run `{}` has no question `{id}`; it waits on: {}",
+                run.run_id,
+                pending_list(&run.requests)
+            );
+            return Err(INVALID);
+        }
+    }
+    Ok(Start::Resume {
+        run_id: run.run_id,
+        answers,
+    })
+}
+
+/// `q1 (writer: Which tone?), q2 (…)`, or `none`.
+fn pending_list(requests: &[InputRequest]) -> String {
+    if requests.is_empty() {
+        return "none".into();
+    }
+    requests
+        .iter()
+        .map(|q| format!("{} ({}: {})", q.id, q.agent, q.prompt))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Runs (or resumes) under a context watched for signals, asks the
+/// questions inline when it may, and reports the result.
+async fn drive(args: &RunArgs, config: &Config, built: &Built, start: Start, grace: Duration) -> u8 {
+    let run_id = match &start {
+        Start::Task(_) => args
+            .run_id
+            .clone()
+            .unwrap_or_else(|| make_id(&config.workflow_name())),
+        Start::Resume { run_id, .. } => run_id.clone(),
+    };
+    let (sink, console) = sinks(&args.output);
+    let ctx = RunContext::with_sink(sink.clone()).with_run_id(run_id.clone());
+    let hint = store::outlives(built.store.as_ref()).then(|| resume_hint(&args.file, &run_id));
+    let interrupt = Interrupt::watch(&ctx, grace, hint.clone());
+    let workflow = &built.workflow;
+    let mut result = match start {
+        Start::Task(task) => workflow.run_task(task, &ctx).await,
+        Start::Resume { answers, .. } if answers.is_empty() => workflow.resume(&run_id, &ctx).await,
+        Start::Resume { answers, .. } => {
+            let mut last = None;
+            for (id, text) in answers {
+                let r = respond(built, &run_id, None, &id, text, &ctx).await;
+                let go_on = matches!(&r, Ok(r) if !Workflow::pending_requests(&r.thread).is_empty());
+                last = Some(r);
+                if !go_on || interrupt.happened() {
+                    break;
+                }
+            }
+            match last {
+                Some(r) => r,
+                None => workflow.resume(&run_id, &ctx).await,
+            }
+        }
+    };
+    let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    if terminal && !args.no_input {
+        let mut lines = BufReader::new(tokio::io::stdin()).lines();
+        loop {
+            let Ok(r) = &result else { break };
+            let Some(q) = Workflow::pending_requests(&r.thread).into_iter().next() else {
+                break;
+            };
+            if interrupt.happened() {
+                break;
+            }
+            sink.flush().await;
+            eprint!("? {} asks ({}): {}\n> ", q.agent, q.id, q.prompt);
+            let _ = std::io::stderr().flush();
+            let line = tokio::select! {
+                l = lines.next_line() => l,
+                _ = interrupt.wait() => break,
+            };
+            let Ok(Some(answer)) = line else { break };
+            let thread = r.thread.clone();
+            result = respond(built, &run_id, Some(thread), &q.id, answer, &ctx).await;
+        }
+    }
+    // Every event is out before the result line and the exit.
+    sink.flush().await;
+    if let Some(c) = console {
+        c.finish();
+    }
+    let ended = Ended {
+        file: &args.file,
+        run_id: &run_id,
+        output: &args.output,
+        interrupted: interrupt.happened(),
+        hint: hint.as_deref(),
+    };
+    ended.report(built, result)
+}
+
+/// Answers `request` and runs on: from the store's latest checkpoint when
+/// the config has a store, else from `thread`.
+async fn respond(
+    built: &Built,
+    run_id: &str,
+    thread: Option<troupe::Thread>,
+    request: &str,
+    answer: String,
+    ctx: &RunContext,
+) -> Result<RunResult, RunError> {
+    match (&built.store, thread) {
+        (None, Some(thread)) => {
+            built
+                .workflow
+                .respond_in_thread(thread, request, answer, ctx)
+                .await
+        }
+        (Some(store), _) => {
+            built
+                .workflow
+                .respond(store.checkpoints.as_ref(), run_id, request, answer, ctx)
+                .await
+        }
+        (None, None) => Err(CheckpointError::NoStore(built.workflow.name().to_string()).into()),
+    }
+}
+
+fn resume_hint(file: &Path, run_id: &str) -> String {
+    format!(
+        "resume with: troupe run {} --resume {run_id}",
+        file.display()
+    )
+}
+
+fn read_prompt(prompt: Option<String>) -> Result<String, String> {
+    match prompt.as_deref() {
+        Some("-") => read_stdin(),
+        Some(p) => Ok(p.to_string()),
+        None if !std::io::stdin().is_terminal() => read_stdin(),
+        None => Err(
+            "no task given: `troupe run FILE \"a task\"`, `-` to read it from stdin, or `--resume RUN_ID`"
+                .into(),
+        ),
+    }
+}
+
+fn read_stdin() -> Result<String, String> {
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read the task from stdin: {e}"))?;
+    let text = text.trim().to_string();
+    if text.is_empty() {
+        Err("the task read from stdin is empty".into())
+    } else {
+        Ok(text)
+    }
+}
+
+/// How a run ended, for its report.
+struct Ended<'a> {
+    file: &'a Path,
+    run_id: &'a str,
+    output: &'a Output,
+    /// A signal arrived.
+    interrupted: bool,
+    /// How to resume, when the store outlives the process.
+    hint: Option<&'a str>,
+}
+
+impl Ended<'_> {
+    /// Prints the result (stdout) and notes (stderr); returns the exit
+    /// code.
+    fn report(&self, built: &Built, result: Result<RunResult, RunError>) -> u8 {
+        match result {
+            Ok(r) => self.report_result(built, &r),
+            Err(e) => self.report_error(e),
+        }
+    }
+
+    fn jsonl(&self) -> bool {
+        self.output.events == EventsFormat::Jsonl && !self.output.quiet
+    }
+
+    fn report_result(&self, built: &Built, r: &RunResult) -> u8 {
+        let pending = Workflow::pending_requests(&r.thread);
+        let waiting = !pending.is_empty();
+        let status = if waiting {
+            "waiting_for_input"
+        } else {
+            status_key(Some(&r.status))
+        };
+        // What goes to stdout, written at once so that a failed write is
+        // seen. A run that did not finish has no final response to show
+        // (but `--quiet` prints what it has).
+        let quiet_end = matches!(r.status, RunStatus::Cancelled | RunStatus::Interrupted) || waiting;
+        let out = if self.jsonl() {
+            let line = serde_json::json!({
+                "type": "result",
+                "status": status,
+                "detail": r.status.to_string(),
+                "final_response": r.final_text(),
+                "turns": r.turns,
+                "usage": r.usage,
+                "run_id": self.run_id,
+                "checkpoint": r.checkpoint.map(|c| c.to_string()),
+                "requests": requests_json(&pending),
+            });
+            format!("{line}\n")
+        } else if self.output.quiet {
+            format!("{}\n", r.final_text())
+        } else if !quiet_end {
+            let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            let rule = "── final response ──";
+            let rule = if color {
+                format!("\x1b[1m{rule}\x1b[0m")
+            } else {
+                rule.into()
+            };
+            format!("\n{rule}\n{}\n", r.final_text())
+        } else {
+            String::new()
+        };
+        let written = write_out(&out);
+        if let Some(note) = checkpoint_note(built, self.run_id, r) {
+            eprintln!("{note}");
+        }
+        if waiting && !self.jsonl() {
+            for q in &pending {
+                eprintln!("? {} asks ({}): {}", q.agent, q.id, q.prompt);
+            }
+            eprintln!(
+                "waiting for input: answer with `troupe run {} --resume {} --answer {}=TEXT`",
+                self.file.display(),
+                self.run_id,
+                pending.first().map_or("REQUEST_ID", |q| q.id.as_str())
+            );
+        }
+        let stopped = self.interrupted || r.status == RunStatus::Interrupted;
+        if stopped && let Some(h) = self.hint {
+            eprintln!("interrupted: {h}");
+        }
+        let code = match r.status {
+            _ if stopped => INTERRUPTED,
+            _ if waiting => WAITING,
+            RunStatus::Cancelled => FAILED,
+            _ => OK,
+        };
+        match written {
+            Ok(()) => code,
+            // Output lost fails a run that would have passed; an
+            // interrupted or waiting run keeps its own code.
+            Err(e) => {
+                let failed = write_failed(&e);
+                if code == OK { failed } else { code }
+            }
+        }
+    }
+
+    fn report_error(&self, e: RunError) -> u8 {
+        if self.interrupted {
+            eprintln!("interrupted: {e}");
+            if let Some(h) = self.hint {
+                eprintln!("{h}");
+            }
+            return INTERRUPTED;
+        }
+        let code = match &e {
+            RunError::Checkpoint(c) => {
+                eprintln!("troupe run: cannot resume run `{}`: {c}", self.run_id);
+                if matches!(c, CheckpointError::OtherTopology { .. }) {
+                    eprintln!(
+                        "the config changed since the checkpoint was saved; run the config it was saved with, or start a new run"
+                    );
+                }
+                INVALID
+            }
+            _ => {
+                eprintln!("run failed: {e}");
+                FAILED
+            }
+        };
+        if self.jsonl() {
+            let line =
+                serde_json::json!({"type": "error", "error": e.to_string(), "run_id": self.run_id});
+            if let Err(e) = write_out(&format!("{line}\n")) {
+                // The run failed either way; the lost line is said too.
+                write_failed(&e);
+            }
+        }
+        code
+    }
+}
+
+fn checkpoint_note(built: &Built, run_id: &str, result: &RunResult) -> Option<String> {
+    let store = built.store.as_ref()?;
+    let id = result.checkpoint?;
+    Some(format!(
+        "checkpoint {id} of run `{run_id}` saved ({})",
+        store::describe(store)
+    ))
+}
