@@ -14,8 +14,8 @@ use troupe::{CheckpointError, InputRequest, RunContext, RunError, RunResult, Run
 use super::cluster::{self, ClusterArgs};
 use super::interrupt::Interrupt;
 use super::{
-    EventsFormat, FAILED, INTERRUPTED, INVALID, OK, Output, WAITING, build_options, leave,
-    make_id, report, requests_json, sinks, status_key, store, write_failed, write_out,
+    EventsFormat, FAILED, INTERRUPTED, INVALID, OK, Output, WAITING, build_options, leave, make_id,
+    report, requests_json, sinks, status_key, store, write_failed, write_out,
 };
 
 /// `troupe run`'s arguments.
@@ -183,7 +183,13 @@ fn pending_list(requests: &[InputRequest]) -> String {
 
 /// Runs (or resumes) under a context watched for signals, asks the
 /// questions inline when it may, and reports the result.
-async fn drive(args: &RunArgs, config: &Config, built: &Built, start: Start, grace: Duration) -> u8 {
+async fn drive(
+    args: &RunArgs,
+    config: &Config,
+    built: &Built,
+    start: Start,
+    grace: Duration,
+) -> u8 {
     let run_id = match &start {
         Start::Task(_) => args
             .run_id
@@ -203,7 +209,8 @@ async fn drive(args: &RunArgs, config: &Config, built: &Built, start: Start, gra
             let mut last = None;
             for (id, text) in answers {
                 let r = respond(built, &run_id, None, &id, text, &ctx).await;
-                let go_on = matches!(&r, Ok(r) if !Workflow::pending_requests(&r.thread).is_empty());
+                let go_on =
+                    matches!(&r, Ok(r) if !Workflow::pending_requests(&r.thread).is_empty());
                 last = Some(r);
                 if !go_on || interrupt.happened() {
                     break;
@@ -348,7 +355,8 @@ impl Ended<'_> {
         // What goes to stdout, written at once so that a failed write is
         // seen. A run that did not finish has no final response to show
         // (but `--quiet` prints what it has).
-        let quiet_end = matches!(r.status, RunStatus::Cancelled | RunStatus::Interrupted) || waiting;
+        let quiet_end =
+            matches!(r.status, RunStatus::Cancelled | RunStatus::Interrupted) || waiting;
         let out = if self.jsonl() {
             let line = serde_json::json!({
                 "type": "result",

@@ -58,11 +58,8 @@ pub(crate) fn open(config: &Config, what: &str) -> Result<Store, u8> {
     let Some(cp) = &config.spec().checkpoint else {
         return durable(config.path(), None, what).cloned();
     };
-    let store = Store::open(
-        cp.store,
-        cp.path.as_deref().map(|p| config.resolve_path(p)),
-    )
-    .map_err(|e| report(&e))?;
+    let store = Store::open(cp.store, cp.path.as_deref().map(|p| config.resolve_path(p)))
+        .map_err(|e| report(&e))?;
     durable(config.path(), Some(&store), what)?;
     Ok(store)
 }
@@ -72,7 +69,10 @@ pub(crate) async fn runs(store: &Store) -> Result<Vec<RunSummary>, u8> {
     summarize_runs(store.checkpoints.as_ref())
         .await
         .map_err(|e| {
-            eprintln!("troupe: cannot list the runs in the {}: {e}", describe(store));
+            eprintln!(
+                "troupe: cannot list the runs in the {}: {e}",
+                describe(store)
+            );
             FAILED
         })
 }
