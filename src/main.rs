@@ -2,6 +2,8 @@
 //!
 //! ```text
 //! troupe run FILE [PROMPT | -]   run the workflow on a task
+//! troupe run FILE --resume ID    continue a stored run (`latest`: the newest)
+//! troupe runs FILE               list the runs in the config's store
 //! troupe chat FILE               talk to it (a session per conversation)
 //! troupe validate FILE           check a config
 //! troupe schema                  print the config's JSON Schema
@@ -16,7 +18,9 @@
 //! cookie, read from the `TROUPE_COOKIE` environment variable only.
 //!
 //! Exit codes: 0 done (or a node stopped by Ctrl-C / SIGTERM), 1 run
-//! failed, 2 invalid config (or usage, or no cookie), 130 interrupted.
+//! failed, 2 invalid config (or usage, or no cookie, or an unknown run or
+//! request id, or a checkpoint of a changed config), 3 waiting for input,
+//! 130 interrupted.
 
 mod cli;
 

@@ -224,26 +224,8 @@ async fn drive(
     };
     let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     if terminal && !args.no_input {
-        let mut lines = BufReader::new(tokio::io::stdin()).lines();
-        loop {
-            let Ok(r) = &result else { break };
-            let Some(q) = Workflow::pending_requests(&r.thread).into_iter().next() else {
-                break;
-            };
-            if interrupt.happened() {
-                break;
-            }
-            sink.flush().await;
-            eprint!("? {} asks ({}): {}\n> ", q.agent, q.id, q.prompt);
-            let _ = std::io::stderr().flush();
-            let line = tokio::select! {
-                l = lines.next_line() => l,
-                _ = interrupt.wait() => break,
-            };
-            let Ok(Some(answer)) = line else { break };
-            let thread = r.thread.clone();
-            result = respond(built, &run_id, Some(thread), &q.id, answer, &ctx).await;
-        }
+        sink.flush().await;
+        result = ask_inline(built, &run_id, result, &ctx, &interrupt).await;
     }
     // Every event is out before the result line and the exit.
     sink.flush().await;
@@ -258,6 +240,38 @@ async fn drive(
         hint: hint.as_deref(),
     };
     ended.report(built, result)
+}
+
+/// Asks the questions a run waits on, one at a time on the terminal, and
+/// runs on with each answer until the run ends otherwise (or stdin ends, or
+/// a signal comes).
+async fn ask_inline(
+    built: &Built,
+    run_id: &str,
+    mut result: Result<RunResult, RunError>,
+    ctx: &RunContext,
+    interrupt: &Interrupt,
+) -> Result<RunResult, RunError> {
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    while let Ok(r) = &result {
+        let Some(q) = Workflow::pending_requests(&r.thread).into_iter().next() else {
+            break;
+        };
+        if interrupt.happened() {
+            break;
+        }
+        ctx.sink().flush().await;
+        eprint!("? {} asks ({}): {}\n> ", q.agent, q.id, q.prompt);
+        let _ = std::io::stderr().flush();
+        let line = tokio::select! {
+            l = lines.next_line() => l,
+            _ = interrupt.wait() => break,
+        };
+        let Ok(Some(answer)) = line else { break };
+        let thread = r.thread.clone();
+        result = respond(built, run_id, Some(thread), &q.id, answer, ctx).await;
+    }
+    result
 }
 
 /// Answers `request` and runs on: from the store's latest checkpoint when

@@ -1,0 +1,201 @@
+//! kill -9 at random points: a `troupe run` with a SQLite store is killed
+//! with SIGKILL at random moments (a fixed seed) and resumed until it
+//! completes; every run then ends with the same thread as an uninterrupted
+//! one (no message lost, none twice) and the database passes
+//! `PRAGMA integrity_check`.
+//!
+//! `TROUPE_CRASH_KILLS` sets the number of kills (20 by default, for CI);
+//! `benches/crash.sh` runs 100 and prints the JSON summary line.
+
+// Test helpers may fail loudly: a broken fixture should stop the test.
+#![allow(clippy::expect_used, clippy::panic)]
+
+mod common;
+use common::wait;
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use troupe::RunContext;
+use troupe::config::{BuildOptions, Config};
+
+const TROUPE: &str = env!("CARGO_BIN_EXE_troupe");
+
+/// Five steps of 150 ms each: a run lasts about a second with startup.
+const CONFIG: &str = "version: 1
+models:
+  m: {provider: scripted, delay: 150ms}
+agents:
+  researcher: {model: m, script: [\"facts: actors share nothing\"]}
+  outliner: {model: m, script: [\"outline: intro, body, end\"]}
+  writer: {model: m, script: [\"draft: actors suit agents\"]}
+  critic: {model: m, script: [\"review: tighten the intro\"]}
+  editor: {model: m, script: [\"final: actors suit agents, tightened\"]}
+workflow:
+  steps: [{agent: researcher}, {agent: outliner}, {agent: writer}, {agent: critic}, {agent: editor}]
+checkpoint: {store: sqlite, path: state/runs.db}
+";
+
+/// The longest a kill waits after the start, within a run's duration.
+const WINDOW_MS: u64 = 1100;
+
+/// xorshift64*: a fixed seed gives the same kill points every time.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+    }
+}
+
+fn troupe(dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(TROUPE);
+    cmd.args(args)
+        .current_dir(dir)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+fn run(dir: &Path, args: &[&str]) -> Output {
+    wait(
+        troupe(dir, args).spawn().expect("start troupe"),
+        Duration::from_secs(60),
+    )
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[derive(Default)]
+struct Tally {
+    killed_mid_run: usize,
+    resumes: usize,
+    fresh_starts: usize,
+}
+
+/// Starts run `id`, kills it after `delay`, then resumes it to completion
+/// (or starts it again when it died before its first checkpoint).
+fn kill_and_resume(dir: &Path, id: &str, delay: Duration, tally: &mut Tally) {
+    let mut child = troupe(dir, &["run", "-q", "--run-id", id, "crash.yaml", "go"])
+        .spawn()
+        .expect("start");
+    std::thread::sleep(delay);
+    if child.try_wait().expect("try_wait").is_none() {
+        tally.killed_mid_run += 1;
+    }
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    let out = run(dir, &["run", "-q", "--resume", id, "crash.yaml"]);
+    match out.status.code() {
+        Some(0) => tally.resumes += 1,
+        // Killed before its first checkpoint: nothing to resume.
+        Some(2) if text(&out.stderr).contains(&format!("no run `{id}`")) => {
+            tally.fresh_starts += 1;
+            let out = run(dir, &["run", "-q", "--run-id", id, "crash.yaml", "go"]);
+            assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        }
+        other => panic!("resuming {id} exited {other:?}: {}", text(&out.stderr)),
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn kill_9_at_random_points_then_resume_loses_and_repeats_nothing() {
+    let kills: usize = std::env::var("TROUPE_CRASH_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20);
+    let started = Instant::now();
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("crash.yaml"), CONFIG).expect("write config");
+    let clean = run(
+        dir.path(),
+        &["run", "-q", "--run-id", "clean", "crash.yaml", "go"],
+    );
+    assert_eq!(clean.status.code(), Some(0), "{}", text(&clean.stderr));
+
+    let mut rng = Rng(0x5eed_cafe_f00d_d00d);
+    let mut tally = Tally::default();
+    let ids: Vec<String> = (0..kills).map(|i| format!("crash-{i}")).collect();
+    for id in &ids {
+        let delay = Duration::from_millis(rng.below(WINDOW_MS));
+        kill_and_resume(dir.path(), id, delay, &mut tally);
+    }
+
+    let db = dir.path().join("state/runs.db");
+    let integrity: String = rusqlite::Connection::open(&db)
+        .expect("open the store")
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .expect("integrity_check");
+
+    // Each run's final thread, read back through the workflow.
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let threads = runtime.block_on(async {
+        let config = Config::load(dir.path().join("crash.yaml")).expect("config");
+        let built = config.build(&BuildOptions::default()).await.expect("build");
+        let mut out = Vec::new();
+        for id in std::iter::once("clean").chain(ids.iter().map(String::as_str)) {
+            let r = built
+                .workflow
+                .resume(id, &RunContext::new())
+                .await
+                .unwrap_or_else(|e| panic!("{id}: {e}"));
+            out.push((id.to_string(), r.thread));
+        }
+        out
+    });
+    let lines = |t: &troupe::Thread| -> Vec<(String, String)> {
+        t.messages()
+            .iter()
+            .map(|m| (m.source.to_string(), m.text_content().into_owned()))
+            .collect()
+    };
+    let expected = lines(&threads[0].1);
+    assert_eq!(expected.len(), 6, "{expected:?}");
+    let (mut lost, mut repeated, mut differ) = (0usize, 0usize, Vec::new());
+    for (id, thread) in &threads[1..] {
+        let got = lines(thread);
+        lost += expected.iter().filter(|m| !got.contains(m)).count();
+        let unique: HashSet<_> = thread.messages().iter().map(|m| m.id).collect();
+        repeated += thread.len() - unique.len();
+        repeated += got.len().saturating_sub(expected.len());
+        if got != expected {
+            differ.push(id.clone());
+        }
+    }
+    let summary = serde_json::json!({
+        "kills": kills,
+        "killed_mid_run": tally.killed_mid_run,
+        "resumes": tally.resumes,
+        "fresh_starts": tally.fresh_starts,
+        "messages_lost": lost,
+        "messages_repeated": repeated,
+        "runs_differing": differ.len(),
+        "integrity_check": integrity,
+        "seconds": started.elapsed().as_secs_f64(),
+    });
+    println!("crash summary: {summary}");
+    assert_eq!(integrity, "ok");
+    assert!(
+        differ.is_empty(),
+        "runs differing from the clean one: {differ:?}"
+    );
+    assert_eq!((lost, repeated), (0, 0));
+    // The kill points fall inside the runs, not all after them.
+    assert!(
+        tally.killed_mid_run * 2 >= kills,
+        "only {} of {kills} kills hit a run under way",
+        tally.killed_mid_run
+    );
+}
