@@ -13,7 +13,9 @@ use serde::de::DeserializeOwned;
 ///
 /// 2: a thread's workflow state keeps the scheduler's part typed
 /// ([`crate::SchedulerState`]) instead of as JSON text in a map.
-pub const FORMAT_VERSION: u32 = 2;
+/// 3: the scheduler state keeps the counters of a run not finished
+/// (scheduler-state version 2).
+pub const FORMAT_VERSION: u32 = 3;
 
 /// Encoding or decoding failed.
 #[derive(Debug, thiserror::Error)]

@@ -9,6 +9,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::event::Event;
+use crate::thread::Thread;
+use crate::workflow::progress::Progress;
 // Re-exported for the modules that take sinks and contexts together.
 pub(crate) use crate::sink::EventSink;
 
@@ -54,6 +56,9 @@ struct Inner {
     deadline: Option<Instant>,
     path: Arc<str>,
     run_id: Option<Arc<str>>,
+    /// Set on a turn's own context only (never copied into another):
+    /// where a nested run over the turn's thread reports its progress.
+    progress: Option<Progress>,
 }
 
 /// What a run (and every agent turn in it) is given: the event sink,
@@ -111,6 +116,7 @@ impl RunContext {
                 deadline: None,
                 path: Arc::from(""),
                 run_id: None,
+                progress: None,
             }),
         }
     }
@@ -145,6 +151,7 @@ impl RunContext {
                 deadline: self.inner.deadline,
                 path: self.inner.path.clone(),
                 run_id: self.inner.run_id.clone(),
+                progress: None,
             }),
         }
     }
@@ -159,6 +166,7 @@ impl RunContext {
                 deadline: self.inner.deadline,
                 path: self.inner.path.clone(),
                 run_id: Some(run_id.into()),
+                progress: None,
             }),
         }
     }
@@ -200,8 +208,32 @@ impl RunContext {
                 deadline,
                 path,
                 run_id: self.inner.run_id.clone(),
+                progress: None,
             }),
         }
+    }
+
+    /// The same context carrying `progress`, the hook of a turn.
+    pub(crate) fn with_progress(&self, progress: Progress) -> Self {
+        RunContext {
+            inner: Arc::new(Inner {
+                sink: self.inner.sink.clone(),
+                cancel: self.inner.cancel.clone(),
+                deadline: self.inner.deadline,
+                path: self.inner.path.clone(),
+                run_id: self.inner.run_id.clone(),
+                progress: Some(progress),
+            }),
+        }
+    }
+
+    /// The progress hook of this turn, if it was lent `thread` itself.
+    pub(crate) fn progress_for(&self, thread: &Arc<Thread>) -> Option<Progress> {
+        self.inner
+            .progress
+            .as_ref()
+            .filter(|p| p.lent(thread))
+            .cloned()
     }
 
     /// The path of the workflow or agent running under this context.

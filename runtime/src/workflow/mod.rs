@@ -11,13 +11,15 @@
 //!   `agent_actor` and `actor_pool`: the actors hosting participants;
 //!   `protocol`: what the two kinds of actor say to each other;
 //! - `snapshot`, `scheduler_state` and `answer`: what a checkpoint holds,
-//!   the scheduler's part of a thread, and answering a pending question.
+//!   the scheduler's part of a thread, and answering a pending question;
+//!   `progress`: how a nested run reports its state to the run above it.
 
 mod actor_pool;
 mod agent_actor;
 mod answer;
 mod api;
 mod builder;
+pub(crate) mod progress;
 mod protocol;
 mod request;
 mod result;

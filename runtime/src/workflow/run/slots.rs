@@ -9,13 +9,14 @@ use crate::graph::cursor::Cursor;
 use crate::message::Message;
 use crate::thread::{Thread, WorkflowState};
 use crate::workflow::request::InputRequest;
-use crate::workflow::scheduler_state::SchedulerState;
+use crate::workflow::scheduler_state::{RunCounters, SchedulerState};
 use crate::workflow::spec::Spec;
 
 /// What of a thread's workflow state lives with other owners while the
 /// run goes on: inbox contents, the graph's cursor, the turns to run
-/// again. Taken out when the thread is taken apart, given back when it is
-/// put together.
+/// again, the run's counters. Taken out when the thread is taken apart,
+/// given back when it is put together (with, for a checkpoint, the
+/// progress of nested runs under way).
 #[derive(Default, Clone)]
 pub(super) struct Scheduling {
     /// Messages waiting in each inbox, by participant name.
@@ -26,6 +27,12 @@ pub(super) struct Scheduling {
     pub(super) interrupted: Vec<String>,
     /// Questions this run asked the caller (taken apart: none yet).
     pub(super) new_requests: Vec<InputRequest>,
+    /// The counters of a run not finished, to carry on from: kept in the
+    /// thread for a nested run's progress and a run waiting for input.
+    pub(super) counters: Option<RunCounters>,
+    /// Slots to put together as a nested run under way last reported
+    /// them rather than as its turn began, by slot (taken apart: none).
+    pub(super) progress: Vec<(usize, Arc<Thread>)>,
 }
 
 /// The run's thread, taken apart.
@@ -66,6 +73,8 @@ impl ThreadSlots {
             graph: carried.graph,
             interrupted: carried.interrupted,
             new_requests: Vec::new(),
+            counters: carried.counters,
+            progress: Vec::new(),
         };
         let slots = ThreadSlots {
             root: thread,
@@ -148,9 +157,10 @@ impl ThreadSlots {
     }
 }
 
-/// Puts a thread back together: the used slots become children under
-/// their names beside the foreign ones, and the state gets its scheduling
-/// part back, counting every message of the thread as taken in.
+/// Puts a thread back together: the used slots (or the progress reported
+/// for them) become children under their names beside the foreign ones,
+/// and the state gets its scheduling part back, counting every message of
+/// the thread as taken in.
 fn put_together(
     spec: &Spec,
     mut root: Thread,
@@ -160,7 +170,10 @@ fn put_together(
     mut state: WorkflowState,
     scheduling: Scheduling,
 ) -> Thread {
-    for (s, slot) in slots.into_iter().enumerate() {
+    for (s, mut slot) in slots.into_iter().enumerate() {
+        if let Some((_, reported)) = scheduling.progress.iter().find(|(p, _)| *p == s) {
+            slot = reported.clone();
+        }
         if used[s] {
             // A slot still lent (or borrowed for a checkpoint) is copied.
             let t = Arc::try_unwrap(slot).unwrap_or_else(|shared| (*shared).clone());
@@ -171,6 +184,9 @@ fn put_together(
     let mut requests = state.scheduler.take().requests;
     requests.extend(scheduling.new_requests);
     state.scheduler = SchedulerState::new(scheduling.graph, requests, scheduling.interrupted);
+    if let Some(counters) = scheduling.counters {
+        state.scheduler.set_counters(counters);
+    }
     state.pending = scheduling.pending;
     state.consumed = root.len();
     *root.state_mut() = Some(state);
