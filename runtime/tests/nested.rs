@@ -280,8 +280,9 @@ fn asker(name: &str) -> FnAgent {
     })
 }
 
-/// `intro -> desk -> out`, `desk` a graph fanning out to two askers.
-fn help_desk(store: Arc<dyn CheckpointStore>) -> Workflow {
+/// `intro -> desk -> out`, `desk` a graph fanning out to two askers; with
+/// `deep`, `intro -> floor -> out`, `floor` a workflow of `desk` alone.
+fn help_desk(store: Option<Arc<dyn CheckpointStore>>, deep: bool) -> Workflow {
     let calls = Calls::default();
     let desk = Graph::builder()
         .add_agent(node("split", &calls))
@@ -296,20 +297,30 @@ fn help_desk(store: Arc<dyn CheckpointStore>) -> Workflow {
         .graph(desk)
         .build()
         .unwrap();
+    let (middle, name) = if deep {
+        let floor = Graph::builder().add_agent(desk).build().unwrap();
+        let floor = Workflow::builder()
+            .name("floor")
+            .graph(floor)
+            .build()
+            .unwrap();
+        (floor, "floor")
+    } else {
+        (desk, "desk")
+    };
     let g = Graph::builder()
         .add_agent(node("intro", &calls))
-        .add_agent(desk)
+        .add_agent(middle)
         .add_agent(node("out", &calls))
-        .add_edge("intro", "desk")
-        .add_edge("desk", "out")
+        .add_edge("intro", name)
+        .add_edge(name, "out")
         .build()
         .unwrap();
-    Workflow::builder()
-        .name("help")
-        .graph(g)
-        .checkpoint_store(store)
-        .build()
-        .unwrap()
+    let mut w = Workflow::builder().name("help").graph(g);
+    if let Some(store) = store {
+        w = w.checkpoint_store(store);
+    }
+    w.build().unwrap()
 }
 
 fn waiting(r: &RunResult) -> Vec<(String, String)> {
@@ -323,28 +334,29 @@ fn waiting(r: &RunResult) -> Vec<(String, String)> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_questions_from_a_nested_workflow_are_answered_one_at_a_time_from_other_processes() {
+async fn two_questions_two_levels_down_are_answered_one_at_a_time_from_other_processes() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("runs.db");
     // Each step opens the store and builds the workflow afresh, as
     // another process would.
     let open = || Arc::new(SqliteStore::open(&path).unwrap()) as Arc<dyn CheckpointStore>;
     let (ctx, mut events) = RunContext::stream();
-    let first = guard(help_desk(open()).run_task("help", &ctx.with_run_id("desk-run")))
+    let first = guard(help_desk(Some(open()), true).run_task("help", &ctx.with_run_id("desk-run")))
         .await
         .unwrap();
     let asked = waiting(&first);
     assert_eq!(asked.len(), 2, "{asked:?}");
     let (left, right) = (&asked[0].0, &asked[1].0);
     assert_ne!(left, right);
-    assert!(left.starts_with("desk/left-"), "{left}");
-    assert!(right.starts_with("desk/right-"), "{right}");
+    // Each id names the way down to the agent that asked.
+    assert!(left.starts_with("floor/desk/left-"), "{left}");
+    assert!(right.starts_with("floor/desk/right-"), "{right}");
     assert_eq!(asked[0].1, "left: which?");
     let top_level_events: Vec<String> = events
         .drain_ready()
         .into_iter()
         .filter_map(|e| match e {
-            Event::InputRequested { path, request, .. } if &*path == "help/desk" => Some(request),
+            Event::InputRequested { path, request, .. } if &*path == "help/floor" => Some(request),
             _ => None,
         })
         .collect();
@@ -356,7 +368,7 @@ async fn two_questions_from_a_nested_workflow_are_answered_one_at_a_time_from_ot
     );
 
     let store = open();
-    let after_right = guard(help_desk(store.clone()).respond(
+    let after_right = guard(help_desk(Some(store.clone()), true).respond(
         store.as_ref(),
         "desk-run",
         right,
@@ -372,7 +384,7 @@ async fn two_questions_from_a_nested_workflow_are_answered_one_at_a_time_from_ot
     );
 
     let store = open();
-    let done = guard(help_desk(store.clone()).respond(
+    let done = guard(help_desk(Some(store.clone()), true).respond(
         store.as_ref(),
         "desk-run",
         left,
@@ -383,7 +395,11 @@ async fn two_questions_from_a_nested_workflow_are_answered_one_at_a_time_from_ot
     .unwrap();
     assert_eq!(done.status, RunStatus::Completed);
     assert!(Workflow::pending_requests(&done.thread).is_empty());
-    let desk = done.thread.child("desk").unwrap();
+    let desk = done
+        .thread
+        .child("floor")
+        .and_then(|t| t.child("desk"))
+        .unwrap();
     let said = |agent: &str| content(desk.child(agent).unwrap());
     let left_saw = said("left");
     let right_saw = said("right");
@@ -402,7 +418,7 @@ async fn two_questions_from_a_nested_workflow_are_answered_one_at_a_time_from_ot
     assert_eq!(top.last(), Some(&"out"), "{top:?}");
     assert_ids_unique(&done.thread, "the answered run");
     // A wrong id names the open ones; none are left.
-    let err = help_desk(store.clone())
+    let err = help_desk(Some(store.clone()), true)
         .respond(
             store.as_ref(),
             "desk-run",
@@ -413,6 +429,41 @@ async fn two_questions_from_a_nested_workflow_are_answered_one_at_a_time_from_ot
         .await
         .unwrap_err();
     assert!(err.to_string().contains("none"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nested_questions_are_answered_in_the_returned_thread_without_a_store() {
+    let wf = help_desk(None, false);
+    let first = guard(wf.run_task("help", &RunContext::new()))
+        .await
+        .unwrap();
+    let asked = waiting(&first);
+    assert_eq!(asked.len(), 2);
+    let next = guard(wf.respond_in_thread(first.thread, &asked[0].0, "one", &RunContext::new()))
+        .await
+        .unwrap();
+    assert_eq!(waiting(&next), asked[1..]);
+    let done = guard(wf.respond_in_thread(next.thread, &asked[1].0, "two", &RunContext::new()))
+        .await
+        .unwrap();
+    assert_eq!(done.status, RunStatus::Completed);
+    let desk = done.thread.child("desk").unwrap();
+    let last = |agent: &str| {
+        desk.child(agent)
+            .unwrap()
+            .last()
+            .unwrap()
+            .text_content()
+            .into_owned()
+    };
+    assert_eq!(last("left"), "left got one");
+    assert_eq!(last("right"), "right got two");
+    // The answers are input, not output: each run lists only what it made.
+    assert!(
+        done.messages
+            .iter()
+            .all(|m| !m.metadata.contains_key("troupe.request"))
+    );
 }
 
 /// A team member that speaks, then asks the caller on its second turn,

@@ -223,4 +223,43 @@ mod tests {
             "null"
         );
     }
+
+    #[test]
+    fn counters_round_trip_and_a_state_of_version_1_reads_as_one_without() {
+        let mut state = SchedulerState::new(None, Vec::new(), Vec::new());
+        state.set_counters(RunCounters {
+            turns: 3,
+            start_len: 1,
+            ..RunCounters::default()
+        });
+        let back: SchedulerState =
+            crate::codec::decode(&crate::codec::encode(&state).unwrap()).unwrap();
+        assert_eq!(back, state);
+        assert_eq!(
+            back.body()
+                .and_then(|b| b.counters.as_ref())
+                .map(|c| c.turns),
+            Some(3)
+        );
+
+        let v1 = r#"{"version":1,"graph":null,"requests":[],"interrupted":["b"]}"#;
+        let old: SchedulerState = serde_json::from_str(v1).unwrap();
+        assert_eq!(old.check_version(), Ok(()));
+        let body = old.body().unwrap();
+        assert_eq!(body.interrupted, ["b"]);
+        assert!(body.counters.is_none());
+
+        for found in [0, SCHEDULER_STATE_VERSION + 1] {
+            let json =
+                format!(r#"{{"version":{found},"graph":null,"requests":[],"interrupted":[]}}"#);
+            let unknown: SchedulerState = serde_json::from_str(&json).unwrap();
+            assert_eq!(
+                unknown.check_version(),
+                Err(SchedulerStateError::UnknownVersion {
+                    expected: SCHEDULER_STATE_VERSION,
+                    found
+                })
+            );
+        }
+    }
 }

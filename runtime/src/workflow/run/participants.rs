@@ -364,6 +364,23 @@ mod tests {
     }
 
     #[test]
+    fn only_the_latest_progress_of_a_turn_under_way_is_kept() {
+        let mut p = three();
+        p.parts[0].seq = 7;
+        p.set(0, TurnState::Running);
+        let reported = Thread::from_messages([crate::Message::user("so far")]);
+        assert!(!p.progressed(0, 6, reported.clone()), "an earlier turn's");
+        assert!(!p.progressed(1, 0, reported.clone()), "no turn under way");
+        assert!(p.progressed(0, 7, reported.clone()));
+        let kept: Vec<_> = p.progress().map(|(i, t)| (i, t.len())).collect();
+        assert_eq!(kept, [(0, 1)]);
+        // A turn ending drops it (one cut short is taken first).
+        p.set(0, TurnState::Idle);
+        assert_eq!(p.progress().count(), 0);
+        assert!(!p.progressed(0, 7, reported));
+    }
+
+    #[test]
     fn cancelling_turns_ends_backoffs_and_tells_turns_under_way() {
         let mut p = three();
         p.set(0, TurnState::Running);

@@ -26,6 +26,9 @@ use crate::workflow::protocol::RunMsg;
 use crate::workflow::result::RunStatus;
 use crate::workflow::scheduler_state::RunCounters;
 
+/// An answer to a question, with the participant that asked it.
+type Answer = (usize, Arc<Message>);
+
 impl RunState {
     /// The state of a run starting from `args`, its input taken in and its
     /// watcher watching for `myself`.
@@ -143,7 +146,7 @@ impl RunState {
     /// Takes the thread's messages the workflow has not seen yet: the
     /// answers to its open questions (each with the asking participant,
     /// its question closed), and the rest of its new input.
-    fn split_input(&mut self) -> (Vec<(usize, Arc<Message>)>, Vec<Arc<Message>>) {
+    fn split_input(&mut self) -> (Vec<Answer>, Vec<Arc<Message>>) {
         let root = self.threads.root();
         let from = self.threads.state().consumed.min(root.len());
         let new: Vec<Arc<Message>> = root.messages()[from..].to_vec();
@@ -177,7 +180,7 @@ impl RunState {
     /// Delivers each answer to the participant that asked (past its
     /// inbox's filter), which — in a graph — runs next. An agent asking
     /// from a nested run is that run: the answer reaches it there in turn.
-    fn deliver_answers(&mut self, answers: Vec<(usize, Arc<Message>)>) {
+    fn deliver_answers(&mut self, answers: Vec<Answer>) {
         let now = SystemTime::now();
         for (i, m) in answers {
             if let Some(run) = self.graph.as_mut() {

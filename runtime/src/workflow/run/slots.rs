@@ -261,6 +261,37 @@ mod tests {
     }
 
     #[test]
+    fn a_checkpoint_holds_the_progress_reported_for_a_slot_and_the_counters() {
+        let spec = spec();
+        let (slots, mut scheduling) = ThreadSlots::take_apart(&spec, thread());
+        assert!(scheduling.counters.is_none());
+        let c = spec.slot_of[2];
+        let reported = Arc::new(Thread::from_messages([
+            Message::user("q"),
+            Message::text("c", "on"),
+        ]));
+        scheduling.progress.push((c, reported.clone()));
+        scheduling.counters = Some(RunCounters {
+            turns: 2,
+            ..RunCounters::default()
+        });
+        let t = slots.to_thread(&spec, scheduling.clone());
+        assert_eq!(t.child("c"), Some(&*reported));
+        assert_eq!(
+            t.child("pair").map(Thread::len),
+            Some(1),
+            "the others as they are"
+        );
+        // Taken apart again, the counters come back out.
+        let (_, again) = ThreadSlots::take_apart(&spec, t);
+        assert_eq!(again.counters.map(|c| c.turns), Some(2));
+        // Without progress, the slot is the run's own.
+        scheduling.progress.clear();
+        let t = slots.into_thread(&spec, scheduling);
+        assert_eq!(t.child("c").map(Thread::len), Some(1));
+    }
+
+    #[test]
     fn putting_together_adds_the_runs_questions_to_the_earlier_ones() {
         let spec = spec();
         let (slots, mut scheduling) = ThreadSlots::take_apart(&spec, thread());
