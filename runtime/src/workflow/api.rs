@@ -105,7 +105,9 @@ impl Workflow {
 
     /// Runs the workflow over `thread` until it completes, stops or is
     /// cancelled. Messages of the thread the workflow has not seen yet (all
-    /// of them, the first time) are its input.
+    /// of them, the first time) are its input. A thread a run returned
+    /// waiting for input keeps that run's counters (its stop condition's,
+    /// turns, usage): a run over it counts on from them.
     pub async fn run(
         &self,
         thread: impl Into<Thread>,
