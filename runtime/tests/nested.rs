@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use troupe_runtime::store::{CheckpointStore, FileStore, MemoryStore, SqliteStore};
 use troupe_runtime::{
-    Event, FnAgent, Graph, Reply, Router, RunContext, RunResult, RunStatus, StopCondition, Thread,
-    Workflow,
+    Event, FnAgent, Graph, Reply, Router, RunContext, RunResult, RunStatus, Scheduler,
+    StopCondition, Thread, Workflow,
 };
 
 async fn guard<T>(f: impl std::future::Future<Output = T>) -> T {
@@ -70,9 +70,10 @@ fn node(name: &str, calls: &Calls) -> FnAgent {
     })
 }
 
-/// A chain of graph nodes: one superstep each.
-fn chain(name: &str, nodes: &[&str], calls: &Calls) -> Graph {
-    let mut g = Graph::builder();
+/// A chain of graph nodes: one superstep each (or one turn after the
+/// other, in dataflow).
+fn chain(name: &str, nodes: &[&str], scheduler: Scheduler, calls: &Calls) -> Graph {
+    let mut g = Graph::builder().scheduler(scheduler);
     for n in nodes {
         g = g.add_agent(node(&format!("{name}.{n}"), calls));
     }
@@ -130,7 +131,27 @@ fn outer(
 fn with_inner_graph(store: Option<Arc<dyn CheckpointStore>>, calls: &Calls) -> Workflow {
     let inner = Workflow::builder()
         .name("inner")
-        .graph(chain("inner", &["s1", "s2", "s3", "s4"], calls))
+        .graph(chain(
+            "inner",
+            &["s1", "s2", "s3", "s4"],
+            Scheduler::Supersteps,
+            calls,
+        ))
+        .build()
+        .unwrap();
+    outer(inner, true, store, calls)
+}
+
+/// The same inner chain, in dataflow.
+fn with_inner_dataflow(store: Option<Arc<dyn CheckpointStore>>, calls: &Calls) -> Workflow {
+    let inner = Workflow::builder()
+        .name("inner")
+        .graph(chain(
+            "inner",
+            &["s1", "s2", "s3", "s4"],
+            Scheduler::Dataflow,
+            calls,
+        ))
         .build()
         .unwrap();
     outer(inner, true, store, calls)
@@ -228,6 +249,14 @@ async fn a_nested_graph_checkpoints_every_superstep_and_each_checkpoint_resumes_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nested_dataflow_graph_checkpoints_every_turn_and_each_checkpoint_resumes_alike() {
+    let store = Arc::new(MemoryStore::new());
+    let (whole, resumed) = every_checkpoint_resumes_alike(with_inner_dataflow, store).await;
+    assert_eq!(whole.status, RunStatus::Completed);
+    assert!(some_resume_took_between(&resumed, 1, 5), "{resumed:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_nested_team_checkpoints_every_turn_and_resumes_without_resetting_its_turns() {
     let store = Arc::new(MemoryStore::new());
     let (whole, resumed) = every_checkpoint_resumes_alike(with_inner_team, store).await;
@@ -262,6 +291,80 @@ async fn progress_two_levels_down_reaches_the_store_and_resumes_alike() {
     assert_eq!(spoken, 4);
     // deep's 4 turns, inner.m2 and wrap: resumed inside deep, fewer.
     assert!(some_resume_took_between(&resumed, 2, 6), "{resumed:?}");
+}
+
+/// `with_inner_team`, its `b` taking 30 s on its second turn if `slow`.
+fn slow_team(slow: bool, store: Arc<dyn CheckpointStore>, calls: &Calls) -> Workflow {
+    let quick = Arc::new(node("inner.b", calls));
+    let b = FnAgent::new("inner.b", move |t: Arc<Thread>, ctx: RunContext| {
+        let quick = quick.clone();
+        async move {
+            let second = t.messages().iter().any(|m| &*m.source == "inner.b");
+            if slow && second {
+                tokio::time::sleep(Duration::from_secs(30)).await;
+            }
+            troupe_runtime::Agent::run(&quick, t, ctx).await
+        }
+    });
+    let team = Workflow::builder()
+        .name("inner")
+        .participant(node("inner.a", calls))
+        .participant(b)
+        .router(
+            Router::builder()
+                .add_route("user", "inner.a")
+                .add_route("inner.a", "inner.b")
+                .add_route("inner.b", "inner.a"),
+        )
+        .stop_condition(StopCondition::max_turns(6))
+        .build()
+        .unwrap();
+    outer(team, false, Some(store), calls)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_cancelled_during_a_nested_team_keeps_the_teams_turns_and_resumes_from_them() {
+    let reference =
+        guard(with_inner_team(None, &Calls::default()).run_task("task", &RunContext::new()))
+            .await
+            .unwrap();
+
+    let store: Arc<dyn CheckpointStore> = Arc::new(MemoryStore::new());
+    let (ctx, mut events) = RunContext::stream();
+    let ctx = ctx.with_run_id("cut");
+    let canceller = ctx.clone();
+    tokio::spawn(async move {
+        let mut started = 0;
+        while let Some(e) = events.next().await {
+            if matches!(&e, Event::AgentStarted { path, .. } if path.starts_with("outer/inner/")) {
+                started += 1;
+                if started == 4 {
+                    canceller.cancel(); // during the team's fourth turn
+                }
+            }
+        }
+    });
+    let cut = guard(slow_team(true, store.clone(), &Calls::default()).run_task("task", &ctx))
+        .await
+        .unwrap();
+    assert_eq!(cut.status, RunStatus::Cancelled);
+    let kept = cut.thread.child("inner").unwrap();
+    let spoken = |t: &Thread| {
+        t.messages()
+            .iter()
+            .filter(|m| m.source.starts_with("inner."))
+            .count()
+    };
+    assert_eq!(spoken(kept), 3, "the three turns before the cut");
+
+    let calls = Calls::default();
+    let done = guard(slow_team(false, store.clone(), &calls).resume("cut", &RunContext::new()))
+        .await
+        .unwrap();
+    assert_eq!(content(&done.thread), content(&reference.thread));
+    assert_eq!(done.final_text(), reference.final_text());
+    assert_eq!(done.turns, reference.turns);
+    assert_eq!(calls.get(), 4, "the team's last three turns and wrap");
 }
 
 /// An agent that asks the caller for its part and, answered, says what it

@@ -156,11 +156,11 @@ impl RunState {
             // Applied at the barrier, in node order, so the superstep's
             // outcome does not depend on which turn finished first.
             Some(g) if self.spec.supersteps() => g.hold(index, reply),
-            Some(_) => self.apply_reply(index, reply),
-            None => {
+            _ => {
                 self.apply_reply(index, reply);
-                // A nested router-only run (a team's conversation) reports
-                // after every turn: it has no supersteps to report after.
+                // A nested run without supersteps (a router-only team's
+                // conversation, a dataflow graph) reports after every turn:
+                // it has no supersteps to report after.
                 if self.checkpoints.reports() {
                     self.checkpoints.request();
                 }
