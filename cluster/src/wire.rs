@@ -10,11 +10,16 @@ use ractor::RpcReplyPort;
 use ractor::message::{BoxedDowncastErr, SerializedMessage};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use troupe_runtime::{AgentError, ErrorKind, Message, Reply, RunError, Thread, codec};
+use troupe_runtime::{
+    AgentError, ErrorKind, InputRequest, Message, Reply, RunError, Thread, codec,
+};
 
 /// Version of the wire layout; bump it when a type below (or the
 /// encoded `Message`/`Thread`) changes shape.
-pub(crate) const WIRE_VERSION: u32 = 1;
+///
+/// 2: a reply carries the questions open in a nested run, and a thread's
+/// scheduler state the counters of a run not finished.
+pub(crate) const WIRE_VERSION: u32 = 2;
 
 /// A turn for the agent host.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -106,6 +111,7 @@ pub(crate) struct WireReply {
     pub(crate) next: Option<Vec<String>>,
     pub(crate) request: Option<String>,
     pub(crate) private: Vec<Message>,
+    pub(crate) inner_requests: Vec<InputRequest>,
 }
 
 impl From<Reply> for WireReply {
@@ -116,6 +122,7 @@ impl From<Reply> for WireReply {
             next: r.next,
             request: r.request,
             private: r.private,
+            inner_requests: r.inner_requests,
         }
     }
 }
@@ -128,6 +135,7 @@ impl From<WireReply> for Reply {
             next: r.next,
             request: r.request,
             private: r.private,
+            inner_requests: r.inner_requests,
         }
     }
 }
@@ -411,6 +419,11 @@ mod tests {
             next: Some(vec!["b".into()]),
             request: Some("q?".into()),
             private: vec![Message::text("a", "note")],
+            inner_requests: vec![InputRequest {
+                id: "clerk-1".into(),
+                agent: "clerk".into(),
+                prompt: "when?".into(),
+            }],
         })));
         for outcome in outcomes {
             let reply = CallReply {

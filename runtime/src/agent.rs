@@ -9,6 +9,7 @@ use crate::context::RunContext;
 use crate::message::{Content, Message};
 pub(crate) use crate::run_error::{AgentError, ErrorKind};
 use crate::thread::Thread;
+use crate::workflow::InputRequest;
 
 /// Anything with a name, a description and an async `run` over a thread.
 ///
@@ -90,6 +91,12 @@ pub struct Reply {
     /// `messages`: never routed, not part of the conversation (a tool
     /// loop's calls and results, kept for the agent's later turns).
     pub private: Vec<Message>,
+    /// The questions still open inside the agent — a nested workflow
+    /// waiting for input — under the ids they have there. The outer run
+    /// keeps them (replacing what this agent reported before), under the
+    /// agent's name, `/`, and that id, and ends waiting for input; the
+    /// answer to one comes back to the agent as input tagged with its id.
+    pub inner_requests: Vec<InputRequest>,
 }
 
 impl Reply {

@@ -14,7 +14,9 @@ use serde::de::DeserializeOwned;
 /// 2: a thread's workflow state keeps the scheduler's part typed
 /// ([`crate::SchedulerState`]) instead of as JSON text in a map.
 /// 3: a checkpoint's snapshot keeps when the run started and the status it
-/// ended with (for listing runs without knowing their workflow).
+/// ended with (for listing runs without knowing their workflow), and the
+/// scheduler state keeps the counters of a run not finished
+/// (scheduler-state version 2).
 pub const FORMAT_VERSION: u32 = 3;
 
 /// Encoding or decoding failed.

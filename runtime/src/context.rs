@@ -10,6 +10,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::event::Event;
+use crate::thread::Thread;
+use crate::workflow::progress::Progress;
 // Re-exported for the modules that take sinks and contexts together.
 pub(crate) use crate::sink::EventSink;
 
@@ -58,6 +60,9 @@ struct Inner {
     deadline: Option<Instant>,
     path: Arc<str>,
     run_id: Option<Arc<str>>,
+    /// Set on a turn's own context only (never copied into another):
+    /// where a nested run over the turn's thread reports its progress.
+    progress: Option<Progress>,
 }
 
 /// What a run (and every agent turn in it) is given: the event sink,
@@ -126,6 +131,7 @@ impl RunContext {
                 deadline: None,
                 path: Arc::from(""),
                 run_id: None,
+                progress: None,
             }),
         }
     }
@@ -163,6 +169,8 @@ impl RunContext {
     /// `edit` replaces them).
     fn with(&self, edit: impl FnOnce(&mut Inner)) -> Self {
         let mut inner = (*self.inner).clone();
+        // A turn's progress hook is never copied into another context.
+        inner.progress = None;
         edit(&mut inner);
         RunContext {
             inner: Arc::new(inner),
@@ -209,6 +217,24 @@ impl RunContext {
             inner.stop = stop;
             inner.deadline = deadline;
         })
+    }
+
+    /// The same context carrying `progress`, the hook of a turn.
+    pub(crate) fn with_progress(&self, progress: Progress) -> Self {
+        let mut inner = (*self.inner).clone();
+        inner.progress = Some(progress);
+        RunContext {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The progress hook of this turn, if it was lent `thread` itself.
+    pub(crate) fn progress_for(&self, thread: &Arc<Thread>) -> Option<Progress> {
+        self.inner
+            .progress
+            .as_ref()
+            .filter(|p| p.lent(thread))
+            .cloned()
     }
 
     /// The path of the workflow or agent running under this context.

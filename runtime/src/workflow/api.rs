@@ -10,6 +10,7 @@ use ractor::Actor;
 use tokio::sync::oneshot;
 
 use super::answer;
+use super::progress::Progress;
 use super::request::InputRequest;
 use super::result::{RunResult, RunStatus, RunStream};
 use super::run::{RunActor, RunArgs};
@@ -104,13 +105,15 @@ impl Workflow {
 
     /// Runs the workflow over `thread` until it completes, stops or is
     /// cancelled. Messages of the thread the workflow has not seen yet (all
-    /// of them, the first time) are its input.
+    /// of them, the first time) are its input. A thread a run returned
+    /// waiting for input keeps that run's counters (its stop condition's,
+    /// turns, usage): a run over it counts on from them.
     pub async fn run(
         &self,
         thread: impl Into<Thread>,
         ctx: &RunContext,
     ) -> Result<RunResult, RunError> {
-        self.execute(thread.into(), ctx.child(&self.spec.name), true, None)
+        self.execute(thread.into(), ctx.child(&self.spec.name), true, None, None)
             .await
     }
 
@@ -140,6 +143,7 @@ impl Workflow {
             ctx.child(&self.spec.name),
             true,
             Some(resumed),
+            None,
         )
         .await
     }
@@ -157,6 +161,12 @@ impl Workflow {
     /// Answers input request `request` of run `run_id` (waiting in its
     /// latest checkpoint in `store`) and runs on. Works across processes:
     /// all it needs is the store.
+    ///
+    /// A request raised inside a nested workflow, at any depth, has an id
+    /// here that names the way down (`team/clerk-…`): the answer reaches
+    /// the agent that asked. With several requests open, answer them one
+    /// at a time: the run goes on as far as it can and ends waiting for
+    /// input again with the others, under the same ids.
     pub async fn respond(
         &self,
         store: &dyn CheckpointStore,
@@ -166,13 +176,7 @@ impl Workflow {
         ctx: &RunContext,
     ) -> Result<RunResult, RunError> {
         let (cp, mut snapshot) = snapshot::load(&self.spec, store, run_id, None).await?;
-        answer::deliver(
-            &self.spec,
-            &mut snapshot.thread,
-            run_id,
-            request,
-            answer.into(),
-        )?;
+        answer::deliver(&mut snapshot.thread, run_id, request, answer.into())?;
         snapshot.start_len = snapshot.thread.len();
         let resumed = Resumed {
             snapshot,
@@ -184,12 +188,13 @@ impl Workflow {
             ctx.child(&self.spec.name),
             true,
             Some(resumed),
+            None,
         )
         .await
     }
 
     /// Answers input request `request` in a thread a run returned (no store
-    /// needed) and runs on.
+    /// needed) and runs on (see [`Workflow::respond`]).
     pub async fn respond_in_thread(
         &self,
         mut thread: Thread,
@@ -198,7 +203,7 @@ impl Workflow {
         ctx: &RunContext,
     ) -> Result<RunResult, RunError> {
         let run_id = ctx.run_id().map_or("", |r| &**r).to_string();
-        answer::deliver(&self.spec, &mut thread, &run_id, request, answer.into())?;
+        answer::deliver(&mut thread, &run_id, request, answer.into())?;
         self.run(thread, ctx).await
     }
 
@@ -232,13 +237,15 @@ impl Workflow {
     }
 
     /// Runs with `ctx` already carrying this run's path. Only a top-level
-    /// run checkpoints: a nested run's state rides in its parent's.
+    /// run saves checkpoints: a nested run's state rides in its parent's,
+    /// to which it reports its progress through `progress`, if given.
     async fn execute(
         &self,
         thread: Thread,
         ctx: RunContext,
         top_level: bool,
         resumed: Option<Resumed>,
+        progress: Option<Progress>,
     ) -> Result<RunResult, RunError> {
         // A checkpoint's state was checked when it was loaded; a thread's
         // is checked here, before anything of it is used.
@@ -262,6 +269,7 @@ impl Workflow {
             reply: tx,
             top_level,
             resumed,
+            progress,
         };
         let spawned = Actor::spawn(None, RunActor, args).await;
         let result = match spawned {
@@ -294,12 +302,20 @@ impl Agent for Workflow {
     /// Runs the workflow as one turn of an outer workflow: the reply is the
     /// inner final response (as a message of this workflow's name, its usage
     /// the whole inner run's), and the inner state is kept in the thread.
+    ///
+    /// If the outer run checkpoints, the inner run reports its progress to
+    /// it at every point it would checkpoint, so the outer checkpoints hold
+    /// it. An inner run that ends waiting for input replies with no message
+    /// and its open questions ([`Reply::inner_requests`]): the outer run
+    /// asks them under longer ids and, when one is answered, runs this
+    /// workflow again with the answer, which goes to the agent that asked.
     async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
+        let progress = ctx.progress_for(&thread);
         // The outer run keeps its own reference so nothing is lost if this
         // turn is cancelled; the inner run works on a copy.
         let working = Arc::try_unwrap(thread).unwrap_or_else(|shared| (*shared).clone());
         let result = self
-            .execute(working, ctx, false, None)
+            .execute(working, ctx, false, None, progress)
             .await
             .map_err(|e| AgentError::Workflow(Box::new(e)))?;
         // Stopped gracefully with the outer run: this turn is cut short,
@@ -308,6 +324,13 @@ impl Agent for Workflow {
             return Err(AgentError::Cancelled);
         }
         let mut thread = result.thread;
+        if let RunStatus::WaitingForInput(requests) = result.status {
+            return Ok(Reply {
+                thread: Some(thread),
+                inner_requests: requests,
+                ..Reply::default()
+            });
+        }
         let mut messages = Vec::new();
         if let Some(last) = result.final_response {
             let mut reply = (*last).clone();
@@ -329,9 +352,7 @@ impl Agent for Workflow {
         Ok(Reply {
             messages,
             thread: Some(thread),
-            next: None,
-            request: None,
-            private: Vec::new(),
+            ..Reply::default()
         })
     }
 }

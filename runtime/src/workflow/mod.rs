@@ -12,13 +12,15 @@
 //!   `protocol`: what the two kinds of actor say to each other;
 //! - `snapshot`, `scheduler_state` and `answer`: what a checkpoint holds,
 //!   the scheduler's part of a thread, and answering a pending question;
-//!   `summary`: a run as a store describes it, for listing runs.
+//!   `summary`: a run as a store describes it, for listing runs;
+//!   `progress`: how a nested run reports its state to the run above it.
 
 mod actor_pool;
 mod agent_actor;
 mod answer;
 mod api;
 mod builder;
+pub(crate) mod progress;
 mod protocol;
 mod request;
 mod result;

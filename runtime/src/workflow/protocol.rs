@@ -3,8 +3,9 @@
 //!
 //! Both sides import this file and never each other: the supervisor lends
 //! an agent actor a thread for a turn ([`AgentMsg::Turn`]), and the turn's
-//! end comes back as [`RunMsg::TurnDone`]; everything else the supervisor
-//! hears is timers and its watcher.
+//! end comes back as [`RunMsg::TurnDone`] (a nested run's progress on the
+//! way as [`RunMsg::Progress`]); everything else the supervisor hears is
+//! timers and its watcher.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +27,17 @@ pub(crate) enum RunMsg {
         outcome: TurnOutcome,
         /// How long the turn took.
         elapsed: Duration,
+    },
+    /// A nested run, a participant's turn under way, reports where it
+    /// stands (see `workflow/progress.rs`).
+    Progress {
+        /// The participant.
+        index: usize,
+        /// Which of its turns reports; a report of an earlier turn is
+        /// ignored.
+        seq: u64,
+        /// The nested run's thread as a checkpoint would hold it.
+        thread: Box<Thread>,
     },
     /// A partial batch's max wait may have passed.
     Wake {

@@ -28,6 +28,9 @@ pub enum RunStatus {
     Interrupted,
     /// Agents asked the caller for input; answer with [`Workflow::respond`](crate::Workflow::respond)
     /// (or [`Workflow::respond_in_thread`](crate::Workflow::respond_in_thread)) to go on.
+    /// Lists every question still open, those asked inside nested
+    /// workflows included (under ids that name the way down); a run ends
+    /// so as long as any is open.
     WaitingForInput(Vec<InputRequest>),
 }
 

@@ -1,16 +1,28 @@
 //! [`SchedulerState`]: the scheduler's part of a workflow's state in a
 //! thread — where a graph run stands, the questions waiting for the
-//! caller, the turns to run again — typed, and versioned so that a state
-//! this build cannot read is refused by name rather than taken for none.
+//! caller, the turns to run again, the counters of a run not finished —
+//! typed, and versioned so that a state this build cannot read is refused
+//! by name rather than taken for none.
 
 use serde::{Deserialize, Serialize};
 
 use super::request::InputRequest;
 use crate::graph::cursor::Cursor;
+use crate::message::{MessageId, Usage};
+use crate::stop::TrackerState;
 
-/// The layout of a scheduler state this build writes and reads; bump it
-/// when the state changes shape or meaning.
-pub(crate) const SCHEDULER_STATE_VERSION: u32 = 1;
+/// The layout of a scheduler state this build writes; bump it when the
+/// state changes shape or meaning.
+///
+/// 2: [`SchedulerBody::counters`], the counters of a run not finished
+/// (a nested run's progress, a run waiting for input).
+pub(crate) const SCHEDULER_STATE_VERSION: u32 = 2;
+
+/// The oldest layout this build still reads. Version 1 is version 2
+/// without counters (read as none: its runs start counting afresh, as they
+/// did). In bincode, a thread of version 1 comes with an older
+/// [`FORMAT_VERSION`](crate::codec::FORMAT_VERSION) and is refused there.
+const OLDEST_READABLE_VERSION: u32 = 1;
 
 /// What a workflow's scheduler needs to carry on where a run left off,
 /// kept in [`WorkflowState::scheduler`](crate::WorkflowState::scheduler).
@@ -38,6 +50,31 @@ pub(crate) struct SchedulerBody {
     /// Participants whose turn was under way or cut short when the state
     /// was taken: their input is in their threads, and they run again.
     pub(crate) interrupted: Vec<String>,
+    /// The counters of a run that has not finished (a nested run's
+    /// progress, or a run waiting for input): a run over this thread picks
+    /// them up and counts on. `None` once a run finished: the next one
+    /// counts afresh.
+    #[serde(default)]
+    pub(crate) counters: Option<RunCounters>,
+}
+
+/// What a run counted besides its thread — the stop condition's counters,
+/// the usage, the turns, the final response so far — so that a run over
+/// the same thread carries on exactly (a round robin stopped after 3 of 6
+/// turns takes 3 more, not 6).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RunCounters {
+    /// The stop condition's counters.
+    pub(crate) stop: Option<TrackerState>,
+    /// Tokens spent so far.
+    pub(crate) usage: Usage,
+    /// Turns taken so far.
+    pub(crate) turns: u64,
+    /// The final response so far.
+    pub(crate) last: Option<MessageId>,
+    /// How many of the thread's messages were there before the run's own
+    /// output.
+    pub(crate) start_len: usize,
 }
 
 impl Default for SchedulerBody {
@@ -47,6 +84,7 @@ impl Default for SchedulerBody {
             graph: None,
             requests: Vec::new(),
             interrupted: Vec::new(),
+            counters: None,
         }
     }
 }
@@ -124,10 +162,15 @@ impl SchedulerState {
         self.body.take().map(|b| *b).unwrap_or_default()
     }
 
-    /// Refuses a state written with another layout.
+    /// Keeps `counters` for the next run over this thread.
+    pub(crate) fn set_counters(&mut self, counters: RunCounters) {
+        self.body_mut().counters = Some(counters);
+    }
+
+    /// Refuses a state written with a layout this build does not read.
     pub(crate) fn check_version(&self) -> Result<(), SchedulerStateError> {
         match self.version() {
-            SCHEDULER_STATE_VERSION => Ok(()),
+            OLDEST_READABLE_VERSION..=SCHEDULER_STATE_VERSION => Ok(()),
             found => Err(SchedulerStateError::UnknownVersion {
                 expected: SCHEDULER_STATE_VERSION,
                 found,
@@ -170,7 +213,7 @@ mod tests {
             crate::codec::decode(&crate::codec::encode(&state).unwrap()).unwrap();
         assert_eq!(back, state);
         let json = serde_json::to_string(&state).unwrap();
-        assert!(json.contains("\"version\":1"), "{json}");
+        assert!(json.contains("\"version\":2"), "{json}");
         assert_eq!(
             serde_json::from_str::<SchedulerState>(&json).unwrap(),
             state
@@ -179,5 +222,44 @@ mod tests {
             serde_json::to_string(&SchedulerState::default()).unwrap(),
             "null"
         );
+    }
+
+    #[test]
+    fn counters_round_trip_and_a_state_of_version_1_reads_as_one_without() {
+        let mut state = SchedulerState::new(None, Vec::new(), Vec::new());
+        state.set_counters(RunCounters {
+            turns: 3,
+            start_len: 1,
+            ..RunCounters::default()
+        });
+        let back: SchedulerState =
+            crate::codec::decode(&crate::codec::encode(&state).unwrap()).unwrap();
+        assert_eq!(back, state);
+        assert_eq!(
+            back.body()
+                .and_then(|b| b.counters.as_ref())
+                .map(|c| c.turns),
+            Some(3)
+        );
+
+        let v1 = r#"{"version":1,"graph":null,"requests":[],"interrupted":["b"]}"#;
+        let old: SchedulerState = serde_json::from_str(v1).unwrap();
+        assert_eq!(old.check_version(), Ok(()));
+        let body = old.body().unwrap();
+        assert_eq!(body.interrupted, ["b"]);
+        assert!(body.counters.is_none());
+
+        for found in [0, SCHEDULER_STATE_VERSION + 1] {
+            let json =
+                format!(r#"{{"version":{found},"graph":null,"requests":[],"interrupted":[]}}"#);
+            let unknown: SchedulerState = serde_json::from_str(&json).unwrap();
+            assert_eq!(
+                unknown.check_version(),
+                Err(SchedulerStateError::UnknownVersion {
+                    expected: SCHEDULER_STATE_VERSION,
+                    found
+                })
+            );
+        }
     }
 }

@@ -256,7 +256,7 @@ mod tests {
         assert_eq!(
             source,
             SchedulerStateError::UnknownVersion {
-                expected: 1,
+                expected: 2,
                 found: 99
             }
         );

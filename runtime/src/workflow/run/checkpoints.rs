@@ -1,6 +1,10 @@
 //! Checkpointing a run: when one is due, and saving it — the snapshot
 //! encoded, stored under the run's id after the one before, and reported.
 //! A checkpoint that cannot be saved is a warning; the run goes on.
+//!
+//! A nested run under a run that checkpoints has no store: at the same
+//! points it reports its thread (its counters inside) to the run above,
+//! which checkpoints in turn (see `workflow/progress.rs`).
 
 use std::sync::Arc;
 
@@ -9,12 +13,19 @@ use crate::context::RunContext;
 use crate::event::Event;
 use crate::store::{Checkpoint, CheckpointId, CheckpointStore};
 use crate::thread::Thread;
+use crate::workflow::progress::Progress;
 use crate::workflow::snapshot::Snapshot;
 
 /// The checkpoints of one run.
 pub(super) struct Checkpointer {
     /// Where they go (top-level runs of a workflow with a store only).
     store: Option<Arc<dyn CheckpointStore>>,
+    /// Where a nested run reports them instead (when the run above
+    /// checkpoints).
+    progress: Option<Progress>,
+    /// A checkpoint is due at the next chance (a nested run reported, or
+    /// a nested router-only run completed a turn).
+    due: bool,
     run_id: String,
     /// The last checkpoint saved (or resumed from).
     parent: Option<CheckpointId>,
@@ -28,14 +39,18 @@ pub(super) struct Checkpointer {
 }
 
 impl Checkpointer {
-    /// Checkpoints of run `run_id` into `store`, following `parent`.
+    /// Checkpoints of run `run_id` into `store`, following `parent`, or
+    /// reported through `progress`.
     pub(super) fn new(
         store: Option<Arc<dyn CheckpointStore>>,
+        progress: Option<Progress>,
         run_id: String,
         parent: Option<CheckpointId>,
     ) -> Self {
         Checkpointer {
             store,
+            progress,
+            due: false,
             run_id,
             parent,
             delivered_at: 0,
@@ -54,10 +69,34 @@ impl Checkpointer {
         self.parent
     }
 
-    /// Whether checkpoints are saved at all.
+    /// Whether checkpoints are taken at all (saved or reported).
     #[inline]
     pub(super) fn enabled(&self) -> bool {
+        self.store.is_some() || self.progress.is_some()
+    }
+
+    /// Whether checkpoints are saved in a store.
+    #[inline]
+    pub(super) fn stores(&self) -> bool {
         self.store.is_some()
+    }
+
+    /// Whether this is a nested run reporting its progress.
+    #[inline]
+    pub(super) fn reports(&self) -> bool {
+        self.progress.is_some()
+    }
+
+    /// Makes a checkpoint due at the next chance.
+    #[inline]
+    pub(super) fn request(&mut self) {
+        self.due = true;
+    }
+
+    /// Whether a checkpoint was made due, clearing it.
+    #[inline]
+    pub(super) fn take_due(&mut self) -> bool {
+        std::mem::take(&mut self.due)
     }
 
     /// Notes that the run's state changed.
@@ -78,6 +117,16 @@ impl Checkpointer {
     /// the run ended.
     pub(super) fn due_at_end(&self, delivered: u64) -> bool {
         self.changed || delivered != self.delivered_at || self.parent.is_none() || !self.ended
+    }
+
+    /// Reports `thread` (put together with the run's counters) to the run
+    /// above, the run having made `delivered` deliveries.
+    pub(super) fn report(&mut self, thread: Thread, delivered: u64) {
+        if let Some(progress) = &self.progress {
+            self.delivered_at = delivered;
+            self.changed = false;
+            progress.report(thread);
+        }
     }
 
     /// Encodes `snapshot` and saves it as the checkpoint after superstep

@@ -1,6 +1,7 @@
 //! Checkpoints of a run under way and its end: the thread put back
-//! together, the last checkpoint saved, the result handed back, and the
-//! idle actors handed on to the workflow's next run.
+//! together, the last checkpoint saved (or, nested, the progress reported),
+//! the result handed back — waiting for input while any question is open —
+//! and the idle actors handed on to the workflow's next run.
 
 use ractor::ActorRef;
 
@@ -12,30 +13,57 @@ use crate::event::Event;
 use crate::thread::Thread;
 use crate::workflow::protocol::RunMsg;
 use crate::workflow::result::RunStatus;
+use crate::workflow::scheduler_state::RunCounters;
 use crate::workflow::snapshot::Snapshot;
 
 impl RunState {
     /// The scheduling state its other owners hold now, for the thread.
     fn scheduling(&self) -> Scheduling {
+        let graph = self.graph.as_ref();
         Scheduling {
             pending: self.inboxes.contents(&self.spec),
-            graph: self.graph.as_ref().and_then(GraphRun::cursor_to_keep),
+            graph: graph.and_then(GraphRun::cursor_to_keep),
             // Their input is in their threads already: they run again on
-            // resume.
+            // resume (with their superstep, if one is under way).
             interrupted: self
                 .parts
                 .to_run_again()
+                .filter(|&i| !graph.is_some_and(|g| g.runs_with_superstep(i)))
                 .map(|i| self.spec.names[i].to_string())
                 .collect(),
             new_requests: self.tally.waiting.clone(),
+            counters: None,
+            // A nested run under way continues from what it reported.
+            progress: self
+                .parts
+                .progress()
+                .map(|(i, t)| (self.spec.slot_of[i], t.clone()))
+                .collect(),
         }
     }
 
-    /// Saves a checkpoint of the run as it is now (if it has a store).
+    /// What the run counted so far, to carry on from.
+    fn counters(&self) -> RunCounters {
+        RunCounters {
+            stop: self.tracker.as_ref().map(|t| t.state()),
+            usage: self.tally.usage,
+            turns: self.tally.turns,
+            last: self.tally.last.as_ref().map(|m| m.id),
+            start_len: self.tally.start_len,
+        }
+    }
+
+    /// Takes a checkpoint of the run as it is now: saved if it has a
+    /// store, reported to the run above if it is a nested run that does.
     pub(super) async fn checkpoint_now(&mut self) {
-        if self.checkpoints.enabled() {
+        if self.checkpoints.stores() {
             let thread = self.threads.to_thread(&self.spec, self.scheduling());
             self.save_checkpoint(thread, None).await;
+        } else if self.checkpoints.reports() {
+            let mut scheduling = self.scheduling();
+            scheduling.counters = Some(self.counters());
+            let thread = self.threads.to_thread(&self.spec, scheduling);
+            self.checkpoints.report(thread, self.inboxes.delivered());
         }
     }
 
@@ -52,7 +80,7 @@ impl RunState {
             started_at: self.tally.started_at,
             status,
         };
-        let superstep = self.graph.as_ref().map_or(0, |g| g.cursor.superstep);
+        let superstep = self.graph.as_ref().map_or(0, |g| g.completed_superstep());
         self.checkpoints
             .save(
                 &self.ctx,
@@ -71,32 +99,52 @@ impl RunState {
             return;
         };
         self.watcher.stop();
-        let scheduling = self.scheduling();
+        let mut scheduling = self.scheduling();
+        // A run that ends with questions open waits for their answers; a
+        // run over its thread then counts on from here.
+        let waits = match &self.phase {
+            Phase::Running | Phase::Stopping(RunStatus::WaitingForInput(_)) => {
+                !scheduling.new_requests.is_empty()
+                    || !self.threads.state().scheduler.requests().is_empty()
+            }
+            _ => false,
+        };
+        if waits {
+            scheduling.counters = Some(self.counters());
+        }
         let mut thread = std::mem::take(&mut self.threads).into_thread(&self.spec, scheduling);
         let failed = self.phase.is_failing();
         if !failed
-            && self.checkpoints.enabled()
+            && self.checkpoints.stores()
             && self.checkpoints.due_at_end(self.inboxes.delivered())
         {
             let status = match &self.phase {
-                Phase::Stopping(RunStatus::WaitingForInput(_)) => {
-                    RunStatus::WaitingForInput(self.tally.waiting.clone())
-                }
+                _ if waits => RunStatus::WaitingForInput(
+                    thread
+                        .state()
+                        .map(|s| s.scheduler.requests().to_vec())
+                        .unwrap_or_default(),
+                ),
                 Phase::Stopping(status) => status.clone(),
                 _ => RunStatus::Completed,
             };
             thread = self.save_checkpoint(thread, Some(status)).await;
         }
         let (run_id, checkpoint) = (self.checkpoints.run_id(), self.checkpoints.parent());
-        let result = match std::mem::replace(&mut self.phase, Phase::Running) {
+        let status = match std::mem::replace(&mut self.phase, Phase::Running) {
             Phase::Failing(f) => Err(f.into_error(thread)),
-            Phase::Stopping(status) => Ok(self.tally.result(thread, status, run_id, checkpoint)),
-            Phase::Running => {
-                Ok(self
-                    .tally
-                    .result(thread, RunStatus::Completed, run_id, checkpoint))
+            _ if waits => {
+                let open = thread
+                    .state()
+                    .map(|s| s.scheduler.requests().to_vec())
+                    .unwrap_or_default();
+                Ok((thread, RunStatus::WaitingForInput(open)))
             }
+            Phase::Stopping(status) => Ok((thread, status)),
+            Phase::Running => Ok((thread, RunStatus::Completed)),
         };
+        let result =
+            status.map(|(thread, status)| self.tally.result(thread, status, run_id, checkpoint));
         self.ctx.emit_with(|| Event::RunFinished {
             path: self.ctx.path().clone(),
             status: match &result {

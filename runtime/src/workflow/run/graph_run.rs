@@ -33,14 +33,16 @@ pub(super) enum Barrier {
 
 impl GraphRun {
     /// Carries on from `saved` (a cursor that fits `g`), or starts afresh.
-    /// A graph that ran out of nodes starts again only for new input in
-    /// `root` (at its entry node, if it picks one, else at its starts):
-    /// resuming a finished run has nothing left to do.
+    /// A graph that ran out of nodes starts again only for `fresh_input`
+    /// (new input in `root` besides answers to its questions; at its entry
+    /// node, if it picks one, else at its starts): resuming a finished run
+    /// has nothing left to do.
     pub(super) fn start(
         g: &Graph,
         saved: Option<Cursor>,
         root: &Thread,
         state: &WorkflowState,
+        fresh_input: bool,
     ) -> Self {
         // A cursor of another graph comes with a thread another workflow
         // left (a checkpoint's was checked before): it does not carry on
@@ -48,7 +50,6 @@ impl GraphRun {
         let mut cursor = saved
             .filter(|c| c.fits(g))
             .unwrap_or_else(|| Cursor::new(g));
-        let fresh_input = state.consumed < root.len();
         if !cursor.has_next() && fresh_input {
             let entry = g
                 .entry
@@ -112,7 +113,32 @@ impl GraphRun {
 
     /// The cursor to keep in the thread: one with nodes left to run (a
     /// graph that ran out starts afresh, loop counters too, next time).
+    /// Taken while a superstep is under way (a nested run reported its
+    /// progress), it is the cursor of that superstep undone: its nodes run
+    /// again, none of its replies applied yet.
     pub(super) fn cursor_to_keep(&self) -> Option<Cursor> {
+        if self.open {
+            let mut cursor = self.cursor.clone();
+            cursor.superstep = self.completed_superstep();
+            for &i in &self.current {
+                cursor.activate(i);
+            }
+            return Some(cursor);
+        }
         self.cursor.has_next().then(|| self.cursor.clone())
+    }
+
+    /// The last superstep completed.
+    #[inline]
+    pub(super) fn completed_superstep(&self) -> u64 {
+        self.cursor.superstep.saturating_sub(u64::from(self.open))
+    }
+
+    /// Whether node `i` belongs to the superstep under way: a checkpoint
+    /// taken now runs it again with its superstep, not as a turn of its
+    /// own.
+    #[inline]
+    pub(super) fn runs_with_superstep(&self, i: usize) -> bool {
+        self.open && self.current.contains(&i)
     }
 }

@@ -49,6 +49,7 @@ use self::slots::ThreadSlots;
 use self::tally::Tally;
 use self::wake::Wake;
 use self::watcher::Watcher;
+use super::progress::Progress;
 use super::protocol::RunMsg;
 use super::result::{RunResult, RunStatus};
 use super::snapshot::Resumed;
@@ -73,6 +74,9 @@ pub(crate) struct RunArgs {
     pub(crate) top_level: bool,
     /// The checkpoint to carry on from, if resuming.
     pub(crate) resumed: Option<Resumed>,
+    /// Where a nested run reports its progress (see `progress`), if the
+    /// run above checkpoints.
+    pub(crate) progress: Option<Progress>,
 }
 
 /// The supervisor actor of one run.
@@ -160,8 +164,8 @@ impl Actor for RunActor {
 }
 
 impl RunState {
-    /// Takes in one message: a turn's end, a wake-up, a retry's end of
-    /// backoff, or news from the watcher.
+    /// Takes in one message: a turn's end, a nested run's progress, a
+    /// wake-up, a retry's end of backoff, or news from the watcher.
     fn take_in(&mut self, message: RunMsg, myself: &ActorRef<RunMsg>) {
         match message {
             RunMsg::TurnDone {
@@ -169,6 +173,13 @@ impl RunState {
                 outcome,
                 elapsed,
             } => self.turn_done(index, outcome, elapsed, myself),
+            RunMsg::Progress { index, seq, thread } => {
+                // News of a turn under way: the run checkpoints (or
+                // reports upward) with it.
+                if self.parts.progressed(index, seq, *thread) {
+                    self.checkpoints.request();
+                }
+            }
             RunMsg::Wake { generation } => {
                 if self.wake.woke(generation) {
                     self.inboxes.mark_all_waiting();

@@ -1,6 +1,7 @@
-//! The run's participants: each one's actor, context, retry attempts and
-//! where its turn stands ([`TurnState`]). The turns in flight are derived
-//! from those states; nothing else counts them.
+//! The run's participants: each one's actor, context, retry attempts,
+//! where its turn stands ([`TurnState`]) and, for a nested run as its turn,
+//! the progress it last reported. The turns in flight are derived from
+//! those states; nothing else counts them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::context::RunContext;
 use crate::thread::Thread;
 use crate::workflow::agent_actor::{AgentActor, AgentArgs};
+use crate::workflow::progress::Progress;
 use crate::workflow::protocol::{AgentMsg, RunMsg};
 use crate::workflow::spec::Spec;
 
@@ -48,6 +50,12 @@ struct Participant {
     /// Failed attempts of the current turn.
     attempts: u32,
     ctx: RunContext,
+    /// Which turn is under way: its progress reports carry it.
+    seq: u64,
+    /// What the nested run that is the turn under way last reported: its
+    /// thread as a checkpoint would hold it. Kept while the turn runs
+    /// (and for a turn cut short), dropped when it ends otherwise.
+    progress: Option<Arc<Thread>>,
 }
 
 /// Every participant of one run, by index.
@@ -62,6 +70,10 @@ pub(super) struct Participants {
     actor_index: HashMap<ActorId, usize>,
     /// Cancelled when turns under way must end now.
     turns: CancellationToken,
+    /// Whether turns get a progress hook (the run checkpoints).
+    hooks: bool,
+    /// The last turn's number.
+    last_seq: u64,
 }
 
 impl Participants {
@@ -76,6 +88,8 @@ impl Participants {
                 state: TurnState::Idle,
                 attempts: 0,
                 ctx: ctx.derive(ctx.child_path(name), turns.clone(), ctx.deadline()),
+                seq: 0,
+                progress: None,
             })
             .collect();
         Participants {
@@ -84,7 +98,40 @@ impl Participants {
             in_flight: 0,
             actor_index: HashMap::new(),
             turns,
+            hooks: false,
+            last_seq: 0,
         }
+    }
+
+    /// Gives every turn from now on a progress hook: a nested run as the
+    /// turn reports where it stands (the run checkpoints).
+    pub(super) fn hand_out_hooks(&mut self) {
+        self.hooks = true;
+    }
+
+    /// Takes in what participant `i`'s turn `seq`, a nested run, reports;
+    /// returns whether it is news (a report of an earlier turn, or of a
+    /// turn no longer under way, is not).
+    pub(super) fn progressed(&mut self, i: usize, seq: u64, thread: Thread) -> bool {
+        let part = &mut self.parts[i];
+        if part.state != TurnState::Running || part.seq != seq {
+            return false;
+        }
+        part.progress = Some(Arc::new(thread));
+        true
+    }
+
+    /// Takes what participant `i`'s turn last reported, if anything.
+    pub(super) fn take_progress(&mut self, i: usize) -> Option<Arc<Thread>> {
+        self.parts[i].progress.take()
+    }
+
+    /// What the turns under way last reported, by participant.
+    pub(super) fn progress(&self) -> impl Iterator<Item = (usize, &Arc<Thread>)> + '_ {
+        self.parts
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.progress.as_ref().map(|t| (i, t)))
     }
 
     /// How many participants there are.
@@ -99,12 +146,16 @@ impl Participants {
         self.parts[i].state
     }
 
-    /// Moves participant `i` to `state`.
+    /// Moves participant `i` to `state` (a turn's progress stays only
+    /// while it runs).
     #[inline]
     pub(super) fn set(&mut self, i: usize, state: TurnState) {
         let part = &mut self.parts[i];
         let was = part.state.is_in_flight();
         part.state = state;
+        if state != TurnState::Running {
+            part.progress = None;
+        }
         match (was, state.is_in_flight()) {
             (false, true) => self.in_flight += 1,
             // `in_flight` counts the parts in flight, this one among them:
@@ -181,13 +232,37 @@ impl Participants {
         }
     }
 
-    /// The message lending participant `i` `thread` for a turn of run
-    /// `run`.
+    /// The message lending participant `i` `thread` for a new turn of run
+    /// `run` (with a progress hook if the run hands them out).
     #[inline]
-    pub(super) fn turn(&self, i: usize, thread: Arc<Thread>, run: &ActorRef<RunMsg>) -> AgentMsg {
+    pub(super) fn turn(
+        &mut self,
+        i: usize,
+        thread: Arc<Thread>,
+        run: &ActorRef<RunMsg>,
+    ) -> AgentMsg {
+        self.last_seq += 1;
+        let seq = self.last_seq;
+        let part = &mut self.parts[i];
+        part.seq = seq;
+        part.progress = None;
+        let ctx = if self.hooks {
+            let run = run.clone();
+            part.ctx
+                .with_progress(Progress::new(&thread, move |thread| {
+                    // The run may be over; then nobody needs the report.
+                    let _ = run.cast(RunMsg::Progress {
+                        index: i,
+                        seq,
+                        thread: Box::new(thread),
+                    });
+                }))
+        } else {
+            part.ctx.clone()
+        };
         AgentMsg::Turn {
             thread,
-            ctx: self.parts[i].ctx.clone(),
+            ctx,
             index: i,
             run: run.clone(),
             turns: self.turns.clone(),
@@ -302,6 +377,23 @@ mod tests {
         p.set(0, TurnState::Idle);
         assert_eq!(p.in_flight(), 1);
         assert_eq!(p.to_run_again().collect::<Vec<_>>(), [1, 2]);
+    }
+
+    #[test]
+    fn only_the_latest_progress_of_a_turn_under_way_is_kept() {
+        let mut p = three();
+        p.parts[0].seq = 7;
+        p.set(0, TurnState::Running);
+        let reported = Thread::from_messages([crate::Message::user("so far")]);
+        assert!(!p.progressed(0, 6, reported.clone()), "an earlier turn's");
+        assert!(!p.progressed(1, 0, reported.clone()), "no turn under way");
+        assert!(p.progressed(0, 7, reported.clone()));
+        let kept: Vec<_> = p.progress().map(|(i, t)| (i, t.len())).collect();
+        assert_eq!(kept, [(0, 1)]);
+        // A turn ending drops it (one cut short is taken first).
+        p.set(0, TurnState::Idle);
+        assert_eq!(p.progress().count(), 0);
+        assert!(!p.progressed(0, 7, reported));
     }
 
     #[test]

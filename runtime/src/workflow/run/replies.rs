@@ -1,6 +1,7 @@
 //! What a finished turn's reply changes: the participant's thread and the
-//! run's, the messages routed on, the stop condition, a question to the
-//! caller, and — in a graph — the transitions taken.
+//! run's, the messages routed on, the stop condition, questions to the
+//! caller (its own, or those open in a nested run), and — in a graph — the
+//! transitions taken.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -44,6 +45,7 @@ impl RunState {
             self.phase
                 .stop_gracefully(RunStatus::WaitingForInput(Vec::new()));
         }
+        let asks_inside = self.take_inner_requests(&name, &path, reply.inner_requests);
         if let Some(next) = &reply.next {
             self.ctx.emit_with(|| Event::Selected {
                 path: path.clone(),
@@ -99,7 +101,7 @@ impl RunState {
         self.checkpoints.touch();
         // An agent waiting for the caller's answer goes nowhere yet: it
         // runs again once the answer arrives.
-        if reply.request.is_some() {
+        if reply.request.is_some() || asks_inside {
             return;
         }
         if self.graph.is_some() {
@@ -107,6 +109,64 @@ impl RunState {
         } else {
             self.inboxes.mark_dirty(index);
         }
+    }
+
+    /// Participant `name` (a nested run) reported the questions open
+    /// inside it: they replace those it reported before, each under
+    /// `name/` and its id there, so an id names the way down to the agent
+    /// that asked; the run then waits for input. Returns whether any is
+    /// open.
+    fn take_inner_requests(
+        &mut self,
+        name: &str,
+        path: &Arc<str>,
+        inner: Vec<InputRequest>,
+    ) -> bool {
+        // Most replies come from agents with nothing open anywhere.
+        if inner.is_empty()
+            && self.tally.waiting.is_empty()
+            && self.threads.state().scheduler.requests().is_empty()
+        {
+            return false;
+        }
+        let prefix = format!("{name}/");
+        let mine = |r: &InputRequest| r.agent == name && r.id.starts_with(&prefix);
+        let mut known: Vec<String> = Vec::new();
+        let carried = self.threads.state().scheduler.requests();
+        if carried.iter().any(mine) {
+            let requests = &mut self.threads.state_mut().scheduler.body_mut().requests;
+            known.extend(requests.iter().filter(|r| mine(r)).map(|r| r.id.clone()));
+            requests.retain(|r| !mine(r));
+        }
+        known.extend(
+            self.tally
+                .waiting
+                .iter()
+                .filter(|r| mine(r))
+                .map(|r| r.id.clone()),
+        );
+        self.tally.waiting.retain(|r| !mine(r));
+        if inner.is_empty() {
+            return false;
+        }
+        for r in inner {
+            let request = InputRequest {
+                id: format!("{prefix}{}", r.id),
+                agent: name.to_string(),
+                prompt: r.prompt,
+            };
+            if !known.contains(&request.id) {
+                self.ctx.emit_with(|| Event::InputRequested {
+                    path: path.clone(),
+                    request: request.id.clone(),
+                    prompt: request.prompt.clone(),
+                });
+            }
+            self.tally.waiting.push(request);
+        }
+        self.phase
+            .stop_gracefully(RunStatus::WaitingForInput(Vec::new()));
+        true
     }
 
     /// Node `index` produced `produced` (and picked `selected`): takes the

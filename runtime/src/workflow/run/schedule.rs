@@ -27,10 +27,13 @@ impl RunState {
                 self.start_turn(index, Vec::new(), myself).await;
             }
         }
+        // Both checks run: a checkpoint made due is taken or dropped here.
+        let due = self.checkpoints.take_due();
         if self.phase.is_running()
-            && self
-                .checkpoints
-                .due_every(self.spec.checkpoint_every, self.inboxes.delivered())
+            && (due
+                || self
+                    .checkpoints
+                    .due_every(self.spec.checkpoint_every, self.inboxes.delivered()))
         {
             Box::pin(self.checkpoint_now()).await;
         }

@@ -1,5 +1,7 @@
 //! Starting a run: its thread taken apart, its state put in place (from a
-//! checkpoint when resuming), and the input it has not seen taken in.
+//! checkpoint when resuming, or from the counters its thread keeps), and
+//! the input it has not seen taken in — answers to its questions
+//! delivered to the agents that asked.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -19,8 +21,13 @@ use super::{RunArgs, RunState};
 use crate::event::Event;
 use crate::message::{Message, MessageId};
 use crate::stop::{StopTracker, Trigger};
+use crate::workflow::answer;
 use crate::workflow::protocol::RunMsg;
 use crate::workflow::result::RunStatus;
+use crate::workflow::scheduler_state::RunCounters;
+
+/// An answer to a question, with the participant that asked it.
+type Answer = (usize, Arc<Message>);
 
 impl RunState {
     /// The state of a run starting from `args`, its input taken in and its
@@ -33,6 +40,7 @@ impl RunState {
             reply,
             top_level,
             resumed,
+            progress,
         } = args;
         let (thread, resumed_from, run_id) = match resumed {
             Some(r) => {
@@ -49,9 +57,12 @@ impl RunState {
                 (thread, None, id)
             }
         };
-        let (threads, scheduling) = ThreadSlots::take_apart(&spec, thread);
+        let (threads, mut scheduling) = ThreadSlots::take_apart(&spec, thread);
         let store = if top_level { spec.store.clone() } else { None };
         let parent = resumed_from.as_ref().map(|r| r.0);
+        // A nested run reports its progress only to a run above that
+        // checkpoints; a run with a store saves its own.
+        let progress = if store.is_some() { None } else { progress };
         let mut run = RunState {
             parts: Participants::new(&spec, &ctx),
             inboxes: Inboxes::new(&spec)?,
@@ -61,32 +72,44 @@ impl RunState {
             tracker: spec.stop.clone().map(StopTracker::new),
             phase: Phase::Running,
             tally: Tally::default(),
-            checkpoints: Checkpointer::new(store, run_id, parent),
+            checkpoints: Checkpointer::new(store, progress, run_id, parent),
             watcher: Watcher::default(),
             restart: Vec::new(),
             reply: Some(reply),
             spec,
             ctx,
         };
-        if let Some((_, snapshot)) = resumed_from {
-            if let (Some(t), Some(state)) = (run.tracker.as_mut(), snapshot.stop) {
-                t.restore(state);
-            }
-            let root = run.threads.root();
-            let tally = &mut run.tally;
-            tally.usage = snapshot.usage;
-            tally.turns = snapshot.turns;
-            tally.start_len = snapshot.start_len.min(root.len());
-            tally.started_at = snapshot.started_at;
-            tally.last = snapshot
-                .last
-                .and_then(|id| root.messages().iter().rev().find(|m| m.id == id).cloned());
-            tally.produced = root.messages()[tally.start_len..].to_vec();
+        if run.checkpoints.enabled() {
+            run.parts.hand_out_hooks();
         }
-        run.graph =
-            run.spec.graph.as_ref().map(|g| {
-                GraphRun::start(g, scheduling.graph, run.threads.root(), run.threads.state())
-            });
+        // A checkpoint's counters, or those a run not finished left in
+        // the thread: the run counts on from them.
+        let counters = match resumed_from {
+            Some((_, snapshot)) => {
+                run.tally.started_at = snapshot.started_at;
+                Some(RunCounters {
+                    stop: snapshot.stop,
+                    usage: snapshot.usage,
+                    turns: snapshot.turns,
+                    last: snapshot.last,
+                    start_len: snapshot.start_len,
+                })
+            }
+            None => scheduling.counters.take(),
+        };
+        if let Some(counters) = counters {
+            run.restore_counters(counters);
+        }
+        let (answers, fresh) = run.split_input();
+        run.graph = run.spec.graph.as_ref().map(|g| {
+            GraphRun::start(
+                g,
+                scheduling.graph,
+                run.threads.root(),
+                run.threads.state(),
+                !fresh.is_empty(),
+            )
+        });
         run.ctx.emit_with(|| Event::RunStarted {
             path: run.ctx.path().clone(),
             participants: run.parts.len(),
@@ -97,7 +120,8 @@ impl RunState {
                 run.restart.push(i);
             }
         }
-        run.take_input();
+        run.deliver_answers(answers);
+        run.take_input(fresh);
         if run.tally.start_len == 0 {
             run.tally.start_len = run.threads.root().len();
         }
@@ -105,14 +129,73 @@ impl RunState {
         Ok(run)
     }
 
-    /// Delivers the thread's messages that the workflow has not seen yet:
-    /// by the router, or — a graph without one — to the nodes about to run.
-    fn take_input(&mut self) {
+    /// Picks up what a run (a checkpoint, or a run not finished over this
+    /// thread) had counted.
+    fn restore_counters(&mut self, counters: RunCounters) {
+        if let (Some(t), Some(state)) = (self.tracker.as_mut(), counters.stop) {
+            t.restore(state);
+        }
+        let root = self.threads.root();
+        let tally = &mut self.tally;
+        tally.usage = counters.usage;
+        tally.turns = counters.turns;
+        tally.start_len = counters.start_len.min(root.len());
+        tally.last = counters
+            .last
+            .and_then(|id| root.messages().iter().rev().find(|m| m.id == id).cloned());
+        tally.produced = root.messages()[tally.start_len..].to_vec();
+    }
+
+    /// Takes the thread's messages the workflow has not seen yet: the
+    /// answers to its open questions (each with the asking participant,
+    /// its question closed), and the rest of its new input.
+    fn split_input(&mut self) -> (Vec<Answer>, Vec<Arc<Message>>) {
         let root = self.threads.root();
         let from = self.threads.state().consumed.min(root.len());
-        let fresh: Vec<Arc<Message>> = root.messages()[from..].to_vec();
+        let new: Vec<Arc<Message>> = root.messages()[from..].to_vec();
         let len = root.len();
-        self.threads.state_mut().consumed = len;
+        let state = self.threads.state_mut();
+        state.consumed = len;
+        if state.scheduler.requests().is_empty() {
+            return (Vec::new(), new);
+        }
+        let requests = &mut state.scheduler.body_mut().requests;
+        let mut answers = Vec::new();
+        let mut fresh = Vec::with_capacity(new.len());
+        for m in new {
+            let asker = answer::answered(requests, &m).and_then(|pos| {
+                self.spec
+                    .router
+                    .index_of(&requests[pos].agent)
+                    .map(|i| (pos, i))
+            });
+            match asker {
+                Some((pos, i)) => {
+                    requests.remove(pos);
+                    answers.push((i, m));
+                }
+                None => fresh.push(m),
+            }
+        }
+        (answers, fresh)
+    }
+
+    /// Delivers each answer to the participant that asked (past its
+    /// inbox's filter), which — in a graph — runs next. An agent asking
+    /// from a nested run is that run: the answer reaches it there in turn.
+    fn deliver_answers(&mut self, answers: Vec<Answer>) {
+        let now = SystemTime::now();
+        for (i, m) in answers {
+            if let Some(run) = self.graph.as_mut() {
+                run.cursor.activate(i);
+            }
+            self.inboxes.push(&self.spec, &self.ctx, i, m, now, false);
+        }
+    }
+
+    /// Delivers `fresh`, the thread's new input: by the router, or — a
+    /// graph without one — to the nodes about to run.
+    fn take_input(&mut self, fresh: Vec<Arc<Message>>) {
         let first_nodes: Vec<usize> = match &self.graph {
             Some(g) if self.spec.edge_delivery => g.cursor.next_nodes().to_vec(),
             _ => Vec::new(),

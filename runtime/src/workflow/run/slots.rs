@@ -9,13 +9,14 @@ use crate::graph::cursor::Cursor;
 use crate::message::Message;
 use crate::thread::{Thread, WorkflowState};
 use crate::workflow::request::InputRequest;
-use crate::workflow::scheduler_state::SchedulerState;
+use crate::workflow::scheduler_state::{RunCounters, SchedulerState};
 use crate::workflow::spec::Spec;
 
 /// What of a thread's workflow state lives with other owners while the
 /// run goes on: inbox contents, the graph's cursor, the turns to run
-/// again. Taken out when the thread is taken apart, given back when it is
-/// put together.
+/// again, the run's counters. Taken out when the thread is taken apart,
+/// given back when it is put together (with, for a checkpoint, the
+/// progress of nested runs under way).
 #[derive(Default, Clone)]
 pub(super) struct Scheduling {
     /// Messages waiting in each inbox, by participant name.
@@ -26,6 +27,12 @@ pub(super) struct Scheduling {
     pub(super) interrupted: Vec<String>,
     /// Questions this run asked the caller (taken apart: none yet).
     pub(super) new_requests: Vec<InputRequest>,
+    /// The counters of a run not finished, to carry on from: kept in the
+    /// thread for a nested run's progress and a run waiting for input.
+    pub(super) counters: Option<RunCounters>,
+    /// Slots to put together as a nested run under way last reported
+    /// them rather than as its turn began, by slot (taken apart: none).
+    pub(super) progress: Vec<(usize, Arc<Thread>)>,
 }
 
 /// The run's thread, taken apart.
@@ -66,6 +73,8 @@ impl ThreadSlots {
             graph: carried.graph,
             interrupted: carried.interrupted,
             new_requests: Vec::new(),
+            counters: carried.counters,
+            progress: Vec::new(),
         };
         let slots = ThreadSlots {
             root: thread,
@@ -148,9 +157,10 @@ impl ThreadSlots {
     }
 }
 
-/// Puts a thread back together: the used slots become children under
-/// their names beside the foreign ones, and the state gets its scheduling
-/// part back, counting every message of the thread as taken in.
+/// Puts a thread back together: the used slots (or the progress reported
+/// for them) become children under their names beside the foreign ones,
+/// and the state gets its scheduling part back, counting every message of
+/// the thread as taken in.
 fn put_together(
     spec: &Spec,
     mut root: Thread,
@@ -160,7 +170,10 @@ fn put_together(
     mut state: WorkflowState,
     scheduling: Scheduling,
 ) -> Thread {
-    for (s, slot) in slots.into_iter().enumerate() {
+    for (s, mut slot) in slots.into_iter().enumerate() {
+        if let Some((_, reported)) = scheduling.progress.iter().find(|(p, _)| *p == s) {
+            slot = reported.clone();
+        }
         if used[s] {
             // A slot still lent (or borrowed for a checkpoint) is copied.
             let t = Arc::try_unwrap(slot).unwrap_or_else(|shared| (*shared).clone());
@@ -171,6 +184,9 @@ fn put_together(
     let mut requests = state.scheduler.take().requests;
     requests.extend(scheduling.new_requests);
     state.scheduler = SchedulerState::new(scheduling.graph, requests, scheduling.interrupted);
+    if let Some(counters) = scheduling.counters {
+        state.scheduler.set_counters(counters);
+    }
     state.pending = scheduling.pending;
     state.consumed = root.len();
     *root.state_mut() = Some(state);
@@ -242,6 +258,37 @@ mod tests {
             state.consumed = 2;
         }
         assert_eq!(end, expected);
+    }
+
+    #[test]
+    fn a_checkpoint_holds_the_progress_reported_for_a_slot_and_the_counters() {
+        let spec = spec();
+        let (slots, mut scheduling) = ThreadSlots::take_apart(&spec, thread());
+        assert!(scheduling.counters.is_none());
+        let c = spec.slot_of[2];
+        let reported = Arc::new(Thread::from_messages([
+            Message::user("q"),
+            Message::text("c", "on"),
+        ]));
+        scheduling.progress.push((c, reported.clone()));
+        scheduling.counters = Some(RunCounters {
+            turns: 2,
+            ..RunCounters::default()
+        });
+        let t = slots.to_thread(&spec, scheduling.clone());
+        assert_eq!(t.child("c"), Some(&*reported));
+        assert_eq!(
+            t.child("pair").map(Thread::len),
+            Some(1),
+            "the others as they are"
+        );
+        // Taken apart again, the counters come back out.
+        let (_, again) = ThreadSlots::take_apart(&spec, t);
+        assert_eq!(again.counters.map(|c| c.turns), Some(2));
+        // Without progress, the slot is the run's own.
+        scheduling.progress.clear();
+        let t = slots.into_thread(&spec, scheduling);
+        assert_eq!(t.child("c").map(Thread::len), Some(1));
     }
 
     #[test]

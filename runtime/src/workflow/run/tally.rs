@@ -57,12 +57,6 @@ impl Tally {
         run_id: &str,
         checkpoint: Option<CheckpointId>,
     ) -> RunResult {
-        let status = match status {
-            RunStatus::WaitingForInput(_) => {
-                RunStatus::WaitingForInput(std::mem::take(&mut self.waiting))
-            }
-            other => other,
-        };
         RunResult {
             thread,
             final_response: self.last.take(),

@@ -111,6 +111,7 @@ impl RunState {
         if !self.running(index) {
             return; // a turn this run no longer waits for
         }
+        let reported = self.parts.take_progress(index);
         self.parts.set(index, TurnState::Idle);
         let path = self.parts.ctx(index).path().clone();
         let reply = match outcome {
@@ -137,6 +138,12 @@ impl RunState {
                 return;
             }
             TurnOutcome::Cancelled => {
+                // A nested run cut short goes on from what it last
+                // reported when its turn runs again.
+                if let Some(thread) = reported {
+                    let slot = self.spec.slot_of[index];
+                    self.threads.replace(slot, Arc::unwrap_or_clone(thread));
+                }
                 // Cut short: it runs again when the run resumes. (A graph's
                 // interrupted superstep is re-activated whole instead.)
                 if !self.spec.supersteps() {
@@ -160,7 +167,15 @@ impl RunState {
             // Applied at the barrier, in node order, so the superstep's
             // outcome does not depend on which turn finished first.
             Some(g) if self.spec.supersteps() => g.hold(index, reply),
-            _ => self.apply_reply(index, reply),
+            _ => {
+                self.apply_reply(index, reply);
+                // A nested run without supersteps (a router-only team's
+                // conversation, a dataflow graph) reports after every turn:
+                // it has no supersteps to report after.
+                if self.checkpoints.reports() {
+                    self.checkpoints.request();
+                }
+            }
         }
     }
 
