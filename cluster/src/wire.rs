@@ -10,11 +10,11 @@ use ractor::RpcReplyPort;
 use ractor::message::{BoxedDowncastErr, SerializedMessage};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use troupe_runtime::{AgentError, ErrorKind, Message, Reply, RunError, Thread, codec};
+use troupe_runtime::{AgentError, ErrorKind, Message, Reply, RunError, StateDelta, Thread, codec};
 
 /// Version of the wire layout; bump it when a type below (or the
 /// encoded `Message`/`Thread`) changes shape.
-pub(crate) const WIRE_VERSION: u32 = 1;
+pub(crate) const WIRE_VERSION: u32 = 2;
 
 /// A turn for the agent host.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -106,6 +106,7 @@ pub(crate) struct WireReply {
     pub(crate) next: Option<Vec<String>>,
     pub(crate) request: Option<String>,
     pub(crate) private: Vec<Message>,
+    pub(crate) state: StateDelta,
 }
 
 impl From<Reply> for WireReply {
@@ -116,6 +117,7 @@ impl From<Reply> for WireReply {
             next: r.next,
             request: r.request,
             private: r.private,
+            state: r.state,
         }
     }
 }
@@ -128,6 +130,7 @@ impl From<WireReply> for Reply {
             next: r.next,
             request: r.request,
             private: r.private,
+            state: r.state,
         }
     }
 }
@@ -411,6 +414,7 @@ mod tests {
             next: Some(vec!["b".into()]),
             request: Some("q?".into()),
             private: vec![Message::text("a", "note")],
+            state: StateDelta::new().set("k", "v").remove("gone"),
         })));
         for outcome in outcomes {
             let reply = CallReply {

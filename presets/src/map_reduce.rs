@@ -369,6 +369,8 @@ impl Agent for MapStep {
                 results.push(out);
             }
         }
-        Ok(Reply::messages(results))
+        // What the workers changed in the run's state goes up with the
+        // results.
+        Ok(Reply::messages(results).with_state_delta(reply.state))
     }
 }

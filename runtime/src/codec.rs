@@ -13,7 +13,9 @@ use serde::de::DeserializeOwned;
 ///
 /// 2: a thread's workflow state keeps the scheduler's part typed
 /// ([`crate::SchedulerState`]) instead of as JSON text in a map.
-pub const FORMAT_VERSION: u32 = 2;
+/// 3: the scheduler state keeps the run's state values
+/// ([`crate::SchedulerState::values`]).
+pub const FORMAT_VERSION: u32 = 3;
 
 /// Encoding or decoding failed.
 #[derive(Debug, thiserror::Error)]

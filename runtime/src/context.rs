@@ -9,6 +9,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::event::Event;
+use crate::state::StateSnapshot;
 // Re-exported for the modules that take sinks and contexts together.
 pub(crate) use crate::sink::EventSink;
 
@@ -54,6 +55,7 @@ struct Inner {
     deadline: Option<Instant>,
     path: Arc<str>,
     run_id: Option<Arc<str>>,
+    state: StateSnapshot,
 }
 
 /// What a run (and every agent turn in it) is given: the event sink,
@@ -111,6 +113,7 @@ impl RunContext {
                 deadline: None,
                 path: Arc::from(""),
                 run_id: None,
+                state: StateSnapshot::default(),
             }),
         }
     }
@@ -145,6 +148,7 @@ impl RunContext {
                 deadline: self.inner.deadline,
                 path: self.inner.path.clone(),
                 run_id: self.inner.run_id.clone(),
+                state: self.inner.state.clone(),
             }),
         }
     }
@@ -159,6 +163,7 @@ impl RunContext {
                 deadline: self.inner.deadline,
                 path: self.inner.path.clone(),
                 run_id: Some(run_id.into()),
+                state: self.inner.state.clone(),
             }),
         }
     }
@@ -166,6 +171,29 @@ impl RunContext {
     /// The run id given with [`RunContext::with_run_id`], if any.
     pub fn run_id(&self) -> Option<&Arc<str>> {
         self.inner.run_id.as_ref()
+    }
+
+    /// The run's state as it was when this turn started: read-only (a
+    /// turn changes it through its reply, [`Reply::with_state`](crate::Reply::with_state)),
+    /// empty outside a workflow run. A nested workflow's run starts from
+    /// the state its parent's turn sees.
+    pub fn state(&self) -> &StateSnapshot {
+        &self.inner.state
+    }
+
+    /// The same context seeing run state `state` (the run's supervisor
+    /// gives each turn its snapshot; useful to test an agent alone).
+    pub fn with_state(&self, state: StateSnapshot) -> Self {
+        RunContext {
+            inner: Arc::new(Inner {
+                sink: self.inner.sink.clone(),
+                cancel: self.inner.cancel.clone(),
+                deadline: self.inner.deadline,
+                path: self.inner.path.clone(),
+                run_id: self.inner.run_id.clone(),
+                state,
+            }),
+        }
     }
 
     /// A context for something this one starts: its path gains `/name`,
@@ -200,6 +228,7 @@ impl RunContext {
                 deadline,
                 path,
                 run_id: self.inner.run_id.clone(),
+                state: self.inner.state.clone(),
             }),
         }
     }

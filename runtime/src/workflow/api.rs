@@ -294,15 +294,24 @@ impl Agent for Workflow {
     /// Runs the workflow as one turn of an outer workflow: the reply is the
     /// inner final response (as a message of this workflow's name, its usage
     /// the whole inner run's), and the inner state is kept in the thread.
+    /// The inner run starts from the outer turn's run state
+    /// ([`RunContext::state`]); what it changed there is the reply's state
+    /// delta (the outer run keeps the values, the inner thread none).
     async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
         // The outer run keeps its own reference so nothing is lost if this
         // turn is cancelled; the inner run works on a copy.
         let working = Arc::try_unwrap(thread).unwrap_or_else(|shared| (*shared).clone());
+        let base = ctx.state().clone();
         let result = self
             .execute(working, ctx, false, None)
             .await
             .map_err(|e| AgentError::Workflow(Box::new(e)))?;
         let mut thread = result.thread;
+        let state = thread
+            .state_mut()
+            .as_mut()
+            .map(|s| s.scheduler.take_values().changes_since(&base))
+            .unwrap_or_default();
         let mut messages = Vec::new();
         if let Some(last) = result.final_response {
             let mut reply = (*last).clone();
@@ -327,6 +336,7 @@ impl Agent for Workflow {
             next: None,
             request: None,
             private: Vec::new(),
+            state,
         })
     }
 }

@@ -1,16 +1,26 @@
 //! [`SchedulerState`]: the scheduler's part of a workflow's state in a
 //! thread — where a graph run stands, the questions waiting for the
-//! caller, the turns to run again — typed, and versioned so that a state
-//! this build cannot read is refused by name rather than taken for none.
+//! caller, the turns to run again, the run's state values — typed, and
+//! versioned so that a state this build cannot read is refused by name
+//! rather than taken for none.
 
 use serde::{Deserialize, Serialize};
 
 use super::request::InputRequest;
 use crate::graph::cursor::Cursor;
+use crate::state::StateSnapshot;
 
 /// The layout of a scheduler state this build writes and reads; bump it
 /// when the state changes shape or meaning.
-pub(crate) const SCHEDULER_STATE_VERSION: u32 = 1;
+///
+/// 2: the run's state values ([`SchedulerState::values`]).
+pub(crate) const SCHEDULER_STATE_VERSION: u32 = 2;
+
+/// The oldest layout this build still reads: version 1 is version 2
+/// without state values (a thread kept as JSON reads it as empty; the
+/// binary codec's format version refuses older encodings before this is
+/// asked).
+const OLDEST_READABLE_VERSION: u32 = 1;
 
 /// What a workflow's scheduler needs to carry on where a run left off,
 /// kept in [`WorkflowState::scheduler`](crate::WorkflowState::scheduler).
@@ -38,6 +48,9 @@ pub(crate) struct SchedulerBody {
     /// Participants whose turn was under way or cut short when the state
     /// was taken: their input is in their threads, and they run again.
     pub(crate) interrupted: Vec<String>,
+    /// The run's state values (what turns set with `Reply::with_state`).
+    #[serde(default)]
+    pub(crate) values: StateSnapshot,
 }
 
 impl Default for SchedulerBody {
@@ -47,6 +60,7 @@ impl Default for SchedulerBody {
             graph: None,
             requests: Vec::new(),
             interrupted: Vec::new(),
+            values: StateSnapshot::default(),
         }
     }
 }
@@ -83,14 +97,17 @@ impl SchedulerState {
         graph: Option<Cursor>,
         requests: Vec<InputRequest>,
         interrupted: Vec<String>,
+        values: StateSnapshot,
     ) -> Self {
-        let empty = graph.is_none() && requests.is_empty() && interrupted.is_empty();
+        let empty =
+            graph.is_none() && requests.is_empty() && interrupted.is_empty() && values.is_empty();
         SchedulerState {
             body: (!empty).then(|| {
                 Box::new(SchedulerBody {
                     graph,
                     requests,
                     interrupted,
+                    values,
                     ..SchedulerBody::default()
                 })
             }),
@@ -109,6 +126,28 @@ impl SchedulerState {
         self.body.as_ref().map_or(&[], |b| &b.requests)
     }
 
+    /// The run's state values (see [`RunContext::state`](crate::RunContext::state)):
+    /// what the turns of the runs of this thread set, as the last run left
+    /// them.
+    pub fn values(&self) -> StateSnapshot {
+        self.body
+            .as_ref()
+            .map_or_else(StateSnapshot::default, |b| b.values.clone())
+    }
+
+    /// Takes the state values out, leaving none (and nothing at all if
+    /// nothing else is held).
+    pub(crate) fn take_values(&mut self) -> StateSnapshot {
+        let Some(body) = self.body.as_mut() else {
+            return StateSnapshot::default();
+        };
+        let values = std::mem::take(&mut body.values);
+        if body.graph.is_none() && body.requests.is_empty() && body.interrupted.is_empty() {
+            self.body = None;
+        }
+        values
+    }
+
     /// What it holds, if anything.
     pub(crate) fn body(&self) -> Option<&SchedulerBody> {
         self.body.as_deref()
@@ -124,10 +163,12 @@ impl SchedulerState {
         self.body.take().map(|b| *b).unwrap_or_default()
     }
 
-    /// Refuses a state written with another layout.
+    /// Refuses a state written with a layout this build does not read
+    /// (older ones it reads are taken as they are: see
+    /// `OLDEST_READABLE_VERSION`; they are written back in the current one).
     pub(crate) fn check_version(&self) -> Result<(), SchedulerStateError> {
         match self.version() {
-            SCHEDULER_STATE_VERSION => Ok(()),
+            OLDEST_READABLE_VERSION..=SCHEDULER_STATE_VERSION => Ok(()),
             found => Err(SchedulerStateError::UnknownVersion {
                 expected: SCHEDULER_STATE_VERSION,
                 found,
@@ -147,11 +188,11 @@ mod tests {
             std::mem::size_of::<SchedulerState>(),
             std::mem::size_of::<usize>()
         );
-        let empty = SchedulerState::new(None, Vec::new(), Vec::new());
+        let empty = SchedulerState::new(None, Vec::new(), Vec::new(), StateSnapshot::default());
         assert_eq!(empty, SchedulerState::default());
         assert_eq!(empty.version(), SCHEDULER_STATE_VERSION);
         assert!(empty.body().is_none());
-        let one = SchedulerState::new(None, Vec::new(), vec!["a".into()]);
+        let one = SchedulerState::new(None, Vec::new(), vec!["a".into()], StateSnapshot::default());
         assert_eq!(one.body().map(|b| b.interrupted.len()), Some(1));
     }
 
@@ -165,12 +206,13 @@ mod tests {
                 prompt: "?".into(),
             }],
             vec!["b".into()],
+            [("k", "v")].into_iter().collect(),
         );
         let back: SchedulerState =
             crate::codec::decode(&crate::codec::encode(&state).unwrap()).unwrap();
         assert_eq!(back, state);
         let json = serde_json::to_string(&state).unwrap();
-        assert!(json.contains("\"version\":1"), "{json}");
+        assert!(json.contains("\"version\":2"), "{json}");
         assert_eq!(
             serde_json::from_str::<SchedulerState>(&json).unwrap(),
             state
@@ -179,5 +221,31 @@ mod tests {
             serde_json::to_string(&SchedulerState::default()).unwrap(),
             "null"
         );
+    }
+
+    #[test]
+    fn a_version_1_state_reads_as_one_without_values_and_a_newer_one_is_refused() {
+        let v1 = r#"{"version":1,"graph":null,"requests":[],"interrupted":["a"]}"#;
+        let state: SchedulerState = serde_json::from_str(v1).unwrap();
+        assert_eq!(state.check_version(), Ok(()));
+        assert!(state.values().is_empty());
+        let v3 = v1.replace("\"version\":1", "\"version\":3");
+        let state: SchedulerState = serde_json::from_str(&v3).unwrap();
+        assert_eq!(
+            state.check_version(),
+            Err(SchedulerStateError::UnknownVersion {
+                expected: SCHEDULER_STATE_VERSION,
+                found: 3
+            })
+        );
+    }
+
+    #[test]
+    fn taking_the_values_leaves_an_otherwise_empty_state_empty() {
+        let values: StateSnapshot = [("k", "v")].into_iter().collect();
+        let mut state = SchedulerState::new(None, Vec::new(), Vec::new(), values.clone());
+        assert_eq!(state.values(), values);
+        assert_eq!(state.take_values(), values);
+        assert_eq!(state, SchedulerState::default());
     }
 }

@@ -248,7 +248,7 @@ mod tests {
         assert_eq!(
             source,
             SchedulerStateError::UnknownVersion {
-                expected: 1,
+                expected: crate::workflow::scheduler_state::SCHEDULER_STATE_VERSION,
                 found: 99
             }
         );

@@ -9,6 +9,7 @@ use ractor::{Actor, ActorId, ActorRef};
 use tokio_util::sync::CancellationToken;
 
 use crate::context::RunContext;
+use crate::state::StateSnapshot;
 use crate::thread::Thread;
 use crate::workflow::agent_actor::{AgentActor, AgentArgs};
 use crate::workflow::protocol::{AgentMsg, RunMsg};
@@ -166,9 +167,19 @@ impl Participants {
     }
 
     /// The message lending participant `i` `thread` for a turn of run
-    /// `run`.
+    /// `run`, seeing run state `state`.
     #[inline]
-    pub(super) fn turn(&self, i: usize, thread: Arc<Thread>, run: &ActorRef<RunMsg>) -> AgentMsg {
+    pub(super) fn turn(
+        &mut self,
+        i: usize,
+        thread: Arc<Thread>,
+        run: &ActorRef<RunMsg>,
+        state: &StateSnapshot,
+    ) -> AgentMsg {
+        // The context is made again only when the state changed.
+        if !self.parts[i].ctx.state().same_as(state) {
+            self.parts[i].ctx = self.parts[i].ctx.with_state(state.clone());
+        }
         AgentMsg::Turn {
             thread,
             ctx: self.parts[i].ctx.clone(),

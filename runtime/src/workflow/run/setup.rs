@@ -49,7 +49,12 @@ impl RunState {
                 (thread, None, id)
             }
         };
-        let (threads, scheduling) = ThreadSlots::take_apart(&spec, thread);
+        let (mut threads, scheduling) = ThreadSlots::take_apart(&spec, thread);
+        if !top_level {
+            // A nested run works on its parent's state; its changes go
+            // back up in its reply.
+            threads.set_values(ctx.state().clone());
+        }
         let store = if top_level { spec.store.clone() } else { None };
         let parent = resumed_from.as_ref().map(|r| r.0);
         let mut run = RunState {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::graph::cursor::Cursor;
 use crate::message::Message;
+use crate::state::{StateDelta, StateSnapshot};
 use crate::thread::{Thread, WorkflowState};
 use crate::workflow::request::InputRequest;
 use crate::workflow::scheduler_state::SchedulerState;
@@ -41,6 +42,8 @@ pub(super) struct ThreadSlots {
     used: Vec<bool>,
     /// The workflow state, its scheduling part taken out.
     state: WorkflowState,
+    /// The run's state values, changed by the replies it applies.
+    values: StateSnapshot,
 }
 
 impl ThreadSlots {
@@ -60,7 +63,8 @@ impl ThreadSlots {
             .collect();
         // The requests stay: the state keeps them until they are answered.
         let carried = state.scheduler.take();
-        state.scheduler = SchedulerState::new(None, carried.requests, Vec::new());
+        state.scheduler =
+            SchedulerState::new(None, carried.requests, Vec::new(), StateSnapshot::default());
         let scheduling = Scheduling {
             pending: std::mem::take(&mut state.pending),
             graph: carried.graph,
@@ -73,6 +77,7 @@ impl ThreadSlots {
             slots,
             used,
             state,
+            values: carried.values,
         };
         (slots, scheduling)
     }
@@ -87,6 +92,7 @@ impl ThreadSlots {
             self.slots.iter().cloned(),
             &self.used,
             self.state.clone(),
+            self.values.clone(),
             scheduling,
         )
     }
@@ -100,6 +106,7 @@ impl ThreadSlots {
             self.slots,
             &self.used,
             self.state,
+            self.values,
             scheduling,
         )
     }
@@ -126,6 +133,24 @@ impl ThreadSlots {
     #[inline]
     pub(super) fn state_mut(&mut self) -> &mut WorkflowState {
         &mut self.state
+    }
+
+    /// The run's state values as they stand.
+    #[inline]
+    pub(super) fn values(&self) -> &StateSnapshot {
+        &self.values
+    }
+
+    /// Starts from `values` instead of the thread's (a nested run starts
+    /// from its parent's).
+    pub(super) fn set_values(&mut self, values: StateSnapshot) {
+        self.values = values;
+    }
+
+    /// Applies a reply's changes to the state values.
+    #[inline]
+    pub(super) fn apply_state(&mut self, delta: &StateDelta) {
+        self.values.apply(delta);
     }
 
     /// Slot `s`'s thread, to lend to a turn.
@@ -158,6 +183,7 @@ fn put_together(
     slots: impl IntoIterator<Item = Arc<Thread>>,
     used: &[bool],
     mut state: WorkflowState,
+    values: StateSnapshot,
     scheduling: Scheduling,
 ) -> Thread {
     for (s, slot) in slots.into_iter().enumerate() {
@@ -170,7 +196,8 @@ fn put_together(
     *root.children_mut() = children;
     let mut requests = state.scheduler.take().requests;
     requests.extend(scheduling.new_requests);
-    state.scheduler = SchedulerState::new(scheduling.graph, requests, scheduling.interrupted);
+    state.scheduler =
+        SchedulerState::new(scheduling.graph, requests, scheduling.interrupted, values);
     state.pending = scheduling.pending;
     state.consumed = root.len();
     *root.state_mut() = Some(state);
@@ -213,6 +240,7 @@ mod tests {
             .pending
             .insert("c".into(), vec![Arc::new(Message::user("waiting"))]);
         state.scheduler.body_mut().interrupted.push("a".into());
+        state.scheduler.body_mut().values = [("k", "v")].into_iter().collect();
         state.scheduler.body_mut().requests.push(InputRequest {
             id: "r1".into(),
             agent: "c".into(),
@@ -229,6 +257,7 @@ mod tests {
         let (slots, scheduling) = ThreadSlots::take_apart(&spec, original.clone());
         assert_eq!(scheduling.interrupted, ["a"]);
         assert_eq!(scheduling.pending.len(), 1);
+        assert_eq!(slots.values().get("k"), Some("v"));
         assert_eq!(slots.slot(spec.slot_of[0]).len(), 1);
         assert!(Arc::ptr_eq(
             slots.slot(spec.slot_of[0]),
