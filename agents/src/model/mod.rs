@@ -20,7 +20,7 @@ use crate::error::ModelError;
 
 pub use openai::{DEFAULT_BASE_URL, OpenAiClient, OpenAiClientBuilder};
 pub use retry::RetryPolicy;
-pub use scripted::{ScriptedModel, ScriptedReply, WhenExhausted};
+pub use scripted::{Position, ScriptedModel, ScriptedReply, WhenExhausted};
 pub use stream::{StreamAccumulator, collect_stream, response_deltas};
 
 /// One message of a model conversation, in the roles chat models know.
