@@ -13,7 +13,7 @@ use super::ctx::{BoxFuture, Ctx, build_error};
 use crate::error::ConfigError;
 use crate::refs::{ref_id, split_ref};
 use crate::schema::PlacementSpec;
-use crate::template::Board;
+use crate::template::StepRecord;
 use crate::tree::FieldPath;
 
 impl Ctx<'_> {
@@ -182,7 +182,6 @@ impl Ctx<'_> {
             agent: agent.to_string(),
             inner,
             handoffs,
-            board: self.board.clone(),
         })
     }
 
@@ -199,14 +198,14 @@ impl Ctx<'_> {
     }
 }
 
-/// A participant under its node (or step) id that writes what it produced
-/// on the board, for templates and conditions.
+/// A participant under its node (or step) id that records what it
+/// produced in the run's state (its reply's state delta), for templates
+/// and conditions.
 struct Recorder {
     name: String,
     agent: String,
     inner: Arc<dyn Agent>,
     handoffs: Vec<String>,
-    board: Board,
 }
 
 #[async_trait]
@@ -221,10 +220,10 @@ impl Agent for Recorder {
         self.handoffs.clone()
     }
     async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
-        let reply = self.inner.run(thread, ctx).await?;
+        let mut reply = self.inner.run(thread, ctx).await?;
         if let Some(last) = reply.messages.last() {
-            self.board
-                .record(&self.name, &self.agent, &last.text_content());
+            let record = StepRecord::new(self.agent.clone(), last.text_content());
+            reply.state.merge(record.delta(&self.name));
         }
         Ok(reply)
     }

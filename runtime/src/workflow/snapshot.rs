@@ -8,7 +8,7 @@ use super::spec::Spec;
 use crate::codec;
 use crate::error::CheckpointError;
 use crate::message::{MessageId, Usage};
-use crate::stop::TrackerState;
+use crate::stop::{StopReason, TrackerState};
 use crate::store::{Checkpoint, CheckpointId, CheckpointStore, checksum};
 use crate::thread::Thread;
 
@@ -31,6 +31,10 @@ pub(crate) struct Snapshot {
     /// How many of the thread's messages were there before this run's
     /// own output (so the result lists only what the run produced).
     pub(crate) start_len: usize,
+    /// Why the run stopped, when the checkpoint was taken as it ended on
+    /// its stop condition: a run resumed from it ends so again, running
+    /// nothing more.
+    pub(crate) stopped: Option<StopReason>,
 }
 
 /// Where a resumed run picks up.

@@ -49,6 +49,10 @@ impl RunState {
             turns: self.tally.turns,
             last: self.tally.last.as_ref().map(|m| m.id),
             start_len: self.tally.start_len,
+            stopped: match &self.phase {
+                Phase::Stopping(RunStatus::Stopped(reason)) => Some(reason.clone()),
+                _ => None,
+            },
         };
         let superstep = self.graph.as_ref().map_or(0, |g| g.cursor.superstep);
         self.checkpoints

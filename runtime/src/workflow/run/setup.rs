@@ -86,6 +86,10 @@ impl RunState {
                 .last
                 .and_then(|id| root.messages().iter().rev().find(|m| m.id == id).cloned());
             tally.produced = root.messages()[tally.start_len..].to_vec();
+            if let Some(reason) = snapshot.stopped {
+                // It had ended on its stop condition: it ends so again.
+                run.phase.stop_gracefully(RunStatus::Stopped(reason));
+            }
         }
         run.graph =
             run.spec.graph.as_ref().map(|g| {
