@@ -177,11 +177,15 @@ impl Ctx<'_> {
             Some(a) => a.handoffs.clone(),
             None => inner.handoffs(),
         };
+        // A chat agent knows its own messages by its name: under another
+        // id, it is shown them under its name.
+        let rename = id != agent && self.config.spec().agents.contains_key(agent);
         Arc::new(Recorder {
             name: id.to_string(),
             agent: agent.to_string(),
             inner,
             handoffs,
+            rename,
         })
     }
 
@@ -206,6 +210,32 @@ struct Recorder {
     agent: String,
     inner: Arc<dyn Agent>,
     handoffs: Vec<String>,
+    /// Whether the agent runs under an id other than its name (a step
+    /// `draft` run by agent `writer`).
+    rename: bool,
+}
+
+impl Recorder {
+    /// `thread` as the agent sees it: the messages this node produced
+    /// under its id are its own, under its name (so its model is shown
+    /// them as its earlier answers). The same thread if there are none.
+    fn as_seen(&self, thread: Arc<Thread>) -> Arc<Thread> {
+        if !self.rename || !thread.messages().iter().any(|m| *m.source == *self.name) {
+            return thread;
+        }
+        let agent: Arc<str> = Arc::from(self.agent.as_str());
+        let mut seen = Thread::new();
+        for m in thread.messages() {
+            if *m.source == *self.name {
+                let mut own = (**m).clone();
+                own.source = agent.clone();
+                seen.push(own);
+            } else {
+                seen.push_shared(m.clone());
+            }
+        }
+        Arc::new(seen)
+    }
 }
 
 #[async_trait]
@@ -220,7 +250,7 @@ impl Agent for Recorder {
         self.handoffs.clone()
     }
     async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
-        let mut reply = self.inner.run(thread, ctx).await?;
+        let mut reply = self.inner.run(self.as_seen(thread), ctx).await?;
         if let Some(last) = reply.messages.last() {
             let record = StepRecord::new(self.agent.clone(), last.text_content());
             reply.state.merge(record.delta(&self.name));
