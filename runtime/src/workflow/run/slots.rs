@@ -91,8 +91,7 @@ impl ThreadSlots {
             self.foreign.clone(),
             self.slots.iter().cloned(),
             &self.used,
-            self.state.clone(),
-            self.values.clone(),
+            with_values(self.state.clone(), self.values.clone()),
             scheduling,
         )
     }
@@ -105,8 +104,7 @@ impl ThreadSlots {
             self.foreign,
             self.slots,
             &self.used,
-            self.state,
-            self.values,
+            with_values(self.state, self.values),
             scheduling,
         )
     }
@@ -173,6 +171,13 @@ impl ThreadSlots {
     }
 }
 
+/// `state` with the run's state values in its scheduler part (where
+/// [`put_together`] takes them from).
+fn with_values(mut state: WorkflowState, values: StateSnapshot) -> WorkflowState {
+    state.scheduler.body_mut().values = values;
+    state
+}
+
 /// Puts a thread back together: the used slots become children under
 /// their names beside the foreign ones, and the state gets its scheduling
 /// part back, counting every message of the thread as taken in.
@@ -183,7 +188,6 @@ fn put_together(
     slots: impl IntoIterator<Item = Arc<Thread>>,
     used: &[bool],
     mut state: WorkflowState,
-    values: StateSnapshot,
     scheduling: Scheduling,
 ) -> Thread {
     for (s, slot) in slots.into_iter().enumerate() {
@@ -194,10 +198,15 @@ fn put_together(
         }
     }
     *root.children_mut() = children;
-    let mut requests = state.scheduler.take().requests;
+    let carried = state.scheduler.take();
+    let mut requests = carried.requests;
     requests.extend(scheduling.new_requests);
-    state.scheduler =
-        SchedulerState::new(scheduling.graph, requests, scheduling.interrupted, values);
+    state.scheduler = SchedulerState::new(
+        scheduling.graph,
+        requests,
+        scheduling.interrupted,
+        carried.values,
+    );
     state.pending = scheduling.pending;
     state.consumed = root.len();
     *root.state_mut() = Some(state);
