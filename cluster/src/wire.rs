@@ -11,14 +11,15 @@ use ractor::message::{BoxedDowncastErr, SerializedMessage};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use troupe_runtime::{
-    AgentError, ErrorKind, InputRequest, Message, Reply, RunError, Thread, codec,
+    AgentError, ErrorKind, InputRequest, Message, Reply, RunError, StateDelta, Thread, codec,
 };
 
 /// Version of the wire layout; bump it when a type below (or the
 /// encoded `Message`/`Thread`) changes shape.
 ///
-/// 2: a reply carries the questions open in a nested run, and a thread's
-/// scheduler state the counters of a run not finished.
+/// 2: a reply carries the questions open in a nested run and the turn's
+/// change to the run's state; a thread's scheduler state the counters of a
+/// run not finished and the run's state values.
 pub(crate) const WIRE_VERSION: u32 = 2;
 
 /// A turn for the agent host.
@@ -112,6 +113,7 @@ pub(crate) struct WireReply {
     pub(crate) request: Option<String>,
     pub(crate) private: Vec<Message>,
     pub(crate) inner_requests: Vec<InputRequest>,
+    pub(crate) state: StateDelta,
 }
 
 impl From<Reply> for WireReply {
@@ -123,6 +125,7 @@ impl From<Reply> for WireReply {
             request: r.request,
             private: r.private,
             inner_requests: r.inner_requests,
+            state: r.state,
         }
     }
 }
@@ -136,6 +139,7 @@ impl From<WireReply> for Reply {
             request: r.request,
             private: r.private,
             inner_requests: r.inner_requests,
+            state: r.state,
         }
     }
 }
@@ -424,6 +428,7 @@ mod tests {
                 agent: "clerk".into(),
                 prompt: "when?".into(),
             }],
+            state: StateDelta::new().set("k", "v").remove("gone"),
         })));
         for outcome in outcomes {
             let reply = CallReply {

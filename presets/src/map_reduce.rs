@@ -167,6 +167,14 @@ impl MapReduceBuilder {
         self
     }
 
+    /// With a checkpoint store, also saves a checkpoint once `n` messages
+    /// have been delivered since the last one
+    /// (`WorkflowBuilder::checkpoint_every`). `n` of 0 counts as 1.
+    pub fn checkpoint_every(mut self, n: u64) -> Self {
+        self.team.every = Some(n.max(1));
+        self
+    }
+
     /// Builds the team as a workflow.
     pub fn build(self) -> Result<Workflow, PresetError> {
         let name = self.team.name_or("map_reduce");
@@ -369,6 +377,8 @@ impl Agent for MapStep {
                 results.push(out);
             }
         }
-        Ok(Reply::messages(results))
+        // What the workers changed in the run's state goes up with the
+        // results.
+        Ok(Reply::messages(results).with_state_delta(reply.state))
     }
 }

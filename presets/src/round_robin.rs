@@ -65,7 +65,7 @@ impl RoundRobinBuilder {
             .description(self.team.description.clone())
             .graph(graph.build()?)
             .router(RouterBuilder::default());
-        workflow = self.team.configure(workflow);
+        workflow = self.team.configure_conversation(workflow);
         Ok(workflow.build()?)
     }
 }

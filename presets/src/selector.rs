@@ -214,7 +214,7 @@ impl SelectorBuilder {
             .description(self.team.description.clone())
             .graph(graph.build()?)
             .router(RouterBuilder::default());
-        workflow = self.team.configure(workflow);
+        workflow = self.team.configure_conversation(workflow);
         Ok(workflow.build()?)
     }
 }

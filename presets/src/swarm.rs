@@ -92,7 +92,7 @@ impl SwarmBuilder {
             .description(self.team.description.clone())
             .graph(graph)
             .router(RouterBuilder::default());
-        workflow = self.team.configure(workflow);
+        workflow = self.team.configure_conversation(workflow);
         Ok(workflow.build()?)
     }
 }

@@ -15,6 +15,9 @@ pub(crate) struct Team {
     pub(crate) stop: Option<StopCondition>,
     pub(crate) max_turns: Option<u64>,
     pub(crate) store: Option<Arc<dyn CheckpointStore>>,
+    /// Deliveries between checkpoints besides the superstep ones
+    /// (`WorkflowBuilder::checkpoint_every`).
+    pub(crate) every: Option<u64>,
 }
 
 impl Team {
@@ -26,15 +29,31 @@ impl Team {
         self.agents.iter().map(|a| a.name().to_string()).collect()
     }
 
-    /// Gives the team's workflow its stop condition and checkpoint store.
+    /// Gives the team's workflow its stop condition and checkpoint store
+    /// (a graph team checkpoints after each superstep).
     pub(crate) fn configure(&self, mut workflow: WorkflowBuilder) -> WorkflowBuilder {
         if let Some(stop) = self.stop_condition() {
             workflow = workflow.stop_condition(stop);
         }
         if let Some(store) = &self.store {
             workflow = workflow.checkpoint_store(store.clone());
+            if let Some(n) = self.every {
+                workflow = workflow.checkpoint_every(n);
+            }
         }
         workflow
+    }
+
+    /// As [`Team::configure`], for a conversation team (round robin,
+    /// selector, swarm): with a store and no `checkpoint_every` of its own,
+    /// it also checkpoints after every delivery, so every turn is saved
+    /// however the team is scheduled.
+    pub(crate) fn configure_conversation(&self, workflow: WorkflowBuilder) -> WorkflowBuilder {
+        let workflow = self.configure(workflow);
+        match (&self.store, self.every) {
+            (Some(_), None) => workflow.checkpoint_every(1),
+            _ => workflow,
+        }
     }
 
     /// The stop condition with the turn limit folded in.
@@ -98,6 +117,15 @@ macro_rules! team_methods {
             store: std::sync::Arc<dyn troupe_runtime::store::CheckpointStore>,
         ) -> Self {
             self.team.store = Some(store);
+            self
+        }
+
+        /// With a checkpoint store, also saves a checkpoint once `n`
+        /// messages have been delivered since the last one
+        /// (`WorkflowBuilder::checkpoint_every`; conversation teams
+        /// default to 1). `n` of 0 counts as 1.
+        pub fn checkpoint_every(mut self, n: u64) -> Self {
+            self.team.every = Some(n.max(1));
             self
         }
     };

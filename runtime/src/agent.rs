@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use crate::context::RunContext;
 use crate::message::{Content, Message};
 pub(crate) use crate::run_error::{AgentError, ErrorKind};
+use crate::state::StateDelta;
 use crate::thread::Thread;
 use crate::workflow::InputRequest;
 
@@ -97,6 +98,10 @@ pub struct Reply {
     /// agent's name, `/`, and that id, and ends waiting for input; the
     /// answer to one comes back to the agent as input tagged with its id.
     pub inner_requests: Vec<InputRequest>,
+    /// What the turn changes in the run's state (see [`RunContext::state`]):
+    /// applied by the run when it applies the reply, before the graph's
+    /// conditions are judged.
+    pub state: StateDelta,
 }
 
 impl Reply {
@@ -145,6 +150,32 @@ impl Reply {
     /// Adds messages for the agent's own thread only (see [`Reply::private`]).
     pub fn with_private(mut self, private: Vec<Message>) -> Self {
         self.private = private;
+        self
+    }
+
+    /// Sets run-state `key` to `value` (JSON text, if the value is
+    /// structured): turns that start after this reply is applied see it
+    /// in [`RunContext::state`], and the run's thread keeps it.
+    ///
+    /// ```
+    /// use troupe_runtime::Reply;
+    /// let reply = Reply::text("drafted").with_state("draft.words", "120");
+    /// assert_eq!(reply.state.iter().collect::<Vec<_>>(), [("draft.words", Some("120"))]);
+    /// ```
+    pub fn with_state(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.state = std::mem::take(&mut self.state).set(key, value);
+        self
+    }
+
+    /// Removes run-state `key` (see [`Reply::with_state`]).
+    pub fn without_state(mut self, key: impl Into<String>) -> Self {
+        self.state = std::mem::take(&mut self.state).remove(key);
+        self
+    }
+
+    /// Adds the changes of `delta` to the reply's (see [`Reply::with_state`]).
+    pub fn with_state_delta(mut self, delta: StateDelta) -> Self {
+        self.state.merge(delta);
         self
     }
 

@@ -14,9 +14,9 @@ use serde::de::DeserializeOwned;
 /// 2: a thread's workflow state keeps the scheduler's part typed
 /// ([`crate::SchedulerState`]) instead of as JSON text in a map.
 /// 3: a checkpoint's snapshot keeps when the run started and the status it
-/// ended with (for listing runs without knowing their workflow), and the
-/// scheduler state keeps the counters of a run not finished
-/// (scheduler-state version 2).
+/// ended with (for listing runs without knowing their workflow); the
+/// scheduler state (version 2) keeps the counters of a run not finished
+/// and the run's state values ([`crate::SchedulerState::values`]).
 pub const FORMAT_VERSION: u32 = 3;
 
 /// Encoding or decoding failed.

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::event::Event;
+use crate::state::StateSnapshot;
 use crate::thread::Thread;
 use crate::workflow::progress::Progress;
 // Re-exported for the modules that take sinks and contexts together.
@@ -63,6 +64,7 @@ struct Inner {
     /// Set on a turn's own context only (never copied into another):
     /// where a nested run over the turn's thread reports its progress.
     progress: Option<Progress>,
+    state: StateSnapshot,
 }
 
 /// What a run (and every agent turn in it) is given: the event sink,
@@ -132,6 +134,7 @@ impl RunContext {
                 path: Arc::from(""),
                 run_id: None,
                 progress: None,
+                state: StateSnapshot::default(),
             }),
         }
     }
@@ -180,6 +183,20 @@ impl RunContext {
     /// The run id given with [`RunContext::with_run_id`], if any.
     pub fn run_id(&self) -> Option<&Arc<str>> {
         self.inner.run_id.as_ref()
+    }
+
+    /// The run's state as it was when this turn started: read-only (a
+    /// turn changes it through its reply, [`Reply::with_state`](crate::Reply::with_state)),
+    /// empty outside a workflow run. A nested workflow's run starts from
+    /// the state its parent's turn sees.
+    pub fn state(&self) -> &StateSnapshot {
+        &self.inner.state
+    }
+
+    /// The same context seeing run state `state` (the run's supervisor
+    /// gives each turn its snapshot; useful to test an agent alone).
+    pub fn with_state(&self, state: StateSnapshot) -> Self {
+        self.with(|inner| inner.state = state)
     }
 
     /// A context for something this one starts: its path gains `/name`,

@@ -49,7 +49,8 @@ pub struct WorkflowState {
     /// The participant that spoke last.
     pub last_speaker: Option<String>,
     /// Where the scheduler stands: a graph's frontier, joins and loop
-    /// counters, questions waiting for the caller, turns to run again.
+    /// counters, questions waiting for the caller, turns to run again —
+    /// and the run's state values ([`SchedulerState::values`]).
     pub scheduler: SchedulerState,
 }
 

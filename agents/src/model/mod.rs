@@ -5,6 +5,7 @@ mod openai;
 mod openai_wire;
 mod retry;
 mod scripted;
+mod scripted_reply;
 pub mod sse;
 mod stream;
 
@@ -20,7 +21,8 @@ use crate::error::ModelError;
 
 pub use openai::{DEFAULT_BASE_URL, OpenAiClient, OpenAiClientBuilder};
 pub use retry::RetryPolicy;
-pub use scripted::{ScriptedModel, ScriptedReply, WhenExhausted};
+pub use scripted::{Position, ScriptedModel, WhenExhausted};
+pub use scripted_reply::ScriptedReply;
 pub use stream::{StreamAccumulator, collect_stream, response_deltas};
 
 /// One message of a model conversation, in the roles chat models know.

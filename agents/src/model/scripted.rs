@@ -5,123 +5,12 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde::Serialize;
 use troupe_runtime::{ToolCall, Usage};
 
-use super::{ChatModel, ChatRequest, ChatResponse, FinishReason};
+use super::scripted_reply::{json_text, replay};
+use super::{ChatMessage, ChatModel, ChatRequest, ChatResponse, FinishReason, ScriptedReply};
 use crate::error::ModelError;
 use crate::tool::handoff_tool_name;
-
-/// One scripted answer.
-#[derive(Debug)]
-pub enum ScriptedReply {
-    /// A text answer.
-    Text(String),
-    /// Tool calls `(name, arguments as JSON text)`.
-    ToolCalls(Vec<(String, String)>),
-    /// A call of the `transfer_to_<target>` handoff tool.
-    Handoff {
-        /// The agent to hand off to.
-        target: String,
-        /// Why.
-        reason: String,
-    },
-    /// A whole response, as given.
-    Response(ChatResponse),
-    /// A failed call.
-    Error(ModelError),
-}
-
-impl ScriptedReply {
-    /// A text answer.
-    pub fn text(text: impl Into<String>) -> Self {
-        ScriptedReply::Text(text.into())
-    }
-
-    /// One tool call with these arguments.
-    pub fn tool_call(name: impl Into<String>, arguments: impl Serialize) -> Self {
-        ScriptedReply::ToolCalls(vec![(name.into(), json_text(&arguments))])
-    }
-
-    /// Several tool calls in one answer (a ChatAgent runs them concurrently).
-    pub fn tool_calls<N: Into<String>, A: Serialize>(
-        calls: impl IntoIterator<Item = (N, A)>,
-    ) -> Self {
-        ScriptedReply::ToolCalls(
-            calls
-                .into_iter()
-                .map(|(n, a)| (n.into(), json_text(&a)))
-                .collect(),
-        )
-    }
-
-    /// Tool calls whose arguments are given as raw text (even invalid JSON,
-    /// to test how tools cope).
-    pub fn raw_tool_call(name: impl Into<String>, arguments: impl Into<String>) -> Self {
-        ScriptedReply::ToolCalls(vec![(name.into(), arguments.into())])
-    }
-
-    /// A handoff to `target`.
-    pub fn handoff(target: impl Into<String>, reason: impl Into<String>) -> Self {
-        ScriptedReply::Handoff {
-            target: target.into(),
-            reason: reason.into(),
-        }
-    }
-
-    /// Structured output: the value as JSON text.
-    pub fn structured(value: impl Serialize) -> Self {
-        ScriptedReply::Text(json_text(&value))
-    }
-
-    /// A failed call with this message.
-    pub fn error(message: impl Into<String>) -> Self {
-        ScriptedReply::Error(ModelError::Other(message.into()))
-    }
-}
-
-fn json_text(value: &impl Serialize) -> String {
-    serde_json::to_string(value).unwrap_or_else(|_| "null".to_string())
-}
-
-/// The same reply again, for a script that repeats or cycles. A
-/// [`ModelError`] is not `Clone`: the errors a script simulates keep their
-/// kind (so a retry policy judges a repeated failure as it judged the
-/// first), and the others repeat as their message.
-fn replay(reply: &ScriptedReply) -> ScriptedReply {
-    match reply {
-        ScriptedReply::Text(text) => ScriptedReply::Text(text.clone()),
-        ScriptedReply::ToolCalls(calls) => ScriptedReply::ToolCalls(calls.clone()),
-        ScriptedReply::Handoff { target, reason } => ScriptedReply::Handoff {
-            target: target.clone(),
-            reason: reason.clone(),
-        },
-        ScriptedReply::Response(response) => ScriptedReply::Response(response.clone()),
-        ScriptedReply::Error(error) => ScriptedReply::Error(match error {
-            ModelError::Status {
-                endpoint,
-                status,
-                body,
-                retry_after,
-            } => ModelError::Status {
-                endpoint: endpoint.clone(),
-                status: *status,
-                body: body.clone(),
-                retry_after: *retry_after,
-            },
-            ModelError::Connect { endpoint, message } => ModelError::Connect {
-                endpoint: endpoint.clone(),
-                message: message.clone(),
-            },
-            ModelError::Timeout { endpoint, after } => ModelError::Timeout {
-                endpoint: endpoint.clone(),
-                after: *after,
-            },
-            ModelError::Config(message) => ModelError::Config(message.clone()),
-            other => ModelError::Other(other.to_string()),
-        }),
-    }
-}
 
 /// What a [`ScriptedModel`] with a list of replies does once every reply
 /// has been used.
@@ -153,6 +42,43 @@ pub enum WhenExhausted {
     RepeatLast,
     /// Start the list again.
     Cycle,
+}
+
+/// How a [`ScriptedModel`] with a list of replies picks the reply to a
+/// request.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use troupe_agents::model::{ChatMessage, ChatModel, ChatRequest, Position, ScriptedModel, ScriptedReply};
+///
+/// let model = ScriptedModel::new([ScriptedReply::text("first"), ScriptedReply::text("second")])
+///     .position(Position::Conversation);
+/// let fresh = ChatRequest::new(vec![ChatMessage::user("hi")]);
+/// let later = ChatRequest::new(vec![
+///     ChatMessage::user("hi"),
+///     ChatMessage::assistant("first"),
+///     ChatMessage::user("and?"),
+/// ]);
+/// // The same conversation gets the same reply, however often it is asked.
+/// assert_eq!(model.complete(&fresh).await.unwrap().text_content(), "first");
+/// assert_eq!(model.complete(&later).await.unwrap().text_content(), "second");
+/// assert_eq!(model.complete(&fresh).await.unwrap().text_content(), "first");
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Position {
+    /// Reply N to the model's Nth call in this process (the default): a
+    /// script for one run, in order.
+    #[default]
+    Counter,
+    /// Reply N to a request holding N assistant messages (the agent's own
+    /// earlier answers and tool-call rounds in the conversation it is
+    /// shown): the reply depends on the conversation alone, so a run
+    /// resumed in another process, or several agents sharing the model,
+    /// get the replies an uninterrupted run would. A conversation trimmed
+    /// by a context policy counts what is left of it.
+    Conversation,
 }
 
 type ReplyFn = dyn Fn(&ChatRequest) -> Result<ScriptedReply, ModelError> + Send + Sync;
@@ -203,6 +129,7 @@ struct State {
 /// ```
 pub struct ScriptedModel {
     name: String,
+    position: Position,
     when_exhausted: WhenExhausted,
     delay: Option<Duration>,
     record: bool,
@@ -213,6 +140,7 @@ impl fmt::Debug for ScriptedModel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ScriptedModel")
             .field("name", &self.name)
+            .field("position", &self.position)
             .field("when_exhausted", &self.when_exhausted)
             .field("delay", &self.delay)
             .field("remaining", &self.remaining())
@@ -239,6 +167,7 @@ impl ScriptedModel {
     fn with_source(source: Source) -> Self {
         ScriptedModel {
             name: "scripted".to_string(),
+            position: Position::Counter,
             when_exhausted: WhenExhausted::Fail,
             delay: None,
             record: true,
@@ -254,6 +183,19 @@ impl ScriptedModel {
     pub fn named(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
         self
+    }
+
+    /// How a list script picks the reply to a request (default
+    /// [`Position::Counter`]); see [`Position`].
+    pub fn position(mut self, position: Position) -> Self {
+        self.position = position;
+        self
+    }
+
+    /// Picks replies by the conversation, not by a counter: the same as
+    /// `.position(Position::Conversation)`.
+    pub fn by_conversation(self) -> Self {
+        self.position(Position::Conversation)
     }
 
     /// What a list script does once every reply has been used: fail (the
@@ -300,27 +242,47 @@ impl ScriptedModel {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The reply to `request`, and the number its tool calls' ids carry:
+    /// the call's number, or by the conversation the position's.
     fn next_reply(&self, request: &ChatRequest) -> Result<(usize, ScriptedReply), ModelError> {
         let mut state = self.lock();
         state.calls += 1;
-        let call = state.calls;
+        let mut call = state.calls;
         if self.record {
             state.requests.push(request.clone());
         }
         let reply = match &mut state.source {
             Source::List { replies, next } => {
-                let index = *next;
-                *next += 1;
+                let index = match self.position {
+                    Position::Counter => {
+                        *next += 1;
+                        *next - 1
+                    }
+                    Position::Conversation => {
+                        let index = request
+                            .messages
+                            .iter()
+                            .filter(|m| matches!(m, ChatMessage::Assistant { .. }))
+                            .count();
+                        *next = (*next).max(index + 1);
+                        call = index + 1;
+                        index
+                    }
+                };
                 let exhausted = || ModelError::ScriptExhausted {
                     model: self.name.clone(),
                     replies: replies.len(),
                     call,
                 };
                 match (self.when_exhausted, replies.len()) {
-                    // Used once: moved out, nothing to copy.
-                    (WhenExhausted::Fail, len) if index < len => {
+                    // Used once: moved out, nothing to copy. (By the
+                    // conversation a reply may be asked for again.)
+                    (WhenExhausted::Fail, len)
+                        if index < len && self.position == Position::Counter =>
+                    {
                         std::mem::replace(&mut replies[index], ScriptedReply::Text(String::new()))
                     }
+                    (WhenExhausted::Fail, len) if index < len => replay(&replies[index]),
                     (WhenExhausted::Fail, _) | (_, 0) => return Err(exhausted()),
                     (_, len) if index < len => replay(&replies[index]),
                     (WhenExhausted::RepeatLast, len) => replay(&replies[len - 1]),
@@ -406,7 +368,6 @@ impl ChatModel for ScriptedModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ChatMessage;
 
     fn ask() -> ChatRequest {
         ChatRequest::new(vec![ChatMessage::user("next?")])
@@ -463,6 +424,61 @@ mod tests {
         // Nothing to repeat: an empty script still fails.
         let empty = ScriptedModel::new([]).when_exhausted(WhenExhausted::Cycle);
         assert!(answers(&empty, 1).await[0].contains("is exhausted"));
+    }
+
+    /// A request showing `answers` earlier assistant turns.
+    fn after(answers: usize) -> ChatRequest {
+        let mut messages = vec![ChatMessage::user("go")];
+        for i in 0..answers {
+            messages.push(ChatMessage::assistant(format!("answer {i}")));
+            messages.push(ChatMessage::user("next?"));
+        }
+        ChatRequest::new(messages)
+    }
+
+    async fn said(model: &ScriptedModel, request: &ChatRequest) -> String {
+        match model.complete(request).await {
+            Ok(r) => r.text_content().to_string(),
+            Err(e) => format!("error: {e}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn by_the_conversation_the_reply_depends_on_the_request_alone() {
+        let model = ScriptedModel::new(ab()).named("m").by_conversation();
+        // Asked in any order, any number of times (a resumed run, workers
+        // sharing the model), each conversation gets its reply.
+        assert_eq!(said(&model, &after(1)).await, "b");
+        assert_eq!(said(&model, &after(0)).await, "a");
+        assert_eq!(said(&model, &after(0)).await, "a");
+        assert_eq!(said(&model, &after(1)).await, "b");
+        let past = said(&model, &after(2)).await;
+        assert!(past.contains("is exhausted: call 3"), "{past}");
+        assert_eq!(model.remaining(), Some(0));
+        let cycle = ScriptedModel::new(ab())
+            .by_conversation()
+            .when_exhausted(WhenExhausted::Cycle);
+        assert_eq!(said(&cycle, &after(3)).await, "b");
+        let repeat = ScriptedModel::new(ab())
+            .position(Position::Conversation)
+            .when_exhausted(WhenExhausted::RepeatLast);
+        assert_eq!(said(&repeat, &after(5)).await, "b");
+        // The counter, the default, goes by calls.
+        let counter = ScriptedModel::new(ab());
+        assert_eq!(said(&counter, &after(1)).await, "a");
+    }
+
+    #[tokio::test]
+    async fn by_the_conversation_tool_call_ids_follow_the_position() {
+        let model = ScriptedModel::new([
+            ScriptedReply::tool_call("add", serde_json::json!({})),
+            ScriptedReply::tool_call("add", serde_json::json!({})),
+        ])
+        .by_conversation();
+        let second = model.complete(&after(1)).await.unwrap();
+        assert_eq!(second.tool_calls[0].id, "call_2_0");
+        let first = model.complete(&after(0)).await.unwrap();
+        assert_eq!(first.tool_calls[0].id, "call_1_0");
     }
 
     #[tokio::test]

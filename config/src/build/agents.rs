@@ -5,11 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use troupe_agents::model::Position;
 use troupe_agents::{ChatAgent, ChatModel, Tool};
 use troupe_runtime::{Agent, AgentError, Reply, RunContext, Thread};
 
 use super::ctx::{Ctx, build_error};
 use crate::error::ConfigError;
+use crate::plan::Blocks;
 use crate::schema::AgentSpec;
 use crate::template::{Board, Template};
 
@@ -20,7 +22,12 @@ impl Ctx<'_> {
         name: &str,
         spec: &AgentSpec,
     ) -> Result<Arc<dyn Agent>, ConfigError> {
-        let model = self.model(&spec.model, name, spec.script.as_ref())?;
+        let model = self.model(
+            &spec.model,
+            name,
+            spec.script.as_ref(),
+            Position::Conversation,
+        )?;
         let model_spec = self.model_spec(&spec.model)?;
         let tools = self.tools(name, spec).await?;
         let recipe = Arc::new(Recipe {
@@ -50,7 +57,7 @@ impl Ctx<'_> {
                 Ok(Arc::new(Templated {
                     recipe,
                     template: t,
-                    board: self.board.clone(),
+                    blocks: self.blocks.clone(),
                 }))
             }
             _ => {
@@ -109,11 +116,12 @@ impl Recipe {
 }
 
 /// A chat agent whose instructions hold `{{ $steps… }}` references:
-/// rendered from the board at the start of each turn.
+/// rendered at the start of each turn from the run's state as the turn
+/// sees it.
 struct Templated {
     recipe: Arc<Recipe>,
     template: Template,
-    board: Board,
+    blocks: Blocks,
 }
 
 #[async_trait]
@@ -128,9 +136,10 @@ impl Agent for Templated {
         self.recipe.handoffs.clone()
     }
     async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
+        let board = Board::with_blocks(ctx.state(), &self.blocks);
         let agent = self
             .recipe
-            .build(Some(self.template.render(&self.board)))
+            .build(Some(self.template.render(&board)))
             .map_err(|e| AgentError::failed(e.to_string()))?;
         agent.run(thread, ctx).await
     }

@@ -14,10 +14,14 @@ use super::store::Store;
 use crate::error::{ConfigError, Diagnostic};
 use crate::load::Config;
 use crate::schema::StoreKind;
-use crate::template::Board;
 use crate::tree::FieldPath;
 
 /// A built config: the workflow and what it needs kept alive.
+///
+/// It holds no run's state: what `{{ $steps… }}` templates read lives in
+/// each run's thread (its run state), so one built config serves any
+/// number of concurrent runs, and a thread or checkpoint carries on in a
+/// config built afresh.
 #[derive(Debug)]
 pub struct Built {
     /// The workflow (an agent: run it, stream it, nest it).
@@ -25,9 +29,6 @@ pub struct Built {
     /// The checkpoint store, if the config has one (already attached to
     /// the workflow).
     pub store: Option<Store>,
-    /// What the steps produced, for `{{ $steps… }}` templates. Shared by
-    /// the workflow's runs: run one at a time, or build once per run.
-    pub board: Board,
     /// How each model was resolved (`main: openai gpt-4o-mini at …`,
     /// `main: scripted (offline)`).
     pub notes: Vec<String>,
@@ -124,7 +125,6 @@ impl Config {
         Ok(Built {
             workflow,
             store,
-            board: ctx.board.clone(),
             notes: ctx.notes,
             mcp: ctx.mcp,
             warnings: ctx.warnings,
@@ -238,7 +238,6 @@ pub(super) async fn build_nested(
     Ok(Built {
         workflow,
         store: None,
-        board: ctx.board.clone(),
         notes: ctx.notes,
         mcp: ctx.mcp,
         warnings: ctx.warnings,

@@ -1,5 +1,6 @@
 //! [`Ctx`]: what building one config file needs — the config, the
-//! options, the board templates read, and what is built once and kept.
+//! options, the parallel blocks templates know, and what is built once
+//! and kept.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -14,8 +15,8 @@ use super::options::BuildOptions;
 use crate::env::expand;
 use crate::error::{ConfigError, Diagnostic};
 use crate::load::Config;
+use crate::plan::Blocks;
 use crate::schema::parallel_blocks;
-use crate::template::Board;
 use crate::tree::FieldPath;
 
 /// A build failure with this text.
@@ -34,7 +35,8 @@ pub(super) struct Ctx<'a> {
     /// The cluster node being built for (`troupe node`): agents placed on
     /// it are built here, not called remotely. `None` for a workflow run.
     pub(super) here: Option<String>,
-    pub(super) board: Board,
+    /// The parallel blocks of the config's steps, for templates.
+    pub(super) blocks: Blocks,
     pub(super) agents: BTreeMap<String, Arc<dyn Agent>>,
     pub(super) workflows: BTreeMap<String, Arc<dyn Agent>>,
     /// Named workflows being built (to refuse one that contains itself).
@@ -64,7 +66,7 @@ impl<'a> Ctx<'a> {
             config,
             options,
             here,
-            board: Board::with_blocks(blocks),
+            blocks: Arc::new(blocks),
             agents: BTreeMap::new(),
             workflows: BTreeMap::new(),
             building: Vec::new(),

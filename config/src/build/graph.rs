@@ -40,7 +40,7 @@ impl Ctx<'_> {
             let to = plan.nodes[e.to].id.clone();
             let cond = e
                 .cond
-                .runtime(&self.board)
+                .runtime(&self.blocks)
                 .map_err(|m| build_error(format!("workflow `{name}`: {m}")))?;
             g = match (e.is_loop, e.limit) {
                 (_, Some(limit)) => g.add_loop_with_limit(from, to, cond, limit),

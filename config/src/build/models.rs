@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use troupe_agents::model::Position;
 use troupe_agents::{ChatModel, OpenAiClient, ScriptedModel, ScriptedReply};
 
 use super::ctx::{Ctx, build_error};
@@ -36,12 +37,14 @@ impl<'a> Ctx<'a> {
     }
 
     /// A model for `user` (an agent or the selector): a client, or a
-    /// script (the agent's own, else the model's).
+    /// script (the agent's own, else the model's) whose replies go by
+    /// `position`.
     pub(super) fn model(
         &mut self,
         model_name: &str,
         user: &str,
         script: Option<&Vec<ReplySpec>>,
+        position: Position,
     ) -> Result<Arc<dyn ChatModel>, ConfigError> {
         let spec = self.model_spec(model_name)?;
         self.used.insert(format!("models.{model_name}"));
@@ -83,6 +86,10 @@ impl<'a> Ctx<'a> {
         ));
         let mut model = ScriptedModel::new(replies.iter().map(|r| scripted_reply(&r.0)))
             .named(format!("{model_name}:{user}"))
+            // An agent's reply follows from its conversation, so a run
+            // resumed in another process goes on as it would have. A
+            // selector's request holds no answers of its own: it counts.
+            .position(position)
             .when_exhausted(spec.when_exhausted.unwrap_or_default())
             // Nobody reads a config model's requests back: keep none, so a
             // long offline run holds no copy of every prompt.

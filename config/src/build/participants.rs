@@ -13,7 +13,7 @@ use super::ctx::{BoxFuture, Ctx, build_error};
 use crate::error::ConfigError;
 use crate::refs::{ref_id, split_ref};
 use crate::schema::PlacementSpec;
-use crate::template::Board;
+use crate::template::StepRecord;
 use crate::tree::FieldPath;
 
 impl Ctx<'_> {
@@ -177,12 +177,15 @@ impl Ctx<'_> {
             Some(a) => a.handoffs.clone(),
             None => inner.handoffs(),
         };
+        // A chat agent knows its own messages by its name: under another
+        // id, it is shown them under its name.
+        let rename = id != agent && self.config.spec().agents.contains_key(agent);
         Arc::new(Recorder {
             name: id.to_string(),
             agent: agent.to_string(),
             inner,
             handoffs,
-            board: self.board.clone(),
+            rename,
         })
     }
 
@@ -199,14 +202,40 @@ impl Ctx<'_> {
     }
 }
 
-/// A participant under its node (or step) id that writes what it produced
-/// on the board, for templates and conditions.
+/// A participant under its node (or step) id that records what it
+/// produced in the run's state (its reply's state delta), for templates
+/// and conditions.
 struct Recorder {
     name: String,
     agent: String,
     inner: Arc<dyn Agent>,
     handoffs: Vec<String>,
-    board: Board,
+    /// Whether the agent runs under an id other than its name (a step
+    /// `draft` run by agent `writer`).
+    rename: bool,
+}
+
+impl Recorder {
+    /// `thread` as the agent sees it: the messages this node produced
+    /// under its id are its own, under its name (so its model is shown
+    /// them as its earlier answers). The same thread if there are none.
+    fn as_seen(&self, thread: Arc<Thread>) -> Arc<Thread> {
+        if !self.rename || !thread.messages().iter().any(|m| *m.source == *self.name) {
+            return thread;
+        }
+        let agent: Arc<str> = Arc::from(self.agent.as_str());
+        let mut seen = Thread::new();
+        for m in thread.messages() {
+            if *m.source == *self.name {
+                let mut own = (**m).clone();
+                own.source = agent.clone();
+                seen.push(own);
+            } else {
+                seen.push_shared(m.clone());
+            }
+        }
+        Arc::new(seen)
+    }
 }
 
 #[async_trait]
@@ -221,10 +250,10 @@ impl Agent for Recorder {
         self.handoffs.clone()
     }
     async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
-        let reply = self.inner.run(thread, ctx).await?;
+        let mut reply = self.inner.run(self.as_seen(thread), ctx).await?;
         if let Some(last) = reply.messages.last() {
-            self.board
-                .record(&self.name, &self.agent, &last.text_content());
+            let record = StepRecord::new(self.agent.clone(), last.text_content());
+            reply.state.merge(record.delta(&self.name));
         }
         Ok(reply)
     }

@@ -1,12 +1,16 @@
 //! The preset teams: round robin, selector, swarm, sequential and
-//! map-reduce, each built by its troupe-presets builder.
+//! map-reduce, each built by its troupe-presets builder — checkpointing
+//! to the config's store itself, per turn or superstep, when it is the
+//! main workflow.
 
+use troupe_agents::model::Position;
 use troupe_presets::{
     MapReduce, PresetError, RoundRobinGroupChat, SelectorGroupChat, Sequential, Swarm,
 };
 use troupe_runtime::{StopCondition, Workflow};
 
 use super::ctx::{Ctx, build_error};
+use super::store::Store;
 use crate::error::ConfigError;
 use crate::refs::ref_id;
 use crate::schema::{MapReduceSpec, SelectorSpec, SequentialSpec, TeamSpec, WorkflowSpec};
@@ -16,25 +20,59 @@ fn preset(built: Result<Workflow, PresetError>) -> Result<Workflow, ConfigError>
     built.map_err(build_error)
 }
 
+/// What every preset builder is given besides its participants: the stop
+/// condition, and the checkpoint store with how often to save.
+struct Common<'s> {
+    stop: Option<StopCondition>,
+    store: Option<&'s Store>,
+    every: Option<u64>,
+}
+
+/// Builder `$b` with `$common`'s stop condition and checkpoints (every
+/// preset builder has the same methods for them).
+macro_rules! common {
+    ($b:expr, $common:expr) => {{
+        let mut b = $b;
+        let common: Common<'_> = $common;
+        if let Some(s) = common.stop {
+            b = b.stop_condition(s);
+        }
+        if let Some(store) = common.store {
+            b = b.checkpoint_store(store.checkpoints.clone());
+            if let Some(n) = common.every {
+                b = b.checkpoint_every(n);
+            }
+        }
+        b
+    }};
+}
+
 impl Ctx<'_> {
-    /// The preset team `w` is, if it is one.
+    /// The preset team `w` is, if it is one; `store` is given for the
+    /// main workflow.
     pub(super) async fn team(
         &mut self,
         name: &str,
         description: &str,
         w: &WorkflowSpec,
         stop: Option<StopCondition>,
+        store: Option<&Store>,
     ) -> Result<Option<Workflow>, ConfigError> {
+        let common = Common {
+            stop,
+            store,
+            every: self.config.spec().checkpoint.as_ref().and_then(|c| c.every),
+        };
         let team = if let Some(t) = &w.round_robin {
-            self.round_robin(name, description, t, stop).await?
+            self.round_robin(name, description, t, common).await?
         } else if let Some(s) = &w.selector {
-            self.selector(name, description, s, stop).await?
+            self.selector(name, description, s, common).await?
         } else if let Some(t) = &w.swarm {
-            self.swarm(name, description, t, stop).await?
+            self.swarm(name, description, t, common).await?
         } else if let Some(s) = &w.sequential {
-            self.sequential(name, description, s, stop).await?
+            self.sequential(name, description, s, common).await?
         } else if let Some(m) = &w.map_reduce {
-            self.map_reduce(name, description, m, stop).await?
+            self.map_reduce(name, description, m, common).await?
         } else {
             return Ok(None);
         };
@@ -46,16 +84,13 @@ impl Ctx<'_> {
         name: &str,
         description: &str,
         t: &TeamSpec,
-        stop: Option<StopCondition>,
+        common: Common<'_>,
     ) -> Result<Workflow, ConfigError> {
-        let mut b = RoundRobinGroupChat::builder()
+        let b = RoundRobinGroupChat::builder()
             .name(name)
             .description(description)
             .participants(self.nodes(&t.participants).await?);
-        if let Some(s) = stop {
-            b = b.stop_condition(s);
-        }
-        preset(b.build())
+        preset(common!(b, common).build())
     }
 
     async fn selector(
@@ -63,9 +98,9 @@ impl Ctx<'_> {
         name: &str,
         description: &str,
         s: &SelectorSpec,
-        stop: Option<StopCondition>,
+        common: Common<'_>,
     ) -> Result<Workflow, ConfigError> {
-        let model = self.model(&s.model, "selector", None)?;
+        let model = self.model(&s.model, "selector", None, Position::Counter)?;
         let mut b = SelectorGroupChat::builder()
             .name(name)
             .description(description)
@@ -80,10 +115,7 @@ impl Ctx<'_> {
         if let Some(n) = s.max_selector_attempts {
             b = b.max_selector_attempts(n);
         }
-        if let Some(st) = stop {
-            b = b.stop_condition(st);
-        }
-        preset(b.build())
+        preset(common!(b, common).build())
     }
 
     async fn swarm(
@@ -91,16 +123,13 @@ impl Ctx<'_> {
         name: &str,
         description: &str,
         t: &TeamSpec,
-        stop: Option<StopCondition>,
+        common: Common<'_>,
     ) -> Result<Workflow, ConfigError> {
-        let mut b = Swarm::builder()
+        let b = Swarm::builder()
             .name(name)
             .description(description)
             .participants(self.nodes(&t.participants).await?);
-        if let Some(s) = stop {
-            b = b.stop_condition(s);
-        }
-        preset(b.build())
+        preset(common!(b, common).build())
     }
 
     async fn sequential(
@@ -108,17 +137,14 @@ impl Ctx<'_> {
         name: &str,
         description: &str,
         s: &SequentialSpec,
-        stop: Option<StopCondition>,
+        common: Common<'_>,
     ) -> Result<Workflow, ConfigError> {
-        let mut b = Sequential::builder()
+        let b = Sequential::builder()
             .name(name)
             .description(description)
             .participants(self.nodes(&s.participants).await?)
             .flow(s.flow.unwrap_or_default());
-        if let Some(st) = stop {
-            b = b.stop_condition(st);
-        }
-        preset(b.build())
+        preset(common!(b, common).build())
     }
 
     async fn map_reduce(
@@ -126,7 +152,7 @@ impl Ctx<'_> {
         name: &str,
         description: &str,
         m: &MapReduceSpec,
-        stop: Option<StopCondition>,
+        common: Common<'_>,
     ) -> Result<Workflow, ConfigError> {
         let mapper = self.node(ref_id(&m.mapper), &m.mapper).await?;
         let worker = self.worker(&m.worker, m.placement, m.failover).await?;
@@ -143,9 +169,6 @@ impl Ctx<'_> {
         if let Some(n) = m.max_concurrency {
             b = b.max_concurrency(n);
         }
-        if let Some(st) = stop {
-            b = b.stop_condition(st);
-        }
-        preset(b.build())
+        preset(common!(b, common).build())
     }
 }

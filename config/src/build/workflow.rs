@@ -4,7 +4,7 @@
 
 use troupe_runtime::{RouterBuilder, StopCondition, Workflow, WorkflowBuilder};
 
-use super::ctx::{BoxFuture, Ctx, build_error};
+use super::ctx::{BoxFuture, Ctx};
 use super::router::router;
 use super::stop::stop_condition;
 use super::store::Store;
@@ -46,30 +46,15 @@ impl Ctx<'_> {
             .clone()
             .or_else(|| self.config.spec().description.clone())
             .unwrap_or_default();
-        if let Some(team) = self.team(name, &description, w, stop.clone()).await? {
-            return self.checkpointed_team(name, description, team, store);
+        // A preset checkpoints itself, after each of its turns or
+        // supersteps.
+        if let Some(team) = self
+            .team(name, &description, w, stop.clone(), store)
+            .await?
+        {
+            return Ok(team);
         }
         self.own_workflow(name, description, w, stop, store).await
-    }
-
-    /// Presets build their own workflow; to checkpoint one, it runs as the
-    /// single participant of a workflow that has the store (its state
-    /// rides in that workflow's thread).
-    fn checkpointed_team(
-        &self,
-        name: &str,
-        description: String,
-        team: Workflow,
-        store: Option<&Store>,
-    ) -> Result<Workflow, ConfigError> {
-        let Some(s) = store else {
-            return Ok(team);
-        };
-        let b = Workflow::builder()
-            .name(name)
-            .description(description)
-            .participant(team);
-        self.checkpointing(b, s).build().map_err(build_error)
     }
 
     /// A workflow that is not a preset: a graph (or steps) and a router,

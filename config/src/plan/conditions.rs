@@ -1,10 +1,16 @@
 //! [`CondPlan`]: a transition's condition as planned, and the runtime
 //! condition (or the diagram label) it becomes.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use troupe_runtime::Condition;
 
 use crate::schema::{ConditionForm, ConditionSpec};
 use crate::template::{Board, Expr};
+
+/// Parallel block id → the ids of its steps, in order.
+pub(crate) type Blocks = Arc<BTreeMap<String, Vec<String>>>;
 
 /// A condition as planned: a written one, or one made of a step
 /// condition's branches.
@@ -17,8 +23,9 @@ pub(crate) enum CondPlan {
 }
 
 impl CondPlan {
-    /// The runtime condition; template expressions read `board`.
-    pub(crate) fn runtime(&self, board: &Board) -> Result<Condition, String> {
+    /// The runtime condition; template expressions read the run's state
+    /// (knowing parallel blocks `board`).
+    pub(crate) fn runtime(&self, board: &Blocks) -> Result<Condition, String> {
         Ok(match self {
             CondPlan::Always => Condition::always(),
             CondPlan::Spec(s) => spec_condition(s, board)?,
@@ -73,7 +80,7 @@ fn pointer(path: &str) -> String {
     }
 }
 
-fn spec_condition(s: &ConditionSpec, board: &Board) -> Result<Condition, String> {
+fn spec_condition(s: &ConditionSpec, board: &Blocks) -> Result<Condition, String> {
     Ok(match &s.0 {
         ConditionForm::Always => Condition::always(),
         ConditionForm::Otherwise => Condition::otherwise(),
@@ -96,10 +103,13 @@ fn spec_condition(s: &ConditionSpec, board: &Board) -> Result<Condition, String>
         ConditionForm::Not(c) => Condition::not(spec_condition(c, board)?),
         ConditionForm::Expr(e) => {
             let expr = Expr::parse(e).map_err(|e| e.message)?;
-            let board = board.clone();
-            // The node's recorder has written its output to the board
-            // before the engine judges its transitions.
-            Condition::func(expr.to_string(), move |_| expr.evaluate(&board))
+            let blocks = board.clone();
+            // The node's recorder put its output in its reply's state
+            // delta, which the run applies before it judges the node's
+            // transitions.
+            Condition::state_func(expr.to_string(), move |state, _| {
+                expr.evaluate(&Board::with_blocks(state, &blocks))
+            })
         }
     })
 }

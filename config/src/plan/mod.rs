@@ -6,4 +6,5 @@ mod conditions;
 mod graph;
 mod steps;
 
+pub(crate) use conditions::Blocks;
 pub(crate) use graph::Plan;

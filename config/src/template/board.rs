@@ -1,12 +1,21 @@
-//! [`Board`]: what the steps of a workflow produced, for templates and
-//! conditions to read.
+//! [`Board`]: what the steps of a workflow produced, read from the run's
+//! state, for templates and conditions.
+//!
+//! Each participant of a built config records its last output in the run
+//! state (`Reply::with_state`, see [`StepRecord::delta`]): under
+//! `steps.<id>.output` and `steps.<id>.agent`. The state lives in the
+//! run's thread, so two runs never share it, and a continued session or a
+//! resumed checkpoint keeps it.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
+use troupe_runtime::StateDelta;
 
 use super::reference::{Access, Reference};
+
+/// No parallel blocks.
+static NO_BLOCKS: BTreeMap<String, Vec<String>> = BTreeMap::new();
 
 /// A value as text: strings as they are, anything else as JSON.
 pub(super) fn text_of(v: &Value) -> String {
@@ -32,6 +41,16 @@ fn output_value(text: &str) -> Value {
     }
 }
 
+/// The run-state key of what step `step` last produced.
+fn output_key(step: &str) -> String {
+    format!("steps.{step}.output")
+}
+
+/// The run-state key of the agent that ran step `step`.
+fn agent_key(step: &str) -> String {
+    format!("steps.{step}.agent")
+}
+
 /// What a step last produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StepRecord {
@@ -41,54 +60,60 @@ pub struct StepRecord {
     pub output: String,
 }
 
-/// What the steps of a workflow produced, for templates and conditions:
-/// the latest output of each step id. Shared by the agents of one built
-/// workflow (and by its nested inline workflows); clones share the data.
-#[derive(Debug, Clone, Default)]
-pub struct Board {
-    records: Arc<Mutex<BTreeMap<String, StepRecord>>>,
-    /// Parallel block id → the ids of its steps, in order.
-    blocks: Arc<BTreeMap<String, Vec<String>>>,
-}
-
-impl Board {
-    /// A board that knows these parallel blocks.
-    pub fn with_blocks(blocks: BTreeMap<String, Vec<String>>) -> Self {
-        Board {
-            records: Arc::default(),
-            blocks: Arc::new(blocks),
+impl StepRecord {
+    /// What agent `agent` produced.
+    pub fn new(agent: impl Into<String>, output: impl Into<String>) -> Self {
+        StepRecord {
+            agent: agent.into(),
+            output: output.into(),
         }
     }
 
-    /// Records what `step` (run by `agent`) produced.
-    pub fn record(&self, step: &str, agent: &str, output: &str) {
-        let mut records = self.records();
-        records.insert(
-            step.to_string(),
-            StepRecord {
-                agent: agent.to_string(),
-                output: output.to_string(),
-            },
-        );
+    /// The run-state change recording this as what step `step` produced
+    /// (for a reply: `Reply::with_state_delta`).
+    pub fn delta(&self, step: &str) -> StateDelta {
+        StateDelta::new()
+            .set(output_key(step), self.output.clone())
+            .set(agent_key(step), self.agent.clone())
+    }
+}
+
+/// What the steps of a workflow produced, as a view over a run's state
+/// (see the module's documentation): the latest output of each step id,
+/// and the parallel blocks that group steps.
+#[derive(Debug, Clone, Copy)]
+pub struct Board<'a> {
+    values: &'a BTreeMap<String, String>,
+    /// Parallel block id → the ids of its steps, in order.
+    blocks: &'a BTreeMap<String, Vec<String>>,
+}
+
+impl<'a> Board<'a> {
+    /// The board over run state `values` (a turn's `ctx.state()`), with
+    /// no parallel blocks.
+    pub fn new(values: &'a BTreeMap<String, String>) -> Self {
+        Board {
+            values,
+            blocks: &NO_BLOCKS,
+        }
+    }
+
+    /// The board over run state `values`, knowing these parallel blocks.
+    pub fn with_blocks(
+        values: &'a BTreeMap<String, String>,
+        blocks: &'a BTreeMap<String, Vec<String>>,
+    ) -> Self {
+        Board { values, blocks }
     }
 
     /// What `step` last produced.
     pub fn get(&self, step: &str) -> Option<StepRecord> {
-        let records = self.records();
-        records.get(step).cloned()
-    }
-
-    /// Forgets everything recorded (a new run).
-    pub fn clear(&self) {
-        let mut records = self.records();
-        records.clear();
-    }
-
-    /// The recorded outputs, locked. A poisoned lock only means a panic
-    /// elsewhere while it was held; every change to the map is one
-    /// `insert` or `clear`, so the map itself is intact.
-    fn records(&self) -> MutexGuard<'_, BTreeMap<String, StepRecord>> {
-        self.records.lock().unwrap_or_else(|p| p.into_inner())
+        let output = self.values.get(&output_key(step))?;
+        let agent = self.values.get(&agent_key(step)).cloned();
+        Some(StepRecord {
+            agent: agent.unwrap_or_default(),
+            output: output.clone(),
+        })
     }
 
     fn step_value(&self, step: &str, depth: usize) -> Option<Value> {

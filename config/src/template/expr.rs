@@ -71,7 +71,7 @@ impl Expr {
     }
 
     /// Evaluates the expression against what the steps produced.
-    pub fn evaluate(&self, board: &Board) -> bool {
+    pub fn evaluate(&self, board: &Board<'_>) -> bool {
         let value = board.resolve(&self.reference);
         let result = match &self.test {
             Test::Truthy => value.as_ref().is_some_and(truthy),

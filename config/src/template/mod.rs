@@ -20,11 +20,17 @@
 //! mapping), optionally negated with `!` or `not`, or compared with
 //! `== value` / `!= value`.
 //!
-//! ```
-//! use troupe_config::template::{Board, Expr, Template};
+//! What the steps produced is kept in the run's state (in its thread), so
+//! each run sees its own: a built config's participants record their
+//! output there ([`StepRecord::delta`]), and a [`Board`] reads it.
 //!
-//! let board = Board::default();
-//! board.record("qa", "qa_agent", r#"{"approved": true, "notes": "fine"}"#);
+//! ```
+//! use troupe_config::template::{Board, Expr, StepRecord, Template};
+//! use troupe_runtime::StateSnapshot;
+//!
+//! let mut state = StateSnapshot::default();
+//! state.apply(&StepRecord::new("qa_agent", r#"{"approved": true, "notes": "fine"}"#).delta("qa"));
+//! let board = Board::new(&state);
 //! let expr = Expr::parse("{{ $steps.qa.output.approved }}").unwrap();
 //! assert!(expr.evaluate(&board));
 //! let text = Template::parse("QA said: {{ $steps.qa.output.notes }}").unwrap();

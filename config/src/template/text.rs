@@ -1,5 +1,5 @@
 //! [`Template`]: text with `{{ $steps… }}` references in it (agent
-//! instructions), rendered from the board.
+//! instructions), rendered from a [`Board`].
 
 use super::board::{Board, text_of};
 use super::reference::{Reference, TemplateError, err, parse_reference};
@@ -54,7 +54,7 @@ impl Template {
 
     /// The text with every reference replaced by its value ("" when the
     /// step has not run yet).
-    pub fn render(&self, board: &Board) -> String {
+    pub fn render(&self, board: &Board<'_>) -> String {
         let mut out = String::new();
         for p in &self.pieces {
             match p {

@@ -4,9 +4,14 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::message::{Content, Message};
+use crate::state::StateSnapshot;
 
 /// A closure judging the messages of one turn.
 pub type TurnPredicate = Arc<dyn Fn(&[Arc<Message>]) -> bool + Send + Sync>;
+
+/// A closure judging one turn with the run's state as the turn's reply
+/// left it.
+pub type StatePredicate = Arc<dyn Fn(&StateSnapshot, &[Arc<Message>]) -> bool + Send + Sync>;
 
 /// A predicate on the messages a node produced in one turn.
 ///
@@ -53,6 +58,9 @@ pub enum Condition {
     Selected(String),
     /// A named closure over the turn's messages.
     Fn(String, TurnPredicate),
+    /// A named closure over the run's state (with the turn's changes
+    /// applied) and the turn's messages.
+    StateFn(String, StatePredicate),
     /// Any of these holds.
     Any(Vec<Condition>),
     /// All of these hold.
@@ -109,6 +117,24 @@ impl Condition {
     ) -> Self {
         Condition::Fn(name.into(), Arc::new(f))
     }
+    /// A named closure over the run's state — as the turn's reply left it
+    /// (see [`Reply::with_state`](crate::Reply::with_state)) — and the
+    /// turn's messages.
+    ///
+    /// ```
+    /// use troupe_runtime::{Condition, StateSnapshot};
+    ///
+    /// let approved = Condition::state_func("approved", |state, _turn| state.get("qa.verdict") == Some("yes"));
+    /// let state: StateSnapshot = [("qa.verdict", "yes")].into_iter().collect();
+    /// assert!(approved.evaluate_with_state("qa", &[], None, &state));
+    /// assert!(!approved.evaluate("qa", &[])); // no state: empty
+    /// ```
+    pub fn state_func(
+        name: impl Into<String>,
+        f: impl Fn(&StateSnapshot, &[Arc<Message>]) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        Condition::StateFn(name.into(), Arc::new(f))
+    }
     /// Any of `conditions` holds.
     pub fn any(conditions: impl IntoIterator<Item = Condition>) -> Self {
         Condition::Any(conditions.into_iter().collect())
@@ -141,12 +167,24 @@ impl Condition {
     }
 
     /// Judges a turn that produced `messages` and chose `selected` to run
-    /// next.
+    /// next, with an empty run state.
     pub fn evaluate_turn(
         &self,
         source: &str,
         messages: &[Arc<Message>],
         selected: Option<&[String]>,
+    ) -> bool {
+        self.evaluate_with_state(source, messages, selected, &StateSnapshot::default())
+    }
+
+    /// Judges a turn that produced `messages` and chose `selected` to run
+    /// next, the run's state then being `state` (what the workflow does).
+    pub fn evaluate_with_state(
+        &self,
+        source: &str,
+        messages: &[Arc<Message>],
+        selected: Option<&[String]>,
+        state: &StateSnapshot,
     ) -> bool {
         let last = messages.last();
         match self {
@@ -174,13 +212,14 @@ impl Condition {
             }),
             Condition::Selected(name) => selected.is_some_and(|s| s.contains(name)),
             Condition::Fn(_, f) => f(messages),
+            Condition::StateFn(_, f) => f(state, messages),
             Condition::Any(v) => v
                 .iter()
-                .any(|c| c.evaluate_turn(source, messages, selected)),
+                .any(|c| c.evaluate_with_state(source, messages, selected, state)),
             Condition::All(v) => v
                 .iter()
-                .all(|c| c.evaluate_turn(source, messages, selected)),
-            Condition::Not(c) => !c.evaluate_turn(source, messages, selected),
+                .all(|c| c.evaluate_with_state(source, messages, selected, state)),
+            Condition::Not(c) => !c.evaluate_with_state(source, messages, selected, state),
         }
     }
 }
@@ -209,7 +248,7 @@ impl fmt::Display for Condition {
             }
             Condition::ToolCalled(n) => write!(f, "tool_called({n})"),
             Condition::Selected(n) => write!(f, "selected({n})"),
-            Condition::Fn(n, _) => write!(f, "fn({n})"),
+            Condition::Fn(n, _) | Condition::StateFn(n, _) => write!(f, "fn({n})"),
             Condition::Any(v) => list(f, "any", v),
             Condition::All(v) => list(f, "all", v),
             Condition::Not(c) => write!(f, "not({c})"),

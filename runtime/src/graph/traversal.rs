@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::cursor::{Cursor, EdgeState};
 use super::model::{Graph, Join};
 use crate::message::Message;
+use crate::state::StateSnapshot;
 
 /// A loop went round more often than its limit allows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,21 +51,23 @@ impl Cursor {
             && self.in_next.iter().filter(|&&waiting| waiting).count() == self.next.len()
     }
 
-    /// Node `x` finished a turn that produced `messages`: takes the
-    /// transitions whose conditions hold and returns their indexes.
+    /// Node `x` finished a turn that produced `messages`, the run's state
+    /// then being `state`: takes the transitions whose conditions hold and
+    /// returns their indexes.
     pub(crate) fn finished(
         &mut self,
         g: &Graph,
         x: usize,
         messages: &[Arc<Message>],
         selected: Option<&[String]>,
+        state: &StateSnapshot,
     ) -> Result<Vec<usize>, LoopLimitExceeded> {
         let name = &g.names[x];
         let mut taken = Vec::new();
         let mut conditional_taken = false;
         for &e in &g.out[x] {
             let c = &g.edges[e].condition;
-            if !c.is_otherwise() && c.evaluate_turn(name, messages, selected) {
+            if !c.is_otherwise() && c.evaluate_with_state(name, messages, selected, state) {
                 taken.push(e);
                 conditional_taken |= !c.is_always();
             }
@@ -234,9 +237,11 @@ mod tests {
     fn all_that_can_arrive_skips_a_branch_that_will_not_come() {
         let g = diamond(Join::AllThatCanArrive);
         let mut c = Cursor::new(&g);
-        c.finished(&g, 0, &says("A only"), None).unwrap();
+        c.finished(&g, 0, &says("A only"), None, &StateSnapshot::default())
+            .unwrap();
         assert_eq!(c.take_next(), [1]);
-        c.finished(&g, 1, &says("done"), None).unwrap();
+        c.finished(&g, 1, &says("done"), None, &StateSnapshot::default())
+            .unwrap();
         assert_eq!(c.take_next(), [3], "j runs: b's edge is dead, a's fired");
     }
 
@@ -244,20 +249,26 @@ mod tests {
     fn all_waits_for_both_and_any_for_one() {
         let g = diamond(Join::All);
         let mut c = Cursor::new(&g);
-        c.finished(&g, 0, &says("A and B"), None).unwrap();
+        c.finished(&g, 0, &says("A and B"), None, &StateSnapshot::default())
+            .unwrap();
         assert_eq!(c.take_next(), [1, 2]);
-        c.finished(&g, 1, &says(""), None).unwrap();
+        c.finished(&g, 1, &says(""), None, &StateSnapshot::default())
+            .unwrap();
         assert!(!c.has_next());
-        c.finished(&g, 2, &says(""), None).unwrap();
+        c.finished(&g, 2, &says(""), None, &StateSnapshot::default())
+            .unwrap();
         assert_eq!(c.take_next(), [3]);
 
         let g = diamond(Join::Any);
         let mut c = Cursor::new(&g);
-        c.finished(&g, 0, &says("A and B"), None).unwrap();
+        c.finished(&g, 0, &says("A and B"), None, &StateSnapshot::default())
+            .unwrap();
         c.take_next();
-        c.finished(&g, 1, &says(""), None).unwrap();
+        c.finished(&g, 1, &says(""), None, &StateSnapshot::default())
+            .unwrap();
         assert_eq!(c.take_next(), [3]);
-        c.finished(&g, 2, &says(""), None).unwrap();
+        c.finished(&g, 2, &says(""), None, &StateSnapshot::default())
+            .unwrap();
         assert!(!c.has_next(), "any runs once per round");
     }
 
@@ -271,9 +282,17 @@ mod tests {
             .build()
             .unwrap();
         let mut c = Cursor::new(&g);
-        assert!(c.finished(&g, 1, &says("REJECT"), None).is_ok());
-        assert!(c.finished(&g, 1, &says("REJECT"), None).is_ok());
-        let err = c.finished(&g, 1, &says("REJECT"), None).unwrap_err();
+        assert!(
+            c.finished(&g, 1, &says("REJECT"), None, &StateSnapshot::default())
+                .is_ok()
+        );
+        assert!(
+            c.finished(&g, 1, &says("REJECT"), None, &StateSnapshot::default())
+                .is_ok()
+        );
+        let err = c
+            .finished(&g, 1, &says("REJECT"), None, &StateSnapshot::default())
+            .unwrap_err();
         assert_eq!(
             err,
             LoopLimitExceeded {
@@ -294,9 +313,11 @@ mod tests {
             .build()
             .unwrap();
         let mut c = Cursor::new(&g);
-        c.finished(&g, 0, &says("Y"), None).unwrap();
+        c.finished(&g, 0, &says("Y"), None, &StateSnapshot::default())
+            .unwrap();
         assert_eq!(c.take_next(), [1]);
-        c.finished(&g, 0, &says("n"), None).unwrap();
+        c.finished(&g, 0, &says("n"), None, &StateSnapshot::default())
+            .unwrap();
         assert_eq!(c.take_next(), [2]);
     }
 
@@ -318,7 +339,8 @@ mod tests {
         }
         let g = b.build().unwrap();
         let mut c = Cursor::new(&g);
-        c.finished(&g, 0, &says("B only"), None).unwrap();
+        c.finished(&g, 0, &says("B only"), None, &StateSnapshot::default())
+            .unwrap();
         // "other" waits for what can still arrive: the dead chain's end
         // counts as resolved only once the whole chain is skipped.
         assert_eq!(c.take_next(), [1]);

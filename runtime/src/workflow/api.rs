@@ -309,11 +309,16 @@ impl Agent for Workflow {
     /// and its open questions ([`Reply::inner_requests`]): the outer run
     /// asks them under longer ids and, when one is answered, runs this
     /// workflow again with the answer, which goes to the agent that asked.
+    ///
+    /// The inner run starts from the outer turn's run state
+    /// ([`RunContext::state`]); what it changed there is the reply's state
+    /// delta (the outer run keeps the values, the inner thread none).
     async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
         let progress = ctx.progress_for(&thread);
         // The outer run keeps its own reference so nothing is lost if this
         // turn is cancelled; the inner run works on a copy.
         let working = Arc::try_unwrap(thread).unwrap_or_else(|shared| (*shared).clone());
+        let base = ctx.state().clone();
         let result = self
             .execute(working, ctx, false, None, progress)
             .await
@@ -324,10 +329,16 @@ impl Agent for Workflow {
             return Err(AgentError::Cancelled);
         }
         let mut thread = result.thread;
+        let state = thread
+            .state_mut()
+            .as_mut()
+            .map(|s| s.scheduler.take_values().changes_since(&base))
+            .unwrap_or_default();
         if let RunStatus::WaitingForInput(requests) = result.status {
             return Ok(Reply {
                 thread: Some(thread),
                 inner_requests: requests,
+                state,
                 ..Reply::default()
             });
         }
@@ -352,6 +363,7 @@ impl Agent for Workflow {
         Ok(Reply {
             messages,
             thread: Some(thread),
+            state,
             ..Reply::default()
         })
     }

@@ -9,6 +9,7 @@ use crate::context::EventStream;
 use crate::event::Event;
 use crate::message::{Message, Usage};
 use crate::run_error::RunError;
+use crate::state::StateSnapshot;
 use crate::stop::StopReason;
 use crate::store::CheckpointId;
 use crate::thread::Thread;
@@ -82,6 +83,16 @@ impl RunResult {
         self.final_response
             .as_ref()
             .map(|m| m.text_content().into_owned())
+            .unwrap_or_default()
+    }
+
+    /// The run state the run left (what its turns set with
+    /// [`Reply::with_state`](crate::Reply::with_state)), kept in
+    /// [`RunResult::thread`] for the next run.
+    pub fn state(&self) -> StateSnapshot {
+        self.thread
+            .state()
+            .map(|s| s.scheduler.values())
             .unwrap_or_default()
     }
 }

@@ -1,27 +1,30 @@
 //! [`SchedulerState`]: the scheduler's part of a workflow's state in a
 //! thread — where a graph run stands, the questions waiting for the
-//! caller, the turns to run again, the counters of a run not finished —
-//! typed, and versioned so that a state this build cannot read is refused
-//! by name rather than taken for none.
+//! caller, the turns to run again, the counters of a run not finished, the
+//! run's state values — typed, and versioned so that a state this build
+//! cannot read is refused by name rather than taken for none.
 
 use serde::{Deserialize, Serialize};
 
 use super::request::InputRequest;
 use crate::graph::cursor::Cursor;
 use crate::message::{MessageId, Usage};
+use crate::state::StateSnapshot;
 use crate::stop::TrackerState;
 
 /// The layout of a scheduler state this build writes; bump it when the
 /// state changes shape or meaning.
 ///
 /// 2: [`SchedulerBody::counters`], the counters of a run not finished
-/// (a nested run's progress, a run waiting for input).
+/// (a nested run's progress, a run waiting for input), and the run's state
+/// values ([`SchedulerState::values`]).
 pub(crate) const SCHEDULER_STATE_VERSION: u32 = 2;
 
 /// The oldest layout this build still reads. Version 1 is version 2
-/// without counters (read as none: its runs start counting afresh, as they
-/// did). In bincode, a thread of version 1 comes with an older
-/// [`FORMAT_VERSION`](crate::codec::FORMAT_VERSION) and is refused there.
+/// without counters and state values (read as none: its runs start
+/// counting afresh, as they did). In bincode, a thread of version 1 comes
+/// with an older [`FORMAT_VERSION`](crate::codec::FORMAT_VERSION) and is
+/// refused there.
 const OLDEST_READABLE_VERSION: u32 = 1;
 
 /// What a workflow's scheduler needs to carry on where a run left off,
@@ -56,6 +59,9 @@ pub(crate) struct SchedulerBody {
     /// counts afresh.
     #[serde(default)]
     pub(crate) counters: Option<RunCounters>,
+    /// The run's state values (what turns set with `Reply::with_state`).
+    #[serde(default)]
+    pub(crate) values: StateSnapshot,
 }
 
 /// What a run counted besides its thread — the stop condition's counters,
@@ -85,6 +91,7 @@ impl Default for SchedulerBody {
             requests: Vec::new(),
             interrupted: Vec::new(),
             counters: None,
+            values: StateSnapshot::default(),
         }
     }
 }
@@ -121,14 +128,17 @@ impl SchedulerState {
         graph: Option<Cursor>,
         requests: Vec<InputRequest>,
         interrupted: Vec<String>,
+        values: StateSnapshot,
     ) -> Self {
-        let empty = graph.is_none() && requests.is_empty() && interrupted.is_empty();
+        let empty =
+            graph.is_none() && requests.is_empty() && interrupted.is_empty() && values.is_empty();
         SchedulerState {
             body: (!empty).then(|| {
                 Box::new(SchedulerBody {
                     graph,
                     requests,
                     interrupted,
+                    values,
                     ..SchedulerBody::default()
                 })
             }),
@@ -145,6 +155,28 @@ impl SchedulerState {
     /// The questions to the caller not answered yet.
     pub fn requests(&self) -> &[InputRequest] {
         self.body.as_ref().map_or(&[], |b| &b.requests)
+    }
+
+    /// The run's state values (see [`RunContext::state`](crate::RunContext::state)):
+    /// what the turns of the runs of this thread set, as the last run left
+    /// them.
+    pub fn values(&self) -> StateSnapshot {
+        self.body
+            .as_ref()
+            .map_or_else(StateSnapshot::default, |b| b.values.clone())
+    }
+
+    /// Takes the state values out, leaving none (and nothing at all if
+    /// nothing else is held).
+    pub(crate) fn take_values(&mut self) -> StateSnapshot {
+        let Some(body) = self.body.as_mut() else {
+            return StateSnapshot::default();
+        };
+        let values = std::mem::take(&mut body.values);
+        if body.graph.is_none() && body.requests.is_empty() && body.interrupted.is_empty() {
+            self.body = None;
+        }
+        values
     }
 
     /// What it holds, if anything.
@@ -167,7 +199,9 @@ impl SchedulerState {
         self.body_mut().counters = Some(counters);
     }
 
-    /// Refuses a state written with a layout this build does not read.
+    /// Refuses a state written with a layout this build does not read
+    /// (older ones it reads are taken as they are: see
+    /// `OLDEST_READABLE_VERSION`; they are written back in the current one).
     pub(crate) fn check_version(&self) -> Result<(), SchedulerStateError> {
         match self.version() {
             OLDEST_READABLE_VERSION..=SCHEDULER_STATE_VERSION => Ok(()),
@@ -190,11 +224,11 @@ mod tests {
             std::mem::size_of::<SchedulerState>(),
             std::mem::size_of::<usize>()
         );
-        let empty = SchedulerState::new(None, Vec::new(), Vec::new());
+        let empty = SchedulerState::new(None, Vec::new(), Vec::new(), StateSnapshot::default());
         assert_eq!(empty, SchedulerState::default());
         assert_eq!(empty.version(), SCHEDULER_STATE_VERSION);
         assert!(empty.body().is_none());
-        let one = SchedulerState::new(None, Vec::new(), vec!["a".into()]);
+        let one = SchedulerState::new(None, Vec::new(), vec!["a".into()], StateSnapshot::default());
         assert_eq!(one.body().map(|b| b.interrupted.len()), Some(1));
     }
 
@@ -208,6 +242,7 @@ mod tests {
                 prompt: "?".into(),
             }],
             vec!["b".into()],
+            [("k", "v")].into_iter().collect(),
         );
         let back: SchedulerState =
             crate::codec::decode(&crate::codec::encode(&state).unwrap()).unwrap();
@@ -226,7 +261,7 @@ mod tests {
 
     #[test]
     fn counters_round_trip_and_a_state_of_version_1_reads_as_one_without() {
-        let mut state = SchedulerState::new(None, Vec::new(), Vec::new());
+        let mut state = SchedulerState::new(None, Vec::new(), Vec::new(), StateSnapshot::default());
         state.set_counters(RunCounters {
             turns: 3,
             start_len: 1,
@@ -261,5 +296,31 @@ mod tests {
                 })
             );
         }
+    }
+
+    #[test]
+    fn a_version_1_state_reads_as_one_without_values_and_a_newer_one_is_refused() {
+        let v1 = r#"{"version":1,"graph":null,"requests":[],"interrupted":["a"]}"#;
+        let state: SchedulerState = serde_json::from_str(v1).unwrap();
+        assert_eq!(state.check_version(), Ok(()));
+        assert!(state.values().is_empty());
+        let v3 = v1.replace("\"version\":1", "\"version\":3");
+        let state: SchedulerState = serde_json::from_str(&v3).unwrap();
+        assert_eq!(
+            state.check_version(),
+            Err(SchedulerStateError::UnknownVersion {
+                expected: SCHEDULER_STATE_VERSION,
+                found: 3
+            })
+        );
+    }
+
+    #[test]
+    fn taking_the_values_leaves_an_otherwise_empty_state_empty() {
+        let values: StateSnapshot = [("k", "v")].into_iter().collect();
+        let mut state = SchedulerState::new(None, Vec::new(), Vec::new(), values.clone());
+        assert_eq!(state.values(), values);
+        assert_eq!(state.take_values(), values);
+        assert_eq!(state, SchedulerState::default());
     }
 }

@@ -37,7 +37,8 @@ pub(crate) struct Snapshot {
     /// When the run first started (kept across resumes).
     pub(crate) started_at: SystemTime,
     /// The status the run ended with; `None` in a checkpoint taken while
-    /// it was under way.
+    /// it was under way. A run resumed from a checkpoint of a run that
+    /// stopped on its stop condition ends so again, running nothing more.
     pub(crate) status: Option<RunStatus>,
 }
 
@@ -256,7 +257,7 @@ mod tests {
         assert_eq!(
             source,
             SchedulerStateError::UnknownVersion {
-                expected: 2,
+                expected: crate::workflow::scheduler_state::SCHEDULER_STATE_VERSION,
                 found: 99
             }
         );

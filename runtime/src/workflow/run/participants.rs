@@ -10,6 +10,7 @@ use ractor::{Actor, ActorId, ActorRef};
 use tokio_util::sync::CancellationToken;
 
 use crate::context::RunContext;
+use crate::state::StateSnapshot;
 use crate::thread::Thread;
 use crate::workflow::agent_actor::{AgentActor, AgentArgs};
 use crate::workflow::progress::Progress;
@@ -233,14 +234,20 @@ impl Participants {
     }
 
     /// The message lending participant `i` `thread` for a new turn of run
-    /// `run` (with a progress hook if the run hands them out).
+    /// `run`, seeing run state `state` (with a progress hook if the run
+    /// hands them out).
     #[inline]
     pub(super) fn turn(
         &mut self,
         i: usize,
         thread: Arc<Thread>,
         run: &ActorRef<RunMsg>,
+        state: &StateSnapshot,
     ) -> AgentMsg {
+        // The context is made again only when the state changed.
+        if !self.parts[i].ctx.state().same_as(state) {
+            self.parts[i].ctx = self.parts[i].ctx.with_state(state.clone());
+        }
         self.last_seq += 1;
         let seq = self.last_seq;
         let part = &mut self.parts[i];

@@ -27,6 +27,7 @@ impl RunState {
         state.turns += 1;
         state.last_speaker = Some(name.to_string());
         let slot = self.spec.slot_of[index];
+        self.threads.apply_state(&reply.state);
         if let Some(t) = reply.thread {
             self.threads.replace(slot, t);
         }
@@ -181,7 +182,8 @@ impl RunState {
         let (Some(g), Some(run)) = (self.spec.graph.as_ref(), self.graph.as_mut()) else {
             return;
         };
-        let taken = match run.cursor.finished(g, index, produced, selected) {
+        let state = self.threads.values();
+        let taken = match run.cursor.finished(g, index, produced, selected, state) {
             Ok(taken) => taken,
             Err(e) => {
                 self.fail(Failure::LoopLimit {

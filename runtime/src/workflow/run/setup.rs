@@ -57,7 +57,12 @@ impl RunState {
                 (thread, None, id)
             }
         };
-        let (threads, mut scheduling) = ThreadSlots::take_apart(&spec, thread);
+        let (mut threads, mut scheduling) = ThreadSlots::take_apart(&spec, thread);
+        if !top_level {
+            // A nested run works on its parent's state; its changes go
+            // back up in its reply.
+            threads.set_values(ctx.state().clone());
+        }
         let store = if top_level { spec.store.clone() } else { None };
         let parent = resumed_from.as_ref().map(|r| r.0);
         // A nested run reports its progress only to a run above that
@@ -87,6 +92,11 @@ impl RunState {
         let counters = match resumed_from {
             Some((_, snapshot)) => {
                 run.tally.started_at = snapshot.started_at;
+                if let Some(RunStatus::Stopped(reason)) = snapshot.status {
+                    // It had ended on its stop condition: it ends so again,
+                    // running nothing more.
+                    run.phase.stop_gracefully(RunStatus::Stopped(reason));
+                }
                 Some(RunCounters {
                     stop: snapshot.stop,
                     usage: snapshot.usage,

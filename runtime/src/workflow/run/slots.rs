@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::graph::cursor::Cursor;
 use crate::message::Message;
+use crate::state::{StateDelta, StateSnapshot};
 use crate::thread::{Thread, WorkflowState};
 use crate::workflow::request::InputRequest;
 use crate::workflow::scheduler_state::{RunCounters, SchedulerState};
@@ -48,6 +49,8 @@ pub(super) struct ThreadSlots {
     used: Vec<bool>,
     /// The workflow state, its scheduling part taken out.
     state: WorkflowState,
+    /// The run's state values, changed by the replies it applies.
+    values: StateSnapshot,
 }
 
 impl ThreadSlots {
@@ -67,7 +70,8 @@ impl ThreadSlots {
             .collect();
         // The requests stay: the state keeps them until they are answered.
         let carried = state.scheduler.take();
-        state.scheduler = SchedulerState::new(None, carried.requests, Vec::new());
+        state.scheduler =
+            SchedulerState::new(None, carried.requests, Vec::new(), StateSnapshot::default());
         let scheduling = Scheduling {
             pending: std::mem::take(&mut state.pending),
             graph: carried.graph,
@@ -82,6 +86,7 @@ impl ThreadSlots {
             slots,
             used,
             state,
+            values: carried.values,
         };
         (slots, scheduling)
     }
@@ -95,7 +100,7 @@ impl ThreadSlots {
             self.foreign.clone(),
             self.slots.iter().cloned(),
             &self.used,
-            self.state.clone(),
+            with_values(self.state.clone(), self.values.clone()),
             scheduling,
         )
     }
@@ -108,7 +113,7 @@ impl ThreadSlots {
             self.foreign,
             self.slots,
             &self.used,
-            self.state,
+            with_values(self.state, self.values),
             scheduling,
         )
     }
@@ -137,6 +142,24 @@ impl ThreadSlots {
         &mut self.state
     }
 
+    /// The run's state values as they stand.
+    #[inline]
+    pub(super) fn values(&self) -> &StateSnapshot {
+        &self.values
+    }
+
+    /// Starts from `values` instead of the thread's (a nested run starts
+    /// from its parent's).
+    pub(super) fn set_values(&mut self, values: StateSnapshot) {
+        self.values = values;
+    }
+
+    /// Applies a reply's changes to the state values.
+    #[inline]
+    pub(super) fn apply_state(&mut self, delta: &StateDelta) {
+        self.values.apply(delta);
+    }
+
     /// Slot `s`'s thread, to lend to a turn.
     #[inline]
     pub(super) fn slot(&self, s: usize) -> &Arc<Thread> {
@@ -155,6 +178,13 @@ impl ThreadSlots {
     pub(super) fn replace(&mut self, s: usize, thread: Thread) {
         self.slots[s] = Arc::new(thread);
     }
+}
+
+/// `state` with the run's state values in its scheduler part (where
+/// [`put_together`] takes them from).
+fn with_values(mut state: WorkflowState, values: StateSnapshot) -> WorkflowState {
+    state.scheduler.body_mut().values = values;
+    state
 }
 
 /// Puts a thread back together: the used slots (or the progress reported
@@ -181,9 +211,15 @@ fn put_together(
         }
     }
     *root.children_mut() = children;
-    let mut requests = state.scheduler.take().requests;
+    let carried = state.scheduler.take();
+    let mut requests = carried.requests;
     requests.extend(scheduling.new_requests);
-    state.scheduler = SchedulerState::new(scheduling.graph, requests, scheduling.interrupted);
+    state.scheduler = SchedulerState::new(
+        scheduling.graph,
+        requests,
+        scheduling.interrupted,
+        carried.values,
+    );
     if let Some(counters) = scheduling.counters {
         state.scheduler.set_counters(counters);
     }
@@ -229,6 +265,7 @@ mod tests {
             .pending
             .insert("c".into(), vec![Arc::new(Message::user("waiting"))]);
         state.scheduler.body_mut().interrupted.push("a".into());
+        state.scheduler.body_mut().values = [("k", "v")].into_iter().collect();
         state.scheduler.body_mut().requests.push(InputRequest {
             id: "r1".into(),
             agent: "c".into(),
@@ -245,6 +282,7 @@ mod tests {
         let (slots, scheduling) = ThreadSlots::take_apart(&spec, original.clone());
         assert_eq!(scheduling.interrupted, ["a"]);
         assert_eq!(scheduling.pending.len(), 1);
+        assert_eq!(slots.values().get("k"), Some("v"));
         assert_eq!(slots.slot(spec.slot_of[0]).len(), 1);
         assert!(Arc::ptr_eq(
             slots.slot(spec.slot_of[0]),

@@ -68,13 +68,20 @@ impl RunState {
             self.threads.slot_mut(slot).extend_shared(batch);
         }
         self.checkpoints.touch();
-        let mut turn = self.parts.turn(i, self.threads.slot(slot).clone(), myself);
+        let state = self.threads.values();
+        let mut turn = self
+            .parts
+            .turn(i, self.threads.slot(slot).clone(), myself, state);
         if let Err(e) = actor.cast(turn) {
             // A kept actor may have died with the runtime that ran it (a
             // workflow reused under another runtime): one fresh spawn.
             turn = match e {
                 ractor::MessagingErr::SendErr(turn) => turn,
-                _ => self.parts.turn(i, self.threads.slot(slot).clone(), myself),
+                _ => {
+                    let state = self.threads.values();
+                    self.parts
+                        .turn(i, self.threads.slot(slot).clone(), myself, state)
+                }
             };
             self.parts.forget_actor(i);
             let retried = match self.parts.actor_for(i, myself).await {
