@@ -16,8 +16,8 @@ use serde::Deserialize;
 use serde_json::json;
 use troupe_agents::schemars::JsonSchema;
 use troupe_agents::{
-    ChatAgent, ChatMessage, ChatRequest, FunctionTool, NeedsApproval, ScriptedModel,
-    ScriptedReply, ToolMessages, UserProxy,
+    ChatAgent, ChatMessage, ChatRequest, FunctionTool, NeedsApproval, ScriptedModel, ScriptedReply,
+    ToolMessages, UserProxy,
 };
 use troupe_runtime::store::MemoryStore;
 use troupe_runtime::{Content, InputRequest, RunContext, RunResult, RunStatus, Workflow};
@@ -136,7 +136,10 @@ async fn ask_user_waits_and_the_answer_is_the_result_of_its_call() {
         let second = &requests[1];
         assert_paired(second);
         let ChatMessage::Assistant { tool_calls, .. } = &second.messages[1] else {
-            panic!("the call stays in the agent's thread: {:?}", second.messages);
+            panic!(
+                "the call stays in the agent's thread: {:?}",
+                second.messages
+            );
         };
         assert_eq!(tool_calls[0].name, "ask_user");
         assert_eq!(
@@ -182,14 +185,22 @@ async fn an_approved_call_runs_and_a_denied_one_tells_the_model() {
                 requests[0].prompt,
                 r#"approve delete_file({"path":"a.txt"})? yes/no"#
             );
-            assert_eq!(runs.load(Ordering::SeqCst), 0, "nothing runs before the answer");
+            assert_eq!(
+                runs.load(Ordering::SeqCst),
+                0,
+                "nothing runs before the answer"
+            );
 
             let done = wf
                 .respond(store.as_ref(), "r", &requests[0].id, answer, &ctx)
                 .await
                 .unwrap();
             assert_eq!(done.final_text(), "Done.");
-            assert_eq!(runs.load(Ordering::SeqCst), runs_expected, "answer {answer:?}");
+            assert_eq!(
+                runs.load(Ordering::SeqCst),
+                runs_expected,
+                "answer {answer:?}"
+            );
             let seen = &model.requests()[1];
             assert_paired(seen);
             let results = tool_messages(seen);
@@ -239,7 +250,11 @@ async fn two_approvals_in_one_answer_are_asked_one_at_a_time() {
         assert!(second[0].prompt.contains("b.txt"), "{}", second[0].prompt);
         assert_ne!(second[0].id, first[0].id);
         assert_eq!(runs.load(Ordering::SeqCst), 1, "the first ran on its yes");
-        assert_eq!(model.requests().len(), 1, "no model call between the two questions");
+        assert_eq!(
+            model.requests().len(),
+            1,
+            "no model call between the two questions"
+        );
 
         let done = wf
             .respond(store.as_ref(), "two", &second[0].id, "No", &ctx)
@@ -295,7 +310,11 @@ async fn other_calls_of_the_answer_run_before_the_question() {
         let first = wf.run_task("Tidy up.", &ctx).await.unwrap();
         let requests = waiting(&first);
         assert_eq!(requests[0].prompt, "Delete a.txt?");
-        assert_eq!(runs.load(Ordering::SeqCst), 1, "lookup ran before the question");
+        assert_eq!(
+            runs.load(Ordering::SeqCst),
+            1,
+            "lookup ran before the question"
+        );
         assert!(
             first
                 .messages
@@ -317,7 +336,11 @@ async fn other_calls_of_the_answer_run_before_the_question() {
             ["call_1_0", "call_1_2", "call_1_1"]
         );
         assert_eq!(results[0].1, "a.txt is 3 KB");
-        assert!(results[1].1.contains("question"), "senseless arguments: {}", results[1].1);
+        assert!(
+            results[1].1.contains("question"),
+            "senseless arguments: {}",
+            results[1].1
+        );
         assert_eq!(results[2].1, "no", "ask_user's answer is taken as given");
         assert_eq!(runs.load(Ordering::SeqCst), 1, "nothing ran twice");
     })
@@ -348,7 +371,10 @@ async fn an_asking_user_proxy_speaks_the_answer() {
         let first = wf.run_task("Write.", &ctx).await.unwrap();
         let requests = waiting(&first);
         assert_eq!(requests[0].agent, "reviewer");
-        assert_eq!(requests[0].prompt, "A draft.", "the last message is the prompt");
+        assert_eq!(
+            requests[0].prompt, "A draft.",
+            "the last message is the prompt"
+        );
         let done = wf
             .respond_in_thread(first.thread, &requests[0].id, "Looks good.", &ctx)
             .await
@@ -392,7 +418,11 @@ async fn an_agent_called_as_a_tool_cannot_ask() {
         .unwrap();
         assert_eq!(reply.messages[0].text_content(), "Could not.");
         let results = tool_messages(&model.requests()[1]);
-        assert!(results[0].1.contains("wants to ask the user"), "{}", results[0].1);
+        assert!(
+            results[0].1.contains("wants to ask the user"),
+            "{}",
+            results[0].1
+        );
     })
     .await;
 }

@@ -47,9 +47,8 @@ pub(super) fn ask_user_definition() -> ToolDefinition {
 /// The question of an `ask_user` call, or why its arguments make no sense.
 fn question_of(call: &ToolCall) -> Result<String, String> {
     let value = parse_arguments(&call.name, &call.arguments).map_err(|e| e.to_string())?;
-    let Question { question } = serde_json::from_value(value).map_err(|e| {
-        format!("{ASK_USER} takes {{\"question\": string}}: {e}")
-    })?;
+    let Question { question } = serde_json::from_value(value)
+        .map_err(|e| format!("{ASK_USER} takes {{\"question\": string}}: {e}"))?;
     if question.trim().is_empty() {
         return Err(format!("{ASK_USER} needs a non-empty question"));
     }
@@ -268,8 +267,18 @@ mod tests {
             name: ASK_USER.into(),
             arguments: arguments.into(),
         };
-        assert_eq!(question_of(&call(r#"{"question":"Which city?"}"#)).unwrap(), "Which city?");
-        for bad in ["", "{}", r#"{"question":" "}"#, r#"{"q":"x"}"#, "{oops", r#"{"question":3}"#] {
+        assert_eq!(
+            question_of(&call(r#"{"question":"Which city?"}"#)).unwrap(),
+            "Which city?"
+        );
+        for bad in [
+            "",
+            "{}",
+            r#"{"question":" "}"#,
+            r#"{"q":"x"}"#,
+            "{oops",
+            r#"{"question":3}"#,
+        ] {
             assert!(question_of(&call(bad)).is_err(), "{bad}");
         }
     }

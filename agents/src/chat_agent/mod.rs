@@ -18,12 +18,12 @@ use troupe_runtime::{
 
 use crate::context_policy::ContextPolicy;
 use crate::conversation::ASSISTANT_TEXT;
-use human::Resumed;
 use crate::model::{
     ChatMessage, ChatModel, ChatRequest, ChatResponse, ToolChoice, ToolDefinition, collect_stream,
 };
 use crate::structured::StructuredOutput;
 use crate::tool::Tool;
+use human::Resumed;
 
 pub use builder::ChatAgentBuilder;
 

@@ -34,7 +34,15 @@ pub(super) fn plain_or_remote<'r>(
     }
     match split_ref(reference) {
         Some((agent, Some(node))) if agent != USER && valid_name(agent) && valid_name(node) => {
-            if let Some(a) = spec.agents.get(agent)
+            if super::humans::is_user_agent(spec, agent) {
+                c.value_error(
+                    path,
+                    format!(
+                        "`{reference}` runs agent `{agent}` on node `{node}`, but `{agent}` asks whoever runs the workflow"
+                    ),
+                    Some(format!("`{agent}` alone")),
+                );
+            } else if let Some(a) = spec.agents.get(agent)
                 && uses_step_templates(a)
             {
                 c.value_error(
