@@ -39,7 +39,8 @@ pub struct AgentSpec {
     /// `description` besides.
     #[serde(default)]
     pub user: Option<UserSpec>,
-    /// Tools: built-in names and `mcp:` servers.
+    /// Tools: built-in names (`ask_user` among them), a built-in name with
+    /// options (`calculator: {approval: true}`), and `mcp:` servers.
     #[serde(default)]
     pub tools: Vec<ToolSpec>,
     /// Agents (or `user`) this one may hand the conversation to.

@@ -146,12 +146,10 @@ impl JsonSchema for ToolSpec {
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
         let short = generator.subschema_for::<BuiltinTool>();
         let long = generator.subschema_for::<ToolForm>();
-        let mut map = serde_json::Map::new();
-        map.insert(
-            "anyOf".into(),
-            serde_json::Value::Array(vec![short.to_value(), long.to_value()]),
-        );
-        Schema::from(map)
+        schemars::json_schema!({
+            "description": "A tool an agent may call: a built-in one by name (`calculator`, `ask_user`), a built-in one with options (`calculator: {approval: true}`), or an MCP server's tools (`mcp: {…}`).",
+            "anyOf": [short.to_value(), long.to_value()]
+        })
     }
 }
 
