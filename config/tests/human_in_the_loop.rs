@@ -345,6 +345,14 @@ fn misplaced_human_in_the_loop_settings_are_located_errors() {
             "t.yaml:8:29: field `workflow.swarm.participants[1]`: `me` is answered by the caller, but a swarm moves on only by handoffs",
         ),
         (
+            "the caller named as a participant",
+            config(
+                "  a: {model: m}\n",
+                "workflow:\n  round_robin: {participants: [a, user]}\n  max_turns: 4\n",
+            ),
+            "t.yaml:7:35: field `workflow.round_robin.participants[1]`: `user` is the caller, not a participant (expected an agent with `user: {}`",
+        ),
+        (
             "a user agent on another node",
             config(
                 "  a: {model: m}\n  me: {user: {}}\n",

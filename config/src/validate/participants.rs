@@ -85,7 +85,13 @@ pub(super) fn check_participants(
             Some(plain) => names.participant(plain),
             None => true,
         };
-        if !known {
+        if n == USER {
+            c.value_error(
+                &path.index(i),
+                "`user` is the caller, not a participant",
+                Some("an agent with `user: {}` (e.g. `me: {user: {}}`), named here: its turns ask the caller".into()),
+            );
+        } else if !known {
             c.value_error(
                 &path.index(i),
                 format!("unknown agent `{n}`"),
