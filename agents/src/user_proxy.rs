@@ -374,4 +374,35 @@ mod tests {
             .unwrap_err();
         assert!(e.to_string().contains("nobody answers"), "{e}");
     }
+
+    #[tokio::test]
+    async fn an_asking_proxy_asks_until_an_answer_follows_its_last_word() {
+        let proxy = UserProxy::ask("me");
+        let answer = Message::user("Friday").with_metadata("troupe.request", "me-1");
+        let mut thread = Thread::from_messages([Message::text("bot", "Which day?")]);
+        let reply = proxy
+            .run(Arc::new(thread.clone()), RunContext::new())
+            .await
+            .unwrap();
+        assert_eq!(reply.request.as_deref(), Some("Which day?"));
+        assert!(reply.messages.is_empty());
+
+        thread.push(answer);
+        let reply = proxy
+            .run(Arc::new(thread.clone()), RunContext::new())
+            .await
+            .unwrap();
+        assert_eq!(reply.request, None);
+        assert_eq!(reply.messages[0].text_content(), "Friday");
+
+        // Its own word came after that answer: the next turn asks again.
+        thread.push(Message::text("me", "Friday"));
+        thread.push(Message::text("bot", "Which time?"));
+        let reply = proxy
+            .with_prompt("Your answer?")
+            .run(Arc::new(thread), RunContext::new())
+            .await
+            .unwrap();
+        assert_eq!(reply.request.as_deref(), Some("Your answer?"));
+    }
 }
