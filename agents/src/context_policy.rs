@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use troupe_runtime::{Content, Message};
 
-use crate::conversation::{pair_tool_calls, render};
+use crate::conversation::{is_answer, is_tool_round, pair_tool_calls, render};
 use crate::model::ChatMessage;
 
 /// How much of the thread the model is shown on each call.
@@ -80,6 +80,28 @@ impl<'a> Messages<'a> {
             None => self.produced.get(i - self.thread.len()),
         }
     }
+
+    /// Whether message `i` is the caller's answer to a question `me` asked
+    /// in the middle of a tool round (`ask_user`, an approval): the answer
+    /// is that call's result, so it is not shown again as a user turn.
+    /// Such a turn is the only one of `me` to end on a tool round.
+    fn answers_own_call(&self, me: &str, i: usize) -> bool {
+        self.get(i).is_some_and(is_answer)
+            && (0..i)
+                .rev()
+                .filter_map(|j| self.get(j))
+                .find(|m| &*m.source == me)
+                .is_some_and(|m| is_tool_round(me, m))
+    }
+
+    /// What message `i` shows agent `me`'s model.
+    fn render(&self, me: &str, i: usize) -> Vec<ChatMessage> {
+        match self.get(i) {
+            Some(_) if self.answers_own_call(me, i) => Vec::new(),
+            Some(m) => render(me, m),
+            None => Vec::new(),
+        }
+    }
 }
 
 impl ContextPolicy {
@@ -100,7 +122,7 @@ impl ContextPolicy {
     ) -> Context {
         let rendered = (0..messages.len())
             .rev()
-            .filter_map(|i| messages.get(i).map(|m| (i, render(me, m))))
+            .map(|i| (i, messages.render(me, i)))
             .filter(|(_, rendered)| !rendered.is_empty());
         // Newest first while choosing.
         let mut units: Vec<(usize, Vec<ChatMessage>)> = match *self {

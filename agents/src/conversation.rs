@@ -17,6 +17,26 @@ use crate::tool::sanitize_tool_name;
 /// with tool calls (a `ToolCalls` message has no room for it).
 pub(crate) const ASSISTANT_TEXT: &str = "assistant_text";
 
+/// Metadata key the workflow puts on the caller's answer to an input
+/// request (its value is the request's id; see the runtime's
+/// `workflow/answer.rs`).
+pub(crate) const ANSWER_KEY: &str = "troupe.request";
+
+/// Whether `message` is the caller's answer to an input request.
+pub(crate) fn is_answer(message: &Message) -> bool {
+    message.metadata.contains_key(ANSWER_KEY)
+}
+
+/// Whether `message`, from `me`, is part of a tool round (its calls or
+/// their results): a turn that ended on one was waiting for the user.
+pub(crate) fn is_tool_round(me: &str, message: &Message) -> bool {
+    &*message.source == me
+        && matches!(
+            message.content,
+            Content::ToolCalls(_) | Content::ToolResults(_)
+        )
+}
+
 /// The chat messages `message` becomes for agent `me` (possibly none).
 pub(crate) fn render(me: &str, message: &Message) -> Vec<ChatMessage> {
     let own = &*message.source == me;
@@ -55,34 +75,42 @@ pub(crate) fn render(me: &str, message: &Message) -> Vec<ChatMessage> {
 /// Makes tool calls and results pair up, as providers require: every call
 /// of an assistant turn answered by a tool message right after it, and no
 /// tool message without its call. Trimming a conversation can cut a pair
-/// apart; the unpaired halves are dropped.
+/// apart; the unpaired halves are dropped. A turn that waited for the user
+/// mid-round has its results split by what arrived meanwhile: they are
+/// gathered back behind their calls (looking no further than the next
+/// assistant turn).
 pub(crate) fn pair_tool_calls(messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
-    let mut out = Vec::with_capacity(messages.len());
-    let mut iter = messages.into_iter().peekable();
-    while let Some(message) = iter.next() {
+    let mut slots: Vec<Option<ChatMessage>> = messages.into_iter().map(Some).collect();
+    let mut out = Vec::with_capacity(slots.len());
+    for i in 0..slots.len() {
+        let Some(message) = slots[i].take() else {
+            continue;
+        };
         match message {
             ChatMessage::Assistant {
                 content,
                 tool_calls,
             } if !tool_calls.is_empty() => {
+                let wanted: HashSet<&str> = tool_calls.iter().map(|c| c.id.as_str()).collect();
+                let mut answered: HashSet<String> = HashSet::new();
                 let mut results = Vec::new();
-                while let Some(ChatMessage::Tool { .. }) = iter.peek() {
-                    if let Some(result) = iter.next() {
-                        results.push(result);
+                for slot in slots[i + 1..].iter_mut() {
+                    match slot {
+                        Some(ChatMessage::Assistant { .. }) => break,
+                        Some(ChatMessage::Tool { call_id, .. })
+                            if wanted.contains(call_id.as_str())
+                                && !answered.contains(call_id.as_str()) =>
+                        {
+                            answered.insert(call_id.clone());
+                            results.extend(slot.take());
+                        }
+                        _ => {}
                     }
                 }
-                let answered: HashSet<&str> = results
-                    .iter()
-                    .filter_map(|r| match r {
-                        ChatMessage::Tool { call_id, .. } => Some(call_id.as_str()),
-                        _ => None,
-                    })
-                    .collect();
                 let calls: Vec<_> = tool_calls
                     .into_iter()
                     .filter(|c| answered.contains(c.id.as_str()))
                     .collect();
-                let called: HashSet<String> = calls.iter().map(|c| c.id.clone()).collect();
                 let has_text = content.as_deref().is_some_and(|t| !t.is_empty());
                 if calls.is_empty() {
                     if has_text {
@@ -97,10 +125,7 @@ pub(crate) fn pair_tool_calls(messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
                     content,
                     tool_calls: calls,
                 });
-                out.extend(results.into_iter().filter(|r| match r {
-                    ChatMessage::Tool { call_id, .. } => called.contains(call_id),
-                    _ => false,
-                }));
+                out.extend(results);
             }
             ChatMessage::Tool { .. } => {} // its call was trimmed away
             other => out.push(other),
@@ -191,6 +216,34 @@ mod tests {
                 },
                 ChatMessage::tool("a", "ra"),
                 ChatMessage::user("next"),
+            ]
+        );
+    }
+
+    #[test]
+    fn results_split_by_a_wait_are_gathered_behind_their_calls() {
+        let messages = vec![
+            ChatMessage::Assistant {
+                content: None,
+                tool_calls: vec![call("a"), call("b")],
+            },
+            ChatMessage::tool("a", "ra"),
+            ChatMessage::user("meanwhile"),
+            ChatMessage::tool("b", "rb"),
+            ChatMessage::assistant("done"),
+            ChatMessage::tool("b", "late"),
+        ];
+        assert_eq!(
+            pair_tool_calls(messages),
+            vec![
+                ChatMessage::Assistant {
+                    content: None,
+                    tool_calls: vec![call("a"), call("b")],
+                },
+                ChatMessage::tool("a", "ra"),
+                ChatMessage::tool("b", "rb"),
+                ChatMessage::user("meanwhile"),
+                ChatMessage::assistant("done"),
             ]
         );
     }

@@ -85,8 +85,8 @@ pub use model::{
 };
 pub use structured::{AnswerRejected, StructuredOutput};
 pub use tool::{
-    AgentTool, FunctionTool, McpCallResult, McpClient, McpServerConfig, McpTool, McpToolInfo,
-    McpTransport, ThreadMode, Tool, ToolContext, ToolOutput,
+    ASK_USER, AgentTool, FunctionTool, McpCallResult, McpClient, McpServerConfig, McpTool,
+    McpToolInfo, McpTransport, NeedsApproval, ThreadMode, Tool, ToolContext, ToolOutput,
 };
 pub use user_proxy::{UserProxy, UserProxyHandle, UserRequest};
 

@@ -1,5 +1,6 @@
 //! [`UserProxy`]: an agent whose answer comes from the caller — a
-//! callback, a channel, or a terminal.
+//! callback, a channel, a terminal, or an input request to whoever runs
+//! the workflow.
 
 use std::fmt;
 use std::future::Future;
@@ -12,6 +13,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Mutex, mpsc, oneshot};
 use troupe_runtime::{Agent, AgentError, Content, Reply, RunContext, Thread};
 
+use crate::conversation::is_answer;
 use crate::error::NotWaiting;
 
 type Callback = dyn Fn(Arc<Thread>) -> BoxFuture<'static, Result<String, AgentError>> + Send + Sync;
@@ -62,14 +64,19 @@ enum Source {
     Callback(Box<Callback>),
     Channel(mpsc::Sender<UserRequest>),
     Lines(Mutex<Lines>),
+    Ask,
 }
 
 /// An agent that asks the caller: its reply is the caller's text.
 ///
-/// Three ways to answer: a callback (for tests and GUIs), a channel (the
-/// caller gets a [`UserRequest`] per turn and responds when ready), or
-/// lines of text (a terminal: the last message is printed and a line read;
-/// [`UserProxy::stdin`]). When the input ends, the proxy replies with a
+/// Four ways to answer: a callback (for tests and GUIs), a channel (the
+/// caller gets a [`UserRequest`] per turn and responds when ready), lines
+/// of text (a terminal: the last message is printed and a line read;
+/// [`UserProxy::stdin`]), or an input request ([`UserProxy::ask`]): the
+/// turn ends with [`Reply::ask`], the run waits for input (with a
+/// checkpoint), and the answer given to the workflow's `respond` becomes
+/// the proxy's message — AutoGen's `UserProxyAgent` in a durable run. When
+/// the input of a terminal ends, the proxy replies with a
 /// [`Content::Stop`] instead of text.
 ///
 /// ```
@@ -96,6 +103,7 @@ pub struct UserProxy {
     description: String,
     source: Source,
     timeout: Option<Duration>,
+    prompt: Option<String>,
 }
 
 impl fmt::Debug for UserProxy {
@@ -104,6 +112,7 @@ impl fmt::Debug for UserProxy {
             Source::Callback(_) => "callback",
             Source::Channel(_) => "channel",
             Source::Lines(_) => "lines",
+            Source::Ask => "ask",
         };
         f.debug_struct("UserProxy")
             .field("name", &self.name)
@@ -120,6 +129,7 @@ impl UserProxy {
             description: "A human: asks the user and relays the answer.".into(),
             source,
             timeout: None,
+            prompt: None,
         }
     }
 
@@ -166,6 +176,41 @@ impl UserProxy {
         )
     }
 
+    /// A proxy whose turn asks whoever runs the workflow: it ends with an
+    /// input request ([`Reply::ask`]) whose prompt is the last message's
+    /// text (or [`with_prompt`](Self::with_prompt)'s), and when the answer
+    /// arrives (the user message the workflow delivers to this
+    /// participant), the next turn replies with its text.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use troupe_agents::UserProxy;
+    /// use troupe_runtime::{RunContext, RunStatus, Workflow};
+    ///
+    /// let team = Workflow::builder()
+    ///     .name("desk")
+    ///     .participant(UserProxy::ask("human").with_prompt("Which date?"))
+    ///     .build()?;
+    /// let ctx = RunContext::new();
+    /// let waiting = team.run_task("book a table", &ctx).await?;
+    /// let RunStatus::WaitingForInput(requests) = &waiting.status else { panic!() };
+    /// assert_eq!(requests[0].prompt, "Which date?");
+    /// let done = team.respond_in_thread(waiting.thread, &requests[0].id, "Friday", &ctx).await?;
+    /// assert_eq!(done.final_text(), "Friday");
+    /// # Ok(()) }
+    /// ```
+    pub fn ask(name: impl Into<String>) -> Self {
+        Self::with_source(name, Source::Ask)
+    }
+
+    /// What the proxy shows the user instead of the last message (an
+    /// asking proxy's prompt; a terminal's text before the `>`).
+    pub fn with_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.prompt = Some(prompt.into());
+        self
+    }
+
     /// Sets the description.
     pub fn with_description(mut self, description: impl Into<String>) -> Self {
         self.description = description.into();
@@ -178,9 +223,37 @@ impl UserProxy {
         self
     }
 
-    /// The answer, or `None` when the input has ended.
+    /// An asking proxy's turn: the answer that arrived since its last
+    /// message, or the question.
+    fn ask_turn(&self, thread: &Thread) -> Reply {
+        let answer = thread
+            .messages()
+            .iter()
+            .rev()
+            .take_while(|m| *m.source != *self.name)
+            .find(|m| is_answer(m));
+        if let Some(answer) = answer {
+            return Reply::text(answer.text_content().into_owned());
+        }
+        let prompt = match &self.prompt {
+            Some(p) => p.clone(),
+            None => thread
+                .last()
+                .map(|m| m.text_content().into_owned())
+                .filter(|t| !t.trim().is_empty())
+                .unwrap_or_else(|| format!("{}, your turn:", self.name)),
+        };
+        Reply::ask(prompt)
+    }
+
+    /// The answer, or `None` when the input has ended. (An asking proxy's
+    /// answer comes in its thread: see [`UserProxy::ask_turn`].)
     async fn answer(&self, thread: Arc<Thread>) -> Result<Option<String>, AgentError> {
         match &self.source {
+            Source::Ask => Err(AgentError::Failed(format!(
+                "'{}' asks through the workflow's input requests, not here",
+                self.name
+            ))),
             Source::Callback(f) => f(thread).await.map(Some),
             Source::Channel(tx) => {
                 let (answer, rx) = oneshot::channel();
@@ -193,10 +266,13 @@ impl UserProxy {
             Source::Lines(io) => {
                 let mut io = io.lock().await;
                 let (input, output) = &mut *io;
-                let prompt = thread
-                    .last()
-                    .map(|m| format!("{}: {}\n", m.source, m.text_content()))
-                    .unwrap_or_default();
+                let prompt = match &self.prompt {
+                    Some(p) => format!("{p}\n"),
+                    None => thread
+                        .last()
+                        .map(|m| format!("{}: {}\n", m.source, m.text_content()))
+                        .unwrap_or_default(),
+                };
                 let io_error = |e: std::io::Error| {
                     AgentError::Failed(format!("'{}' cannot talk to the user: {e}", self.name))
                         .with_source(e)
@@ -228,6 +304,9 @@ impl Agent for UserProxy {
     }
 
     async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
+        if let Source::Ask = self.source {
+            return Ok(self.ask_turn(&thread));
+        }
         let answer = async {
             match self.timeout {
                 Some(after) => tokio::time::timeout(after, self.answer(thread))
@@ -294,5 +373,36 @@ mod tests {
             .await
             .unwrap_err();
         assert!(e.to_string().contains("nobody answers"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn an_asking_proxy_asks_until_an_answer_follows_its_last_word() {
+        let proxy = UserProxy::ask("me");
+        let answer = Message::user("Friday").with_metadata("troupe.request", "me-1");
+        let mut thread = Thread::from_messages([Message::text("bot", "Which day?")]);
+        let reply = proxy
+            .run(Arc::new(thread.clone()), RunContext::new())
+            .await
+            .unwrap();
+        assert_eq!(reply.request.as_deref(), Some("Which day?"));
+        assert!(reply.messages.is_empty());
+
+        thread.push(answer);
+        let reply = proxy
+            .run(Arc::new(thread.clone()), RunContext::new())
+            .await
+            .unwrap();
+        assert_eq!(reply.request, None);
+        assert_eq!(reply.messages[0].text_content(), "Friday");
+
+        // Its own word came after that answer: the next turn asks again.
+        thread.push(Message::text("me", "Friday"));
+        thread.push(Message::text("bot", "Which time?"));
+        let reply = proxy
+            .with_prompt("Your answer?")
+            .run(Arc::new(thread), RunContext::new())
+            .await
+            .unwrap();
+        assert_eq!(reply.request.as_deref(), Some("Your answer?"));
     }
 }

@@ -34,6 +34,7 @@ pub struct ChatAgentBuilder {
     temperature: Option<f32>,
     max_tokens: Option<u32>,
     tool_messages: ToolMessages,
+    ask_user: bool,
 }
 
 impl fmt::Debug for ChatAgentBuilder {
@@ -68,6 +69,7 @@ impl ChatAgentBuilder {
             temperature: None,
             max_tokens: None,
             tool_messages: ToolMessages::default(),
+            ask_user: false,
         }
     }
 
@@ -118,6 +120,16 @@ impl ChatAgentBuilder {
     /// Adds an agent (or workflow) as a tool, on a fresh or the shared thread.
     pub fn agent_tool(self, agent: impl Agent, mode: ThreadMode) -> Self {
         self.tool(AgentTool::new(agent).with_mode(mode))
+    }
+
+    /// Gives the model the built-in `ask_user` tool
+    /// ([`ASK_USER`](crate::tool::ASK_USER), `{"question": string}`): a call
+    /// ends the turn with an input request whose prompt is the question,
+    /// and the caller's answer becomes the call's result on the next turn
+    /// (see [`ChatAgent`]).
+    pub fn ask_user(mut self) -> Self {
+        self.ask_user = true;
+        self
     }
 
     /// Allows handing off to `target`: the model gets a
@@ -247,6 +259,9 @@ impl ChatAgentBuilder {
             tool_index.insert(definition.name.clone(), i);
             claim(definition)?;
         }
+        if self.ask_user {
+            claim(super::human::ask_user_definition())?;
+        }
         for (i, target) in self.handoffs.iter().enumerate() {
             if target.name == agent {
                 return Err(BuildError::HandoffToSelf(agent.clone()));
@@ -275,6 +290,7 @@ impl ChatAgentBuilder {
             temperature: self.temperature,
             max_tokens: self.max_tokens,
             tool_messages: self.tool_messages,
+            ask_user: self.ask_user,
         })
     }
 }

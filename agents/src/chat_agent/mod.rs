@@ -2,6 +2,7 @@
 //! handoffs and structured output.
 
 mod builder;
+mod human;
 mod tool_round;
 
 use std::collections::HashMap;
@@ -11,7 +12,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use troupe_runtime::{
-    Agent, AgentError, Content, Message, Reply, RunContext, Thread, ToolCall, Usage,
+    Agent, AgentError, Content, Event, Message, Reply, RunContext, Thread, ToolCall, ToolResult,
+    Usage,
 };
 
 use crate::context_policy::ContextPolicy;
@@ -21,6 +23,7 @@ use crate::model::{
 };
 use crate::structured::StructuredOutput;
 use crate::tool::Tool;
+use human::Resumed;
 
 pub use builder::ChatAgentBuilder;
 
@@ -63,6 +66,18 @@ pub enum ToolMessages {
 /// message. If one answer calls several, the first in the model's order
 /// wins and the others are answered "not transferred"; ordinary tool calls
 /// of the same answer still run.
+///
+/// **Asking the user**: with [`ChatAgentBuilder::ask_user`] the model may
+/// call the built-in `ask_user` tool (`{"question": string}`), and a tool
+/// that [needs approval](crate::Tool::needs_approval) waits for the user's
+/// yes. Such a call ends the turn with an input request
+/// ([`Reply::ask`]): the question, or `approve <tool>(<arguments>)?
+/// yes/no`. The round's other calls run first; its tool-call message and
+/// the results so far stay in the agent's own thread. The next turn finds
+/// the caller's answer (the user message the workflow delivers) and makes
+/// it the call's result — the approved call runs, a denied one tells the
+/// model the user said no — and the tool loop goes on. Several such calls
+/// in one answer are asked about one at a time.
 ///
 /// **Structured output**: with a schema, the final answer must be JSON
 /// matching it; it is validated before it is returned (as
@@ -110,6 +125,7 @@ pub struct ChatAgent {
     temperature: Option<f32>,
     max_tokens: Option<u32>,
     tool_messages: ToolMessages,
+    ask_user: bool,
 }
 
 impl fmt::Debug for ChatAgent {
@@ -260,6 +276,18 @@ fn distinct_call_ids(calls: Vec<ToolCall>, round: usize) -> Vec<ToolCall> {
         .collect()
 }
 
+/// The result of a call that waited for the user when the round handed
+/// the conversation off: it was never asked.
+fn not_asked(call: &ToolCall, target: &str) -> ToolResult {
+    ToolResult {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content: format!("Error: not done: the conversation was handed off to {target}"),
+        is_error: true,
+        memory: None,
+    }
+}
+
 fn add_usage(total: &mut Option<Usage>, usage: Option<Usage>) {
     if let Some(u) = usage {
         *total = Some(total.unwrap_or_default() + u);
@@ -298,6 +326,20 @@ impl Agent for ChatAgent {
         let mut usage: Option<Usage> = None;
         let mut total: Option<Usage> = None;
         let mut rounds = 0;
+        if let Some(pending) = human::pending_round(&self.name, &thread) {
+            let resumed = tokio::select! {
+                biased;
+                _ = ctx.cancelled() => return Err(self.cancelled()),
+                resumed = self.resume_round(pending, &thread, &ctx) => resumed?,
+            };
+            match resumed {
+                Resumed::Ask(reply) => return Ok(*reply),
+                Resumed::Continue(results) => {
+                    produced.push(results);
+                    rounds = 1;
+                }
+            }
+        }
         loop {
             if ctx.is_cancelled() {
                 return Err(self.cancelled());
@@ -335,20 +377,45 @@ impl Agent for ChatAgent {
                     message = message.with_metadata(ASSISTANT_TEXT, text);
                 }
                 produced.push(with_usage(message, usage.take()));
+                // Calls that wait for the user are asked about once the
+                // others have run.
+                let (waiting, now): (Vec<ToolCall>, Vec<ToolCall>) =
+                    calls.into_iter().partition(|c| self.waits_for_user(c));
+                for call in &waiting {
+                    ctx.emit_with(|| Event::ToolCall {
+                        path: ctx.path().clone(),
+                        call: call.clone(),
+                    });
+                }
                 let outcome = tokio::select! {
                     biased;
                     _ = ctx.cancelled() => return Err(self.cancelled()),
-                    outcome = self.run_tool_calls(&calls, &thread, &produced, &ctx) => outcome?,
+                    outcome = self.run_tool_calls(&now, &thread, &produced, &ctx) => outcome?,
                 };
-                produced.push(Message::new(
-                    self.name.clone(),
-                    Content::ToolResults(outcome.results),
-                ));
+                let mut results = outcome.results;
                 if let Some(handoff) = outcome.handoff {
+                    results.extend(waiting.iter().map(|c| not_asked(c, &handoff.target)));
+                    produced.push(Message::new(
+                        self.name.clone(),
+                        Content::ToolResults(results),
+                    ));
                     let answer =
                         Message::handoff(self.name.clone(), handoff.target, handoff.reason);
                     return Ok(self.reply(produced, answer, total));
                 }
+                if let Some(first) = waiting.first() {
+                    if !results.is_empty() {
+                        produced.push(Message::new(
+                            self.name.clone(),
+                            Content::ToolResults(results),
+                        ));
+                    }
+                    return Ok(self.ask_about(first, produced));
+                }
+                produced.push(Message::new(
+                    self.name.clone(),
+                    Content::ToolResults(results),
+                ));
                 continue;
             }
 

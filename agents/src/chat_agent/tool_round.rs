@@ -138,12 +138,15 @@ impl ChatAgent {
 
     /// Runs one tool call; a failure (even a panic) becomes an error result
     /// for the model, except a fatal one, which fails the turn.
-    async fn run_tool(
+    pub(super) async fn run_tool(
         &self,
         call: &ToolCall,
         thread: Arc<Thread>,
         ctx: &RunContext,
     ) -> Result<ToolResult, AgentError> {
+        if let Some(result) = self.ask_user_error(call) {
+            return Ok(result);
+        }
         let Some(&index) = self.tool_index.get(&call.name) else {
             let known: Vec<&str> = self.definitions.iter().map(|d| d.name.as_str()).collect();
             return Ok(error_result(

@@ -161,6 +161,13 @@ impl Tool for AgentTool {
             .run(Arc::new(thread), ctx.run.child(self.agent.name()))
             .await
             .map_err(|e| ToolError::Failed(format!("agent '{}' failed: {e}", self.agent.name())))?;
+        if let Some(question) = &reply.request {
+            // A call has no way to wait for the caller's answer.
+            return Err(ToolError::Failed(format!(
+                "agent '{}' wants to ask the user ({question}), which an agent called as a tool cannot do",
+                self.agent.name()
+            )));
+        }
         let text = match reply.messages.last().map(|m| &m.content) {
             None => "(the agent gave no answer)".to_string(),
             Some(Content::Handoff(h)) => format!("(handed off to {}) {}", h.target, h.reason),

@@ -1,9 +1,11 @@
 //! Tools a [`ChatAgent`](crate::ChatAgent) can call: the [`Tool`] trait and
 //! what a call is given and gives back. Implementations: Rust functions
 //! ([`FunctionTool`]), MCP servers ([`McpClient`]), agents and workflows
-//! ([`AgentTool`]).
+//! ([`AgentTool`]). Any of them may wait for the user's approval before
+//! each call ([`NeedsApproval`]).
 
 mod agent_tool;
+mod approval;
 mod function;
 mod mcp;
 
@@ -17,6 +19,7 @@ use crate::error::ToolError;
 use crate::model::ToolDefinition;
 
 pub use agent_tool::{AgentTool, ThreadMode};
+pub use approval::NeedsApproval;
 pub use function::FunctionTool;
 pub(crate) use function::schema_for;
 pub use mcp::{McpCallResult, McpClient, McpServerConfig, McpTool, McpToolInfo, McpTransport};
@@ -149,6 +152,16 @@ pub trait Tool: Send + Sync + 'static {
     /// An error goes back to the model as the call's result (unless it is
     /// [`ToolError::Fatal`]).
     async fn call(&self, arguments: &str, ctx: ToolContext) -> Result<ToolOutput, ToolError>;
+
+    /// Whether each call waits for the user's yes or no before it runs
+    /// (false by default; [`NeedsApproval`] makes it true). A
+    /// [`ChatAgent`](crate::ChatAgent) asks the caller
+    /// `approve <tool>(<arguments>)? yes/no`: the turn ends with an input
+    /// request, and the answer runs the call or tells the model it was
+    /// denied.
+    fn needs_approval(&self) -> bool {
+        false
+    }
 }
 
 #[async_trait]
@@ -156,10 +169,18 @@ impl<T: Tool + ?Sized> Tool for Arc<T> {
     fn definition(&self) -> &ToolDefinition {
         (**self).definition()
     }
+    fn needs_approval(&self) -> bool {
+        (**self).needs_approval()
+    }
     async fn call(&self, arguments: &str, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         (**self).call(arguments, ctx).await
     }
 }
+
+/// The name of the built-in tool a [`ChatAgent`](crate::ChatAgent)'s model
+/// calls to ask the user a question
+/// ([`ChatAgentBuilder::ask_user`](crate::ChatAgentBuilder::ask_user)).
+pub const ASK_USER: &str = "ask_user";
 
 /// The name of the tool that hands off to `target`: `transfer_to_<target>`,
 /// with characters a tool name may not hold replaced by `_`.

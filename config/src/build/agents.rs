@@ -1,18 +1,19 @@
 //! Agents: a [`ChatAgent`] from an agent's section, or one made afresh
-//! each turn when its instructions read `{{ $steps… }}` templates.
+//! each turn when its instructions read `{{ $steps… }}` templates; a
+//! `user:` agent is a [`UserProxy`] asking the caller.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use troupe_agents::model::Position;
-use troupe_agents::{ChatAgent, ChatModel, Tool};
+use troupe_agents::{ChatAgent, ChatModel, Tool, UserProxy};
 use troupe_runtime::{Agent, AgentError, Reply, RunContext, Thread};
 
 use super::ctx::{Ctx, build_error};
 use crate::error::ConfigError;
 use crate::plan::Blocks;
-use crate::schema::AgentSpec;
+use crate::schema::{AgentSpec, BuiltinTool, ToolSpec};
 use crate::template::{Board, Template};
 
 impl Ctx<'_> {
@@ -22,19 +23,38 @@ impl Ctx<'_> {
         name: &str,
         spec: &AgentSpec,
     ) -> Result<Arc<dyn Agent>, ConfigError> {
+        if let Some(user) = &spec.user {
+            let mut proxy = UserProxy::ask(name);
+            if let Some(d) = &spec.description {
+                proxy = proxy.with_description(d.clone());
+            }
+            if let Some(p) = &user.prompt {
+                proxy = proxy.with_prompt(p.clone());
+            }
+            return Ok(Arc::new(proxy));
+        }
+        let Some(model_name) = spec.model.as_deref() else {
+            return Err(build_error(format!(
+                "agent `{name}` has no `model` (nor `user`)"
+            )));
+        };
         let model = self.model(
-            &spec.model,
+            model_name,
             name,
             spec.script.as_ref(),
             Position::Conversation,
         )?;
-        let model_spec = self.model_spec(&spec.model)?;
+        let model_spec = self.model_spec(model_name)?;
         let tools = self.tools(name, spec).await?;
         let recipe = Arc::new(Recipe {
             name: name.to_string(),
             description: spec.description.clone().unwrap_or_default(),
             model,
             tools,
+            ask_user: spec
+                .tools
+                .iter()
+                .any(|t| matches!(t, ToolSpec::Builtin(BuiltinTool::AskUser, _))),
             handoffs: spec.handoffs.clone(),
             max_tool_iterations: spec.max_tool_iterations,
             structured: spec.structured_output.clone(),
@@ -76,6 +96,7 @@ struct Recipe {
     description: String,
     model: Arc<dyn ChatModel>,
     tools: Vec<Arc<dyn Tool>>,
+    ask_user: bool,
     handoffs: Vec<String>,
     max_tool_iterations: Option<usize>,
     structured: Option<serde_json::Value>,
@@ -95,6 +116,9 @@ impl Recipe {
         }
         for t in &self.tools {
             b = b.tool_arc(t.clone());
+        }
+        if self.ask_user {
+            b = b.ask_user();
         }
         if let Some(n) = self.max_tool_iterations {
             b = b.max_tool_iterations(n);

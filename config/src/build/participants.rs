@@ -131,7 +131,9 @@ impl Ctx<'_> {
             .failover(failover);
         if let Some(spec) = self.config.spec().agents.get(agent) {
             // Its model is used where it is hosted.
-            self.used.insert(format!("models.{}", spec.model));
+            if let Some(model) = &spec.model {
+                self.used.insert(format!("models.{model}"));
+            }
             remote = remote
                 .description(spec.description.clone().unwrap_or_default())
                 .handoffs(spec.handoffs.iter().cloned());

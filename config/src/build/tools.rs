@@ -1,14 +1,16 @@
 //! An agent's tools: the built-in ones, and the tools of MCP servers
-//! (started, or connected to, here).
+//! (started, or connected to, here), each waiting for approval when its
+//! entry says so. (`ask_user` is not among them: the agent itself answers
+//! it.)
 
 use std::sync::Arc;
 
-use troupe_agents::{McpClient, McpServerConfig, Tool};
+use troupe_agents::{McpClient, McpServerConfig, NeedsApproval, Tool};
 
 use super::ctx::{Ctx, build_error};
 use crate::builtin::builtin_tool;
 use crate::error::ConfigError;
-use crate::schema::{AgentSpec, McpSpec, ToolSpec};
+use crate::schema::{AgentSpec, BuiltinTool, McpSpec, ToolSpec};
 use crate::tree::FieldPath;
 
 impl Ctx<'_> {
@@ -21,9 +23,13 @@ impl Ctx<'_> {
         let mut out = Vec::new();
         for (i, t) in spec.tools.iter().enumerate() {
             match t {
-                ToolSpec::Calculator => out.extend(builtin_tool("calculator")),
-                ToolSpec::CurrentTime => out.extend(builtin_tool("current_time")),
-                ToolSpec::WordCount => out.extend(builtin_tool("word_count")),
+                ToolSpec::Builtin(BuiltinTool::AskUser, _) => {}
+                ToolSpec::Builtin(b, options) => {
+                    let tool = builtin_tool(b.name()).ok_or_else(|| {
+                        build_error(format!("agent `{agent}`: no built-in tool `{}`", b.name()))
+                    })?;
+                    out.push(approved(tool, options.approval == Some(true)));
+                }
                 ToolSpec::Mcp(m) => {
                     let field = FieldPath::root()
                         .key("agents")
@@ -111,9 +117,35 @@ impl Ctx<'_> {
             .await
             .map_err(|e| build_error(format!("{what} `{name}`: {e}")))?;
         self.mcp.push(client);
+        if let Some(crate::schema::McpApproval::Tools(listed)) = &m.approval
+            && let Some(missing) = listed
+                .iter()
+                .find(|l| !tools.iter().any(|t| t.remote_name() == l.as_str()))
+        {
+            let has: Vec<&str> = tools.iter().map(|t| t.remote_name()).collect();
+            return Err(build_error(format!(
+                "{what} `{name}`: `approval` names `{missing}`, which the server does not offer (it has: {})",
+                has.join(", ")
+            )));
+        }
         Ok(tools
             .into_iter()
-            .map(|t| Arc::new(t) as Arc<dyn Tool>)
+            .map(|t| {
+                let asks = m
+                    .approval
+                    .as_ref()
+                    .is_some_and(|a| a.covers(t.remote_name()));
+                approved(Arc::new(t), asks)
+            })
             .collect())
+    }
+}
+
+/// `tool`, waiting for the user's approval before each call when `asks`.
+fn approved(tool: Arc<dyn Tool>, asks: bool) -> Arc<dyn Tool> {
+    if asks {
+        Arc::new(NeedsApproval::new(tool))
+    } else {
+        tool
     }
 }

@@ -1,4 +1,5 @@
-//! `agents:`: a model with instructions, tools and handoffs.
+//! `agents:`: a model with instructions, tools and handoffs — or, with
+//! `user:`, the caller taking part in the conversation.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -7,7 +8,19 @@ use super::replies::ReplySpec;
 use super::tools::ToolSpec;
 use crate::duration::HumanDuration;
 
-/// An agent: a model with instructions, tools and handoffs.
+/// A participant answered by the caller (AutoGen's `UserProxyAgent`):
+/// its turn asks whoever runs the workflow — the run waits for input —
+/// and the answer becomes its message.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UserSpec {
+    /// The question shown each turn (default: the last message's text).
+    #[serde(default)]
+    pub prompt: Option<String>,
+}
+
+/// An agent: a model with instructions, tools and handoffs. With `user:`
+/// instead of a model, the caller answers its turns.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentSpec {
@@ -17,9 +30,17 @@ pub struct AgentSpec {
     /// System instructions; may use `{{ $steps.<id>.output }}` templates.
     #[serde(default)]
     pub instructions: Option<String>,
-    /// The model: a name from `models`.
-    pub model: String,
-    /// Tools: built-in names and `mcp:` servers.
+    /// The model: a name from `models` (required unless `user` is given).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The caller answers this agent's turns, instead of a model: each
+    /// turn asks (`prompt`, or the last message) and the run waits for the
+    /// answer, which becomes the agent's message. Takes only
+    /// `description` besides.
+    #[serde(default)]
+    pub user: Option<UserSpec>,
+    /// Tools: built-in names (`ask_user` among them), a built-in name with
+    /// options (`calculator: {approval: true}`), and `mcp:` servers.
     #[serde(default)]
     pub tools: Vec<ToolSpec>,
     /// Agents (or `user`) this one may hand the conversation to.

@@ -24,7 +24,7 @@ mod teams;
 mod tools;
 mod workflow;
 
-pub use agents::AgentSpec;
+pub use agents::{AgentSpec, UserSpec};
 pub use checkpoint::{CheckpointSpec, StoreKind};
 pub use conditions::{ConditionForm, ConditionSpec, FieldSpec};
 pub use file::{CONFIG_VERSION, ConfigFile, json_schema};
@@ -37,5 +37,5 @@ pub use steps::{Branch, BranchSpec, StepKind, StepSpec};
 pub(crate) use steps::{collect_step_ids, parallel_blocks};
 pub use stop::StopSpec;
 pub use teams::{MapReduceSpec, PlacementSpec, SelectorSpec, SequentialSpec, TeamSpec};
-pub use tools::{McpSpec, ToolSpec};
+pub use tools::{BuiltinTool, McpApproval, McpSpec, ToolOptions, ToolSpec};
 pub use workflow::WorkflowSpec;

@@ -1,24 +1,220 @@
-//! `tools:` of an agent: built-in tools by name, and MCP servers.
+//! `tools:` of an agent: built-in tools by name (with options, such as
+//! `approval`, as `name: {…}`), the `ask_user` tool, and MCP servers.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::fmt;
 
-use schemars::JsonSchema;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Deserialize;
+use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer, StrDeserializer};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use crate::duration::HumanDuration;
 
-/// A tool an agent may call: a built-in one by name, or an MCP server's.
-#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+/// A built-in tool, by the name a config writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum ToolSpec {
+pub enum BuiltinTool {
     /// `calculator`: evaluates arithmetic (`+ - * / % ^`, parentheses).
     Calculator,
     /// `current_time`: the current UTC date and time (RFC 3339).
     CurrentTime,
     /// `word_count`: counts the words, lines and characters of a text.
     WordCount,
+    /// `ask_user`: the model asks the user a question (`{"question":
+    /// string}`); the run waits for the answer, which becomes the call's
+    /// result.
+    AskUser,
+}
+
+impl BuiltinTool {
+    /// The name the config writes (and the model sees).
+    pub fn name(self) -> &'static str {
+        match self {
+            BuiltinTool::Calculator => "calculator",
+            BuiltinTool::CurrentTime => "current_time",
+            BuiltinTool::WordCount => "word_count",
+            BuiltinTool::AskUser => "ask_user",
+        }
+    }
+}
+
+/// Options of a built-in tool (`calculator: {approval: true}`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolOptions {
+    /// Each call waits for the user's yes or no before it runs: the run
+    /// asks `approve <tool>(<arguments>)? yes/no`; `yes`, `y`, `ok`,
+    /// `approve(d)` run it, anything else tells the model it was denied.
+    #[serde(default)]
+    pub approval: Option<bool>,
+}
+
+/// The long form of a tool entry: a mapping with one key, the kind.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[schemars(rename = "ToolForm")]
+enum ToolForm {
+    /// `calculator` with options.
+    Calculator(ToolOptions),
+    /// `current_time` with options.
+    CurrentTime(ToolOptions),
+    /// `word_count` with options.
+    WordCount(ToolOptions),
+    /// `ask_user` with options.
+    AskUser(ToolOptions),
     /// The tools of an MCP server.
     Mcp(Box<McpSpec>),
+}
+
+/// A tool an agent may call: a built-in one by name (`calculator`,
+/// `ask_user`), a built-in one with options (`calculator: {approval:
+/// true}`), or an MCP server's tools (`mcp: {…}`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolSpec {
+    /// A built-in tool and its options.
+    Builtin(BuiltinTool, ToolOptions),
+    /// The tools of an MCP server.
+    Mcp(Box<McpSpec>),
+}
+
+impl ToolSpec {
+    /// Whether every call of this entry's tool(s) waits for approval (for
+    /// MCP: `approval: true` on the server).
+    pub fn approval(&self) -> bool {
+        match self {
+            ToolSpec::Builtin(_, o) => o.approval == Some(true),
+            ToolSpec::Mcp(m) => m.approval == Some(McpApproval::All(true)),
+        }
+    }
+}
+
+impl From<ToolForm> for ToolSpec {
+    fn from(form: ToolForm) -> Self {
+        match form {
+            ToolForm::Calculator(o) => ToolSpec::Builtin(BuiltinTool::Calculator, o),
+            ToolForm::CurrentTime(o) => ToolSpec::Builtin(BuiltinTool::CurrentTime, o),
+            ToolForm::WordCount(o) => ToolSpec::Builtin(BuiltinTool::WordCount, o),
+            ToolForm::AskUser(o) => ToolSpec::Builtin(BuiltinTool::AskUser, o),
+            ToolForm::Mcp(m) => ToolSpec::Mcp(m),
+        }
+    }
+}
+
+const TOOL_EXPECTING: &str = "a tool name, `name: {approval: …}`, or `mcp: {…}`";
+
+impl<'de> Deserialize<'de> for ToolSpec {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ToolVisitor)
+    }
+}
+
+struct ToolVisitor;
+
+impl<'de> Visitor<'de> for ToolVisitor {
+    type Value = ToolSpec;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(TOOL_EXPECTING)
+    }
+
+    fn visit_str<E: de::Error>(self, name: &str) -> Result<ToolSpec, E> {
+        if name == "mcp" {
+            return Err(E::custom(
+                "`mcp` needs its server: `mcp: {command: …}` or `mcp: {url: …}`",
+            ));
+        }
+        BuiltinTool::deserialize(StrDeserializer::<E>::new(name))
+            .map(|t| ToolSpec::Builtin(t, ToolOptions::default()))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ToolSpec, A::Error> {
+        ToolForm::deserialize(MapAccessDeserializer::new(map)).map(ToolSpec::from)
+    }
+}
+
+impl JsonSchema for ToolSpec {
+    fn schema_name() -> Cow<'static, str> {
+        "Tool".into()
+    }
+
+    fn schema_id() -> Cow<'static, str> {
+        "troupe_config::ToolSpec".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let short = generator.subschema_for::<BuiltinTool>();
+        let long = generator.subschema_for::<ToolForm>();
+        schemars::json_schema!({
+            "description": "A tool an agent may call: a built-in one by name (`calculator`, `ask_user`), a built-in one with options (`calculator: {approval: true}`), or an MCP server's tools (`mcp: {…}`).",
+            "anyOf": [short.to_value(), long.to_value()]
+        })
+    }
+}
+
+/// Which of an MCP server's tools wait for approval: `true` (all of
+/// them), `false` (none), or a list of the server's tool names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpApproval {
+    /// Every tool of the server, or none.
+    All(bool),
+    /// These tools (the server's names, before any `prefix`).
+    Tools(Vec<String>),
+}
+
+impl McpApproval {
+    /// Whether the server's tool `name` (its own name) waits for approval.
+    pub fn covers(&self, name: &str) -> bool {
+        match self {
+            McpApproval::All(all) => *all,
+            McpApproval::Tools(tools) => tools.iter().any(|t| t == name),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for McpApproval {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ApprovalVisitor)
+    }
+}
+
+struct ApprovalVisitor;
+
+impl<'de> Visitor<'de> for ApprovalVisitor {
+    type Value = McpApproval;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("`true`, `false`, or a list of the server's tool names")
+    }
+
+    fn visit_bool<E: de::Error>(self, all: bool) -> Result<McpApproval, E> {
+        Ok(McpApproval::All(all))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<McpApproval, A::Error> {
+        Vec::<String>::deserialize(SeqAccessDeserializer::new(seq)).map(McpApproval::Tools)
+    }
+}
+
+impl JsonSchema for McpApproval {
+    fn schema_name() -> Cow<'static, str> {
+        "McpApproval".into()
+    }
+
+    fn schema_id() -> Cow<'static, str> {
+        "troupe_config::McpApproval".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        schemars::json_schema!({
+            "description": "`true`: every tool of the server waits for approval; a list: these tools (the server's names).",
+            "anyOf": [
+                {"type": "boolean"},
+                {"type": "array", "items": {"type": "string"}}
+            ]
+        })
+    }
 }
 
 /// An MCP server: a child process over stdio (`command`) or a
@@ -57,4 +253,8 @@ pub struct McpSpec {
     /// Time allowed for each request (default 30s).
     #[serde(default)]
     pub timeout: Option<HumanDuration>,
+    /// Tools whose calls wait for the user's yes or no: `true` (all),
+    /// or a list of the server's tool names.
+    #[serde(default)]
+    pub approval: Option<McpApproval>,
 }

@@ -1,16 +1,19 @@
 //! `agents:` entries: a valid, unreserved name, a known model with a
-//! script when it runs offline, handoffs to known participants, templates
-//! that name known steps, a node the templates can run on.
+//! script when it runs offline (or `user:`, the caller), handoffs to known
+//! participants, templates that name known steps, a node the templates
+//! can run on.
 
 use std::collections::BTreeSet;
 
 use super::checker::{Checker, Defined, at_least_one, expected_names, p};
+use super::humans::check_user_agent;
 use super::models::check_temperature;
 use super::participants::uses_step_templates;
-use super::tools::check_tools;
+use super::tools::{check_script, check_tools};
 use crate::refs::valid_name;
 use crate::schema::{AgentSpec, ConfigFile, Provider};
 use crate::template::Template;
+use crate::tree::FieldPath;
 use troupe_runtime::USER;
 
 /// Checks agent `name`; `ids` are the ids its templates may name.
@@ -44,38 +47,22 @@ pub(super) fn check_agent(
             Some("distinct names".into()),
         );
     }
-    match spec.models.get(&agent.model) {
-        None if !names.broken.contains(&agent.model) => c.value_error(
+    if agent.user.is_some() {
+        check_user_agent(c, &base, agent);
+        return;
+    }
+    match agent.model.as_deref() {
+        None => c.error(
             &base.key("model"),
-            format!("unknown model `{}`", agent.model),
-            names.expected_models(),
+            "missing field `model`",
+            Some("`model:` naming a model, or `user: {}` for an agent the caller answers".into()),
         ),
-        None => {}
-        Some(model)
-            if model.provider != Provider::Openai
-                && agent.script.is_none()
-                && model.replies.is_none() =>
-        {
-            c.error(
-                &base,
-                format!(
-                    "agent `{name}` has no scripted replies, but model `{}` runs scripted{}",
-                    agent.model,
-                    if model.provider == Provider::Auto {
-                        " offline"
-                    } else {
-                        ""
-                    }
-                ),
-                Some(format!(
-                    "`script:` on the agent, or `replies:` on model `{}`",
-                    agent.model
-                )),
-            );
-        }
-        Some(_) => {}
+        Some(model) => check_agent_model(c, names, spec, &base, name, agent, model),
     }
     check_tools(c, &base, &agent.tools);
+    if let Some(script) = &agent.script {
+        check_script(c, &base.key("script"), script, Some(&agent.tools));
+    }
     for (i, target) in agent.handoffs.iter().enumerate() {
         let path = base.key("handoffs").index(i);
         if target == name {
@@ -146,5 +133,46 @@ pub(super) fn check_agent(
                 }
             }
         }
+    }
+}
+
+/// Agent `name`'s `model`: known, and scripted only with replies.
+fn check_agent_model(
+    c: &mut Checker<'_>,
+    names: &Defined,
+    spec: &ConfigFile,
+    base: &FieldPath,
+    name: &str,
+    agent: &AgentSpec,
+    model_name: &str,
+) {
+    match spec.models.get(model_name) {
+        None if !names.broken.contains(model_name) => c.value_error(
+            &base.key("model"),
+            format!("unknown model `{model_name}`"),
+            names.expected_models(),
+        ),
+        None => {}
+        Some(model)
+            if model.provider != Provider::Openai
+                && agent.script.is_none()
+                && model.replies.is_none() =>
+        {
+            c.error(
+                base,
+                format!(
+                    "agent `{name}` has no scripted replies, but model `{model_name}` runs scripted{}",
+                    if model.provider == Provider::Auto {
+                        " offline"
+                    } else {
+                        ""
+                    }
+                ),
+                Some(format!(
+                    "`script:` on the agent, or `replies:` on model `{model_name}`"
+                )),
+            );
+        }
+        Some(_) => {}
     }
 }

@@ -10,6 +10,7 @@ mod checker;
 mod checkpoint;
 mod conditions;
 mod graph;
+mod humans;
 mod loops;
 mod models;
 mod participants;

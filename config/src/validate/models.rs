@@ -70,6 +70,9 @@ pub(super) fn check_model(c: &mut Checker<'_>, name: &str, m: &ModelSpec) {
             Some("at least one reply".into()),
         );
     }
+    if let Some(replies) = &m.replies {
+        super::tools::check_script(c, &base.key("replies"), replies, None);
+    }
 }
 
 /// A sampling temperature, 0 to 2 (a model's or an agent's).

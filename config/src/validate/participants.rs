@@ -34,7 +34,15 @@ pub(super) fn plain_or_remote<'r>(
     }
     match split_ref(reference) {
         Some((agent, Some(node))) if agent != USER && valid_name(agent) && valid_name(node) => {
-            if let Some(a) = spec.agents.get(agent)
+            if super::humans::is_user_agent(spec, agent) {
+                c.value_error(
+                    path,
+                    format!(
+                        "`{reference}` runs agent `{agent}` on node `{node}`, but `{agent}` asks whoever runs the workflow"
+                    ),
+                    Some(format!("`{agent}` alone")),
+                );
+            } else if let Some(a) = spec.agents.get(agent)
                 && uses_step_templates(a)
             {
                 c.value_error(
@@ -77,7 +85,13 @@ pub(super) fn check_participants(
             Some(plain) => names.participant(plain),
             None => true,
         };
-        if !known {
+        if n == USER {
+            c.value_error(
+                &path.index(i),
+                "`user` is the caller, not a participant",
+                Some("an agent with `user: {}` (e.g. `me: {user: {}}`), named here: its turns ask the caller".into()),
+            );
+        } else if !known {
             c.value_error(
                 &path.index(i),
                 format!("unknown agent `{n}`"),

@@ -3,6 +3,7 @@
 //! hand off, a map-reduce whose workers can be placed.
 
 use super::checker::{Checker, Defined, at_least_one, expected_names};
+use super::humans;
 use super::participants::{check_participants, ids, plain_or_remote, uses_step_templates};
 use crate::refs::ref_id;
 use crate::schema::{ConfigFile, MapReduceSpec, PlacementSpec, Provider, WorkflowSpec};
@@ -67,10 +68,12 @@ pub(super) fn check_teams(
     if let Some(t) = &w.swarm {
         let path = base.key("swarm").key("participants");
         check_participants(c, names, spec, &path, &t.participants);
+        humans::check_swarm(c, spec, &path, &t.participants);
         *participants = ids(&t.participants);
         if let Some(first) = t.participants.first().map(|f| ref_id(f))
             && let Some(agent) = spec.agents.get(first)
             && agent.handoffs.is_empty()
+            && agent.user.is_none()
         {
             c.value_error(
                 &path.index(0),
@@ -112,6 +115,7 @@ fn check_map_reduce(
             );
         }
     }
+    humans::check_worker(c, spec, &path.key("worker"), &m.worker);
     check_placement(c, spec, path, m);
     if m.max_concurrency == Some(0) {
         at_least_one(c, &path.key("max_concurrency"));

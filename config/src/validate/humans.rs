@@ -1,0 +1,79 @@
+//! The caller in the conversation: `user:` agents take nothing a model
+//! would need, and stand only where a turn can wait for the caller's
+//! answer — not as a map-reduce's worker (one question per sub-task, all
+//! at once), not in a swarm (which moves on only by handoffs), not on
+//! another node.
+
+use super::checker::Checker;
+use crate::schema::{AgentSpec, ConfigFile};
+use crate::tree::FieldPath;
+
+/// Whether agent `name` is answered by the caller.
+pub(super) fn is_user_agent(spec: &ConfigFile, name: &str) -> bool {
+    spec.agents.get(name).is_some_and(|a| a.user.is_some())
+}
+
+/// Checks a `user:` agent at `base`: only `description` goes with it.
+pub(super) fn check_user_agent(c: &mut Checker<'_>, base: &FieldPath, agent: &AgentSpec) {
+    let given = [
+        ("model", agent.model.is_some()),
+        ("instructions", agent.instructions.is_some()),
+        ("tools", !agent.tools.is_empty()),
+        ("handoffs", !agent.handoffs.is_empty()),
+        ("max_tool_iterations", agent.max_tool_iterations.is_some()),
+        ("structured_output", agent.structured_output.is_some()),
+        ("temperature", agent.temperature.is_some()),
+        ("max_tokens", agent.max_tokens.is_some()),
+        ("tool_timeout", agent.tool_timeout.is_some()),
+        ("script", agent.script.is_some()),
+    ];
+    for (field, _) in given.iter().filter(|(_, given)| *given) {
+        c.error(
+            &base.key(*field),
+            format!("a `user` agent is answered by the caller, not a model: it takes no `{field}`"),
+            Some("`user:` with only `description` beside it".into()),
+        );
+    }
+    if let Some(node) = &agent.node {
+        c.error(
+            &base.key("node"),
+            format!(
+                "a `user` agent asks whoever runs the workflow, so it cannot run on node `{node}`"
+            ),
+            Some("no `node:`".into()),
+        );
+    }
+}
+
+/// A map-reduce's `worker` at `path` that is a `user` agent.
+pub(super) fn check_worker(c: &mut Checker<'_>, spec: &ConfigFile, path: &FieldPath, worker: &str) {
+    if is_user_agent(spec, worker) {
+        c.value_error(
+            path,
+            format!(
+                "`{worker}` is answered by the caller, but a map-reduce's worker runs once per sub-task, all at once"
+            ),
+            Some("an agent with a model as the worker (the caller may be the mapper or the reducer)".into()),
+        );
+    }
+}
+
+/// The participants of a swarm at `path`: none may be a `user` agent.
+pub(super) fn check_swarm(
+    c: &mut Checker<'_>,
+    spec: &ConfigFile,
+    path: &FieldPath,
+    list: &[String],
+) {
+    for (i, name) in list.iter().enumerate() {
+        if is_user_agent(spec, name) {
+            c.value_error(
+                &path.index(i),
+                format!(
+                    "`{name}` is answered by the caller, but a swarm moves on only by handoffs, which the caller cannot make"
+                ),
+                Some("`handoffs: [user]` on the agents that should ask the caller (the run ends there, and running again with the caller's reply resumes with that agent)".into()),
+            );
+        }
+    }
+}
