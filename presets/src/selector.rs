@@ -6,7 +6,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use troupe_agents::{ChatMessage, ChatModel, ChatRequest};
 use troupe_runtime::{
-    Agent, AgentError, Condition, Event, Graph, Reply, RouterBuilder, RunContext, Thread, Workflow,
+    Agent, AgentError, Condition, Event, Graph, Message, Reply, RouterBuilder, RunContext, Thread,
+    Workflow,
 };
 
 use crate::error::PresetError;
@@ -25,6 +26,9 @@ Read the following conversation. Then select the next role from {participants} t
 {history}
 
 Read the above conversation. Then select the next role from {participants} to play. Only return the role.";
+
+/// What the selector's model is asked after each of its earlier picks.
+const NEXT_SPEAKER: &str = "Who speaks next? Only return the role.";
 
 /// What a selector or candidate function sees.
 #[derive(Debug, Clone, Copy)]
@@ -296,7 +300,13 @@ impl Agent for SelectorAgent {
         let choice = self
             .ask_model(model.as_ref(), &thread, &candidates, previous, &ctx)
             .await?;
-        Ok(Reply::select([choice]))
+        // The model's picks stay in the selector's own thread (never
+        // routed): its next request shows them, so the conversation it
+        // is asked in is a function of the run's state, as every other
+        // agent's is (a resumed run asks the same questions).
+        let mut reply = Reply::select([choice.clone()]);
+        reply.private.push(Message::text(SELECTOR, choice));
+        Ok(reply)
     }
 }
 
@@ -319,6 +329,7 @@ impl SelectorAgent {
         let history = thread
             .messages()
             .iter()
+            .filter(|m| &*m.source != SELECTOR)
             .map(|m| format!("{}: {}", m.source, m.text_content()))
             .collect::<Vec<_>>()
             .join("\n");
@@ -329,6 +340,19 @@ impl SelectorAgent {
             .replace("{participants}", &participants)
             .replace("{history}", &history);
         let mut messages = vec![ChatMessage::system(prompt)];
+        // The earlier picks, as the exchange they were.
+        let earlier: Vec<_> = thread
+            .messages()
+            .iter()
+            .filter(|m| &*m.source == SELECTOR)
+            .collect();
+        for pick in &earlier {
+            messages.push(ChatMessage::user(NEXT_SPEAKER));
+            messages.push(ChatMessage::assistant(pick.text_content().into_owned()));
+        }
+        if !earlier.is_empty() {
+            messages.push(ChatMessage::user(NEXT_SPEAKER));
+        }
         for _ in 0..self.max_attempts {
             let response = model
                 .complete(&ChatRequest::new(messages.clone()))

@@ -100,7 +100,9 @@ impl Ctx<'_> {
         s: &SelectorSpec,
         common: Common<'_>,
     ) -> Result<Workflow, ConfigError> {
-        let model = self.model(&s.model, "selector", None, Position::Counter)?;
+        // The selector's request shows its earlier picks as its own
+        // answers, so its script goes by the conversation too.
+        let model = self.model(&s.model, "selector", None, Position::Conversation)?;
         let mut b = SelectorGroupChat::builder()
             .name(name)
             .description(description)

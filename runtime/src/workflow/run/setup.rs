@@ -20,6 +20,7 @@ use super::watcher::Watcher;
 use super::{RunArgs, RunState};
 use crate::event::Event;
 use crate::message::{Message, MessageId};
+use crate::state::StateSnapshot;
 use crate::stop::{StopTracker, Trigger};
 use crate::workflow::answer;
 use crate::workflow::protocol::RunMsg;
@@ -60,8 +61,12 @@ impl RunState {
         let (mut threads, mut scheduling) = ThreadSlots::take_apart(&spec, thread);
         if !top_level {
             // A nested run works on its parent's state; its changes go
-            // back up in its reply.
-            threads.set_values(ctx.state().clone());
+            // back up in its reply. A run cut short and resumed (its
+            // progress was checkpointed in its thread) keeps what it had
+            // changed itself, on top.
+            let mut values = ctx.state().clone();
+            values.apply(&threads.values().changes_since(&StateSnapshot::default()));
+            threads.set_values(values);
         }
         let store = if top_level { spec.store.clone() } else { None };
         let parent = resumed_from.as_ref().map(|r| r.0);
