@@ -33,7 +33,7 @@ impl RunState {
         }
         if let Some(prompt) = &reply.request {
             let request = InputRequest {
-                id: format!("{}-{}", name, &MessageId::new().to_string()[24..]),
+                id: request_id(&name, MessageId::new()),
                 agent: name.to_string(),
                 prompt: prompt.clone(),
             };
@@ -212,5 +212,30 @@ impl RunState {
                 }
             }
         }
+    }
+}
+
+/// A question's id: the asking agent's name and twelve hex digits of a
+/// fresh message id — six of its per-process random prefix and six of
+/// its counter — so that ids made in one process differ, and a run
+/// resumed in another process does not hand out an id still pending from
+/// the first (short enough to type in `--answer ID=TEXT`).
+fn request_id(agent: &str, id: MessageId) -> String {
+    let hex = id.to_string();
+    format!("{agent}-{}{}", &hex[..6], &hex[26..])
+}
+
+#[cfg(test)]
+mod request_ids {
+    use super::*;
+
+    #[test]
+    fn ids_of_one_process_differ_and_carry_its_prefix() {
+        let a = request_id("clerk", MessageId::new());
+        let b = request_id("clerk", MessageId::new());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), "clerk-".len() + 12);
+        // The prefix part is the process's: the same in both.
+        assert_eq!(a[..12], b[..12]);
     }
 }
