@@ -79,7 +79,7 @@ pub use fn_agent::FnAgent;
 pub use graph::{Condition, Graph, GraphBuilder, Isolation, Join, NodeInput, Scheduler};
 pub use message::{Content, Handoff, Message, MessageId, ToolCall, ToolResult, USER, Usage};
 pub use panic::panic_text;
-pub use retry::{Backoff, RetryPolicy};
+pub use retry::{Backoff, ErrorPattern, RetryPolicy};
 pub use run_error::{AgentError, BoxError, ErrorKind, RunError, Sourced};
 pub use session::{Session, SessionError};
 pub use sink::{ConsoleLines, EventOutput, EventSink, EventWriter, JsonLines};

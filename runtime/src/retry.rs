@@ -20,6 +20,32 @@ pub enum Backoff {
     },
 }
 
+/// A regular expression an error's text must match for a retry
+/// ([`RetryPolicy::on_pattern`]); equal when written the same.
+#[derive(Debug, Clone)]
+pub struct ErrorPattern(regex::Regex);
+
+impl ErrorPattern {
+    /// Compiles `pattern` (the `regex` crate's syntax).
+    pub fn new(pattern: &str) -> Result<Self, regex::Error> {
+        Ok(ErrorPattern(regex::Regex::new(pattern)?))
+    }
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+    /// Whether `text` matches.
+    pub fn is_match(&self, text: &str) -> bool {
+        self.0.is_match(text)
+    }
+}
+
+impl PartialEq for ErrorPattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
 /// Retries of a failed turn. A retry runs the turn again on the same thread;
 /// nothing downstream sees the failed attempts.
 ///
@@ -40,8 +66,13 @@ pub struct RetryPolicy {
     pub max_attempts: u32,
     /// Waits between attempts.
     pub backoff: Backoff,
-    /// Error kinds worth retrying; `None` retries every failure (panics too).
+    /// Error kinds worth retrying; `None` (and no patterns) retries every
+    /// failure (panics too).
     pub retry_on: Option<Vec<ErrorKind>>,
+    /// Error texts worth retrying: a failure whose text matches one is
+    /// retried whatever its kind. With patterns and no kinds, only
+    /// matching failures are retried.
+    pub retry_patterns: Vec<ErrorPattern>,
 }
 
 impl RetryPolicy {
@@ -51,6 +82,7 @@ impl RetryPolicy {
             max_attempts,
             backoff: Backoff::Fixed(delay),
             retry_on: None,
+            retry_patterns: Vec::new(),
         }
     }
 
@@ -69,6 +101,7 @@ impl RetryPolicy {
                 factor: 2.0,
             },
             retry_on: None,
+            retry_patterns: Vec::new(),
         })
     }
 
@@ -78,15 +111,51 @@ impl RetryPolicy {
         self
     }
 
+    /// Also retries failures whose text matches `pattern` (a regular
+    /// expression such as `"rate limit|429"`).
+    pub fn on_pattern(mut self, pattern: &str) -> Result<Self, regex::Error> {
+        self.retry_patterns.push(ErrorPattern::new(pattern)?);
+        Ok(self)
+    }
+
     /// Whether to try again after `attempts_made` attempts failed with
-    /// `kind` (`None` for a panic).
+    /// `kind` (`None` for a panic), whatever the error's text.
     pub fn should_retry(&self, attempts_made: u32, kind: Option<ErrorKind>) -> bool {
-        attempts_made < self.max_attempts
-            && match (&self.retry_on, kind) {
-                (None, _) => true,
-                (Some(kinds), Some(k)) => kinds.contains(&k),
-                (Some(_), None) => false,
-            }
+        self.should_retry_error(attempts_made, kind, "")
+    }
+
+    /// Whether to try again after `attempts_made` attempts failed with
+    /// `kind` (`None` for a panic) and this error text: its kind is one
+    /// retried, or its text matches a pattern.
+    ///
+    /// ```
+    /// use troupe_runtime::{ErrorKind, RetryPolicy};
+    /// use std::time::Duration;
+    ///
+    /// let p = RetryPolicy::fixed(3, Duration::ZERO)
+    ///     .on([ErrorKind::Timeout])
+    ///     .on_pattern("rate limit|429")?;
+    /// assert!(p.should_retry_error(1, Some(ErrorKind::Failed), "HTTP 429"));
+    /// assert!(p.should_retry_error(1, Some(ErrorKind::Timeout), "slow"));
+    /// assert!(!p.should_retry_error(1, Some(ErrorKind::Failed), "bad request"));
+    /// assert!(!p.should_retry_error(3, Some(ErrorKind::Timeout), "slow"));
+    /// # Ok::<(), regex::Error>(())
+    /// ```
+    pub fn should_retry_error(
+        &self,
+        attempts_made: u32,
+        kind: Option<ErrorKind>,
+        text: &str,
+    ) -> bool {
+        if attempts_made >= self.max_attempts {
+            return false;
+        }
+        let by_kind = match (&self.retry_on, kind) {
+            (None, _) => self.retry_patterns.is_empty(),
+            (Some(kinds), Some(k)) => kinds.contains(&k),
+            (Some(_), None) => false,
+        };
+        by_kind || self.retry_patterns.iter().any(|p| p.is_match(text))
     }
 
     /// The wait before attempt `attempts_made + 1`.

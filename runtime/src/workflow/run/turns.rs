@@ -202,7 +202,7 @@ impl RunState {
             return false;
         };
         let attempt = self.parts.failed_attempt(index);
-        if !policy.should_retry(attempt, kind) {
+        if !policy.should_retry_error(attempt, kind, error) {
             return false;
         }
         if self.phase.is_stopping_with(&RunStatus::Interrupted) {
