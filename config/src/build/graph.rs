@@ -2,7 +2,7 @@
 //! [`Graph`]: nodes that record their outputs, transitions with their
 //! conditions, loops and limits.
 
-use troupe_runtime::{Graph, Scheduler};
+use troupe_runtime::{Graph, RouterBuilder, Scheduler, Workflow};
 
 use super::ctx::{Ctx, build_error};
 use super::retry::retry_policy;
@@ -21,7 +21,10 @@ impl Ctx<'_> {
     ) -> Result<Graph, ConfigError> {
         let mut g = Graph::builder();
         for n in &plan.nodes {
-            g = g.add_agent_arc(self.node(&n.id, &n.target).await?);
+            match plan.blocks.get(&n.id) {
+                Some(block) => g = g.add_agent(self.block(name, &n.id, block, loop_limit).await?),
+                None => g = g.add_agent_arc(self.node(&n.id, &n.target).await?),
+            }
             if let Some(j) = n.join {
                 g = g.join(n.id.clone(), j);
             }
@@ -62,5 +65,24 @@ impl Ctx<'_> {
         }
         g.build()
             .map_err(|e| build_error(format!("workflow `{name}`: {e}")))
+    }
+
+    /// A parallel block with `retry:` as a nested workflow named by the
+    /// block's id: its steps see what its caller saw, as steps do.
+    async fn block(
+        &mut self,
+        name: &str,
+        id: &str,
+        plan: &Plan,
+        loop_limit: Option<u32>,
+    ) -> Result<Workflow, ConfigError> {
+        let inner_name = format!("{name}/{id}");
+        let graph = Box::pin(self.graph(&inner_name, plan, None, None, loop_limit)).await?;
+        Workflow::builder()
+            .name(id)
+            .graph(graph)
+            .router(RouterBuilder::default())
+            .build()
+            .map_err(|e| build_error(format!("workflow `{name}`, block `{id}`: {e}")))
     }
 }

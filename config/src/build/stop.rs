@@ -2,9 +2,11 @@
 
 use troupe_runtime::StopCondition;
 
-use crate::schema::StopSpec;
+use crate::schema::{StopFields, StopForm, StopSpec};
 
-/// The stop condition a `stop` section (and `max_turns`) describe.
+/// The stop condition a `stop` section (and `max_turns`) describe. An
+/// expression that does not parse was reported by validation; here it
+/// adds nothing.
 pub(super) fn stop_condition(
     spec: Option<&StopSpec>,
     max_turns: Option<u64>,
@@ -21,6 +23,13 @@ pub(super) fn stop_condition(
 }
 
 fn stop_parts(s: &StopSpec) -> Vec<StopCondition> {
+    match &s.0 {
+        StopForm::Expr(text) => StopCondition::parse(text).ok().into_iter().collect(),
+        StopForm::Fields(f) => field_parts(f),
+    }
+}
+
+fn field_parts(s: &StopFields) -> Vec<StopCondition> {
     let mut v = Vec::new();
     if let Some(n) = s.max_messages {
         v.push(StopCondition::max_messages(n));
@@ -34,8 +43,17 @@ fn stop_parts(s: &StopSpec) -> Vec<StopCondition> {
     if let Some(list) = &s.source_match {
         v.push(StopCondition::source_match(list.clone()));
     }
+    if let Some(list) = &s.text_message {
+        v.push(StopCondition::text_message_from(list.clone()));
+    }
     if let Some(t) = &s.handoff {
         v.push(StopCondition::handoff(t.clone()));
+    }
+    if s.stop_message == Some(true) {
+        v.push(StopCondition::stop_message());
+    }
+    if let Some(t) = &s.function_call {
+        v.push(StopCondition::function_call(t.clone()));
     }
     if let Some(n) = s.token_budget {
         v.push(StopCondition::token_budget(n));

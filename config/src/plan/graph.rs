@@ -1,6 +1,8 @@
 //! [`Plan`]: nodes, transitions and start nodes; a graph section as a
 //! plan.
 
+use std::collections::BTreeMap;
+
 use troupe_runtime::{Isolation, Join, NodeInput};
 
 use super::conditions::CondPlan;
@@ -33,6 +35,10 @@ pub(crate) struct Plan {
     pub(crate) nodes: Vec<PlanNode>,
     pub(crate) edges: Vec<PlanEdge>,
     pub(crate) starts: Vec<usize>,
+    /// Nodes that run a plan of their own as a nested workflow, by node
+    /// id: a `parallel` block with `retry:`, rerun whole when any of its
+    /// steps fails (all or nothing).
+    pub(crate) blocks: BTreeMap<String, Plan>,
 }
 
 impl Plan {

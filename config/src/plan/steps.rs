@@ -94,6 +94,7 @@ impl StepCompiler {
                 self.entries.insert(id, vec![n]);
                 vec![(n, Vec::new())]
             }
+            Some(StepKind::Parallel) if s.retry.is_some() => self.retried_block(s, frontier),
             Some(StepKind::Parallel) => {
                 let mut out = Vec::new();
                 let mut entries = Vec::new();
@@ -141,5 +142,31 @@ impl StepCompiler {
             }
             None => frontier,
         }
+    }
+
+    /// A parallel block with `retry:`: one node running the block as a
+    /// nested workflow under the retry policy, so a failure of any of its
+    /// steps (after their own retries) runs every step of it again.
+    fn retried_block(&mut self, s: &StepSpec, frontier: Frontier) -> Frontier {
+        let Some(id) = s.step_id() else {
+            return frontier;
+        };
+        let mut inner = s.clone();
+        inner.retry = None;
+        let n = self.plan.nodes.len();
+        self.plan.nodes.push(PlanNode {
+            id: id.clone(),
+            target: id.clone(),
+            retry: s.retry.clone(),
+            join: None,
+            input: None,
+            fan_out: None,
+        });
+        self.plan
+            .blocks
+            .insert(id.clone(), Plan::of_steps(std::slice::from_ref(&inner)));
+        self.connect(&frontier, &[n], false);
+        self.entries.insert(id, vec![n]);
+        vec![(n, Vec::new())]
     }
 }

@@ -2,7 +2,10 @@
 //! which failures a turn is tried again.
 
 use schemars::JsonSchema;
+use std::fmt;
+
 use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
 use troupe_runtime::ErrorKind;
 
 use crate::duration::HumanDuration;
@@ -32,9 +35,51 @@ pub struct RetrySpec {
     /// Exponential: the longest wait (default 30s).
     #[serde(default)]
     pub max_delay: Option<HumanDuration>,
-    /// Only these kinds of failure (all when absent); `rate_limit` means
-    /// `transient`, and `node` (a lost cluster node) runs the turn again on
-    /// another node hosting the agent, if there is one.
+    /// Only these failures (all when absent): kinds of failure
+    /// (`rate_limit` means `transient`; `node`, a lost cluster node, runs
+    /// the turn again on another node hosting the agent, if there is one),
+    /// or `{pattern: REGEX}` for failures whose text matches.
     #[serde(default)]
-    pub on: Option<Vec<ErrorKind>>,
+    pub on: Option<Vec<RetryOnSpec>>,
+}
+
+/// One entry of `retry.on`: a kind of failure, or a pattern its text
+/// matches.
+#[derive(Debug, Clone, PartialEq, JsonSchema)]
+#[serde(untagged)]
+pub enum RetryOnSpec {
+    /// A kind of failure.
+    Kind(ErrorKind),
+    /// A failure whose text matches.
+    Pattern(PatternSpec),
+}
+
+/// `{pattern: "rate limit|429"}`: failures whose text matches this
+/// regular expression (the `regex` crate's syntax).
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PatternSpec {
+    /// The regular expression.
+    pub pattern: String,
+}
+
+impl<'de> Deserialize<'de> for RetryOnSpec {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RetryOnSpec;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a kind of failure (`timeout`, `transient`, ...) or `{pattern: REGEX}`")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RetryOnSpec, E> {
+                ErrorKind::deserialize(de::value::StrDeserializer::<E>::new(v))
+                    .map(RetryOnSpec::Kind)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RetryOnSpec, A::Error> {
+                PatternSpec::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(RetryOnSpec::Pattern)
+            }
+        }
+        deserializer.deserialize_any(V)
+    }
 }

@@ -37,15 +37,16 @@ use crate::schema::{CONFIG_VERSION, ConfigFile, WorkflowSpec, collect_step_ids};
 use crate::tree::{FieldPath, Node};
 use troupe_runtime::USER;
 
-/// Checks a deserialized config. `removed` are the paths dropped while
+/// Checks a deserialized config (`source` is its text). `removed` are the paths dropped while
 /// deserializing (their errors are already reported).
 pub(crate) fn check(
     spec: &ConfigFile,
     tree: &Node,
     file: &Path,
+    source: &str,
     removed: &[FieldPath],
 ) -> Vec<Diagnostic> {
-    let mut c = Checker::new(file, tree, removed);
+    let mut c = Checker::new(file, source, tree, removed);
     let names = Defined::of(spec, removed);
 
     if spec.version != CONFIG_VERSION {

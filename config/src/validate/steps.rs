@@ -2,7 +2,7 @@
 //! blocks have ids, conditions judge steps defined before them and branch
 //! back only to earlier steps, and a loop has an exit.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::checker::{Checker, Defined, expected_names};
 use super::conditions::check_condition;
@@ -29,6 +29,7 @@ pub(super) fn check_steps(
         spec,
         has_stop: w.has_stop(),
         defined: Vec::new(),
+        retried: BTreeMap::new(),
     };
     check.list(c, base, steps, false);
     check.defined
@@ -40,6 +41,9 @@ struct StepCheck<'s> {
     spec: &'s ConfigFile,
     has_stop: bool,
     defined: Vec<String>,
+    /// Steps inside a parallel block with `retry:` (which runs as one
+    /// node, a nested workflow), with that block's id.
+    retried: BTreeMap<String, String>,
 }
 
 impl StepCheck<'_> {
@@ -166,6 +170,15 @@ impl StepCheck<'_> {
                         Some("at least one step".into()),
                     );
                 }
+                if s.retry.is_some()
+                    && let Some(block) = s.step_id()
+                {
+                    let mut inner = BTreeSet::new();
+                    collect_step_ids(children, &mut inner);
+                    for id in inner {
+                        self.retried.entry(id).or_insert_with(|| block.clone());
+                    }
+                }
                 self.list(c, &sp.key("steps"), children, true);
             }
         }
@@ -211,7 +224,15 @@ impl StepCheck<'_> {
             match branch.as_ref().map(|b| &b.0) {
                 Some(Branch::Goto(target)) => {
                     loops += 1;
-                    if !self.defined.contains(target) {
+                    if let Some(block) = self.retried.get(target) {
+                        c.value_error(
+                            &sp.key(field),
+                            format!(
+                                "step `{target}` is inside parallel block `{block}`, which has `retry:` and runs as a whole"
+                            ),
+                            Some(format!("the block itself: `{block}`")),
+                        );
+                    } else if !self.defined.contains(target) {
                         let msg = if all_ids.contains(target) {
                             format!(
                                 "step `{target}` is referenced before it exists (a branch may only go back to an earlier step)"

@@ -1,16 +1,96 @@
-//! `stop:`: a stop condition that can hold.
+//! `stop:`: a stop condition that can hold — an expression that parses
+//! (errors located inside it), or a mapping with something in it.
+
+use troupe_runtime::StopCondition;
 
 use super::checker::Checker;
-use crate::schema::StopSpec;
+use crate::error::Position;
+use crate::schema::{StopFields, StopForm, StopSpec};
 use crate::tree::FieldPath;
+
+/// Every kind an expression may use, for "expected" lists.
+const KINDS: &str = "max_messages(N), max_turns(N), token_budget(N), timeout(DURATION), \
+text_mention(TEXT [from SOURCE, ...]), text_message[(SOURCE, ...)], source_match(SOURCE, ...), \
+handoff(TARGET), stop_message, function_call(TOOL)";
 
 /// Checks the stop condition at `path` and the ones it nests.
 pub(super) fn check_stop(c: &mut Checker<'_>, path: &FieldPath, s: &StopSpec) {
+    match &s.0 {
+        StopForm::Expr(text) => check_expr(c, path, text),
+        StopForm::Fields(f) => check_fields(c, path, f),
+    }
+}
+
+/// Where character `offset` (from 0) of the string value at `path` is
+/// written: inside a one-line plain or quoted scalar; else the value.
+fn position_in(c: &Checker<'_>, path: &FieldPath, offset: usize) -> Position {
+    let start = c.value_start(path);
+    let first: String = c
+        .source_line(start.line)
+        .map(|l| {
+            l.chars()
+                .skip(start.column.saturating_sub(1) as usize)
+                .collect()
+        })
+        .unwrap_or_default();
+    if first.starts_with('|') || first.starts_with('>') {
+        return start;
+    }
+    let quote = u32::from(first.starts_with('"') || first.starts_with('\''));
+    let offset = u32::try_from(offset).unwrap_or(u32::MAX);
+    Position::new(start.line, start.column + quote + offset)
+}
+
+fn check_expr(c: &mut Checker<'_>, path: &FieldPath, text: &str) {
+    match StopCondition::parse(text) {
+        Err(e) => {
+            let at = position_in(c, path, e.offset);
+            c.error_at(
+                at,
+                path,
+                format!("stop expression: {}", e.message),
+                Some(KINDS.into()),
+            );
+        }
+        Ok(cond) => {
+            if let Some(i) = external_at(text, &cond) {
+                let at = position_in(c, path, i);
+                c.error_at(
+                    at,
+                    path,
+                    "`external` has no handle in a config: `troupe run` already stops gracefully on Ctrl-C or SIGTERM (the caller's external stop)",
+                    Some(format!("a condition a run can meet: {KINDS}")),
+                );
+            }
+        }
+    }
+}
+
+/// Where `external` is written, if the condition uses it.
+fn external_at(text: &str, cond: &StopCondition) -> Option<usize> {
+    if !cond
+        .to_string()
+        .split([' ', '(', ')'])
+        .any(|w| w == "external")
+    {
+        return None;
+    }
+    let i = text.match_indices("external").map(|(i, _)| i).find(|&i| {
+        let before = text[..i].chars().next_back();
+        !before.is_some_and(|b| b.is_alphanumeric() || b == '_')
+    })?;
+    Some(text[..i].chars().count())
+}
+
+fn check_fields(c: &mut Checker<'_>, path: &FieldPath, s: &StopFields) {
     let given = s.max_messages.is_some()
         || s.max_turns.is_some()
         || s.text_mention.is_some()
         || s.source_match.is_some()
+        || s.text_message.is_some()
         || s.handoff.is_some()
+        || s.stop_message.is_some()
+        || s.function_call.is_some()
         || s.token_budget.is_some()
         || s.timeout.is_some()
         || s.all.is_some()
@@ -19,7 +99,7 @@ pub(super) fn check_stop(c: &mut Checker<'_>, path: &FieldPath, s: &StopSpec) {
         c.error(
             path,
             "an empty stop condition never holds",
-            Some("one of `max_messages`, `max_turns`, `text_mention`, `source_match`, `handoff`, `token_budget`, `timeout`, `all`, `any`".into()),
+            Some("one of `max_messages`, `max_turns`, `text_mention`, `source_match`, `text_message`, `handoff`, `stop_message`, `function_call`, `token_budget`, `timeout`, `all`, `any`".into()),
         );
     }
     // A count of 0 holds before the first turn: the run would do nothing.
@@ -33,6 +113,25 @@ pub(super) fn check_stop(c: &mut Checker<'_>, path: &FieldPath, s: &StopSpec) {
                 &path.key(field),
                 format!("`{field}: 0` stops the run before it starts"),
                 Some("a number of at least 1".into()),
+            );
+        }
+    }
+    if s.stop_message == Some(false) {
+        c.value_error(
+            &path.key("stop_message"),
+            "`stop_message: false` never holds",
+            Some("`stop_message: true` (or no `stop_message`)".into()),
+        );
+    }
+    for (field, list) in [
+        ("source_match", &s.source_match),
+        ("text_message", &s.text_message),
+    ] {
+        if list.as_ref().is_some_and(Vec::is_empty) {
+            c.value_error(
+                &path.key(field),
+                "an empty list never holds",
+                Some("the agents whose messages count".into()),
             );
         }
     }
