@@ -11,6 +11,10 @@ pub(crate) enum Trigger<'a> {
         message: &'a Message,
         produced: bool,
     },
+    /// A message a turn kept in the agent's own thread (its tool calls
+    /// and results): only conditions on tool calls judge it, and nothing
+    /// counts it.
+    Inner(&'a Message),
     /// A turn ended.
     Turn,
     /// The run has lasted its shortest timeout.
@@ -84,7 +88,7 @@ impl StopTracker {
             }
             Trigger::Turn => self.turns += 1,
             Trigger::Timeout => self.timed_out = true,
-            Trigger::External => {}
+            Trigger::External | Trigger::Inner(_) => {}
         }
         let counters = Counters {
             messages: self.messages,
@@ -173,6 +177,10 @@ fn eval(
                 ))
             }),
         StopCondition::FunctionCall(name) => produced
+            .or(match trigger {
+                Trigger::Inner(m) => Some(*m),
+                _ => None,
+            })
             .filter(|m| calls(m, name))
             .and_then(|m| reason(format!("'{}' called '{name}'", m.source))),
         StopCondition::TextMessage(sources) => produced
@@ -355,6 +363,13 @@ mod tests {
         };
         assert!(t.observe(produced(&call("other"))).is_none());
         assert!(t.observe(produced(&Message::text("a", "search"))).is_none());
+        // A call kept in the agent's own thread counts too, and only here.
+        let mut counted = StopTracker::new(
+            StopCondition::function_call("search") | StopCondition::max_messages(1),
+        );
+        let r = counted.observe(Trigger::Inner(&call("search"))).unwrap();
+        assert_eq!(r.condition, "function_call(search)");
+        assert_eq!(counted.state().messages, 0);
         assert!(t.observe(produced(&call("search"))).is_some());
         let mut t = StopTracker::new(StopCondition::function_call("search"));
         let result = Message::new(

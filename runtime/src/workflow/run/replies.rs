@@ -58,6 +58,11 @@ impl RunState {
             if let Some(u) = m.usage {
                 self.tally.usage += u;
             }
+            // A tool call kept in the agent's own thread still ends a run
+            // waiting for it (`function_call`).
+            if let Some(reason) = self.observe(Trigger::Inner(&m)) {
+                self.phase.stop_gracefully(RunStatus::Stopped(reason));
+            }
             self.threads.slot_mut(slot).push(m);
         }
         let mut produced = Vec::with_capacity(reply.messages.len());
