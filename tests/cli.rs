@@ -87,6 +87,10 @@ fn every_example_runs_offline_with_its_final_response() {
             "CLEARED: no commitments beyond the release itself.",
         ),
         (
+            "parallel_retry.yaml",
+            "Laptop A: lighter and 400 EUR cheaper; take B only if you need 32 GB.",
+        ),
+        (
             "newsroom.yaml",
             "RUST 2024 EDITION SHIPS — Rust's 2024 edition shipped with Rust 1.85, nine years after 1.0; like every edition, it changes defaults without breaking old code, because each crate picks its own edition.",
         ),

@@ -98,6 +98,11 @@ struct State {
     calls: usize,
     /// The requests received, while [`ScriptedModel::record_requests`] is on.
     requests: Vec<ChatRequest>,
+    /// By the conversation: the positions of error replies already given,
+    /// in order. A failed call adds no answer to the conversation, so the
+    /// retry would be shown the same error for ever; each is given once,
+    /// and the script then goes on as if it were not there.
+    failed: Vec<usize>,
 }
 
 /// A model that answers from a script: a list of replies used in order, or
@@ -175,6 +180,7 @@ impl ScriptedModel {
                 source,
                 calls: 0,
                 requests: Vec::new(),
+                failed: Vec::new(),
             }),
         }
     }
@@ -245,12 +251,14 @@ impl ScriptedModel {
     /// The reply to `request`, and the number its tool calls' ids carry:
     /// the call's number, or by the conversation the position's.
     fn next_reply(&self, request: &ChatRequest) -> Result<(usize, ScriptedReply), ModelError> {
-        let mut state = self.lock();
+        let mut guard = self.lock();
+        let state = &mut *guard;
         state.calls += 1;
         let mut call = state.calls;
         if self.record {
             state.requests.push(request.clone());
         }
+        let failed = &mut state.failed;
         let reply = match &mut state.source {
             Source::List { replies, next } => {
                 let index = match self.position {
@@ -259,11 +267,20 @@ impl ScriptedModel {
                         *next - 1
                     }
                     Position::Conversation => {
-                        let index = request
+                        let mut index = request
                             .messages
                             .iter()
                             .filter(|m| matches!(m, ChatMessage::Assistant { .. }))
                             .count();
+                        for &f in failed.iter() {
+                            if f <= index {
+                                index += 1;
+                            }
+                        }
+                        if matches!(replies.get(index), Some(ScriptedReply::Error(_))) {
+                            failed.push(index);
+                            failed.sort_unstable();
+                        }
                         *next = (*next).max(index + 1);
                         call = index + 1;
                         index
@@ -479,6 +496,21 @@ mod tests {
         assert_eq!(second.tool_calls[0].id, "call_2_0");
         let first = model.complete(&after(0)).await.unwrap();
         assert_eq!(first.tool_calls[0].id, "call_1_0");
+    }
+
+    #[tokio::test]
+    async fn by_the_conversation_an_error_is_given_once_then_skipped() {
+        let model = ScriptedModel::new([
+            ScriptedReply::error("HTTP 429: rate limit"),
+            ScriptedReply::text("a"),
+            ScriptedReply::text("b"),
+        ])
+        .by_conversation();
+        // The retry of the failed call is shown the same conversation.
+        assert_eq!(said(&model, &after(0)).await, "error: HTTP 429: rate limit");
+        assert_eq!(said(&model, &after(0)).await, "a");
+        assert_eq!(said(&model, &after(1)).await, "b");
+        assert_eq!(said(&model, &after(0)).await, "a");
     }
 
     #[tokio::test]

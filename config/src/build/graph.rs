@@ -2,7 +2,13 @@
 //! [`Graph`]: nodes that record their outputs, transitions with their
 //! conditions, loops and limits.
 
-use troupe_runtime::{Graph, RouterBuilder, Scheduler, Workflow};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use troupe_runtime::{
+    Agent, AgentError, Graph, Message, MessageId, Reply, RouterBuilder, RunContext, Scheduler,
+    Thread, USER, Workflow,
+};
 
 use super::ctx::{Ctx, build_error};
 use super::retry::retry_policy;
@@ -22,7 +28,10 @@ impl Ctx<'_> {
         let mut g = Graph::builder();
         for n in &plan.nodes {
             match plan.blocks.get(&n.id) {
-                Some(block) => g = g.add_agent(self.block(name, &n.id, block, loop_limit).await?),
+                Some(block) => {
+                    let inner = self.block(name, &n.id, block, loop_limit).await?;
+                    g = g.add_agent(Block(inner));
+                }
                 None => g = g.add_agent_arc(self.node(&n.id, &n.target).await?),
             }
             if let Some(j) = n.join {
@@ -84,5 +93,51 @@ impl Ctx<'_> {
             .router(RouterBuilder::default())
             .build()
             .map_err(|e| build_error(format!("workflow `{name}`, block `{id}`: {e}")))
+    }
+}
+
+/// A retried parallel block's nested workflow, replying with every message
+/// its steps produced (as the steps after a block that is not retried see
+/// them), the whole run's usage on the last.
+struct Block(Workflow);
+
+#[async_trait]
+impl Agent for Block {
+    fn name(&self) -> &str {
+        Agent::name(&self.0)
+    }
+    fn description(&self) -> &str {
+        Agent::description(&self.0)
+    }
+    async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
+        let before = thread.len();
+        let mut reply = Agent::run(&self.0, thread, ctx).await?;
+        let (Some(inner), [_]) = (&reply.thread, reply.messages.as_slice()) else {
+            return Ok(reply);
+        };
+        // The inner thread: the input, what the steps produced, then the
+        // final response again (recorded as the block's answer).
+        let all = inner.messages();
+        let end = all.len().saturating_sub(1);
+        let mut produced: Vec<Message> = all
+            .get(before..end)
+            .unwrap_or_default()
+            .iter()
+            .filter(|m| *m.source != *USER)
+            .map(|m| {
+                let mut own = (**m).clone();
+                own.id = MessageId::new();
+                own.usage = None;
+                own.metadata
+                    .insert("inner_source".into(), m.source.to_string());
+                own
+            })
+            .collect();
+        if produced.len() > 1 {
+            produced.pop();
+            produced.extend(reply.messages.drain(..));
+            reply.messages = produced;
+        }
+        Ok(reply)
     }
 }
