@@ -135,7 +135,7 @@ impl Agent for Block {
             .collect();
         if produced.len() > 1 {
             produced.pop();
-            produced.extend(reply.messages.drain(..));
+            produced.append(&mut reply.messages);
             reply.messages = produced;
         }
         Ok(reply)
