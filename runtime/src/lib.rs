@@ -84,7 +84,7 @@ pub use run_error::{AgentError, BoxError, ErrorKind, RunError, Sourced};
 pub use session::{Session, SessionError};
 pub use sink::{ConsoleLines, EventOutput, EventSink, EventWriter, JsonLines};
 pub use state::{StateDelta, StateSnapshot};
-pub use stop::{ParseStopError, StopCondition, StopHandle, StopReason};
+pub use stop::{ParseStopError, STOP_KINDS, StopCondition, StopHandle, StopReason};
 pub use thread::{Thread, WorkflowState};
 pub use tokio_util::sync::CancellationToken;
 pub use troupe_router::{InboxConfig, Overflow, Router, RouterBuilder};

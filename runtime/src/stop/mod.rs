@@ -18,7 +18,7 @@ use std::time::Duration;
 use crate::message::Message;
 
 pub use handle::StopHandle;
-pub use parse::ParseStopError;
+pub use parse::{ParseStopError, STOP_KINDS};
 pub(crate) use tracker::{StopTracker, TrackerState, Trigger};
 
 /// When a run stops. Combine with `|` (any) and `&` (all).

@@ -29,8 +29,8 @@ impl fmt::Display for ParseStopError {
 
 impl std::error::Error for ParseStopError {}
 
-/// Every kind the syntax knows, for "expected" lists.
-pub(crate) const KINDS: &str = "max_messages(N), max_turns(N), token_budget(N), timeout(DURATION), \
+/// Every kind the syntax knows.
+pub const STOP_KINDS: &str = "max_messages(N), max_turns(N), token_budget(N), timeout(DURATION), \
 text_mention(TEXT [from SOURCE, ...]), text_message[(SOURCE, ...)], source_match(SOURCE, ...), \
 handoff(TARGET), stop_message, function_call(TOOL), external";
 
@@ -143,7 +143,7 @@ impl Parser {
             self.at += 1;
         }
         if self.at == start {
-            return Err(self.error(start, format!("expected a stop condition: one of {KINDS}")));
+            return Err(self.error(start, "expected a stop condition"));
         }
         let name: String = self.chars[start..self.at].iter().collect();
         let args = if self.eat('(') {
@@ -332,10 +332,7 @@ impl Parser {
                 ));
             }
             _ => {
-                return Err(self.error(
-                    at,
-                    format!("unknown stop condition `{name}`; expected one of {KINDS}"),
-                ));
+                return Err(self.error(at, format!("unknown stop condition `{name}`")));
             }
         })
     }

@@ -1,0 +1,88 @@
+//! `troupe validate` and `troupe run` on stop expressions and retries:
+//! a bad expression or pattern exits 2 with FILE:LINE:COL inside it; the
+//! parallel-retry example shows the block's retry in its events.
+
+// Test helpers may fail loudly: a broken fixture should stop the test.
+#![allow(clippy::expect_used)]
+
+mod common;
+use common::wait;
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+fn troupe(args: &[&str]) -> Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_troupe"))
+        .args(args)
+        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_MODEL")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start troupe");
+    wait(child, Duration::from_secs(30))
+}
+
+#[test]
+fn validate_locates_errors_inside_stop_expressions_and_retry_patterns() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "version: 1
+models:
+  m: {provider: scripted, replies: [hi]}
+agents:
+  a: {model: m}
+workflow:
+  steps:
+    - id: par
+      retry: {max_attempts: 1, on: [{pattern: \"429|(rate\"}]}
+      steps: [{agent: a}]
+  stop: max_turns(3) | text_mention(DONE from a) & nope
+",
+    )
+    .expect("write");
+    let out = troupe(&["validate", bad.to_str().expect("utf-8 path")]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.yaml:9:47: field `workflow.steps[0].retry.on[0].pattern`: invalid regular expression"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "bad.yaml:11:52: field `workflow.stop`: stop expression: unknown stop condition `nope`"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_parallel_retry_example_shows_the_blocks_retry() {
+    let out = troupe(&[
+        "run",
+        "--events",
+        "jsonl",
+        "examples/configs/parallel_retry.yaml",
+        "compare",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = String::from_utf8_lossy(&out.stdout);
+    let retry = events
+        .lines()
+        .find(|l| l.contains("\"retry\"") || l.contains("\"Retry\""))
+        .unwrap_or_else(|| panic!("no retry event:\n{events}"));
+    assert!(retry.contains("gather"), "{retry}");
+    assert!(retry.contains("\"attempt\":1"), "{retry}");
+}
