@@ -372,12 +372,7 @@ checkpoint: {store: sqlite, path: chat.db}
 }
 
 /// An agent that asks the user, answered across processes.
-///
-/// No YAML agent can ask yet: the `ask_user` tool comes with the
-/// human-in-the-loop work (issue 14, item 4). LEAD: adapt the config below
-/// to its syntax when it lands, and drop the `ignore`.
 #[test]
-#[ignore = "needs a YAML agent that asks the user (the `ask_user` tool)"]
 fn a_waiting_run_exits_3_and_answers_carry_it_on() {
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = write(
