@@ -428,3 +428,112 @@ checkpoint: {store: sqlite, path: state/team.db}
         ]
     );
 }
+
+#[test]
+fn a_waiting_run_without_a_durable_store_does_not_offer_a_resume() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let asks = "version: 1
+models:
+  m: {provider: scripted}
+agents:
+  clerk:
+    model: m
+    tools: [ask_user]
+    script: [{tool_call: {name: ask_user, arguments: {question: \"Which order?\"}}}, Noted.]
+";
+    for (name, store) in [("none.yaml", ""), ("memory.yaml", "checkpoint: {store: memory}\n")] {
+        let cfg = write(dir.path(), name, &format!("{asks}{store}"));
+        let cfg = cfg.to_str().expect("utf-8");
+        let out = run(dir.path(), &["run", "--no-input", cfg, "refund"]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{name}: {err}");
+        assert!(err.contains("? clerk asks (clerk-"), "{name}: {err}");
+        assert!(
+            err.contains(&format!(
+                "waiting for input, but {cfg} keeps no checkpoint that outlives this process, so the run cannot be answered later: add `checkpoint: {{store: sqlite, path: runs.db}}`"
+            )),
+            "{name}: {err}"
+        );
+        assert!(!err.contains("--resume RUN"), "{name}: {err}");
+        assert!(!err.contains("answer with `troupe run"), "{name}: {err}");
+    }
+}
+
+#[test]
+fn the_example_config_is_answered_question_by_question() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let example = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/configs/human_in_the_loop.yaml");
+    let path = dir.path().join("human_in_the_loop.yaml");
+    std::fs::copy(&example, &path).expect("copy the example");
+    let cfg = path.to_str().expect("utf-8");
+
+    let out = run(dir.path(), &["run", "--no-input", cfg, "I was charged twice"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    // Its store is where the config says, next to it.
+    assert!(dir.path().join("state/human_in_the_loop.db").is_file());
+    let run_id = listed(dir.path(), cfg)[0]["run_id"]
+        .as_str()
+        .expect("a run id")
+        .to_string();
+
+    let answers = [
+        (
+            "clerk",
+            "Which order was charged twice, and how much was each charge?",
+            "Order A-1001, 49.99 twice.",
+        ),
+        (
+            "clerk",
+            r#"approve calculator({"expression":"2 * 49.99 - 49.99"})? yes/no"#,
+            "yes",
+        ),
+        (
+            "supervisor",
+            "Sign the refund off? Write a note for the customer, or what to change.",
+            "Signed off: the refund shows within 5 days.",
+        ),
+    ];
+    for (n, (agent, question, answer)) in answers.iter().enumerate() {
+        let waiting = listed(dir.path(), cfg)[0].clone();
+        assert_eq!(waiting["status"], "waiting_for_input", "{waiting}");
+        assert_eq!(waiting["requests"].as_array().map(Vec::len), Some(1));
+        assert_eq!(waiting["requests"][0]["agent"], *agent, "{waiting}");
+        let id = request_id(&waiting["requests"], question);
+        let out = run(
+            dir.path(),
+            &[
+                "run",
+                "--no-input",
+                "--events",
+                "jsonl",
+                "--resume",
+                &run_id,
+                "--answer",
+                &format!("{id}={answer}"),
+                cfg,
+            ],
+        );
+        let last = n == answers.len() - 1;
+        let code = if last { 0 } else { 3 };
+        assert_eq!(out.status.code(), Some(code), "{question}: {}", text(&out.stderr));
+        if n == 1 {
+            // The approved calculator ran, and the clerk told the customer.
+            let ran = tool_results(&out);
+            assert_eq!(ran[0].1["content"], "49.99", "{ran:?}");
+            assert_eq!(ran[0].0, "refund-desk/clerk", "{ran:?}");
+            assert!(produced(&out).contains(&(
+                "refund-desk/clerk".to_string(),
+                "I refunded the duplicate charge of 49.99 on order A-1001.".to_string()
+            )));
+        }
+        if last {
+            let result = result_line(&out);
+            assert_eq!(result["status"], "completed", "{result}");
+            assert_eq!(result["final_response"], *answer);
+        }
+    }
+    let done = listed(dir.path(), cfg);
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0]["status"], "completed", "{}", done[0]);
+}
