@@ -40,7 +40,12 @@ fn tool_results(out: &Output) -> Vec<(String, Value)> {
     jsonl(out)
         .into_iter()
         .filter(|e| e["type"] == "tool_result")
-        .map(|e| (e["path"].as_str().expect("a path").to_string(), e["result"].clone()))
+        .map(|e| {
+            (
+                e["path"].as_str().expect("a path").to_string(),
+                e["result"].clone(),
+            )
+        })
         .collect()
 }
 
@@ -138,7 +143,14 @@ fn two_parallel_questions_in_a_nested_workflow_are_answered_in_two_processes() {
     let out = run(
         dir.path(),
         &[
-            "run", "--no-input", "--events", "jsonl", "--run-id", "j", cfg, "a t-shirt",
+            "run",
+            "--no-input",
+            "--events",
+            "jsonl",
+            "--run-id",
+            "j",
+            cfg,
+            "a t-shirt",
         ],
     );
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
@@ -165,11 +177,21 @@ fn two_parallel_questions_in_a_nested_workflow_are_answered_in_two_processes() {
     let inner = colour.trim_start_matches("survey/");
     let out = run(
         dir.path(),
-        &["run", "--resume", "s", "--answer", &format!("{inner}=red"), cfg],
+        &[
+            "run",
+            "--resume",
+            "s",
+            "--answer",
+            &format!("{inner}=red"),
+            cfg,
+        ],
     );
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains(&format!("run `s` has no question `{inner}`")), "{err}");
+    assert!(
+        err.contains(&format!("run `s` has no question `{inner}`")),
+        "{err}"
+    );
     assert!(
         err.contains(&format!(
             "it waits on: {colour} (survey: Which colour?), {size} (survey: Which size?)"
@@ -205,7 +227,10 @@ fn two_parallel_questions_in_a_nested_workflow_are_answered_in_two_processes() {
     assert_eq!(bob[0].1["content"], "large");
     assert_eq!(
         produced(&out),
-        [("workflow/survey/bob".to_string(), "bob: size noted".to_string())]
+        [(
+            "workflow/survey/bob".to_string(),
+            "bob: size noted".to_string()
+        )]
     );
     let s = run_listed(dir.path(), cfg, "s");
     assert_eq!(s["requests"].as_array().map(Vec::len), Some(1), "{s}");
@@ -269,7 +294,16 @@ checkpoint: {store: sqlite, path: state/runs.db}
 fn asks_for_approval(dir: &Path, cfg: &str, id: &str) -> String {
     let out = run(
         dir,
-        &["run", "--no-input", "--events", "jsonl", "--run-id", id, cfg, "refund"],
+        &[
+            "run",
+            "--no-input",
+            "--events",
+            "jsonl",
+            "--run-id",
+            id,
+            cfg,
+            "refund",
+        ],
     );
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
     assert!(tool_results(&out).is_empty(), "the tool ran unapproved");
@@ -372,7 +406,16 @@ checkpoint: {store: sqlite, path: state/team.db}
     let cfg = path.to_str().expect("utf-8");
     let out = run(
         dir.path(),
-        &["run", "--no-input", "--events", "jsonl", "--run-id", "t", cfg, "a post"],
+        &[
+            "run",
+            "--no-input",
+            "--events",
+            "jsonl",
+            "--run-id",
+            "t",
+            cfg,
+            "a post",
+        ],
     );
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
     let result = result_line(&out);
@@ -380,7 +423,10 @@ checkpoint: {store: sqlite, path: state/team.db}
     let request = &result["requests"][0];
     assert_eq!(request["agent"], "me");
     let id = request_id(&result["requests"], "Your note on the draft?");
-    assert_eq!(run_listed(dir.path(), cfg, "t")["requests"], result["requests"]);
+    assert_eq!(
+        run_listed(dir.path(), cfg, "t")["requests"],
+        result["requests"]
+    );
 
     let out = run(
         dir.path(),
@@ -402,7 +448,10 @@ checkpoint: {store: sqlite, path: state/team.db}
         produced(&out),
         [
             ("workflow/me".to_string(), "make it shorter".to_string()),
-            ("workflow/writer".to_string(), "draft two, shorter".to_string()),
+            (
+                "workflow/writer".to_string(),
+                "draft two, shorter".to_string()
+            ),
         ]
     );
     let result = result_line(&out);
@@ -441,7 +490,10 @@ agents:
     tools: [ask_user]
     script: [{tool_call: {name: ask_user, arguments: {question: \"Which order?\"}}}, Noted.]
 ";
-    for (name, store) in [("none.yaml", ""), ("memory.yaml", "checkpoint: {store: memory}\n")] {
+    for (name, store) in [
+        ("none.yaml", ""),
+        ("memory.yaml", "checkpoint: {store: memory}\n"),
+    ] {
         let cfg = write(dir.path(), name, &format!("{asks}{store}"));
         let cfg = cfg.to_str().expect("utf-8");
         let out = run(dir.path(), &["run", "--no-input", cfg, "refund"]);
@@ -468,7 +520,10 @@ fn the_example_config_is_answered_question_by_question() {
     std::fs::copy(&example, &path).expect("copy the example");
     let cfg = path.to_str().expect("utf-8");
 
-    let out = run(dir.path(), &["run", "--no-input", cfg, "I was charged twice"]);
+    let out = run(
+        dir.path(),
+        &["run", "--no-input", cfg, "I was charged twice"],
+    );
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
     // Its store is where the config says, next to it.
     assert!(dir.path().join("state/human_in_the_loop.db").is_file());
@@ -516,7 +571,12 @@ fn the_example_config_is_answered_question_by_question() {
         );
         let last = n == answers.len() - 1;
         let code = if last { 0 } else { 3 };
-        assert_eq!(out.status.code(), Some(code), "{question}: {}", text(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{question}: {}",
+            text(&out.stderr)
+        );
         if n == 1 {
             // The approved calculator ran, and the clerk told the customer.
             let ran = tool_results(&out);
@@ -583,7 +643,10 @@ fn on_a_terminal_the_questions_are_asked_inline() {
     let mut stdin = child.stdin.take().expect("stdin");
     let out = common::lines(child.stdout.take().expect("stdout"));
     let typed = [
-        ("Which order was charged twice", "Order A-1001, 49.99 twice."),
+        (
+            "Which order was charged twice",
+            "Order A-1001, 49.99 twice.",
+        ),
         ("approve calculator(", "yes"),
         ("Sign the refund off?", "Signed off inline."),
     ];
