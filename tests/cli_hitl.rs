@@ -82,7 +82,8 @@ fn run_listed(dir: &Path, cfg: &str, id: &str) -> Value {
 }
 
 /// A `steps:` workflow whose first step is a named workflow running two
-/// agents in parallel, each asking the user.
+/// agents in parallel, each asking the user, and then a step that needs
+/// both.
 const NESTED: &str = "version: 1
 models:
   m: {provider: scripted}
@@ -99,6 +100,7 @@ agents:
     script:
       - tool_call: {name: ask_user, arguments: {question: \"Which size?\"}}
       - \"bob: size noted\"
+  summary: {model: m, script: [\"summary: colour and size\"]}
   editor: {model: m, script: [\"editor: both noted\"]}
 workflows:
   survey:
@@ -106,6 +108,7 @@ workflows:
       - type: parallel
         id: both
         steps: [{agent: alice}, {agent: bob}]
+      - agent: summary
 workflow:
   steps:
     - workflow: survey
@@ -259,6 +262,18 @@ fn two_parallel_questions_in_a_nested_workflow_are_answered_in_two_processes() {
     assert_eq!(alice.len(), 1, "{alice:?}");
     assert_eq!(alice[0].0, "workflow/survey/alice");
     assert_eq!(alice[0].1["content"], "red");
+    // The step after the parallel block ran once both had their answer,
+    // and the run went on from it.
+    assert_eq!(
+        produced(&out),
+        [
+            ("workflow/survey/alice", "alice: colour noted"),
+            ("workflow/survey/summary", "summary: colour and size"),
+            ("workflow/survey", "summary: colour and size"),
+            ("workflow/editor", "editor: both noted"),
+        ]
+        .map(|(p, t)| (p.to_string(), t.to_string()))
+    );
     let s = run_listed(dir.path(), cfg, "s");
     assert_eq!(s["status"], "completed", "{s}");
 
