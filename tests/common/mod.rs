@@ -146,3 +146,49 @@ pub fn final_thread(cfg: &Path, run_id: &str) -> troupe::Thread {
         r.thread
     })
 }
+
+/// The `tool_result` events of a `--events jsonl` run: (path, result).
+pub fn tool_results(out: &Output) -> Vec<(String, serde_json::Value)> {
+    jsonl(out)
+        .into_iter()
+        .filter(|e| e["type"] == "tool_result")
+        .map(|e| {
+            (
+                e["path"].as_str().expect("a path").to_string(),
+                e["result"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// The texts the run's `message_produced` events carry: (path, text).
+pub fn produced(out: &Output) -> Vec<(String, String)> {
+    jsonl(out)
+        .into_iter()
+        .filter(|e| e["type"] == "message_produced")
+        .filter_map(|e| {
+            let text = e["message"]["content"]["Text"].as_str()?.to_string();
+            Some((e["path"].as_str()?.to_string(), text))
+        })
+        .collect()
+}
+
+/// The ids of the requests a result (or a listed run) waits on, by prompt.
+pub fn request_id(requests: &serde_json::Value, prompt: &str) -> String {
+    requests
+        .as_array()
+        .expect("requests")
+        .iter()
+        .find(|q| q["prompt"] == prompt)
+        .and_then(|q| q["id"].as_str())
+        .unwrap_or_else(|| panic!("no request `{prompt}` in {requests}"))
+        .to_string()
+}
+
+/// Run `id` as `troupe runs --json` lists it.
+pub fn run_listed(dir: &Path, cfg: &str, id: &str) -> serde_json::Value {
+    listed(dir, cfg)
+        .into_iter()
+        .find(|r| r["run_id"] == id)
+        .unwrap_or_else(|| panic!("run `{id}` not listed"))
+}
