@@ -82,18 +82,22 @@ mod tests {
     async fn follows_paused_time_exactly() {
         let t0 = now();
         tokio::time::advance(Duration::from_millis(1500)).await;
-        assert_eq!(now().duration_since(t0).ok(), Some(Duration::from_millis(1500)));
+        assert_eq!(
+            now().duration_since(t0).ok(),
+            Some(Duration::from_millis(1500))
+        );
         tokio::time::sleep(Duration::from_secs(60)).await;
-        assert_eq!(now().duration_since(t0).ok(), Some(Duration::from_millis(61_500)));
+        assert_eq!(
+            now().duration_since(t0).ok(),
+            Some(Duration::from_millis(61_500))
+        );
     }
 
     #[test]
     fn tracks_the_wall_clock_outside_a_runtime() {
         let wall = SystemTime::now();
         let ours = now();
-        let gap = ours
-            .duration_since(wall)
-            .unwrap_or_else(|e| e.duration());
+        let gap = ours.duration_since(wall).unwrap_or_else(|e| e.duration());
         assert!(gap < Duration::from_secs(5), "{gap:?}");
     }
 }

@@ -83,12 +83,7 @@ impl Inboxes {
             return;
         }
         // Messages held already go first.
-        if routed
-            && !self.inboxes[target]
-                .config()
-                .senders
-                .accepts(&m.source)
-        {
+        if routed && !self.inboxes[target].config().senders.accepts(&m.source) {
             return;
         }
         self.hold(spec, ctx, target, m);
@@ -165,9 +160,7 @@ impl Inboxes {
                 ctx.emit_with(delivered);
                 emit_dropped(ctx, spec, target, d.message.id, d.reason.to_string());
             }
-            Push::Dropped(d) => {
-                emit_dropped(ctx, spec, target, d.message.id, d.reason.to_string())
-            }
+            Push::Dropped(d) => emit_dropped(ctx, spec, target, d.message.id, d.reason.to_string()),
             Push::Rejected(m) => self.hold(spec, ctx, target, m),
             Push::Filtered(_) => return,
         }

@@ -2,8 +2,6 @@
 //! by inbox readiness without a graph, by supersteps or by dataflow with
 //! one — and the run's end once nothing is left in flight.
 
-
-
 use ractor::ActorRef;
 use troupe_router::Readiness;
 
