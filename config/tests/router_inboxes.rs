@@ -247,8 +247,7 @@ workflow:
         max_wait: 1m
 ";
     let err = Config::parse(&format!("{MODELS}{graph}"), "t.yaml")
-        .err()
-        .expect("refused")
+        .expect_err("refused")
         .to_string();
     assert!(
         err.contains("t.yaml:18:9: field `workflow.router.routes[1].batch_size`: `batch_size` cannot apply in a workflow with a graph or steps"),
@@ -272,8 +271,7 @@ workflow:
       - {from: a, to: b, max_wait: 1m}
 ";
     let err = Config::parse(&format!("{MODELS}{steps}"), "t.yaml")
-        .err()
-        .expect("refused")
+        .expect_err("refused")
         .to_string();
     assert!(
         err.contains("field `workflow.router.routes[1].max_wait`: `max_wait` cannot apply"),

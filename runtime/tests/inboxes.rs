@@ -214,8 +214,7 @@ async fn a_graph_refuses_batch_size_and_max_wait() {
                     .add_route_with("a", "b", config),
             )
             .build()
-            .err()
-            .expect("refused");
+            .expect_err("refused");
         assert!(
             matches!(&err, BuildError::InboxSettingInGraph { agent, setting: s } if agent == "b" && *s == setting),
             "{err}"
