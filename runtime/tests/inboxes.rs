@@ -433,3 +433,24 @@ async fn graph_capacity_reject_holds_the_message_for_the_next_activation() {
         .collect();
     assert_eq!(b_pending, ["m2"]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn graph_messages_held_when_the_run_ends_stay_pending_in_order() {
+    // b is never activated: its full inbox and the message held outside it
+    // are all returned as pending, in arrival order, none dropped.
+    let g = Graph::builder()
+        .add_agent(says("a", "go"))
+        .add_agent(reader("b"))
+        .add_transition("a", "b", troupe_runtime::Condition::text_contains("never"))
+        .build()
+        .unwrap();
+    let (r, events) = run_graph(g, capped_graph_router(Overflow::Reject), inputs(3)).await;
+    assert!(seen_by(&r, "b").is_empty());
+    assert!(dropped(&events).is_empty(), "{events:?}");
+    assert_eq!(held(&events), 1);
+    let pending: Vec<_> = r.thread.state().unwrap().pending["b"]
+        .iter()
+        .map(|m| m.text_content().into_owned())
+        .collect();
+    assert_eq!(pending, ["m0", "m1", "m2"]);
+}
