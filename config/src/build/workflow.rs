@@ -46,6 +46,11 @@ impl Ctx<'_> {
             .clone()
             .or_else(|| self.config.spec().description.clone())
             .unwrap_or_default();
+        if let Some(plan) = &w.plan {
+            return self
+                .plan_workflow(name, description, plan, stop, w.max_concurrency)
+                .await;
+        }
         // A preset checkpoints itself, after each of its turns or
         // supersteps.
         if let Some(team) = self
