@@ -7,7 +7,7 @@ use crate::tree::FieldPath;
 /// Checks the context policy at `path`.
 pub(super) fn check_context(c: &mut Checker<'_>, path: &FieldPath, context: &ContextSpec) {
     match (context.last, context.max_tokens) {
-        (None, None) => c.value_error(
+        (None, None) if !c.lost_part(path) => c.value_error(
             path,
             "a context policy needs its kind",
             Some("`last: N` or `max_tokens: N`".into()),

@@ -18,7 +18,9 @@ pub(super) struct PlanText {
 }
 
 impl PlanText {
-    /// The layout of the plan text at `path`.
+    /// The layout of the plan text at `path`. The parser places a block
+    /// scalar at its content's first line; the line above then ends with
+    /// the indicator (`|`, `|-`, `>2`…).
     pub(super) fn of(c: &Checker<'_>, path: &FieldPath) -> PlanText {
         let start = c.value_start(path);
         let first = c
@@ -29,20 +31,46 @@ impl PlanText {
                     .collect::<String>()
             })
             .unwrap_or_default();
-        let block = first.starts_with('|') || first.starts_with('>');
-        let block_indent = block.then(|| {
-            // The indentation of the first line with content.
-            (start.line + 1..start.line + 10_000)
+        let indicator = |l: &str| {
+            let l = l.trim_end().trim_end_matches(|ch: char| ch.is_ascii_digit() || ch == '-' || ch == '+');
+            l.ends_with('|') || l.ends_with('>')
+        };
+        let quote = u32::from(first.starts_with('"') || first.starts_with('\''));
+        if indicator(&first) {
+            // Placed at the indicator: the content starts on the next line.
+            let indent = (start.line + 1..start.line.saturating_add(10_000))
                 .map_while(|l| c.source_line(l))
                 .find(|l| !l.trim().is_empty())
                 .map_or(0, |l| {
                     u32::try_from(l.len() - l.trim_start_matches(' ').len()).unwrap_or(0)
-                })
+                });
+            return PlanText {
+                start,
+                block_indent: Some(indent),
+                quote: 0,
+            };
+        }
+        let above = start
+            .line
+            .checked_sub(1)
+            .and_then(|l| c.source_line(l))
+            .unwrap_or_default();
+        // Only indentation before the value: it is not on its key's line.
+        let alone = c.source_line(start.line).is_some_and(|l| {
+            l.chars()
+                .take(start.column.saturating_sub(1) as usize)
+                .all(|ch| ch == ' ')
         });
-        let quote = u32::from(first.starts_with('"') || first.starts_with('\''));
+        if quote == 0 && alone && indicator(above) {
+            return PlanText {
+                start: Position::new(start.line - 1, start.column),
+                block_indent: Some(start.column.saturating_sub(1)),
+                quote: 0,
+            };
+        }
         PlanText {
             start,
-            block_indent,
+            block_indent: None,
             quote,
         }
     }
