@@ -116,7 +116,11 @@ impl Ctx<'_> {
 
     /// Step `id` of `plan`: its `steps` entry, or the agent of that name
     /// asked to carry out its step.
-    async fn plan_step(&mut self, id: &str, plan: &PlanSectionSpec) -> Result<PlanStep, ConfigError> {
+    async fn plan_step(
+        &mut self,
+        id: &str,
+        plan: &PlanSectionSpec,
+    ) -> Result<PlanStep, ConfigError> {
         let (agent, request, description) = match plan.steps.get(id) {
             Some(s) => (s.agent.as_str(), s.request.clone(), s.description.clone()),
             None => (id, None, None),

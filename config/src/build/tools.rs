@@ -63,7 +63,11 @@ impl Ctx<'_> {
     ) -> Result<Arc<dyn Tool>, ConfigError> {
         let target = spec.target();
         if self.building_agents.iter().any(|a| a == target) {
-            let kind = if spec.agent.is_some() { "agent" } else { "workflow" };
+            let kind = if spec.agent.is_some() {
+                "agent"
+            } else {
+                "workflow"
+            };
             return Err(self.invalid(
                 &field.key(kind),
                 format!(

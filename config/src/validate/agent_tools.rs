@@ -81,10 +81,15 @@ pub(super) fn check_agent_tools(c: &mut Checker<'_>, names: &Defined, spec: &Con
 /// For each agent on a cycle of tool calls (reported once per cycle, at
 /// its first agent in name order), the path back to it: `(agent called,
 /// index of the tool entry of the agent before)`.
-fn cycles<'a>(calls: &BTreeMap<&'a str, Vec<(&'a str, usize)>>) -> Vec<(&'a str, Vec<(&'a str, usize)>)> {
+fn cycles<'a>(
+    calls: &BTreeMap<&'a str, Vec<(&'a str, usize)>>,
+) -> Vec<(&'a str, Vec<(&'a str, usize)>)> {
     let mut out: Vec<(&str, Vec<(&str, usize)>)> = Vec::new();
     for &start in calls.keys() {
-        if out.iter().any(|(_, path)| path.iter().any(|(a, _)| *a == start)) {
+        if out
+            .iter()
+            .any(|(_, path)| path.iter().any(|(a, _)| *a == start))
+        {
             continue;
         }
         // Depth-first search for a path back to `start`, iteratively.

@@ -133,7 +133,10 @@ pub(super) fn check_plan(
                     c.value_error(
                         &at,
                         format!("`{id}` is in the plan twice"),
-                        Some("each step once (give a step of the same agent another id in `steps`)".into()),
+                        Some(
+                            "each step once (give a step of the same agent another id in `steps`)"
+                                .into(),
+                        ),
                     );
                 }
                 used.push(id.clone());

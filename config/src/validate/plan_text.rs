@@ -32,7 +32,9 @@ impl PlanText {
             })
             .unwrap_or_default();
         let indicator = |l: &str| {
-            let l = l.trim_end().trim_end_matches(|ch: char| ch.is_ascii_digit() || ch == '-' || ch == '+');
+            let l = l
+                .trim_end()
+                .trim_end_matches(|ch: char| ch.is_ascii_digit() || ch == '-' || ch == '+');
             l.ends_with('|') || l.ends_with('>')
         };
         let quote = u32::from(first.starts_with('"') || first.starts_with('\''));
@@ -84,10 +86,9 @@ impl PlanText {
         let column = u32::try_from(column.max(1)).unwrap_or(u32::MAX);
         match self.block_indent {
             Some(indent) => Position::new(self.start.line.saturating_add(line), indent + column),
-            None if line == 1 => Position::new(
-                self.start.line,
-                self.start.column + self.quote + column - 1,
-            ),
+            None if line == 1 => {
+                Position::new(self.start.line, self.start.column + self.quote + column - 1)
+            }
             None => self.start,
         }
     }
