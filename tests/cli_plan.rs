@@ -189,3 +189,26 @@ workflow:
     assert!(all.contains("plan aborted: The shop is CLOSED"), "{all}");
     assert!(!all.contains("Ordered the latte"), "{all}");
 }
+
+#[test]
+fn graph_draws_a_text_plan_with_its_steps_and_agents() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = config(
+        dir.path(),
+        "plan.yaml",
+        &format!(
+            "{AGENTS}workflow:\n  plan:\n    text: |\n      RECIPE -> starbucks\n      mcdonalds\n    steps:\n      RECIPE: {{agent: barista, request: Suggest a drink}}\n"
+        ),
+    );
+    let out = run(&["graph", cfg.to_str().expect("utf-8 path")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let chart = text(&out.stdout);
+    for line in [
+        "n_RECIPE[\"RECIPE: barista\"]",
+        "n_user --> n_RECIPE",
+        "n_user --> n_mcdonalds",
+        "n_RECIPE --> n_starbucks",
+    ] {
+        assert!(chart.contains(line), "missing {line:?}:\n{chart}");
+    }
+}
