@@ -98,6 +98,18 @@ fn every_example_runs_offline_with_its_final_response() {
             Answer("Published: troupe 2.0 is out: declarative teams in YAML."),
         ),
         (
+            "agent_as_tool.yaml",
+            Answer(
+                "Yes: Rust removes most memory-safety bugs (checked), and large companies already ship it.",
+            ),
+        ),
+        (
+            "planning.yaml",
+            Answer(
+                "Lunch is on its way: an oat-milk latte from Starbucks and a McChicken meal from McDonald's.",
+            ),
+        ),
+        (
             "nested_legal.yaml",
             Answer("CLEARED: no commitments beyond the release itself."),
         ),

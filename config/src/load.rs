@@ -142,7 +142,7 @@ fn load_text(
         diagnostics.push(d);
     }
     let spec = spec?;
-    diagnostics.extend(validate::check(&spec, &tree, path, &removed));
+    diagnostics.extend(validate::check(&spec, &tree, path, text, &removed));
 
     stack.push(path.to_path_buf());
     let mut nested = BTreeMap::new();

@@ -18,15 +18,23 @@ pub(super) fn p(segments: &[&str]) -> FieldPath {
 /// Collects problems with positions.
 pub(super) struct Checker<'a> {
     file: &'a Path,
+    /// The file's text, for positions inside a string value.
+    source: &'a str,
     tree: &'a Node,
     removed: &'a [FieldPath],
     pub(super) diagnostics: Vec<Diagnostic>,
 }
 
 impl<'a> Checker<'a> {
-    pub(super) fn new(file: &'a Path, tree: &'a Node, removed: &'a [FieldPath]) -> Self {
+    pub(super) fn new(
+        file: &'a Path,
+        source: &'a str,
+        tree: &'a Node,
+        removed: &'a [FieldPath],
+    ) -> Self {
         Checker {
             file,
+            source,
             tree,
             removed,
             diagnostics: Vec::new(),
@@ -53,6 +61,29 @@ impl<'a> Checker<'a> {
     ) {
         let at = self.tree.value_position(path);
         self.push(at, path, message.into(), expected);
+    }
+
+    /// A problem inside the value at `path`, located at `at` (a position
+    /// found in the text of that value).
+    pub(super) fn error_at(
+        &mut self,
+        at: Position,
+        path: &FieldPath,
+        message: impl Into<String>,
+        expected: Option<String>,
+    ) {
+        self.push(at, path, message.into(), expected);
+    }
+
+    /// Where the value at `path` starts.
+    pub(super) fn value_start(&self, path: &FieldPath) -> Position {
+        self.tree.value_position(path)
+    }
+
+    /// Line `line` (from 1) of the file, without its line break.
+    pub(super) fn source_line(&self, line: u32) -> Option<&'a str> {
+        let index = usize::try_from(line).ok()?.checked_sub(1)?;
+        self.source.lines().nth(index)
     }
 
     /// Records a problem of the field at `path`, located at `at`.

@@ -5,15 +5,19 @@
 //! One file per topic; each checks its part of the config with a
 //! [`Checker`](checker::Checker), and [`check`] walks the whole file.
 
+mod agent_tools;
 mod agents;
 mod checker;
 mod checkpoint;
 mod conditions;
+mod context;
 mod graph;
 mod humans;
 mod loops;
 mod models;
 mod participants;
+mod plan;
+mod plan_text;
 mod retry;
 mod router;
 mod steps;
@@ -37,15 +41,16 @@ use crate::schema::{CONFIG_VERSION, ConfigFile, WorkflowSpec, collect_step_ids};
 use crate::tree::{FieldPath, Node};
 use troupe_runtime::USER;
 
-/// Checks a deserialized config. `removed` are the paths dropped while
+/// Checks a deserialized config (`source` is its text). `removed` are the paths dropped while
 /// deserializing (their errors are already reported).
 pub(crate) fn check(
     spec: &ConfigFile,
     tree: &Node,
     file: &Path,
+    source: &str,
     removed: &[FieldPath],
 ) -> Vec<Diagnostic> {
-    let mut c = Checker::new(file, tree, removed);
+    let mut c = Checker::new(file, source, tree, removed);
     let names = Defined::of(spec, removed);
 
     if spec.version != CONFIG_VERSION {
@@ -69,6 +74,7 @@ pub(crate) fn check(
     for (name, agent) in &spec.agents {
         check_agent(&mut c, &names, spec, &ids, name, agent);
     }
+    agent_tools::check_agent_tools(&mut c, &names, spec);
 
     for (name, w) in &spec.workflows {
         let base = p(&["workflows", name]);
