@@ -46,9 +46,9 @@ pub(super) fn check_router(
             Some("`routes:` (`from`, `to`)".into()),
         );
     }
-    // A graph (or steps, compiled into one) decides when a node runs, and
+    // A graph (or steps or a plan, compiled into one) decides when a node runs, and
     // the node reads its whole inbox: batching cannot apply there.
-    let in_graph = w.graph.is_some() || w.steps.is_some();
+    let in_graph = w.graph.is_some() || w.steps.is_some() || w.plan.is_some();
     for (i, route) in r.routes.iter().enumerate() {
         let rp = path.key("routes").index(i);
         check_route(c, names, &rp, route, &members);
