@@ -46,84 +46,150 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// How an example run ends.
+enum Ends {
+    /// Completed (exit 0), with this final response.
+    Answer(&'static str),
+    /// Waiting for input (exit 3): this agent asks this question.
+    Asks(&'static str, &'static str),
+}
+
 #[test]
 fn every_example_runs_offline_with_its_final_response() {
-    let table: &[(&str, &str)] = &[
-        ("round_robin.yaml", "APPROVE"),
+    use Ends::{Answer, Asks};
+    let table: &[(&str, Ends)] = &[
+        ("round_robin.yaml", Answer("APPROVE")),
         (
             "selector.yaml",
-            "LGTM: reverse() handles Unicode scalar values correctly.",
+            Answer("LGTM: reverse() handles Unicode scalar values correctly."),
         ),
         (
             "swarm.yaml",
-            "I have refunded the duplicate charge of 49.99; it will show within 5 days.",
+            Answer("I have refunded the duplicate charge of 49.99; it will show within 5 days."),
         ),
         (
             "sequential.yaml",
-            "Actors take one message at a time, share nothing, and are restarted when they crash: a safe home for LLM agents.",
+            Answer(
+                "Actors take one message at a time, share nothing, and are restarted when they crash: a safe home for LLM agents.",
+            ),
         ),
         (
             "map_reduce.yaml",
-            "Rust: safety without GC; Go: simple concurrency; Zig: explicit control.",
+            Answer("Rust: safety without GC; Go: simple concurrency; Zig: explicit control."),
         ),
         (
             "qa_loop.yaml",
-            "Published: Bonjour l'équipe, merci pour votre lecture",
+            Answer("Published: Bonjour l'équipe, merci pour votre lecture"),
         ),
         (
             "router_pipeline.yaml",
-            "We will re-send a corrected invoice today, and version 2.4.1 fixes the login crash.",
+            Answer(
+                "We will re-send a corrected invoice today, and version 2.4.1 fixes the login crash.",
+            ),
         ),
         (
             "mcp_team.yaml",
-            "Your espresso machine (order A-1001) was delivered on 4 May 2024. You can return it for a full refund within 30 days.",
+            Answer(
+                "Your espresso machine (order A-1001) was delivered on 4 May 2024. You can return it for a full refund within 30 days.",
+            ),
         ),
         (
             "nested.yaml",
-            "Published: troupe 2.0 is out: declarative teams in YAML.",
+            Answer("Published: troupe 2.0 is out: declarative teams in YAML."),
+        ),
+        (
+            "agent_as_tool.yaml",
+            Answer(
+                "Yes: Rust removes most memory-safety bugs (checked), and large companies already ship it.",
+            ),
+        ),
+        (
+            "planning.yaml",
+            Answer(
+                "Lunch is on its way: an oat-milk latte from Starbucks and a McChicken meal from McDonald's.",
+            ),
         ),
         (
             "nested_legal.yaml",
-            "CLEARED: no commitments beyond the release itself.",
+            Answer("CLEARED: no commitments beyond the release itself."),
         ),
         (
             "parallel_retry.yaml",
-            "Laptop A: lighter and 400 EUR cheaper; take B only if you need 32 GB.",
+            Answer("Laptop A: lighter and 400 EUR cheaper; take B only if you need 32 GB."),
         ),
         (
             "newsroom.yaml",
-            "RUST 2024 EDITION SHIPS — Rust's 2024 edition shipped with Rust 1.85, nine years after 1.0; like every edition, it changes defaults without breaking old code, because each crate picks its own edition.",
+            Answer(
+                "RUST 2024 EDITION SHIPS — Rust's 2024 edition shipped with Rust 1.85, nine years after 1.0; like every edition, it changes defaults without breaking old code, because each crate picks its own edition.",
+            ),
+        ),
+        (
+            "human_in_the_loop.yaml",
+            Asks(
+                "clerk",
+                "Which order was charged twice, and how much was each charge?",
+            ),
         ),
     ];
     // Every example in the directory is in the table.
-    let mut files: Vec<String> = std::fs::read_dir(root().join("examples/configs"))
+    let examples = root().join("examples/configs");
+    let mut files: Vec<String> = std::fs::read_dir(&examples)
         .expect("examples/configs")
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
         .filter(|n| n.ends_with(".yaml"))
-        // It ends waiting for the user's answers: tests/hitl.rs and
-        // config/tests/human_in_the_loop.rs run it.
-        .filter(|n| n != "human_in_the_loop.yaml")
         .collect();
     files.sort();
     let mut listed: Vec<String> = table.iter().map(|(f, _)| f.to_string()).collect();
     listed.sort();
     assert_eq!(files, listed, "an example config is missing from the table");
 
-    for (file, expected) in table {
-        let path = format!("examples/configs/{file}");
-        let out = run(&["run", "--quiet", &path, "a task"]);
-        assert_eq!(out.status.code(), Some(0), "{file}: {}", text(&out.stderr));
-        assert_eq!(text(&out.stdout).trim_end(), *expected, "{file}");
+    // Run from a copy, so that a store an example keeps lands there.
+    let dir = tempfile::tempdir().expect("tempdir");
+    for file in &files {
+        std::fs::copy(examples.join(file), dir.path().join(file)).expect("copy an example");
+    }
+    for (file, ends) in table {
+        let path = dir.path().join(file);
+        let path = path.to_str().expect("utf-8");
+        let quiet = run(&["run", "--quiet", path, "a task"]);
         // The pretty view says who spoke, and ends with the final response.
-        let out = run(&["run", &path, "a task"]);
-        assert_eq!(out.status.code(), Some(0), "{file}: {}", text(&out.stderr));
+        let out = run(&["run", path, "a task"]);
         let stdout = text(&out.stdout);
         assert!(stdout.contains("● "), "{file}: no speaker shown:\n{stdout}");
-        assert!(stdout.trim_end().ends_with(expected), "{file}:\n{stdout}");
         assert!(
             !stdout.contains("\x1b["),
             "{file}: colour without a terminal"
         );
+        match ends {
+            Answer(expected) => {
+                for out in [&quiet, &out] {
+                    assert_eq!(out.status.code(), Some(0), "{file}: {}", text(&out.stderr));
+                }
+                assert_eq!(text(&quiet.stdout).trim_end(), *expected, "{file}");
+                assert!(stdout.trim_end().ends_with(expected), "{file}:\n{stdout}");
+            }
+            // It waits for the user, saying who asks what, and how to answer.
+            Asks(agent, question) => {
+                for out in [&quiet, &out] {
+                    let err = text(&out.stderr);
+                    assert_eq!(out.status.code(), Some(3), "{file}: {err}");
+                    assert!(
+                        err.contains(&format!("? {agent} asks ({agent}-")),
+                        "{file}: {err}"
+                    );
+                    assert!(err.contains(&format!("): {question}\n")), "{file}: {err}");
+                    assert!(
+                        err.contains(&format!("troupe run {path} --resume ")),
+                        "{file}: {err}"
+                    );
+                }
+                assert_eq!(text(&quiet.stdout).trim_end(), "", "{file}");
+                assert!(
+                    stdout.contains(&format!("? {agent} asks: {question}")),
+                    "{file}:\n{stdout}"
+                );
+            }
+        }
     }
 }
 

@@ -7,40 +7,11 @@
 #![allow(clippy::expect_used, clippy::panic)]
 
 mod common;
-use common::wait;
+use common::{lines, listed, result_line, run, text, troupe, until, wait, write};
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
+use std::io::Write;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-const TROUPE: &str = env!("CARGO_BIN_EXE_troupe");
-
-/// A `troupe` command run offline, in `dir`.
-fn troupe(dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(TROUPE);
-    cmd.args(args)
-        .current_dir(dir)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    cmd
-}
-
-fn run(dir: &Path, args: &[&str]) -> Output {
-    wait(
-        troupe(dir, args).spawn().expect("start troupe"),
-        Duration::from_secs(30),
-    )
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 /// Three steps; the writer takes `delay`.
 fn steps(delay: &str) -> String {
@@ -60,12 +31,6 @@ checkpoint: {{store: sqlite, path: state/runs.db}}
     )
 }
 
-fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, body).expect("write config");
-    p
-}
-
 /// Sends `signal` (`INT`, `TERM`) to the child.
 fn signal(child: &Child, signal: &str) {
     let status = Command::new("kill")
@@ -73,52 +38,6 @@ fn signal(child: &Child, signal: &str) {
         .status()
         .expect("kill");
     assert!(status.success());
-}
-
-/// Lines of a child's pipe as they come, on a thread of their own.
-fn lines(pipe: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                return;
-            }
-        }
-    });
-    rx
-}
-
-/// Reads lines until one contains every one of `needles`; all of them.
-fn until(rx: &mpsc::Receiver<String>, needles: &[&str]) -> Vec<String> {
-    let mut seen = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < deadline {
-        if let Ok(l) = rx.recv_timeout(Duration::from_millis(100)) {
-            let hit = needles.iter().all(|n| l.contains(n));
-            seen.push(l);
-            if hit {
-                return seen;
-            }
-        }
-    }
-    panic!("never saw {needles:?} in:\n{}", seen.join("\n"));
-}
-
-/// The runs `troupe runs --json` lists.
-fn listed(dir: &Path, cfg: &str) -> Vec<serde_json::Value> {
-    let out = run(dir, &["runs", "--json", cfg]);
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    text(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect()
-}
-
-/// The result line of a `--events jsonl` run.
-fn result_line(out: &Output) -> serde_json::Value {
-    let stdout = text(&out.stdout);
-    let last = stdout.lines().last().expect("a result line");
-    serde_json::from_str(last).expect("JSON")
 }
 
 #[cfg(unix)]
@@ -372,12 +291,7 @@ checkpoint: {store: sqlite, path: chat.db}
 }
 
 /// An agent that asks the user, answered across processes.
-///
-/// No YAML agent can ask yet: the `ask_user` tool comes with the
-/// human-in-the-loop work (issue 14, item 4). LEAD: adapt the config below
-/// to its syntax when it lands, and drop the `ignore`.
 #[test]
-#[ignore = "needs a YAML agent that asks the user (the `ask_user` tool)"]
 fn a_waiting_run_exits_3_and_answers_carry_it_on() {
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = write(

@@ -6,7 +6,8 @@ use std::fmt::Write;
 use crate::load::Config;
 use crate::plan::Plan;
 use crate::refs::{ref_id, split_ref};
-use crate::schema::{PlacementSpec, WorkflowSpec};
+use crate::schema::{PlacementSpec, PlanSectionSpec, WorkflowSpec};
+use troupe_planning::PlanGraph;
 
 /// A Mermaid node id: letters, digits and `_` only (names may hold `-`
 /// or `#`), prefixed so it never collides with Mermaid keywords.
@@ -175,6 +176,8 @@ fn draw(c: &mut Chart, config: &Config, w: &WorkflowSpec, user: &str) {
         .or_else(|| w.steps.as_deref().map(Plan::of_steps))
     {
         draw_plan(c, config, &plan, user);
+    } else if let Some(p) = &w.plan {
+        draw_planning(c, config, p, user);
     }
     if let Some(r) = &w.router {
         // Routes: who hears whom (dotted when a graph decides who runs).
@@ -242,6 +245,56 @@ fn draw_plan(c: &mut Chart, config: &Config, plan: &Plan, user: &str) {
             };
         }
         c.edge(&ids[e.from], &ids[e.to], &text, back);
+    }
+}
+
+/// A `plan:` workflow: its text plan's steps and edges, its action groups
+/// (each group of several joined by a merge node), or its planner.
+fn draw_planning(c: &mut Chart, config: &Config, p: &PlanSectionSpec, user: &str) {
+    let step = |c: &mut Chart, id: &str| {
+        let agent = p.steps.get(id).map_or(id, |s| s.agent.as_str());
+        let text = if agent == id {
+            participant_label(config, id)
+        } else {
+            format!("{id}: {}", participant_label(config, agent))
+        };
+        c.node(id, &text, false)
+    };
+    if let Some(graph) = p.text.as_deref().and_then(|t| PlanGraph::parse(t).ok()) {
+        for id in graph.starts() {
+            let n = step(c, id);
+            c.edge(user, &n, "", false);
+        }
+        for (from, to) in graph.edges() {
+            let (a, b) = (step(c, from), step(c, to));
+            c.edge(&a, &b, "", false);
+        }
+    } else if let Some(groups) = &p.groups {
+        let mut prev = user.to_string();
+        for group in groups {
+            let ids: Vec<String> = group.iter().map(|id| step(c, id)).collect();
+            for id in &ids {
+                c.edge(&prev, id, "", false);
+            }
+            prev = match ids.as_slice() {
+                [one] => one.clone(),
+                _ => {
+                    let by = p.summarizer.as_deref().unwrap_or("collect");
+                    let merge = c.node(&group.join("+"), &format!("merge: {by}"), true);
+                    for id in &ids {
+                        c.edge(id, &merge, "", false);
+                    }
+                    merge
+                }
+            };
+        }
+    } else if let Some(planner) = &p.planner {
+        let n = c.node("planner", &format!("planner ({})", planner.model), true);
+        c.edge(user, &n, "", false);
+        for a in &planner.agents {
+            let id = c.node(ref_id(a), &participant_label(config, a), false);
+            c.edge(&n, &id, "plan step", true);
+        }
     }
 }
 

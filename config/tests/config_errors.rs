@@ -618,6 +618,180 @@ fn cases() -> Vec<Case> {
             "agents.b.node",
             "cannot see this workflow's steps",
         ),
+        with_base(
+            "plan text: empty step, inside a block scalar",
+            "workflow:\n  plan:\n    text: |\n      a -> b\n      b -> -> a\n",
+            "t.yaml:11:9",
+            "workflow.plan.text",
+            "line 2: position 2 of the path has an empty step id",
+        ),
+        with_base(
+            "plan text: cycle, inside a block scalar",
+            "workflow:\n  plan:\n    text: |\n      a -> b\n      b -> a\n",
+            "t.yaml:11:7",
+            "workflow.plan.text",
+            "line 2: b -> a -> b is a cycle",
+        ),
+        with_base(
+            "plan text: id with a space, block scalar kept as written",
+            "workflow:\n  plan:\n    text: |-\n      a\n\n      a -> b c\n",
+            "t.yaml:12:12",
+            "workflow.plan.text",
+            "line 3: 'b c' is not a valid step id",
+        ),
+        with_base(
+            "plan text: unknown agent, quoted on one line",
+            "workflow:\n  plan: {text: \"a -> ghost\"}\n",
+            "t.yaml:8:22",
+            "workflow.plan.text",
+            "`ghost` is neither a step of `steps` nor an agent",
+        ),
+        with_base(
+            "plan text: unknown agent, plain on one line",
+            "workflow:\n  plan:\n    text: a -> b, ghost\n",
+            "t.yaml:9:19",
+            "workflow.plan.text",
+            "line 1: `ghost` is neither a step of `steps` nor an agent",
+        ),
+        with_base(
+            "plan with two forms",
+            "workflow:\n  plan:\n    text: a -> b\n    groups: [[a], [b]]\n",
+            "t.yaml:10:5",
+            "workflow.plan.groups",
+            "a plan has one form; `text` and `groups` are both given",
+        ),
+        with_base(
+            "plan groups: unknown agent",
+            "workflow:\n  plan:\n    groups: [[a], [b, ghost]]\n",
+            "t.yaml:9:23",
+            "workflow.plan.groups[1][1]",
+            "`ghost` is neither a step of `steps` nor an agent",
+        ),
+        with_base(
+            "plan step: unknown agent",
+            "workflow:\n  plan:\n    text: S\n    steps:\n      S: {agent: ghost, request: go}\n",
+            "t.yaml:11:18",
+            "workflow.plan.steps.S.agent",
+            "unknown agent `ghost`",
+        ),
+        with_base(
+            "plan summarizer without groups",
+            "workflow:\n  plan: {text: a -> b, summarizer: a}\n",
+            "t.yaml:8:24",
+            "workflow.plan.summarizer",
+            "`summarizer` merges action groups; this plan has none",
+        ),
+        with_base(
+            "planner: unknown model",
+            "workflow:\n  plan:\n    planner: {model: brain, agents: [a, b]}\n",
+            "t.yaml:9:22",
+            "workflow.plan.planner.model",
+            "unknown model `brain`",
+        ),
+        with_base(
+            "agent tool: unknown agent",
+            "workflow: {sequential: {participants: [a, b]}}\n",
+            "",
+            "",
+            "",
+        )
+        .replace_agent_b(
+            "  b: {model: m, tools: [{agent: ghost}]}\n",
+            "t.yaml:6:33",
+            "agents.b.tools[0].agent",
+            "unknown agent `ghost`",
+        ),
+        with_base(
+            "agent tool: itself",
+            "workflow: {sequential: {participants: [a, b]}}\n",
+            "",
+            "",
+            "",
+        )
+        .replace_agent_b(
+            "  b: {model: m, tools: [{agent: b}]}\n",
+            "t.yaml:6:33",
+            "agents.b.tools[0].agent",
+            "agent `b` cannot be a tool of itself",
+        ),
+        with_base(
+            "agent tool: a cycle",
+            "workflow: {sequential: {participants: [a, b]}}\n",
+            "",
+            "",
+            "",
+        )
+        .replace_agent_b(
+            "  b: {model: m, tools: [{agent: c}]}\n  c: {model: m, tools: [{agent: b, name: ask_b}]}\n",
+            "t.yaml:6:33",
+            "agents.b.tools[0].agent",
+            "agent `b` calls itself through its tools (b -> c -> b)",
+        ),
+        with_base(
+            "agent tool: unknown workflow",
+            "workflow: {sequential: {participants: [a, b]}}\n",
+            "",
+            "",
+            "",
+        )
+        .replace_agent_b(
+            "  b: {model: m, tools: [{workflow: review}]}\n",
+            "t.yaml:6:36",
+            "agents.b.tools[0].workflow",
+            "unknown workflow `review`",
+        ),
+        with_base(
+            "agent tool: unknown key",
+            "workflow: {sequential: {participants: [a, b]}}\n",
+            "",
+            "",
+            "",
+        )
+        .replace_agent_b(
+            "  b: {model: m, tools: [{agent: a, colour: red}]}\n",
+            "t.yaml:6:36",
+            "agents.b.tools[0].colour",
+            "unknown field `colour`",
+        ),
+        with_base(
+            "context: last 0",
+            "workflow: {sequential: {participants: [a, b]}}\n",
+            "",
+            "",
+            "",
+        )
+        .replace_agent_b(
+            "  b: {model: m, context: {last: 0}}\n",
+            "t.yaml:6:33",
+            "agents.b.context.last",
+            "must be at least 1",
+        ),
+        with_base(
+            "context: two policies",
+            "workflow: {sequential: {participants: [a, b]}}\n",
+            "",
+            "",
+            "",
+        )
+        .replace_agent_b(
+            "  b: {model: m, context: {last: 3, max_tokens: 100}}\n",
+            "t.yaml:6:36",
+            "agents.b.context.max_tokens",
+            "a context policy is `last` or `max_tokens`, not both",
+        ),
+        with_base(
+            "context: unknown policy",
+            "workflow: {sequential: {participants: [a, b]}}\n",
+            "",
+            "",
+            "",
+        )
+        .replace_agent_b(
+            "  b: {model: m, context: {first: 3}}\n",
+            "t.yaml:6:27",
+            "agents.b.context.first",
+            "unknown field `first`",
+        ),
     ]
 }
 

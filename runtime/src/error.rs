@@ -51,6 +51,18 @@ pub enum BuildError {
         /// The unknown name.
         agent: String,
     },
+    /// An inbox setting that cannot apply in a graph run.
+    #[error(
+        "the inbox of '{agent}' sets {setting}, which a graph run cannot honour: a graph node \
+         runs when the graph activates it and reads its whole inbox; drop {setting} or run \
+         without the graph"
+    )]
+    InboxSettingInGraph {
+        /// The participant whose inbox sets it.
+        agent: String,
+        /// The setting (`batch_size` or `max_wait`).
+        setting: &'static str,
+    },
     /// A shared thread's name is also a participant's or another group's.
     #[error("shared thread name '{0}' is already used by a participant or another shared thread")]
     GroupNameTaken(String),

@@ -77,6 +77,19 @@ pub enum Event {
         /// Why.
         reason: String,
     },
+    /// A message reached a full inbox whose overflow policy is `reject`:
+    /// it waits outside the inbox (backpressure) and is delivered, with
+    /// [`Event::MessageDelivered`], as soon as a turn takes room.
+    MessageHeld {
+        /// The workflow's path.
+        path: Arc<str>,
+        /// The message.
+        message: MessageId,
+        /// The participant whose inbox is full.
+        to: String,
+        /// The inbox's capacity.
+        capacity: usize,
+    },
     /// An agent asked for a tool call.
     ToolCall {
         /// The agent's path.
@@ -189,6 +202,7 @@ impl Event {
             | Event::MessageProduced { path, .. }
             | Event::MessageDelivered { path, .. }
             | Event::MessageDropped { path, .. }
+            | Event::MessageHeld { path, .. }
             | Event::ToolCall { path, .. }
             | Event::ToolResult { path, .. }
             | Event::Handoff { path, .. }
@@ -246,6 +260,16 @@ impl fmt::Display for Event {
             Event::MessageDelivered { path, message, to } => {
                 write!(f, "    ✉ {path}: {} → {to}", &message.to_string()[24..])
             }
+            Event::MessageHeld {
+                path,
+                message,
+                to,
+                capacity,
+            } => write!(
+                f,
+                "    ⏸ {path}: {} held for {to} (inbox full, capacity {capacity})",
+                &message.to_string()[24..]
+            ),
             Event::MessageDropped {
                 path,
                 message,

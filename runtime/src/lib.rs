@@ -52,6 +52,7 @@
 //! actors, and this crate depends on no networking or TLS.
 
 mod agent;
+mod clock;
 pub mod codec;
 mod context;
 mod error;
@@ -72,6 +73,7 @@ mod workflow;
 
 pub use agent::{Agent, Renamed, Reply};
 pub use async_trait::async_trait;
+pub use clock::RunClock;
 pub use context::{EventStream, RunContext};
 pub use error::{BuildError, CheckpointError};
 pub use event::Event;
@@ -87,7 +89,7 @@ pub use state::{StateDelta, StateSnapshot};
 pub use stop::{ParseStopError, STOP_KINDS, StopCondition, StopHandle, StopReason};
 pub use thread::{Thread, WorkflowState};
 pub use tokio_util::sync::CancellationToken;
-pub use troupe_router::{InboxConfig, Overflow, Router, RouterBuilder};
+pub use troupe_router::{Clock, InboxConfig, Overflow, Router, RouterBuilder};
 pub use workflow::{
     InputRequest, RunResult, RunStatus, RunStream, RunSummary, SchedulerState, SchedulerStateError,
     Workflow, WorkflowBuilder, summarize_run, summarize_runs,

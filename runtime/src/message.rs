@@ -263,7 +263,7 @@ impl Message {
             id: MessageId::new(),
             source: source.into(),
             content,
-            created_at: SystemTime::now(),
+            created_at: crate::clock::now(),
             usage: None,
             metadata: BTreeMap::new(),
         }

@@ -323,6 +323,14 @@ fn handle(state: &Mutex<State>, event: &Event) {
             );
             print(&mut s, &[line]);
         }
+        Event::MessageHeld { to, capacity, .. } => {
+            let line = paint(
+                c,
+                "2",
+                &format!("  ⏸ a message to {to} waits for room (inbox full, capacity {capacity})"),
+            );
+            print(&mut s, &[line]);
+        }
         Event::MessageDropped { to, reason, .. } => {
             let line = paint(
                 c,

@@ -130,17 +130,23 @@ pub(crate) async fn run(args: RunArgs) -> u8 {
     code
 }
 
-/// `REQUEST_ID=TEXT` pairs, in order.
+/// `REQUEST_ID=TEXT` pairs, in order, each request answered once.
 fn parse_answers(given: &[String]) -> Result<Vec<(String, String)>, String> {
-    given
-        .iter()
-        .map(|a| match a.split_once('=') {
-            Some((id, text)) if !id.is_empty() => Ok((id.to_string(), text.to_string())),
-            _ => Err(format!(
+    let mut answers: Vec<(String, String)> = Vec::with_capacity(given.len());
+    for a in given {
+        let Some((id, text)) = a.split_once('=').filter(|(id, _)| !id.is_empty()) else {
+            return Err(format!(
                 "--answer takes REQUEST_ID=TEXT (the ids `troupe runs FILE` lists), got `{a}`"
-            )),
-        })
-        .collect()
+            ));
+        };
+        if answers.iter().any(|(seen, _)| seen == id) {
+            return Err(format!(
+                "--answer gives request `{id}` two answers; give each request one"
+            ));
+        }
+        answers.push((id.to_string(), text.to_string()));
+    }
+    Ok(answers)
 }
 
 /// The stored run `wanted` names, its answers checked against the
@@ -406,12 +412,7 @@ impl Ended<'_> {
             for q in &pending {
                 eprintln!("? {} asks ({}): {}", q.agent, q.id, q.prompt);
             }
-            eprintln!(
-                "waiting for input: answer with `troupe run {} --resume {} --answer {}=TEXT`",
-                self.file.display(),
-                self.run_id,
-                pending.first().map_or("REQUEST_ID", |q| q.id.as_str())
-            );
+            eprintln!("{}", self.waiting_note(&pending));
         }
         let stopped = self.interrupted || r.status == RunStatus::Interrupted;
         if stopped && let Some(h) = self.hint {
@@ -432,6 +433,24 @@ impl Ended<'_> {
                 if code == OK { failed } else { code }
             }
         }
+    }
+
+    /// How to answer the questions of a run that waits: by id, in a
+    /// later process, when its checkpoints outlive this one; else only by
+    /// running it again where it can ask.
+    fn waiting_note(&self, pending: &[InputRequest]) -> String {
+        if self.hint.is_none() {
+            return format!(
+                "waiting for input, but {} keeps no checkpoint that outlives this process, so the run cannot be answered later: add `checkpoint: {{store: sqlite, path: runs.db}}` to answer with --resume and --answer, or run it on a terminal (without --no-input) to answer inline",
+                self.file.display()
+            );
+        }
+        format!(
+            "waiting for input: answer with `troupe run {} --resume {} --answer {}=TEXT`",
+            self.file.display(),
+            self.run_id,
+            pending.first().map_or("REQUEST_ID", |q| q.id.as_str())
+        )
     }
 
     fn report_error(&self, e: RunError) -> u8 {
@@ -476,4 +495,33 @@ fn checkpoint_note(built: &Built, run_id: &str, result: &RunResult) -> Option<St
         "checkpoint {id} of run `{run_id}` saved ({})",
         store::describe(store)
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_answers;
+
+    fn given(args: &[&str]) -> Vec<String> {
+        args.iter().map(|a| a.to_string()).collect()
+    }
+
+    #[test]
+    fn answers_are_id_text_pairs_each_request_answered_once() {
+        assert_eq!(
+            parse_answers(&given(&["team/clerk-1=order A=1", "me-2="])),
+            Ok(vec![
+                ("team/clerk-1".to_string(), "order A=1".to_string()),
+                ("me-2".to_string(), String::new()),
+            ])
+        );
+        for bad in ["no equals sign", "=text"] {
+            let err = parse_answers(&given(&[bad])).unwrap_err();
+            assert!(err.contains("REQUEST_ID=TEXT"), "{bad}: {err}");
+        }
+        let err = parse_answers(&given(&["q1=yes", "q2=no", "q1=no"])).unwrap_err();
+        assert_eq!(
+            err,
+            "--answer gives request `q1` two answers; give each request one"
+        );
+    }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use troupe_agents::model::Position;
-use troupe_agents::{ChatAgent, ChatModel, Tool, UserProxy};
+use troupe_agents::{ChatAgent, ChatModel, ContextPolicy, Tool, UserProxy};
 use troupe_runtime::{Agent, AgentError, Reply, RunContext, Thread};
 
 use super::ctx::{Ctx, build_error};
@@ -61,6 +61,11 @@ impl Ctx<'_> {
             temperature: spec.temperature.or(model_spec.temperature),
             max_tokens: spec.max_tokens.or(model_spec.max_tokens),
             tool_timeout: spec.tool_timeout.as_ref().map(|d| d.duration),
+            context: spec.context.map(|c| match (c.last, c.max_tokens) {
+                (Some(n), _) => ContextPolicy::LastN(n),
+                (None, Some(n)) => ContextPolicy::TokenBudget(n),
+                (None, None) => ContextPolicy::WholeThread,
+            }),
         });
         let template = match &spec.instructions {
             Some(text) => Some(
@@ -103,6 +108,7 @@ struct Recipe {
     temperature: Option<f32>,
     max_tokens: Option<u32>,
     tool_timeout: Option<Duration>,
+    context: Option<ContextPolicy>,
 }
 
 impl Recipe {
@@ -134,6 +140,9 @@ impl Recipe {
         }
         if let Some(t) = self.tool_timeout {
             b = b.tool_timeout(t);
+        }
+        if let Some(c) = self.context {
+            b = b.context(c);
         }
         b.build()
     }

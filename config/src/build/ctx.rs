@@ -41,6 +41,8 @@ pub(super) struct Ctx<'a> {
     pub(super) workflows: BTreeMap<String, Arc<dyn Agent>>,
     /// Named workflows being built (to refuse one that contains itself).
     pub(super) building: Vec<String>,
+    /// Agents being built (to refuse one that is its own tool).
+    pub(super) building_agents: Vec<String>,
     pub(super) mcp: Vec<McpClient>,
     pub(super) notes: Vec<String>,
     /// Warnings found while building (router cycles), in check mode.
@@ -70,6 +72,7 @@ impl<'a> Ctx<'a> {
             agents: BTreeMap::new(),
             workflows: BTreeMap::new(),
             building: Vec::new(),
+            building_agents: Vec::new(),
             mcp: Vec::new(),
             notes: Vec::new(),
             warnings: Vec::new(),

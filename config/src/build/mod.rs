@@ -15,6 +15,7 @@ mod graph;
 mod models;
 mod options;
 mod participants;
+mod plan;
 mod retry;
 mod router;
 mod stop;

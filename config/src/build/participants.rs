@@ -28,7 +28,10 @@ impl Ctx<'_> {
             }
             if let Some(spec) = self.config.spec().agents.get(name) {
                 self.used.insert(format!("agents.{name}"));
-                let agent = match self.agent(name, spec).await {
+                self.building_agents.push(name.to_string());
+                let built = self.agent(name, spec).await;
+                self.building_agents.pop();
+                let agent = match built {
                     Ok(a) => a,
                     // Checking starts and connects to nothing, so whatever
                     // fails is the config's fault: placed at the agent.

@@ -1,16 +1,16 @@
 //! An agent's tools: the built-in ones, and the tools of MCP servers
 //! (started, or connected to, here), each waiting for approval when its
-//! entry says so. (`ask_user` is not among them: the agent itself answers
+//! entry says so, and agents or workflows as tools. (`ask_user` is not among them: the agent itself answers
 //! it.)
 
 use std::sync::Arc;
 
-use troupe_agents::{McpClient, McpServerConfig, NeedsApproval, Tool};
+use troupe_agents::{AgentTool, McpClient, McpServerConfig, NeedsApproval, Tool};
 
 use super::ctx::{Ctx, build_error};
 use crate::builtin::builtin_tool;
 use crate::error::ConfigError;
-use crate::schema::{AgentSpec, BuiltinTool, McpSpec, ToolSpec};
+use crate::schema::{AgentSpec, AgentToolSpec, BuiltinTool, McpSpec, ToolSpec};
 use crate::tree::FieldPath;
 
 impl Ctx<'_> {
@@ -30,6 +30,14 @@ impl Ctx<'_> {
                     })?;
                     out.push(approved(tool, options.approval == Some(true)));
                 }
+                ToolSpec::Agent(a) => {
+                    let field = FieldPath::root()
+                        .key("agents")
+                        .key(agent)
+                        .key("tools")
+                        .index(i);
+                    out.push(self.agent_tool(agent, &field, a).await?);
+                }
                 ToolSpec::Mcp(m) => {
                     let field = FieldPath::root()
                         .key("agents")
@@ -42,6 +50,44 @@ impl Ctx<'_> {
             }
         }
         Ok(out)
+    }
+
+    /// An agent or named workflow as a tool of agent `agent` (the entry
+    /// written at `field`). An agent that would call itself, through any
+    /// chain of tools and workflows, is refused.
+    async fn agent_tool(
+        &mut self,
+        agent: &str,
+        field: &FieldPath,
+        spec: &AgentToolSpec,
+    ) -> Result<Arc<dyn Tool>, ConfigError> {
+        let target = spec.target();
+        if self.building_agents.iter().any(|a| a == target) {
+            let kind = if spec.agent.is_some() {
+                "agent"
+            } else {
+                "workflow"
+            };
+            return Err(self.invalid(
+                &field.key(kind),
+                format!(
+                    "agent `{agent}` calls itself through its tools ({} -> {target})",
+                    self.building_agents.join(" -> ")
+                ),
+            ));
+        }
+        let callee = self.participant(target).await?;
+        let mut tool = AgentTool::from_arc(callee);
+        if let Some(n) = &spec.name {
+            tool = tool.named(n.clone());
+        }
+        if let Some(d) = &spec.description {
+            tool = tool.described(d.clone());
+        }
+        if spec.shared_thread == Some(true) {
+            tool = tool.shared_thread();
+        }
+        Ok(Arc::new(tool))
     }
 
     /// Connects to an MCP server (keeping the connection) and lists its

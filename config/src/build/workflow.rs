@@ -46,6 +46,22 @@ impl Ctx<'_> {
             .clone()
             .or_else(|| self.config.spec().description.clone())
             .unwrap_or_default();
+        if let Some(plan) = &w.plan {
+            let planned = self
+                .plan_workflow(name, description, plan, stop, w.max_concurrency)
+                .await?;
+            // A compiled plan has no store of its own: nested in a workflow
+            // that has one, it checkpoints through it.
+            return match store {
+                Some(s) => {
+                    let b = Workflow::builder().name(name).participant(planned);
+                    self.checkpointing(b, s).build().map_err(|e| {
+                        self.invalid(&self.field_of(w), format!("workflow `{name}`: {e}"))
+                    })
+                }
+                None => Ok(planned),
+            };
+        }
         // A preset checkpoints itself, after each of its turns or
         // supersteps.
         if let Some(team) = self

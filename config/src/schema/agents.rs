@@ -4,6 +4,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::context::ContextSpec;
 use super::replies::ReplySpec;
 use super::tools::ToolSpec;
 use crate::duration::HumanDuration;
@@ -40,12 +41,17 @@ pub struct AgentSpec {
     #[serde(default)]
     pub user: Option<UserSpec>,
     /// Tools: built-in names (`ask_user` among them), a built-in name with
-    /// options (`calculator: {approval: true}`), and `mcp:` servers.
+    /// options (`calculator: {approval: true}`), `mcp:` servers, and
+    /// agents or named workflows (`agent: researcher`, `workflow: review`).
     #[serde(default)]
     pub tools: Vec<ToolSpec>,
     /// Agents (or `user`) this one may hand the conversation to.
     #[serde(default)]
     pub handoffs: Vec<String>,
+    /// How much of its thread the agent shows its model: `{last: N}` or
+    /// `{max_tokens: N}` (default: all of it).
+    #[serde(default)]
+    pub context: Option<ContextSpec>,
     /// Rounds of tool calls allowed in one turn (default 10).
     #[serde(default)]
     pub max_tool_iterations: Option<usize>,

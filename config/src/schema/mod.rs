@@ -12,9 +12,11 @@
 mod agents;
 mod checkpoint;
 mod conditions;
+mod context;
 mod file;
 mod graph;
 mod models;
+mod plan;
 mod replies;
 mod retry;
 mod router;
@@ -27,9 +29,14 @@ mod workflow;
 pub use agents::{AgentSpec, UserSpec};
 pub use checkpoint::{CheckpointSpec, StoreKind};
 pub use conditions::{ConditionForm, ConditionSpec, FieldSpec};
+pub use context::ContextSpec;
 pub use file::{CONFIG_VERSION, ConfigFile, json_schema};
 pub use graph::{GraphSpec, NodeForm, NodeSpec, TransitionSpec};
 pub use models::{ModelSpec, Provider};
+pub use plan::{
+    PassingMode, PlanFlagsSpec, PlanFormatSpec, PlanSectionSpec, PlanStepSpec, PlannerSpec,
+    ScopeMode,
+};
 pub use replies::{HandoffReplySpec, ReplyForm, ReplySpec, ToolCallSpec};
 pub use retry::{BackoffSpec, PatternSpec, RetryOnSpec, RetrySpec};
 pub use router::{Names, RouteSpec, RouterSpec};
@@ -37,5 +44,5 @@ pub use steps::{Branch, BranchSpec, StepKind, StepSpec};
 pub(crate) use steps::{collect_step_ids, parallel_blocks};
 pub use stop::{StopFields, StopForm, StopSpec};
 pub use teams::{MapReduceSpec, PlacementSpec, SelectorSpec, SequentialSpec, TeamSpec};
-pub use tools::{BuiltinTool, McpApproval, McpSpec, ToolOptions, ToolSpec};
+pub use tools::{AgentToolSpec, BuiltinTool, McpApproval, McpSpec, ToolOptions, ToolSpec};
 pub use workflow::WorkflowSpec;

@@ -1,5 +1,6 @@
 //! `tools:` of an agent: built-in tools by name (with options, such as
-//! `approval`, as `name: {…}`), the `ask_user` tool, and MCP servers.
+//! `approval`, as `name: {…}`), the `ask_user` tool, MCP servers, and
+//! agents or workflows as tools.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -68,6 +69,40 @@ enum ToolForm {
     Mcp(Box<McpSpec>),
 }
 
+/// An agent or a named workflow as a tool (`{agent: researcher}`,
+/// `{workflow: review}`): the model writes a request, the callee takes a
+/// turn on it, and its final message is the tool's result.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentToolSpec {
+    /// The agent called.
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// The named workflow called.
+    #[serde(default)]
+    pub workflow: Option<String>,
+    /// The tool's name the model sees (default: the callee's name).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The tool's description the model sees (default: the callee's).
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The callee sees the caller's thread before the request (default:
+    /// the request alone).
+    #[serde(default)]
+    pub shared_thread: Option<bool>,
+}
+
+impl AgentToolSpec {
+    /// The agent or workflow called.
+    pub fn target(&self) -> &str {
+        self.agent
+            .as_deref()
+            .or(self.workflow.as_deref())
+            .unwrap_or_default()
+    }
+}
+
 /// A tool an agent may call: a built-in one by name (`calculator`,
 /// `ask_user`), a built-in one with options (`calculator: {approval:
 /// true}`), or an MCP server's tools (`mcp: {…}`).
@@ -77,6 +112,8 @@ pub enum ToolSpec {
     Builtin(BuiltinTool, ToolOptions),
     /// The tools of an MCP server.
     Mcp(Box<McpSpec>),
+    /// An agent or a named workflow as a tool.
+    Agent(AgentToolSpec),
 }
 
 impl ToolSpec {
@@ -86,6 +123,7 @@ impl ToolSpec {
         match self {
             ToolSpec::Builtin(_, o) => o.approval == Some(true),
             ToolSpec::Mcp(m) => m.approval == Some(McpApproval::All(true)),
+            ToolSpec::Agent(_) => false,
         }
     }
 }
@@ -102,7 +140,8 @@ impl From<ToolForm> for ToolSpec {
     }
 }
 
-const TOOL_EXPECTING: &str = "a tool name, `name: {approval: …}`, or `mcp: {…}`";
+const TOOL_EXPECTING: &str =
+    "a tool name, `name: {approval: …}`, `mcp: {…}`, `agent: NAME` or `workflow: NAME`";
 
 impl<'de> Deserialize<'de> for ToolSpec {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -130,7 +169,52 @@ impl<'de> Visitor<'de> for ToolVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ToolSpec, A::Error> {
-        ToolForm::deserialize(MapAccessDeserializer::new(map)).map(ToolSpec::from)
+        // `agent:` / `workflow:` entries have several keys; the other
+        // long forms are a mapping with one key, the kind. The first key
+        // tells which: it is read here and given back to the form.
+        let mut map = map;
+        let Some(first) = map.next_key::<String>()? else {
+            return Err(de::Error::custom(format!("expected {TOOL_EXPECTING}")));
+        };
+        let rest = FirstKey {
+            first: Some(first.clone()),
+            map,
+        };
+        if first == "agent" || first == "workflow" {
+            AgentToolSpec::deserialize(MapAccessDeserializer::new(rest)).map(ToolSpec::Agent)
+        } else {
+            ToolForm::deserialize(MapAccessDeserializer::new(rest)).map(ToolSpec::from)
+        }
+    }
+}
+
+/// A mapping whose first key was already read: it gives that key back
+/// first, then the rest of the mapping.
+struct FirstKey<A> {
+    first: Option<String>,
+    map: A,
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for FirstKey<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        match self.first.take() {
+            Some(key) => seed
+                .deserialize(de::value::StringDeserializer::<A::Error>::new(key))
+                .map(Some),
+            None => self.map.next_key_seed(seed),
+        }
+    }
+
+    fn next_value_seed<V: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, A::Error> {
+        self.map.next_value_seed(seed)
     }
 }
 
@@ -146,9 +230,10 @@ impl JsonSchema for ToolSpec {
     fn json_schema(generator: &mut SchemaGenerator) -> Schema {
         let short = generator.subschema_for::<BuiltinTool>();
         let long = generator.subschema_for::<ToolForm>();
+        let agent = generator.subschema_for::<AgentToolSpec>();
         schemars::json_schema!({
-            "description": "A tool an agent may call: a built-in one by name (`calculator`, `ask_user`), a built-in one with options (`calculator: {approval: true}`), or an MCP server's tools (`mcp: {…}`).",
-            "anyOf": [short.to_value(), long.to_value()]
+            "description": "A tool an agent may call: a built-in one by name (`calculator`, `ask_user`), a built-in one with options (`calculator: {approval: true}`), an MCP server's tools (`mcp: {…}`), or an agent or named workflow (`agent: researcher`, `workflow: review`).",
+            "anyOf": [short.to_value(), long.to_value(), agent.to_value()]
         })
     }
 }

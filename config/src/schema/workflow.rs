@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::graph::GraphSpec;
+use super::plan::PlanSectionSpec;
 use super::router::RouterSpec;
 use super::steps::StepSpec;
 use super::stop::StopSpec;
@@ -48,6 +49,9 @@ pub struct WorkflowSpec {
     /// cagent-style steps: sequential, `parallel`, `condition`.
     #[serde(default)]
     pub steps: Option<Vec<StepSpec>>,
+    /// A plan (planning crate): a text plan, action groups, or a planner.
+    #[serde(default)]
+    pub plan: Option<PlanSectionSpec>,
     /// Routes between participants (alone, or with a graph).
     #[serde(default)]
     pub router: Option<RouterSpec>,
@@ -71,7 +75,7 @@ pub struct WorkflowSpec {
 impl WorkflowSpec {
     /// The kinds the workflow names, in the order `round_robin`,
     /// `selector`, `swarm`, `sequential`, `map_reduce`, `graph`, `steps`,
-    /// `file` (a router is not counted: it may go with a graph).
+    /// `plan`, `file` (a router is not counted: it may go with a graph).
     pub fn kinds(&self) -> Vec<&'static str> {
         [
             ("round_robin", self.round_robin.is_some()),
@@ -81,6 +85,7 @@ impl WorkflowSpec {
             ("map_reduce", self.map_reduce.is_some()),
             ("graph", self.graph.is_some()),
             ("steps", self.steps.is_some()),
+            ("plan", self.plan.is_some()),
             ("file", self.file.is_some()),
         ]
         .into_iter()

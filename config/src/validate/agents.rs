@@ -60,6 +60,9 @@ pub(super) fn check_agent(
         Some(model) => check_agent_model(c, names, spec, &base, name, agent, model),
     }
     check_tools(c, &base, &agent.tools);
+    if let Some(context) = &agent.context {
+        super::context::check_context(c, &base.key("context"), context);
+    }
     if let Some(script) = &agent.script {
         check_script(c, &base.key("script"), script, Some(&agent.tools));
     }

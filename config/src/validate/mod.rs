@@ -5,15 +5,19 @@
 //! One file per topic; each checks its part of the config with a
 //! [`Checker`](checker::Checker), and [`check`] walks the whole file.
 
+mod agent_tools;
 mod agents;
 mod checker;
 mod checkpoint;
 mod conditions;
+mod context;
 mod graph;
 mod humans;
 mod loops;
 mod models;
 mod participants;
+mod plan;
+mod plan_text;
 mod retry;
 mod router;
 mod steps;
@@ -70,6 +74,7 @@ pub(crate) fn check(
     for (name, agent) in &spec.agents {
         check_agent(&mut c, &names, spec, &ids, name, agent);
     }
+    agent_tools::check_agent_tools(&mut c, &names, spec);
 
     for (name, w) in &spec.workflows {
         let base = p(&["workflows", name]);

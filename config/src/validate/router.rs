@@ -46,8 +46,15 @@ pub(super) fn check_router(
             Some("`routes:` (`from`, `to`)".into()),
         );
     }
+    // A graph (or steps or a plan, compiled into one) decides when a node runs, and
+    // the node reads its whole inbox: batching cannot apply there.
+    let in_graph = w.graph.is_some() || w.steps.is_some() || w.plan.is_some();
     for (i, route) in r.routes.iter().enumerate() {
-        check_route(c, names, &path.key("routes").index(i), route, &members);
+        let rp = path.key("routes").index(i);
+        check_route(c, names, &rp, route, &members);
+        if in_graph {
+            refuse_batching(c, &rp, route);
+        }
     }
     for (i, out) in r.output.iter().enumerate() {
         if !members.contains(out) && !names.broken.contains(out) {
@@ -112,5 +119,26 @@ fn check_route(
             Some(format!("{batch} or more")),
         ),
         _ => {}
+    }
+}
+
+/// `batch_size` and `max_wait` of a route in a workflow with a graph or
+/// steps: refused, since the graph decides when its nodes run and each
+/// turn reads the node's whole inbox (the runtime refuses them too).
+fn refuse_batching(c: &mut Checker<'_>, rp: &FieldPath, route: &RouteSpec) {
+    let why = "a graph node runs when the graph activates it and reads its whole inbox";
+    if route.batch_size.is_some_and(|n| n > 1) {
+        c.error(
+            &rp.key("batch_size"),
+            format!("`batch_size` cannot apply in a workflow with a graph or steps: {why}"),
+            Some("no `batch_size` (or a router-only workflow)".into()),
+        );
+    }
+    if route.max_wait.is_some() {
+        c.error(
+            &rp.key("max_wait"),
+            format!("`max_wait` cannot apply in a workflow with a graph or steps: {why}"),
+            Some("no `max_wait` (or a router-only workflow)".into()),
+        );
     }
 }

@@ -16,6 +16,7 @@ pub(super) fn check_tools(c: &mut Checker<'_>, base: &FieldPath, tools: &[ToolSp
         let path = base.key("tools").index(i);
         match tool {
             ToolSpec::Mcp(m) => check_mcp(c, &path.key("mcp"), m),
+            ToolSpec::Agent(_) => {}
             ToolSpec::Builtin(b, options) => {
                 if !seen.insert(b.name()) {
                     c.value_error(

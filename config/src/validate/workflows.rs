@@ -4,6 +4,7 @@
 
 use super::checker::{Checker, Defined, at_least_one, expected_names};
 use super::graph::check_graph;
+use super::plan::check_plan;
 use super::router::check_router;
 use super::steps::check_steps;
 use super::stop::check_stop;
@@ -11,7 +12,7 @@ use super::teams::check_teams;
 use crate::schema::{ConfigFile, WorkflowSpec};
 use crate::tree::FieldPath;
 
-const KINDS: &str = "one of `round_robin`, `selector`, `swarm`, `sequential`, `map_reduce`, `graph`, `steps`, `router`";
+const KINDS: &str = "one of `round_robin`, `selector`, `swarm`, `sequential`, `map_reduce`, `graph`, `steps`, `plan`, `router`";
 
 /// Checks the workflow `w` at `base`.
 pub(super) fn check_workflow(
@@ -42,6 +43,22 @@ pub(super) fn check_workflow(
     }
     if let Some(steps) = &w.steps {
         participants = check_steps(c, names, spec, &base.key("steps"), w, steps);
+    }
+    if let Some(plan) = &w.plan {
+        participants = check_plan(c, names, spec, &base.key("plan"), plan);
+        for field in ["shared_threads", "max_loop_iterations"] {
+            let given = match field {
+                "shared_threads" => !w.shared_threads.is_empty(),
+                _ => w.max_loop_iterations.is_some(),
+            };
+            if given {
+                c.error(
+                    &base.key(field),
+                    format!("`{field}` does not apply to a plan"),
+                    Some("a `graph`, `steps` or `router` workflow".into()),
+                );
+            }
+        }
     }
     if let Some(r) = &w.router {
         check_router(c, names, spec, base, w, r, &mut participants);

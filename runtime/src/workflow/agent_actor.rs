@@ -9,7 +9,7 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::task::Poll;
-use std::time::Instant;
+use tokio::time::Instant;
 
 use futures::FutureExt;
 use ractor::{Actor, ActorProcessingErr, ActorRef};

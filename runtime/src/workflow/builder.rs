@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
-use troupe_router::RouterBuilder;
+use troupe_router::{Router, RouterBuilder};
 
 use super::actor_pool::ActorPool;
 use super::api::Workflow;
@@ -216,6 +216,9 @@ impl WorkflowBuilder {
                 .fold(RouterBuilder::default(), |b, n| b.output(n.to_string())),
         };
         let router = router.build(&names.iter().map(|n| &**n).collect::<Vec<_>>())?;
+        if self.graph.is_some() {
+            refuse_batching_in_graph(&router, &names)?;
+        }
 
         let mut retries: Vec<Option<RetryPolicy>> = match &self.graph {
             Some(g) => g.retries.clone(),
@@ -292,4 +295,28 @@ impl WorkflowBuilder {
             }),
         })
     }
+}
+
+/// A graph decides when its nodes run and each turn reads its node's whole
+/// inbox, so an inbox's batch size and max wait cannot apply there: a
+/// graph whose router sets them is refused rather than silently ignoring
+/// them. (Sender filter, time-to-live, capacity and overflow do apply.)
+fn refuse_batching_in_graph(router: &Router, names: &[Arc<str>]) -> Result<(), BuildError> {
+    for (i, name) in names.iter().enumerate() {
+        let Some(config) = router.inbox_config(i) else {
+            continue;
+        };
+        let setting = if config.batch_size > 1 {
+            "batch_size"
+        } else if config.max_wait.is_some() {
+            "max_wait"
+        } else {
+            continue;
+        };
+        return Err(BuildError::InboxSettingInGraph {
+            agent: name.to_string(),
+            setting,
+        });
+    }
+    Ok(())
 }

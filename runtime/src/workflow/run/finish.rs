@@ -6,7 +6,6 @@
 use ractor::ActorRef;
 
 use super::RunState;
-use super::graph_run::GraphRun;
 use super::phase::Phase;
 use super::slots::Scheduling;
 use crate::event::Event;
@@ -20,9 +19,11 @@ impl RunState {
     /// The scheduling state its other owners hold now, for the thread.
     fn scheduling(&self) -> Scheduling {
         let graph = self.graph.as_ref();
+        let questions_open =
+            !self.tally.waiting.is_empty() || !self.threads.state().scheduler.requests().is_empty();
         Scheduling {
             pending: self.inboxes.contents(&self.spec),
-            graph: graph.and_then(GraphRun::cursor_to_keep),
+            graph: graph.and_then(|g| g.cursor_to_keep(questions_open)),
             // Their input is in their threads already: they run again on
             // resume (with their superstep, if one is under way).
             interrupted: self

@@ -46,9 +46,11 @@ impl GraphRun {
     ) -> Self {
         // A cursor of another graph comes with a thread another workflow
         // left (a checkpoint's was checked before): it does not carry on
-        // here.
+        // here. Nor does one kept only for questions open (nothing left to
+        // run) carry new input: that starts the graph afresh.
         let mut cursor = saved
             .filter(|c| c.fits(g))
+            .filter(|c| c.has_next() || !fresh_input)
             .unwrap_or_else(|| Cursor::new(g));
         if !cursor.has_next() && fresh_input {
             let entry = g
@@ -111,12 +113,14 @@ impl GraphRun {
         (self.cursor.superstep, nodes)
     }
 
-    /// The cursor to keep in the thread: one with nodes left to run (a
-    /// graph that ran out starts afresh, loop counters too, next time).
-    /// Taken while a superstep is under way (a nested run reported its
-    /// progress), it is the cursor of that superstep undone: its nodes run
-    /// again, none of its replies applied yet.
-    pub(super) fn cursor_to_keep(&self) -> Option<Cursor> {
+    /// The cursor to keep in the thread: one with nodes left to run, or
+    /// of a run with `questions_open` (an answer carries the graph on from
+    /// its asker: joins half-way and loop counters hold); a graph that ran
+    /// out starts afresh, loop counters too, next time. Taken while a
+    /// superstep is under way (a nested run reported its progress), it is
+    /// the cursor of that superstep undone: its nodes run again, none of
+    /// its replies applied yet.
+    pub(super) fn cursor_to_keep(&self, questions_open: bool) -> Option<Cursor> {
         if self.open {
             let mut cursor = self.cursor.clone();
             cursor.superstep = self.completed_superstep();
@@ -125,7 +129,7 @@ impl GraphRun {
             }
             return Some(cursor);
         }
-        self.cursor.has_next().then(|| self.cursor.clone())
+        (self.cursor.has_next() || questions_open).then(|| self.cursor.clone())
     }
 
     /// The last superstep completed.

@@ -3,7 +3,7 @@
 //! reporting what is dropped (TTL, capacity), and marking the inboxes the
 //! scheduler should look at again.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -11,14 +11,18 @@ use troupe_router::{Inbox, Push, Readiness};
 
 use crate::context::RunContext;
 use crate::event::Event;
-use crate::message::Message;
+use crate::message::{Message, MessageId};
 use crate::workflow::spec::Spec;
 
 /// Every participant's inbox, by index.
 pub(super) struct Inboxes {
     inboxes: Vec<Inbox<Arc<Message>>>,
-    /// Messages waiting in all inboxes together.
+    /// Messages waiting in all inboxes together (held ones not counted:
+    /// an inbox holding some back is full, so never empty).
     queued: usize,
+    /// Per inbox, messages held back by a full inbox under
+    /// `overflow: reject`, oldest first; they enter as turns take room.
+    held: Vec<VecDeque<Arc<Message>>>,
     /// Inboxes that received something since the scheduler last looked.
     dirty: Vec<usize>,
     is_dirty: Vec<bool>,
@@ -44,17 +48,87 @@ impl Inboxes {
         Ok(Inboxes {
             inboxes,
             queued: 0,
+            held: (0..n).map(|_| VecDeque::new()).collect(),
             dirty: Vec::with_capacity(n),
             is_dirty: vec![false; n],
             delivered: 0,
         })
     }
 
-    /// Puts `m` in `target`'s inbox and reports it (delivered, dropped).
-    /// `routed` applies the router's sender filter; messages placed
+    /// Puts `m` in `target`'s inbox and reports it (delivered, dropped,
+    /// held). `routed` applies the router's sender filter; messages placed
     /// deliberately (along a graph edge, restored from a checkpoint, an
     /// answer to the target's question) skip it.
+    ///
+    /// A full inbox first purges what has expired, so an expired message
+    /// never keeps a live one out; only then does its overflow policy
+    /// apply. Under `reject` the message is held outside the inbox, in
+    /// order, until a turn takes room (backpressure: nothing is lost, and
+    /// the sender is not slowed).
     pub(super) fn push(
+        &mut self,
+        spec: &Spec,
+        ctx: &RunContext,
+        target: usize,
+        m: Arc<Message>,
+        now: SystemTime,
+        routed: bool,
+    ) {
+        if self.is_full(target) {
+            self.purge(spec, ctx, target, now);
+            self.refill(spec, ctx, target, now);
+        }
+        if self.held[target].is_empty() {
+            self.place(spec, ctx, target, m, now, routed);
+            return;
+        }
+        // Messages held already go first.
+        if routed && !self.inboxes[target].config().senders.accepts(&m.source) {
+            return;
+        }
+        self.hold(spec, ctx, target, m);
+    }
+
+    /// Whether `target`'s inbox is at its capacity.
+    #[inline]
+    fn is_full(&self, target: usize) -> bool {
+        let inbox = &self.inboxes[target];
+        inbox.config().capacity.is_some_and(|c| inbox.len() >= c)
+    }
+
+    /// Purges what expired in `target`'s inbox, reporting each.
+    fn purge(&mut self, spec: &Spec, ctx: &RunContext, target: usize, now: SystemTime) {
+        let expired = self.inboxes[target].expire(now);
+        self.queued -= expired.len();
+        for d in expired {
+            emit_dropped(ctx, spec, target, d.message.id, d.reason.to_string());
+        }
+    }
+
+    /// Moves held messages into `target`'s inbox while it has room.
+    fn refill(&mut self, spec: &Spec, ctx: &RunContext, target: usize, now: SystemTime) {
+        while !self.is_full(target) {
+            let Some(m) = self.held[target].pop_front() else {
+                break;
+            };
+            self.place(spec, ctx, target, m, now, false);
+        }
+    }
+
+    /// Holds `m` outside `target`'s full inbox.
+    fn hold(&mut self, spec: &Spec, ctx: &RunContext, target: usize, m: Arc<Message>) {
+        let capacity = self.inboxes[target].config().capacity.unwrap_or(0);
+        ctx.emit_with(|| Event::MessageHeld {
+            path: ctx.path().clone(),
+            message: m.id,
+            to: spec.names[target].to_string(),
+            capacity,
+        });
+        self.held[target].push_back(m);
+    }
+
+    /// Puts `m` in `target`'s inbox as its policies say.
+    fn place(
         &mut self,
         spec: &Spec,
         ctx: &RunContext,
@@ -72,31 +146,22 @@ impl Inboxes {
             inbox.deliver(m, now)
         };
         self.queued = self.queued + inbox.len() - before;
-        let to = &spec.names[target];
-        let delivered = || Event::MessageDelivered {
-            path: ctx.path().clone(),
-            message: id,
-            to: to.to_string(),
-        };
-        let dropped = |id, reason: String| Event::MessageDropped {
-            path: ctx.path().clone(),
-            message: id,
-            to: to.to_string(),
-            reason,
-        };
         if outcome.is_accepted() {
             self.delivered += 1;
         }
+        let delivered = || Event::MessageDelivered {
+            path: ctx.path().clone(),
+            message: id,
+            to: spec.names[target].to_string(),
+        };
         match outcome {
             Push::Accepted => ctx.emit_with(delivered),
             Push::AcceptedWithDrop(d) => {
                 ctx.emit_with(delivered);
-                ctx.emit_with(|| dropped(d.message.id, d.reason.to_string()));
+                emit_dropped(ctx, spec, target, d.message.id, d.reason.to_string());
             }
-            Push::Dropped(d) => ctx.emit_with(|| dropped(d.message.id, d.reason.to_string())),
-            Push::Rejected(m) => {
-                ctx.emit_with(|| dropped(m.id, "rejected: the inbox is full".into()))
-            }
+            Push::Dropped(d) => emit_dropped(ctx, spec, target, d.message.id, d.reason.to_string()),
+            Push::Rejected(m) => self.hold(spec, ctx, target, m),
             Push::Filtered(_) => return,
         }
         self.mark_dirty(target);
@@ -106,7 +171,7 @@ impl Inboxes {
     /// accepts it.
     #[inline]
     pub(super) fn route(&mut self, spec: &Spec, ctx: &RunContext, sender: &str, m: &Arc<Message>) {
-        let now = SystemTime::now();
+        let now = crate::clock::now();
         for &t in spec.router.targets(sender) {
             self.push(spec, ctx, t, m.clone(), now, true);
         }
@@ -121,7 +186,7 @@ impl Inboxes {
         ctx: &RunContext,
         pending: BTreeMap<String, Vec<Arc<Message>>>,
     ) {
-        let now = SystemTime::now();
+        let now = crate::clock::now();
         for (name, messages) in pending {
             match spec.router.index_of(&name) {
                 Some(i) => {
@@ -149,7 +214,7 @@ impl Inboxes {
         i: usize,
         all: bool,
     ) -> Vec<Arc<Message>> {
-        let now = SystemTime::now();
+        let now = crate::clock::now();
         let inbox = &mut self.inboxes[i];
         let before = inbox.len();
         let batch = if all {
@@ -159,12 +224,10 @@ impl Inboxes {
         };
         self.queued -= before - inbox.len();
         for d in &batch.dropped {
-            ctx.emit_with(|| Event::MessageDropped {
-                path: ctx.path().clone(),
-                message: d.message.id,
-                to: spec.names[i].to_string(),
-                reason: d.reason.to_string(),
-            });
+            emit_dropped(ctx, spec, i, d.message.id, d.reason.to_string());
+        }
+        if !self.held[i].is_empty() {
+            self.refill(spec, ctx, i, now);
         }
         batch.messages
     }
@@ -236,7 +299,23 @@ impl Inboxes {
             .iter()
             .enumerate()
             .filter(|(_, inbox)| !inbox.is_empty())
-            .map(|(i, inbox)| (spec.names[i].to_string(), inbox.iter().cloned().collect()))
+            .map(|(i, inbox)| {
+                let held = self.held[i].iter();
+                (
+                    spec.names[i].to_string(),
+                    inbox.iter().chain(held).cloned().collect(),
+                )
+            })
             .collect()
     }
+}
+
+/// Reports that `target`'s inbox dropped message `id`, and why.
+fn emit_dropped(ctx: &RunContext, spec: &Spec, target: usize, id: MessageId, reason: String) {
+    ctx.emit_with(|| Event::MessageDropped {
+        path: ctx.path().clone(),
+        message: id,
+        to: spec.names[target].to_string(),
+        reason,
+    });
 }

@@ -4,7 +4,6 @@
 //! transitions taken.
 
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use super::RunState;
 use super::phase::Failure;
@@ -198,7 +197,7 @@ impl RunState {
                 return;
             }
         };
-        let now = SystemTime::now();
+        let now = crate::clock::now();
         for e in taken {
             let to = g.edges[e].to;
             let (from_slot, to_slot) = (self.spec.slot_of[index], self.spec.slot_of[to]);

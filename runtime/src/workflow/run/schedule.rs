@@ -2,8 +2,6 @@
 //! by inbox readiness without a graph, by supersteps or by dataflow with
 //! one — and the run's end once nothing is left in flight.
 
-use std::time::SystemTime;
-
 use ractor::ActorRef;
 use troupe_router::Readiness;
 
@@ -70,7 +68,7 @@ impl RunState {
         }
         // Nothing runs: partial batches either wait for their max wait or,
         // with none set, are flushed so no message is stranded.
-        let now = SystemTime::now();
+        let now = crate::clock::now();
         for i in 0..self.parts.len() {
             if self.inboxes.is_empty(i) || !self.phase.is_running() {
                 continue;

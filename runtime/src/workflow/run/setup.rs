@@ -4,7 +4,6 @@
 //! delivered to the agents that asked.
 
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use ractor::ActorRef;
 
@@ -199,7 +198,7 @@ impl RunState {
     /// inbox's filter), which — in a graph — runs next. An agent asking
     /// from a nested run is that run: the answer reaches it there in turn.
     fn deliver_answers(&mut self, answers: Vec<Answer>) {
-        let now = SystemTime::now();
+        let now = crate::clock::now();
         for (i, m) in answers {
             if let Some(run) = self.graph.as_mut() {
                 run.cursor.activate(i);
@@ -215,7 +214,7 @@ impl RunState {
             Some(g) if self.spec.edge_delivery => g.cursor.next_nodes().to_vec(),
             _ => Vec::new(),
         };
-        let now = SystemTime::now();
+        let now = crate::clock::now();
         for m in fresh {
             if let Some(reason) = self.observe(Trigger::Message {
                 message: &m,

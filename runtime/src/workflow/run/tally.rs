@@ -2,7 +2,9 @@
 //! turns, questions to the caller — and the result made of it.
 
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::SystemTime;
+
+use tokio::time::Instant;
 
 use crate::message::{Message, Usage};
 use crate::store::CheckpointId;

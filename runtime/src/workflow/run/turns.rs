@@ -3,7 +3,7 @@
 //! the loss of its actor.
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use ractor::ActorRef;
 use troupe_router::Readiness;
@@ -31,7 +31,7 @@ impl RunState {
     /// `flush`, holds anything).
     pub(super) async fn try_start(&mut self, i: usize, flush: bool, myself: &ActorRef<RunMsg>) {
         if !flush {
-            match self.inboxes.readiness(i, SystemTime::now()) {
+            match self.inboxes.readiness(i, crate::clock::now()) {
                 Readiness::Ready => {}
                 Readiness::Waiting { until: Some(t) } => {
                     self.wake.arm(t, myself);

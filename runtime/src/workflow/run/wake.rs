@@ -29,7 +29,7 @@ impl Wake {
         self.at = Some(at);
         let generation = self.generation;
         let delay = at
-            .duration_since(SystemTime::now())
+            .duration_since(crate::clock::now())
             .unwrap_or(Duration::ZERO);
         myself.send_after(delay, move || RunMsg::Wake { generation });
     }
