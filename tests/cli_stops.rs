@@ -86,3 +86,20 @@ fn the_parallel_retry_example_shows_the_blocks_retry() {
     assert!(retry.contains("gather"), "{retry}");
     assert!(retry.contains("\"attempt\":1"), "{retry}");
 }
+
+#[test]
+fn the_graph_draws_a_retried_block_as_one_node_naming_its_steps() {
+    let out = troupe(&["graph", "examples/configs/parallel_retry.yaml"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let chart = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        chart.contains("n_gather[\"gather: parallel specs + pricing, retried whole\"]"),
+        "{chart}"
+    );
+    assert!(chart.contains("n_gather --> n_writer"), "{chart}");
+}

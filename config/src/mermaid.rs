@@ -215,7 +215,11 @@ fn draw_plan(c: &mut Chart, config: &Config, plan: &Plan, user: &str) {
         .nodes
         .iter()
         .map(|n| {
-            let text = if n.id == ref_id(&n.target) {
+            let text = if let Some(block) = plan.blocks.get(&n.id) {
+                // A parallel block with `retry:`: one node, rerun whole.
+                let steps: Vec<&str> = block.nodes.iter().map(|s| s.id.as_str()).collect();
+                format!("{}: parallel {}, retried whole", n.id, steps.join(" + "))
+            } else if n.id == ref_id(&n.target) {
                 participant_label(config, &n.target)
             } else {
                 format!("{}: {}", n.id, participant_label(config, &n.target))
