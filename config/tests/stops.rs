@@ -135,3 +135,25 @@ async fn token_budget_and_timeout_and_max_turns() {
     let r = reason(DRAFTS, "[a, b, c, d, e, f]", "{timeout: 1h, max_turns: 2}").await;
     assert_eq!(r, "max_turns(2): 2 turns");
 }
+
+#[tokio::test]
+async fn prompt_and_completion_token_limits_as_expression_and_mapping() {
+    // Scripted replies report a usage as a model's would: the prompt
+    // grows with the conversation, the completion does not.
+    let r = reason(
+        DRAFTS,
+        "[a, b, c, d, e, f]",
+        "\"completion_tokens(4) | max_turns(12)\"",
+    )
+    .await;
+    assert!(r.starts_with("completion_tokens(4): "), "{r}");
+    assert!(r.ends_with(" completion tokens written"), "{r}");
+    let r = reason(
+        DRAFTS,
+        "[a, b, c, d, e, f]",
+        "{any: [{prompt_tokens: 30}, {max_turns: 12}]}",
+    )
+    .await;
+    assert!(r.starts_with("prompt_tokens(30): "), "{r}");
+    assert!(r.ends_with(" prompt tokens read"), "{r}");
+}

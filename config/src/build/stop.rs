@@ -58,6 +58,12 @@ fn field_parts(s: &StopFields) -> Vec<StopCondition> {
     if let Some(n) = s.token_budget {
         v.push(StopCondition::token_budget(n));
     }
+    if let Some(n) = s.prompt_tokens {
+        v.push(StopCondition::prompt_tokens(n));
+    }
+    if let Some(n) = s.completion_tokens {
+        v.push(StopCondition::completion_tokens(n));
+    }
     if let Some(t) = &s.timeout {
         v.push(StopCondition::timeout(t.duration));
     }

@@ -22,7 +22,7 @@ impl ShortForm for StopForm {
     type Long = StopFields;
     const NAME: &'static str = "Stop";
     const SHORT: &'static str = "A stop expression such as `max_messages(10) | text_mention(APPROVE)`: \
-max_messages(N), max_turns(N), token_budget(N), timeout(DURATION), text_mention(TEXT [from SOURCE, ...]), \
+max_messages(N), max_turns(N), token_budget(N), prompt_tokens(N), completion_tokens(N), timeout(DURATION), text_mention(TEXT [from SOURCE, ...]), \
 text_message[(SOURCE, ...)], source_match(SOURCE, ...), handoff(TARGET), stop_message, function_call(TOOL); \
 `|` is any, `&` is all (binds tighter), parentheses group.";
     const EXPECTING: &'static str = "a stop expression such as `max_messages(10) | text_mention(APPROVE)`, or a mapping of stop conditions";
@@ -70,6 +70,13 @@ pub struct StopFields {
     /// When the run has spent this many tokens (prompt and completion).
     #[serde(default)]
     pub token_budget: Option<u64>,
+    /// When the run's model calls have read this many prompt tokens.
+    #[serde(default)]
+    pub prompt_tokens: Option<u64>,
+    /// When the run's model calls have written this many completion
+    /// tokens.
+    #[serde(default)]
+    pub completion_tokens: Option<u64>,
     /// When the run has lasted this long (`30s`, `5m`).
     #[serde(default)]
     pub timeout: Option<HumanDuration>,

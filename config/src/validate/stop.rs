@@ -9,7 +9,8 @@ use crate::schema::{StopFields, StopForm, StopSpec};
 use crate::tree::FieldPath;
 
 /// Every kind an expression may use, for "expected" lists.
-const KINDS: &str = "max_messages(N), max_turns(N), token_budget(N), timeout(DURATION), \
+const KINDS: &str = "max_messages(N), max_turns(N), token_budget(N), prompt_tokens(N), \
+completion_tokens(N), timeout(DURATION), \
 text_mention(TEXT [from SOURCE, ...]), text_message[(SOURCE, ...)], source_match(SOURCE, ...), \
 handoff(TARGET), stop_message, function_call(TOOL)";
 
@@ -92,6 +93,8 @@ fn check_fields(c: &mut Checker<'_>, path: &FieldPath, s: &StopFields) {
         || s.stop_message.is_some()
         || s.function_call.is_some()
         || s.token_budget.is_some()
+        || s.prompt_tokens.is_some()
+        || s.completion_tokens.is_some()
         || s.timeout.is_some()
         || s.all.is_some()
         || s.any.is_some();
@@ -99,7 +102,7 @@ fn check_fields(c: &mut Checker<'_>, path: &FieldPath, s: &StopFields) {
         c.error(
             path,
             "an empty stop condition never holds",
-            Some("one of `max_messages`, `max_turns`, `text_mention`, `source_match`, `text_message`, `handoff`, `stop_message`, `function_call`, `token_budget`, `timeout`, `all`, `any`".into()),
+            Some("one of `max_messages`, `max_turns`, `text_mention`, `source_match`, `text_message`, `handoff`, `stop_message`, `function_call`, `token_budget`, `prompt_tokens`, `completion_tokens`, `timeout`, `all`, `any`".into()),
         );
     }
     // A count of 0 holds before the first turn: the run would do nothing.
@@ -107,6 +110,8 @@ fn check_fields(c: &mut Checker<'_>, path: &FieldPath, s: &StopFields) {
         ("max_messages", s.max_messages),
         ("max_turns", s.max_turns),
         ("token_budget", s.token_budget),
+        ("prompt_tokens", s.prompt_tokens),
+        ("completion_tokens", s.completion_tokens),
     ] {
         if n == Some(0) {
             c.value_error(

@@ -32,7 +32,9 @@ pub(crate) use tracker::{StopTracker, TrackerState, Trigger};
 /// [`StopMessage`], `FunctionCallTermination` [`FunctionCall`],
 /// `TextMessageTermination` [`TextMessage`], `SourceMatchTermination`
 /// [`SourceMatch`], `HandoffTermination` [`Handoff`],
-/// `TokenUsageTermination` [`TokenBudget`] (total tokens),
+/// `TokenUsageTermination` [`TokenBudget`] (total tokens), [`PromptTokens`]
+/// and [`CompletionTokens`] (its `max_prompt_token` and
+/// `max_completion_token`; combine them with `|` as AutoGen does in one),
 /// `TimeoutTermination` [`Timeout`], `ExternalTermination` [`External`],
 /// `FunctionalTermination` [`Custom`].
 ///
@@ -48,6 +50,8 @@ pub(crate) use tracker::{StopTracker, TrackerState, Trigger};
 /// [`SourceMatch`]: StopCondition::SourceMatch
 /// [`Handoff`]: StopCondition::Handoff
 /// [`TokenBudget`]: StopCondition::TokenBudget
+/// [`PromptTokens`]: StopCondition::PromptTokens
+/// [`CompletionTokens`]: StopCondition::CompletionTokens
 /// [`Timeout`]: StopCondition::Timeout
 /// [`External`]: StopCondition::External
 /// [`Custom`]: StopCondition::Custom
@@ -86,8 +90,13 @@ pub enum StopCondition {
     TextMessage(Option<Vec<String>>),
     /// When a message hands off to this target (for example `user`).
     Handoff(String),
-    /// When the run has spent this many tokens.
+    /// When the run has spent this many tokens (prompt and completion).
     TokenBudget(u64),
+    /// When the run's model calls have read this many prompt tokens.
+    PromptTokens(u64),
+    /// When the run's model calls have written this many completion
+    /// tokens.
+    CompletionTokens(u64),
     /// After this many agent turns.
     MaxTurns(u64),
     /// When the run has lasted this long; fires during a long turn too,
@@ -152,6 +161,14 @@ impl StopCondition {
     /// Stop once `tokens` have been spent.
     pub fn token_budget(tokens: u64) -> Self {
         StopCondition::TokenBudget(tokens)
+    }
+    /// Stop once the model calls have read `tokens` prompt tokens.
+    pub fn prompt_tokens(tokens: u64) -> Self {
+        StopCondition::PromptTokens(tokens)
+    }
+    /// Stop once the model calls have written `tokens` completion tokens.
+    pub fn completion_tokens(tokens: u64) -> Self {
+        StopCondition::CompletionTokens(tokens)
     }
     /// Stop after `n` turns.
     pub fn max_turns(n: u64) -> Self {
@@ -236,6 +253,8 @@ impl fmt::Display for StopCondition {
             StopCondition::TextMessage(Some(s)) => write!(f, "text_message({})", s.join(", ")),
             StopCondition::Handoff(t) => write!(f, "handoff({t})"),
             StopCondition::TokenBudget(n) => write!(f, "token_budget({n})"),
+            StopCondition::PromptTokens(n) => write!(f, "prompt_tokens({n})"),
+            StopCondition::CompletionTokens(n) => write!(f, "completion_tokens({n})"),
             StopCondition::MaxTurns(n) => write!(f, "max_turns({n})"),
             StopCondition::Timeout(d) => write!(f, "timeout({})", humantime::format_duration(*d)),
             StopCondition::External(_) => write!(f, "external"),

@@ -30,7 +30,8 @@ impl fmt::Display for ParseStopError {
 impl std::error::Error for ParseStopError {}
 
 /// Every kind the syntax knows.
-pub const STOP_KINDS: &str = "max_messages(N), max_turns(N), token_budget(N), timeout(DURATION), \
+pub const STOP_KINDS: &str = "max_messages(N), max_turns(N), token_budget(N), prompt_tokens(N), \
+completion_tokens(N), timeout(DURATION), \
 text_mention(TEXT [from SOURCE, ...]), text_message[(SOURCE, ...)], source_match(SOURCE, ...), \
 handoff(TARGET), stop_message, function_call(TOOL), external";
 
@@ -298,6 +299,8 @@ impl Parser {
             "max_messages" => StopCondition::MaxMessages(count("a number of messages")?),
             "max_turns" => StopCondition::MaxTurns(count("a number of turns")?),
             "token_budget" => StopCondition::TokenBudget(count("a number of tokens")?),
+            "prompt_tokens" => StopCondition::PromptTokens(count("a number of tokens")?),
+            "completion_tokens" => StopCondition::CompletionTokens(count("a number of tokens")?),
             "timeout" => {
                 let a = one("a duration such as 30s")?;
                 let d: Duration = humantime::parse_duration(&a.text).map_err(|e| {

@@ -31,6 +31,8 @@ pub(crate) struct StopTracker {
     messages: u64,
     turns: u64,
     tokens: u64,
+    prompt_tokens: u64,
+    completion_tokens: u64,
     timed_out: bool,
 }
 
@@ -41,6 +43,8 @@ pub(crate) struct TrackerState {
     messages: u64,
     turns: u64,
     tokens: u64,
+    prompt_tokens: u64,
+    completion_tokens: u64,
     timed_out: bool,
 }
 
@@ -52,6 +56,8 @@ impl StopTracker {
             messages: self.messages,
             turns: self.turns,
             tokens: self.tokens,
+            prompt_tokens: self.prompt_tokens,
+            completion_tokens: self.completion_tokens,
             timed_out: self.timed_out,
         }
     }
@@ -65,6 +71,8 @@ impl StopTracker {
         self.messages = state.messages;
         self.turns = state.turns;
         self.tokens = state.tokens;
+        self.prompt_tokens = state.prompt_tokens;
+        self.completion_tokens = state.completion_tokens;
         self.timed_out = state.timed_out;
     }
 
@@ -75,6 +83,8 @@ impl StopTracker {
             messages: 0,
             turns: 0,
             tokens: 0,
+            prompt_tokens: 0,
+            completion_tokens: 0,
             timed_out: false,
         }
     }
@@ -84,7 +94,11 @@ impl StopTracker {
         match trigger {
             Trigger::Message { message, .. } => {
                 self.messages += 1;
-                self.tokens += message.usage.map(|u| u.total()).unwrap_or(0);
+                if let Some(u) = message.usage {
+                    self.tokens += u.total();
+                    self.prompt_tokens += u.prompt_tokens;
+                    self.completion_tokens += u.completion_tokens;
+                }
             }
             Trigger::Turn => self.turns += 1,
             Trigger::Timeout => self.timed_out = true,
@@ -94,6 +108,8 @@ impl StopTracker {
             messages: self.messages,
             turns: self.turns,
             tokens: self.tokens,
+            prompt_tokens: self.prompt_tokens,
+            completion_tokens: self.completion_tokens,
             timed_out: self.timed_out,
         };
         let mut index = 0;
@@ -111,6 +127,8 @@ struct Counters {
     messages: u64,
     turns: u64,
     tokens: u64,
+    prompt_tokens: u64,
+    completion_tokens: u64,
     timed_out: bool,
 }
 
@@ -147,6 +165,12 @@ fn eval(
             .flatten(),
         StopCondition::TokenBudget(n) => (c.tokens >= *n)
             .then(|| reason(format!("{} tokens spent", c.tokens)))
+            .flatten(),
+        StopCondition::PromptTokens(n) => (c.prompt_tokens >= *n)
+            .then(|| reason(format!("{} prompt tokens read", c.prompt_tokens)))
+            .flatten(),
+        StopCondition::CompletionTokens(n) => (c.completion_tokens >= *n)
+            .then(|| reason(format!("{} completion tokens written", c.completion_tokens)))
             .flatten(),
         StopCondition::Timeout(d) => c
             .timed_out
@@ -324,6 +348,36 @@ mod tests {
         assert!(t.observe(Trigger::External).is_none());
         h.stop();
         assert_eq!(t.observe(Trigger::External).unwrap().condition, "external");
+    }
+
+    #[test]
+    fn prompt_and_completion_tokens_are_limited_apart() {
+        let m = Message::text("a", "x").with_usage(Usage {
+            prompt_tokens: 6,
+            completion_tokens: 2,
+        });
+        let mut prompt = StopTracker::new(StopCondition::prompt_tokens(12));
+        let mut completion = StopTracker::new(StopCondition::completion_tokens(5));
+        assert!(prompt.observe(produced(&m)).is_none());
+        assert!(completion.observe(produced(&m)).is_none());
+        assert_eq!(
+            prompt.observe(produced(&m)).unwrap().detail,
+            "12 prompt tokens read"
+        );
+        assert!(completion.observe(produced(&m)).is_none());
+        // Restored from a checkpoint, the counts carry on.
+        let mut again = StopTracker::new(StopCondition::completion_tokens(5));
+        again.restore(completion.state());
+        assert_eq!(
+            again.observe(produced(&m)).unwrap().detail,
+            "6 completion tokens written"
+        );
+        assert_eq!(
+            StopCondition::parse("prompt_tokens(3) | completion_tokens(4)")
+                .unwrap()
+                .to_string(),
+            "prompt_tokens(3) | completion_tokens(4)"
+        );
     }
 
     #[test]
