@@ -76,7 +76,9 @@ struct Inner {
 /// [`stop_gracefully`](RunContext::stop_gracefully) starts no new turn,
 /// lets the turns under way finish, and ends it as
 /// [`RunStatus::Interrupted`](crate::RunStatus::Interrupted). Both reach
-/// every context started under this one, so nested runs stop too.
+/// every context started under this one, so nested runs stop too. A
+/// cancellation flows only down; a graceful stop is asked of the whole
+/// run: the contexts of one run tree share it.
 ///
 /// ```
 /// use troupe_runtime::RunContext;
@@ -200,8 +202,8 @@ impl RunContext {
     }
 
     /// A context for something this one starts: its path gains `/name`,
-    /// and its cancellation and graceful stop follow this one's (but not
-    /// the other way).
+    /// its cancellation follows this one's (but not the other way), and it
+    /// shares this one's graceful stop.
     pub fn child(&self, name: &str) -> Self {
         self.derive(
             self.child_path(name),
@@ -220,18 +222,19 @@ impl RunContext {
     }
 
     /// A context for something this one starts, at `path`, cancelled by
-    /// `cancel`; its graceful stop follows this one's.
+    /// `cancel`; it shares this one's graceful stop (a token per context,
+    /// as cancellation has, cost every participant of every run an
+    /// allocation and a registration with its parent, for a signal that
+    /// is only ever asked of a run as a whole).
     pub(crate) fn derive(
         &self,
         path: Arc<str>,
         cancel: CancellationToken,
         deadline: Option<Instant>,
     ) -> Self {
-        let stop = self.inner.stop.child_token();
         self.with(|inner| {
             inner.path = path;
             inner.cancel = cancel;
-            inner.stop = stop;
             inner.deadline = deadline;
         })
     }
@@ -301,8 +304,8 @@ impl RunContext {
         self.inner.cancel.cancelled().await
     }
 
-    /// Asks the run under this context (and everything started under it) to
-    /// stop gracefully: no new turn starts, the turns under way finish, a
+    /// Asks the run this context belongs to (and everything started under
+    /// it) to stop gracefully: no new turn starts, the turns under way finish, a
     /// checkpoint is saved, and the run ends as
     /// [`RunStatus::Interrupted`](crate::RunStatus::Interrupted), from which
     /// [`Workflow::resume`](crate::Workflow::resume) carries on. A
