@@ -16,24 +16,8 @@ use troupe_runtime::{
     RunStatus, Thread, Workflow,
 };
 
-async fn guard<T>(f: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(60), f)
-        .await
-        .expect("the run hung")
-}
-
-/// A thread's content without ids or times, children included.
-fn content(t: &Thread) -> Vec<String> {
-    let mut out: Vec<String> = t
-        .messages()
-        .iter()
-        .map(|m| format!("{}: {}", m.source, m.text_content()))
-        .collect();
-    for (name, child) in t.children() {
-        out.extend(content(child).into_iter().map(|l| format!("{name}/ {l}")));
-    }
-    out
-}
+mod common;
+use common::{content, guard};
 
 /// A node whose answer depends only on its thread, so a resumed run
 /// answers exactly as the uninterrupted one did.

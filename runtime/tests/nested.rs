@@ -18,24 +18,8 @@ use troupe_runtime::{
     StopCondition, Thread, Workflow,
 };
 
-async fn guard<T>(f: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(60), f)
-        .await
-        .expect("the run hung")
-}
-
-/// A thread's content without ids or times, children included.
-fn content(t: &Thread) -> Vec<String> {
-    let mut out: Vec<String> = t
-        .messages()
-        .iter()
-        .map(|m| format!("{}: {}", m.source, m.text_content()))
-        .collect();
-    for (name, child) in t.children() {
-        out.extend(content(child).into_iter().map(|l| format!("{name}/ {l}")));
-    }
-    out
-}
+mod common;
+use common::{content, guard};
 
 /// Fails if a message id appears twice in one thread, at any depth.
 fn assert_ids_unique(t: &Thread, at: &str) {
