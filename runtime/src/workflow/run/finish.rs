@@ -114,35 +114,31 @@ impl RunState {
             scheduling.counters = Some(self.counters());
         }
         let mut thread = std::mem::take(&mut self.threads).into_thread(&self.spec, scheduling);
+        // The questions it waits for: every one open in its thread.
+        let open = waits.then(|| {
+            thread
+                .state()
+                .map(|s| s.scheduler.requests().to_vec())
+                .unwrap_or_default()
+        });
         let failed = self.phase.is_failing();
         if !failed
             && self.checkpoints.stores()
             && self.checkpoints.due_at_end(self.inboxes.delivered())
         {
-            let status = match &self.phase {
-                _ if waits => RunStatus::WaitingForInput(
-                    thread
-                        .state()
-                        .map(|s| s.scheduler.requests().to_vec())
-                        .unwrap_or_default(),
-                ),
-                Phase::Stopping(status) => status.clone(),
+            let status = match (&self.phase, &open) {
+                (_, Some(open)) => RunStatus::WaitingForInput(open.clone()),
+                (Phase::Stopping(status), None) => status.clone(),
                 _ => RunStatus::Completed,
             };
             thread = self.save_checkpoint(thread, Some(status)).await;
         }
         let (run_id, checkpoint) = (self.checkpoints.run_id(), self.checkpoints.parent());
-        let status = match std::mem::replace(&mut self.phase, Phase::Running) {
-            Phase::Failing(f) => Err(f.into_error(thread)),
-            _ if waits => {
-                let open = thread
-                    .state()
-                    .map(|s| s.scheduler.requests().to_vec())
-                    .unwrap_or_default();
-                Ok((thread, RunStatus::WaitingForInput(open)))
-            }
-            Phase::Stopping(status) => Ok((thread, status)),
-            Phase::Running => Ok((thread, RunStatus::Completed)),
+        let status = match (std::mem::replace(&mut self.phase, Phase::Running), open) {
+            (Phase::Failing(f), _) => Err(f.into_error(thread)),
+            (_, Some(open)) => Ok((thread, RunStatus::WaitingForInput(open))),
+            (Phase::Stopping(status), None) => Ok((thread, status)),
+            (Phase::Running, None) => Ok((thread, RunStatus::Completed)),
         };
         let result =
             status.map(|(thread, status)| self.tally.result(thread, status, run_id, checkpoint));
