@@ -76,7 +76,7 @@ pub use async_trait::async_trait;
 pub use clock::RunClock;
 pub use context::{EventStream, RunContext};
 pub use error::{BuildError, CheckpointError};
-pub use event::Event;
+pub use event::{Event, EventRecord, FinalStatus};
 pub use fn_agent::FnAgent;
 pub use graph::{Condition, Graph, GraphBuilder, Isolation, Join, NodeInput, Scheduler};
 pub use message::{Content, Handoff, Message, MessageId, ToolCall, ToolResult, USER, Usage};

@@ -15,8 +15,75 @@ pub const USER: &str = "user";
 /// prefix and a counter), so a message delivered twice — through two
 /// inboxes into one shared thread, or by a retried remote call — is
 /// recognised and enters a thread once.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+///
+/// In JSON (events, stored sessions) an id is its 32 hexadecimal digits as
+/// a string: as a number it would be rounded by jq and JavaScript, which
+/// keep 53 bits. Ids written as numbers by earlier versions still read
+/// back. Binary encodings (checkpoints, the cluster's wire) keep the
+/// 128-bit integer.
+///
+/// ```
+/// use troupe_runtime::MessageId;
+///
+/// let id = MessageId(0x0123_4567_89ab_cdef_0000_0000_0000_002a);
+/// let json = serde_json::to_string(&id).unwrap();
+/// assert_eq!(json, "\"0123456789abcdef000000000000002a\"");
+/// assert_eq!(serde_json::from_str::<MessageId>(&json).unwrap(), id);
+/// assert_eq!(serde_json::from_str::<MessageId>("42").unwrap(), MessageId(42));
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct MessageId(pub u128);
+
+impl Serialize for MessageId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            s.collect_str(self)
+        } else {
+            s.serialize_u128(self.0)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for MessageId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        if d.is_human_readable() {
+            d.deserialize_any(IdVisitor)
+        } else {
+            u128::deserialize(d).map(MessageId)
+        }
+    }
+}
+
+/// Reads an id from its hexadecimal string, or from a number (as earlier
+/// versions wrote it).
+struct IdVisitor;
+
+impl serde::de::Visitor<'_> for IdVisitor {
+    type Value = MessageId;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a message id: up to 32 hexadecimal digits, or an integer")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<MessageId, E> {
+        if v.is_empty() || v.len() > 32 {
+            return Err(E::custom(format!(
+                "message id '{v}' is not 1 to 32 hexadecimal digits"
+            )));
+        }
+        u128::from_str_radix(v, 16)
+            .map(MessageId)
+            .map_err(|_| E::custom(format!("message id '{v}' is not hexadecimal")))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<MessageId, E> {
+        Ok(MessageId(u128::from(v)))
+    }
+
+    fn visit_u128<E: serde::de::Error>(self, v: u128) -> Result<MessageId, E> {
+        Ok(MessageId(v))
+    }
+}
 
 impl MessageId {
     /// A fresh id, never handed out before in this process.
