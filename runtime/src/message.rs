@@ -44,6 +44,21 @@ impl Serialize for MessageId {
     }
 }
 
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for MessageId {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "MessageId".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A message's id: 32 hexadecimal digits.",
+            "type": "string",
+            "pattern": "^[0-9a-f]{1,32}$"
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for MessageId {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         if d.is_human_readable() {
@@ -197,6 +212,7 @@ impl fmt::Display for MessageId {
 }
 
 /// Tokens a model call consumed.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     /// Tokens in the prompt.
@@ -229,6 +245,7 @@ impl std::ops::AddAssign for Usage {
 }
 
 /// A model's request to call a tool.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCall {
     /// The id the result must answer to.
@@ -240,6 +257,7 @@ pub struct ToolCall {
 }
 
 /// What a tool call gave back.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolResult {
     /// The [`ToolCall::id`] this answers.
@@ -256,6 +274,7 @@ pub struct ToolResult {
 }
 
 /// Control handed to another agent (or to `user`).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Handoff {
     /// Who takes over.
@@ -265,6 +284,7 @@ pub struct Handoff {
 }
 
 /// What a message says.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Content {
     /// Plain text.
@@ -307,6 +327,7 @@ impl Content {
 }
 
 /// One message of a conversation.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     /// Unique id; a thread holds a message at most once.

@@ -2,6 +2,7 @@
 
 mod chat;
 mod cluster;
+mod end_line;
 mod interrupt;
 mod mcp_demo;
 mod render;
@@ -103,8 +104,13 @@ enum Command {
         #[arg(long)]
         deny_warnings: bool,
     },
-    /// Prints the JSON Schema of config files.
-    Schema,
+    /// Prints the JSON Schema of config files (with `--events`: of a line
+    /// of `--events jsonl`).
+    Schema {
+        /// The schema of event lines instead.
+        #[arg(long)]
+        events: bool,
+    },
     /// Prints the workflow as a Mermaid flowchart.
     Graph {
         /// The config file.
@@ -125,7 +131,11 @@ pub(crate) fn main() -> u8 {
         }
     };
     match cli.command {
-        Command::Schema => emit(&format!("{}\n", schema_text())),
+        Command::Schema { events: false } => emit(&format!("{}\n", schema_text())),
+        Command::Schema { events: true } => emit(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&end_line::schema()).unwrap_or_default()
+        )),
         Command::Validate {
             file,
             deny_warnings,
@@ -337,14 +347,6 @@ pub(crate) fn status_key(status: Option<&RunStatus>) -> &'static str {
         Some(RunStatus::Interrupted) => "interrupted",
         Some(RunStatus::WaitingForInput(_)) => "waiting_for_input",
     }
-}
-
-/// The requests as JSON: `[{"id", "agent", "prompt"}]`.
-pub(crate) fn requests_json(requests: &[troupe::InputRequest]) -> serde_json::Value {
-    requests
-        .iter()
-        .map(|q| serde_json::json!({"id": q.id, "agent": q.agent, "prompt": q.prompt}))
-        .collect()
 }
 
 /// For `chat`: the path a store location is shown as.

@@ -16,6 +16,7 @@ pub use record::EventRecord;
 /// Something that happened during a run. Every event carries the `path` of
 /// the workflow or agent it concerns (`outer/inner/agent`), so events from
 /// nested workflows say where they come from.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -245,6 +246,7 @@ impl Event {
 
 /// How a run ended, as [`Event::RunFinished`] reports it: one word a
 /// program can match on (the words are the JSON form).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FinalStatus {
@@ -280,4 +282,22 @@ impl std::fmt::Display for FinalStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// The JSON Schema of one line of `--events jsonl`: an [`EventRecord`]
+/// (its stamp and the event, whose `type` names the kind). Committed as
+/// `schema/events.schema.json`; `troupe schema --events` prints it.
+#[cfg(feature = "schema")]
+pub fn json_schema() -> serde_json::Value {
+    let mut schema = schemars::schema_for!(EventRecord).to_value();
+    if let Some(object) = schema.as_object_mut() {
+        object.insert("title".into(), "troupe event".into());
+        object.insert(
+            "description".into(),
+            "One line of `troupe run --events jsonl`: an event of a run, stamped with the \
+             run's id, its number in the run's sequence and its time."
+                .into(),
+        );
+    }
+    schema
 }

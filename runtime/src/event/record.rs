@@ -39,6 +39,7 @@ use super::Event;
 /// let back: EventRecord = serde_json::from_value(json).unwrap();
 /// assert_eq!(back.event, record.event);
 /// ```
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EventRecord {
     /// The id of the run (the top-level run, for events of nested
@@ -48,6 +49,7 @@ pub struct EventRecord {
     pub seq: u64,
     /// When it happened (RFC 3339, microseconds, UTC, in JSON).
     #[serde(serialize_with = "to_rfc3339", deserialize_with = "from_rfc3339")]
+    #[cfg_attr(feature = "schema", schemars(with = "String", extend("format" = "date-time")))]
     pub time: SystemTime,
     /// What happened.
     #[serde(flatten)]
