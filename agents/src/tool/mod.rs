@@ -22,7 +22,10 @@ pub use agent_tool::{AgentTool, ThreadMode};
 pub use approval::NeedsApproval;
 pub use function::FunctionTool;
 pub(crate) use function::schema_for;
-pub use mcp::{McpCallResult, McpClient, McpServerConfig, McpTool, McpToolInfo, McpTransport};
+pub use mcp::{
+    MINIMAL_ENV, McpCallResult, McpClient, McpServerConfig, McpTool, McpToolInfo, McpTransport,
+    kill_mcp_servers,
+};
 
 /// What a tool call is given besides its arguments.
 #[derive(Clone)]

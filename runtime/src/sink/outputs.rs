@@ -5,9 +5,11 @@ use std::io::Write;
 
 use super::EventOutput;
 use crate::event::Event;
+use crate::secrets;
 
 /// Writes each event as one line of JSON (its `type` field names the kind)
-/// into any writer: a file, stdout, a pipe.
+/// into any writer: a file, stdout, a pipe. Registered secrets are masked
+/// ([`secrets`](crate::secrets)).
 ///
 /// ```
 /// use troupe_runtime::{Event, EventOutput, JsonLines};
@@ -39,7 +41,12 @@ impl<W: Write + Send + 'static> JsonLines<W> {
 
 impl<W: Write + Send + 'static> EventOutput for JsonLines<W> {
     fn write(&mut self, event: &Event) -> std::io::Result<()> {
-        serde_json::to_writer(&mut self.writer, event)?;
+        if !secrets::any() {
+            serde_json::to_writer(&mut self.writer, event)?;
+            return self.writer.write_all(b"\n");
+        }
+        let line = serde_json::to_string(event)?;
+        self.writer.write_all(secrets::redact(&line).as_bytes())?;
         self.writer.write_all(b"\n")
     }
 
@@ -49,13 +56,14 @@ impl<W: Write + Send + 'static> EventOutput for JsonLines<W> {
 }
 
 /// Prints each event on stdout as one readable line (the event's
-/// `Display` form).
+/// `Display` form), registered secrets masked.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ConsoleLines;
 
 impl EventOutput for ConsoleLines {
     fn write(&mut self, event: &Event) -> std::io::Result<()> {
-        writeln!(std::io::stdout().lock(), "{event}")
+        let line = event.to_string();
+        writeln!(std::io::stdout().lock(), "{}", secrets::redact(&line))
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
