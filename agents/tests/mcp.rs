@@ -103,6 +103,9 @@ async fn stdio_calls_tools_and_reports_tool_errors() {
         .await
         .unwrap_err();
     assert!(e.to_string().contains("invalid type: string \"x\""), "{e}");
+    // In the model's terms, not Rust's.
+    assert!(e.to_string().contains("expected an integer"), "{e}");
+    assert!(!e.to_string().contains("i64"), "{e}");
     client.close().await;
 }
 

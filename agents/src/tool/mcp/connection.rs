@@ -16,6 +16,7 @@ use troupe_runtime::secrets;
 use super::config::{McpServerConfig, McpTransport};
 use super::process::{Launch, ProcessGroup, spawn};
 use crate::error::McpError;
+use crate::tool::arguments::readable;
 
 /// A live session with a server.
 pub(super) struct Connection {
@@ -150,7 +151,8 @@ impl Connection {
                 after: config.timeout,
             }),
             Ok(Ok(value)) => Ok(value),
-            Ok(Err(ServiceError::McpError(e))) => Err(refused(e.message.to_string())),
+            // A Rust server's message may name Rust types: put as JSON kinds.
+            Ok(Err(ServiceError::McpError(e))) => Err(refused(readable(&e.message))),
             Ok(Err(ServiceError::Timeout { timeout })) => Err(McpError::Timeout {
                 server: config.name.clone(),
                 operation: operation.to_string(),

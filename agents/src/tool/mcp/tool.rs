@@ -6,6 +6,7 @@ use super::McpToolInfo;
 use super::client::McpClient;
 use crate::error::ToolError;
 use crate::model::ToolDefinition;
+use crate::tool::arguments::readable;
 use crate::tool::{Tool, ToolContext, ToolOutput, parse_arguments};
 
 /// One tool of an MCP server, usable by an agent.
@@ -62,7 +63,8 @@ impl Tool for McpTool {
             .await
             .map_err(|e| ToolError::Failed(e.to_string()))?;
         if result.is_error {
-            Err(ToolError::Failed(result.text))
+            // A Rust server's error may name Rust types: put as JSON kinds.
+            Err(ToolError::Failed(readable(&result.text)))
         } else {
             Ok(ToolOutput::text(result.text))
         }
