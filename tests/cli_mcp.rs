@@ -68,7 +68,10 @@ fn tool_results(out: &Output) -> Vec<(String, bool)> {
         .filter(|e| e["type"] == "tool_result")
         .map(|e| {
             (
-                e["result"]["content"].as_str().unwrap_or_default().to_string(),
+                e["result"]["content"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
                 e["result"]["is_error"].as_bool().unwrap_or_default(),
             )
         })
@@ -177,7 +180,10 @@ fn a_crashed_server_is_restarted_once() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = config(
         dir.path(),
-        &format!("{{name: fragile, command: python3, args: [{}]}}", server_script()),
+        &format!(
+            "{{name: fragile, command: python3, args: [{}]}}",
+            server_script()
+        ),
         "[{tool_call: {name: pid}}, {tool_call: {name: crash}}, {tool_call: {name: pid}}, {tool_call: {name: crash}}, {tool_call: {name: pid}}, done]",
     );
     let out = run(&file, &[], Duration::from_secs(30));
@@ -186,11 +192,18 @@ fn a_crashed_server_is_restarted_once() {
     assert_eq!(results.len(), 5, "{results:?}");
     let (first, second) = (&results[0], &results[2]);
     assert!(!first.1 && !second.1, "{results:?}");
-    assert_ne!(first.0, second.0, "the server was not restarted: {results:?}");
+    assert_ne!(
+        first.0, second.0,
+        "the server was not restarted: {results:?}"
+    );
     assert!(
         results[1].1
-            && results[1].0.starts_with("Error: MCP server 'fragile' is gone (tools/call crash)")
-            && results[1].0.ends_with("the server was restarted, so the call may be tried again"),
+            && results[1]
+                .0
+                .starts_with("Error: MCP server 'fragile' is gone (tools/call crash)")
+            && results[1]
+                .0
+                .ends_with("the server was restarted, so the call may be tried again"),
         "{results:?}"
     );
     assert!(
@@ -206,7 +219,10 @@ fn a_crashed_server_is_restarted_once() {
     );
     // What the model sees names no Rust type.
     for (content, _) in &results {
-        assert!(!content.contains("rmcp::") && !content.contains("Transport ["), "{content}");
+        assert!(
+            !content.contains("rmcp::") && !content.contains("Transport ["),
+            "{content}"
+        );
     }
 }
 
