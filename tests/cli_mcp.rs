@@ -297,3 +297,53 @@ fn secrets_echoed_by_a_model_server_are_masked_in_stderr_and_events() {
         assert!(!stdout.contains(secret), "{secret} in the events: {stdout}");
     }
 }
+
+#[test]
+fn stdio_only_settings_on_an_http_server_are_located_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = config(
+        dir.path(),
+        "{url: \"http://127.0.0.1:9/mcp\", inherit_env: [HOME], restarts: 2}",
+        "[done]",
+    );
+    let file_name = file.to_string_lossy().into_owned();
+    let out = wait(
+        Command::new(TROUPE)
+            .args(["validate", &file_name])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start troupe"),
+        Duration::from_secs(30),
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "field `agents.a.tools[0].mcp`: `args`, `env`, `inherit_env` and `restarts` are for stdio servers (`command`)"
+        ),
+        "{err}"
+    );
+
+    let file = config(
+        dir.path(),
+        "{command: python3, inherit_env: [\"NOT A NAME\"]}",
+        "[done]",
+    );
+    let out = wait(
+        Command::new(TROUPE)
+            .arg("validate")
+            .arg(&file)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start troupe"),
+        Duration::from_secs(30),
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("field `agents.a.tools[0].mcp.inherit_env[0]`: `NOT A NAME` is not an environment variable name"),
+        "{err}"
+    );
+}
