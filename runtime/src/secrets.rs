@@ -33,9 +33,10 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 /// What a secret is replaced with.
 pub const MASK: &str = "***";
 
-/// Secrets shorter than this are not registered: masking a two-letter
-/// value would garble every message that happens to contain it.
-pub const MIN_SECRET_CHARS: usize = 4;
+/// Secrets shorter than this are not registered: masking a short value
+/// (`true`, a port, a user name) would garble every message that happens
+/// to contain it, and keys and tokens are longer.
+pub const MIN_SECRET_CHARS: usize = 8;
 
 /// Every registered secret, and its JSON-escaped form where that differs
 /// (so JSON output is masked too), longest first: a secret that contains
@@ -142,10 +143,10 @@ pub fn mask_url(url: &str) -> String {
 /// `text` with every registered secret replaced by [`MASK`]; borrowed
 /// when there is nothing to mask.
 pub fn redact(text: &str) -> Cow<'_, str> {
-    let secrets = read();
-    if !secrets.iter().any(|s| text.contains(s.as_str())) {
+    if !contains_any(text) {
         return Cow::Borrowed(text);
     }
+    let secrets = read();
     let mut out = text.to_string();
     for secret in secrets.iter() {
         if out.contains(secret.as_str()) {
@@ -153,6 +154,45 @@ pub fn redact(text: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
+}
+
+/// Masks registered secrets inside the string literals of a JSON text
+/// (a secret is registered in its JSON-escaped form too); numbers, `true`
+/// and the structure are left alone, so the text stays valid JSON of the
+/// same shape.
+pub fn redact_json_text(json: &str) -> Cow<'_, str> {
+    if !contains_any(json) {
+        return Cow::Borrowed(json);
+    }
+    let bytes = json.as_bytes();
+    let mut out = String::with_capacity(json.len());
+    let (mut i, mut copied) = (0, 0);
+    while i < bytes.len() {
+        if bytes[i] != b'"' {
+            i += 1;
+            continue;
+        }
+        // A literal runs to the next quote not escaped; an escape is a
+        // backslash and one ASCII character, so indices stay on char
+        // boundaries.
+        let start = i + 1;
+        let mut end = start;
+        while end < bytes.len() && bytes[end] != b'"' {
+            end += if bytes[end] == b'\\' { 2 } else { 1 };
+        }
+        let end = end.min(bytes.len());
+        out.push_str(&json[copied..start]);
+        out.push_str(&redact(&json[start..end]));
+        copied = end;
+        i = end + 1;
+    }
+    out.push_str(&json[copied..]);
+    Cow::Owned(out)
+}
+
+/// Whether `text` holds a registered secret.
+fn contains_any(text: &str) -> bool {
+    read().iter().any(|s| text.contains(s.as_str()))
 }
 
 /// Whether any secret is registered (a printer may skip the work of
@@ -248,8 +288,13 @@ mod tests {
             "x *** y ***"
         );
         assert!(matches!(redact("nothing here"), Cow::Borrowed(_)));
-        register("ab");
-        assert_eq!(redact("ab"), "ab");
+        register("true");
+        assert_eq!(redact("true"), "true");
+        let json = r#"{"type":"x","n":12345678,"text":["a \"q\" abcd-secret-unit-1",true]}"#;
+        assert_eq!(
+            redact_json_text(json),
+            r#"{"type":"x","n":12345678,"text":["a \"q\" ***",true]}"#
+        );
     }
 
     #[test]
@@ -263,8 +308,8 @@ mod tests {
     fn credential_headers_register_value_and_token() {
         register_header("Authorization", "Bearer tok-unit-3-xyz");
         assert_eq!(redact("got tok-unit-3-xyz"), "got ***");
-        register_header("x-team", "blue-unit-3");
-        assert_eq!(redact("blue-unit-3"), "blue-unit-3");
+        register_header("x-team", "blue-unit-3-team");
+        assert_eq!(redact("blue-unit-3-team"), "blue-unit-3-team");
         assert!(is_credential_header("X-Api-Key") && is_credential_header("cookie"));
     }
 

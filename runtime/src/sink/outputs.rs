@@ -45,8 +45,10 @@ impl<W: Write + Send + 'static> EventOutput for JsonLines<W> {
             serde_json::to_writer(&mut self.writer, event)?;
             return self.writer.write_all(b"\n");
         }
+        // Masked inside string literals only: the line stays valid JSON.
         let line = serde_json::to_string(event)?;
-        self.writer.write_all(secrets::redact(&line).as_bytes())?;
+        self.writer
+            .write_all(secrets::redact_json_text(&line).as_bytes())?;
         self.writer.write_all(b"\n")
     }
 
