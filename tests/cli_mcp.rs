@@ -347,3 +347,63 @@ fn stdio_only_settings_on_an_http_server_are_located_errors() {
         "{err}"
     );
 }
+
+#[test]
+fn a_second_ctrl_c_kills_the_servers_whole_group_before_exiting() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pid_file = dir.path().join("pgid");
+    // A wrapper that leaves a child of its own, then becomes the server.
+    let mcp = format!(
+        "{{name: wrapped, command: sh, args: [-c, 'echo $$$$ > {}; sleep 1000 2>/dev/null & exec python3 {}']}}",
+        pid_file.display(),
+        server_script()
+    );
+    let body = format!(
+        "version: 1\nmodels:\n  slow: {{provider: scripted, delay: 60s, replies: [never]}}\nagents:\n  a:\n    model: slow\n    tools:\n      - mcp: {mcp}\nworkflow:\n  sequential:\n    participants: [a]\n"
+    );
+    let file = dir.path().join("slow.yaml");
+    std::fs::write(&file, body).expect("write config");
+    let mut child = Command::new(TROUPE)
+        .args(["run", "--events", "jsonl"])
+        .arg(&file)
+        .arg("go")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start troupe");
+    // Wait until the agent is thinking (the server is up by then).
+    let stdout = child.stdout.take().expect("stdout");
+    let started = std::thread::spawn(move || {
+        BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .any(|l| l.contains("\"agent_started\""))
+    })
+    .join()
+    .expect("reader");
+    assert!(started, "the agent never started");
+    let pgid = std::fs::read_to_string(&pid_file).expect("the wrapper wrote its pid");
+    let pgid = pgid.trim().to_string();
+    assert!(group_alive(&pgid));
+
+    for _ in 0..2 {
+        let sent = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success());
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let out = wait(child, Duration::from_secs(10));
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while group_alive(&pgid) {
+        assert!(
+            Instant::now() < deadline,
+            "process group {pgid} survived troupe"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
