@@ -4,7 +4,8 @@
 //! timeout; an allow-list naming a tool the server lacks fails at startup;
 //! a crashed server is restarted once; and secrets from the environment
 //! (header values, keys in `base_url`, the API key) never reach stderr or
-//! the events, even when a server echoes them.
+//! the events, even when a server echoes them. And a failed tool call
+//! reaches the model as a sentence without Rust type names.
 
 // Test helpers may fail loudly: a broken fixture should stop the test.
 #![allow(clippy::expect_used)]
@@ -406,4 +407,28 @@ fn a_second_ctrl_c_kills_the_servers_whole_group_before_exiting() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+#[test]
+fn tool_errors_the_model_sees_name_no_rust_type() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let body = "version: 1\nmodels:\n  m: {provider: scripted}\nagents:\n  a:\n    model: m\n    tools: [calculator]\n    script:\n      - tool_call: {name: calculator, arguments: \"2 + 2\"}\n      - tool_call: {name: calculator, arguments: {expression: 4}}\n      - done\nworkflow:\n  sequential:\n    participants: [a]\n";
+    let file = dir.path().join("calc.yaml");
+    std::fs::write(&file, body).expect("write config");
+    let out = run(&file, &[], Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let results = tool_results(&out);
+    assert_eq!(
+        results,
+        [
+            (
+                "Error: invalid arguments for tool 'calculator': invalid type: string \"2 + 2\", expected an object".to_string(),
+                true
+            ),
+            (
+                "Error: invalid arguments for tool 'calculator': invalid type: integer `4`, expected a string".to_string(),
+                true
+            ),
+        ]
+    );
 }
