@@ -85,10 +85,10 @@ fn a_stdio_server_sees_no_api_key_but_what_inherit_env_names() {
     let file = config(
         dir.path(),
         &format!(
-            "{{name: envy, command: python3, args: [{}], inherit_env: [TROUPE_TEST_PASSED], env: {{SET_HERE: yes}}}}",
+            "{{name: envy, command: python3, args: [{}], inherit_env: [TROUPE_TEST_PASSED], env: {{SET_HERE: yes, TOKEN: \"${{TROUPE_TEST_TOKEN}}\"}}}}",
             server_script()
         ),
-        "[{tool_call: {name: env}}, done]",
+        "[{tool_call: {name: env}}, {tool_call: {name: log}}, done]",
     );
     let out = run(
         &file,
@@ -96,15 +96,22 @@ fn a_stdio_server_sees_no_api_key_but_what_inherit_env_names() {
             ("OPENAI_API_KEY", "sk-must-not-reach-the-server"),
             ("TROUPE_TEST_PASSED", "visible"),
             ("TROUPE_TEST_NOT_PASSED", "hidden"),
+            ("TROUPE_TEST_TOKEN", "tok-given-to-the-server-81f3"),
         ],
         Duration::from_secs(30),
     );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
     let results = tool_results(&out);
-    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(results.len(), 2, "{results:?}");
     let env = &results[0].0;
     assert!(env.contains("TROUPE_TEST_PASSED=visible"), "{env}");
     assert!(env.contains("SET_HERE=yes"), "{env}");
+    // The token it was given (read from the environment) is masked in
+    // what it answers and in what it logs on stderr.
+    assert!(env.contains("TOKEN=***"), "{env}");
+    assert!(err.contains("fixture: my token is ***"), "{err}");
+    assert!(!err.contains("tok-given-to-the-server-81f3"), "{err}");
     assert!(env.contains("PATH="), "{env}");
     assert!(!env.contains("OPENAI_API_KEY"), "{env}");
     assert!(!env.contains("TROUPE_TEST_NOT_PASSED"), "{env}");

@@ -93,7 +93,9 @@ impl Drop for ProcessGroup {
 }
 
 /// Starts the server: its own process group, only the environment it is
-/// allowed, stdio piped for MCP and stderr shared with troupe's.
+/// allowed, stdio piped for MCP, and its stderr copied line by line to
+/// troupe's with registered secrets masked (a server that logs the token
+/// it was given does not print it). Must run inside a Tokio runtime.
 pub(super) fn spawn(launch: &Launch<'_>) -> std::io::Result<(TokioChildProcess, ProcessGroup)> {
     let mut cmd = tokio::process::Command::new(launch.command);
     cmd.args(launch.args);
@@ -110,9 +112,29 @@ pub(super) fn spawn(launch: &Launch<'_>) -> std::io::Result<(TokioChildProcess, 
     cmd.process_group(0);
     // A backstop where there are no process groups.
     cmd.kill_on_drop(true);
-    let (transport, _stderr) = TokioChildProcess::builder(cmd)
-        .stderr(std::process::Stdio::inherit())
+    let (transport, stderr) = TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::piped())
         .spawn()?;
     let group = ProcessGroup::led_by(transport.id());
+    if let Some(stderr) = stderr {
+        tokio::spawn(copy_stderr(stderr));
+    }
     Ok((transport, group))
+}
+
+/// Copies a server's stderr to troupe's, a line at a time, masked; ends
+/// when the server's last process closes it.
+async fn copy_stderr(stderr: tokio::process::ChildStderr) {
+    use std::io::Write;
+    use tokio::io::AsyncBufReadExt;
+    let mut reader = tokio::io::BufReader::new(stderr);
+    let mut line = Vec::new();
+    // Bytes, not `lines()`: a line that is not UTF-8 must not stop the
+    // copy (the server would block on a full pipe).
+    while matches!(reader.read_until(b'\n', &mut line).await, Ok(n) if n > 0) {
+        let text = String::from_utf8_lossy(&line);
+        let masked = troupe_runtime::secrets::redact(text.trim_end_matches(['\n', '\r']));
+        let _ = writeln!(std::io::stderr().lock(), "{masked}");
+        line.clear();
+    }
 }
