@@ -63,6 +63,7 @@ mod message;
 mod panic;
 mod retry;
 mod run_error;
+pub mod secrets;
 mod session;
 mod sink;
 mod state;

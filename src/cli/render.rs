@@ -176,7 +176,7 @@ fn print(s: &mut State, lines: &[String]) {
     clear_spinner(s);
     let mut out = std::io::stdout().lock();
     for l in lines {
-        let _ = writeln!(out, "{l}");
+        let _ = writeln!(out, "{}", troupe::secrets::redact(l));
     }
     let _ = out.flush();
 }

@@ -121,19 +121,29 @@ impl OpenAiClientBuilder {
 
     /// Checks the configuration and builds the client.
     pub fn build(self) -> Result<OpenAiClient, ModelError> {
-        let base = self.base_url.trim().trim_end_matches('/');
-        let url = reqwest::Url::parse(&format!("{base}/chat/completions"))
-            .map_err(|e| ModelError::Config(format!("invalid base URL '{base}': {e}")))?;
+        // Keys in the base URL (a gateway's `?key=…`) are secrets from here on.
+        troupe_runtime::secrets::register_url(&self.base_url);
+        let base = self.base_url.trim();
+        let shown_base = troupe_runtime::secrets::mask_url(base);
+        let mut url = reqwest::Url::parse(base)
+            .map_err(|e| ModelError::Config(format!("invalid base URL '{shown_base}': {e}")))?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err(ModelError::Config(format!(
-                "base URL '{base}' must be http or https"
+                "base URL '{shown_base}' must be http or https"
             )));
         }
+        // `{base}/chat/completions`, any query of the base kept after it.
+        let path = format!("{}/chat/completions", url.path().trim_end_matches('/'));
+        url.set_path(&path);
         if self.model.trim().is_empty() {
             return Err(ModelError::Config("no model name given".into()));
         }
         let mut headers = HeaderMap::new();
+        if let Some(key) = &self.api_key {
+            troupe_runtime::secrets::register(&key.0);
+        }
         for (name, value) in &self.headers {
+            troupe_runtime::secrets::register_header(name, value);
             let header = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| ModelError::Config(format!("invalid header name '{name}'")))?;
             // The value is not quoted: it may be a credential.
@@ -174,13 +184,10 @@ impl OpenAiClientBuilder {
     }
 }
 
-/// The URL as errors and logs show it: a password in it is masked.
+/// The URL as errors and logs show it: a password and query values in it
+/// are masked.
 fn shown_url(url: &reqwest::Url) -> String {
-    let mut shown = url.clone();
-    if shown.password().is_some() {
-        let _ = shown.set_password(Some("***"));
-    }
-    shown.to_string()
+    troupe_runtime::secrets::mask_url(url.as_str())
 }
 
 struct Inner {
@@ -326,11 +333,10 @@ impl OpenAiClient {
         }
     }
 
+    /// `text` with every registered secret masked (the key, credential
+    /// headers and URL keys of this client among them).
     fn redact(&self, text: &str) -> String {
-        match &self.inner.api_key {
-            Some(key) => text.replace(&key.0, "***"),
-            None => text.to_string(),
-        }
+        troupe_runtime::secrets::redact(text).into_owned()
     }
 
     /// The start of a body, on one line, with the key masked.

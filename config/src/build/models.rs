@@ -110,7 +110,7 @@ impl<'a> Ctx<'a> {
         )?;
         let mut b = OpenAiClient::builder(model.clone());
         let base = match &spec.base_url {
-            Some(u) => Some(self.expand(&what, &at.key("base_url"), u)?),
+            Some(u) => Some(self.expand_secret(&what, &at.key("base_url"), u)?),
             None => self.env("OPENAI_BASE_URL").filter(|v| !v.is_empty()),
         };
         if let Some(u) = &base {
@@ -123,7 +123,7 @@ impl<'a> Ctx<'a> {
         for (k, v) in &spec.headers {
             b = b.header(
                 k.clone(),
-                self.expand(&what, &at.key("headers").key(k.clone()), v)?,
+                self.expand_secret(&what, &at.key("headers").key(k.clone()), v)?,
             );
         }
         if let Some(t) = &spec.timeout {
