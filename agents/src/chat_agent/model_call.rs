@@ -75,10 +75,15 @@ async fn read_stream(
                 acc.push(ChatDelta::Text(text));
             }
             ChatDelta::ToolCall(piece) => {
-                let shown = (!piece.arguments.is_empty()
-                    || piece.id.is_some()
-                    || piece.name.is_some())
-                .then(|| (piece.id.clone(), piece.name.clone(), piece.arguments.clone()));
+                let shown =
+                    (!piece.arguments.is_empty() || piece.id.is_some() || piece.name.is_some())
+                        .then(|| {
+                            (
+                                piece.id.clone(),
+                                piece.name.clone(),
+                                piece.arguments.clone(),
+                            )
+                        });
                 acc.push(ChatDelta::ToolCall(piece));
                 if let (Some((call_id, name, arguments)), Some(index)) =
                     (shown, acc.last_call_index())
