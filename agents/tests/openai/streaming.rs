@@ -351,3 +351,37 @@ async fn nobody_listening_means_no_stream_unless_asked() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_session_turn_streams_its_answer() {
+    bounded(async {
+        let server = FakeOpenAi::start([stream(
+            [vec![text("Hello"), text(", "), text("Alice.")], done()].concat(),
+        )])
+        .await;
+        let bot = ChatAgent::builder("bot").model(client(&server)).build().unwrap();
+        let team = Workflow::builder().name("desk").participant(bot).build().unwrap();
+        let session = troupe_runtime::Session::new(team, troupe_runtime::store::MemoryStore::new());
+        let mut turn = session.send_stream("alice", "Hi, I am Alice");
+        let mut pieces = Vec::new();
+        let mut answered_after_pieces = false;
+        while let Some(record) = turn.next().await {
+            assert_eq!(&*record.run_id, "alice", "the conversation names the run");
+            match &record.event {
+                Event::TextDelta { path, text } => {
+                    assert_eq!(&**path, "desk/bot");
+                    pieces.push(text.clone());
+                }
+                Event::MessageProduced { path, .. } if &**path == "desk/bot" => {
+                    answered_after_pieces = pieces.len() == 3;
+                }
+                _ => {}
+            }
+        }
+        let result = turn.result().await.unwrap();
+        assert_eq!(pieces.concat(), result.final_text());
+        assert!(answered_after_pieces, "{pieces:?}");
+        assert_eq!(session.history("alice").await.unwrap().len(), 2, "the turn was saved");
+    })
+    .await;
+}
