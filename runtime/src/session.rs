@@ -327,17 +327,17 @@ impl SessionStream {
 
     /// Waits for the turn's result (events not read yet are dropped).
     pub async fn result(self) -> Result<RunResult, SessionError> {
-        let conversation = self.conversation;
-        self.handle.await.unwrap_or_else(|e| {
-            Err(SessionError::Run {
-                conversation,
+        match self.handle.await {
+            Ok(result) => result,
+            Err(e) => Err(SessionError::Run {
+                conversation: self.conversation,
                 source: RunError::Runtime {
                     workflow: String::new(),
                     reason: format!("the turn's task ended abnormally: {e}"),
                 },
                 save_error: None,
-            })
-        })
+            }),
+        }
     }
 }
 
