@@ -215,18 +215,26 @@ fn close_live(s: &mut State, out: &mut impl Write) {
 /// made before).
 fn stream_text(s: &mut State, path: &str, text: &str) {
     if s.live.as_deref() != Some(path) {
-        let mut lines = vec![paint(
-            s.color,
-            "1;36",
-            &format!("● {}", short(&s.root, path)),
-        )];
-        if s.streamed.insert(path.to_string()) {
-            lines.extend(s.pending.remove(path).unwrap_or_default());
+        // An agent called as a tool speaks under its caller's path: the
+        // caller's calls so far come first.
+        let mut at = 0;
+        while let Some(i) = path[at..].find('/') {
+            at += i + 1;
+            let caller = &path[..at - 1];
+            if s.pending.contains_key(caller) && !s.parents.contains(caller) {
+                s.streamed.insert(caller.to_string());
+                let lines = s.pending.remove(caller).unwrap_or_default();
+                say(s, caller, &lines);
+            }
         }
-        print(s, &lines);
+        let lines = if s.streamed.insert(path.to_string()) {
+            s.pending.remove(path).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        say(s, path, &lines);
         s.live = Some(path.to_string());
     }
-    s.speaker = Some(path.to_string());
     clear_spinner(s);
     let mut out = std::io::stdout().lock();
     for piece in text.split_inclusive('\n') {
@@ -237,6 +245,22 @@ fn stream_text(s: &mut State, path: &str, text: &str) {
         s.line_start = piece.ends_with('\n');
     }
     let _ = out.flush();
+}
+
+/// Prints `lines` about `path`, naming it first unless the latest lines
+/// were its own.
+fn say(s: &mut State, path: &str, lines: &[String]) {
+    let mut out = Vec::with_capacity(lines.len() + 1);
+    if s.speaker.as_deref() != Some(path) || s.live.as_deref().is_some_and(|l| l != path) {
+        out.push(paint(
+            s.color,
+            "1;36",
+            &format!("● {}", short(&s.root, path)),
+        ));
+    }
+    out.extend_from_slice(lines);
+    print(s, &out);
+    s.speaker = Some(path.to_string());
 }
 
 /// `  · 1.2s · 340 tokens`: what a streamed turn took, right after its
@@ -293,7 +317,7 @@ fn handle(state: &Mutex<State>, event: &Event) {
                 &format!("  ↳ {}({})", call.name, one_line(&call.arguments, 100)),
             );
             if s.streamed.contains(&path) {
-                print(&mut s, &[line]);
+                say(&mut s, &path, &[line]);
             } else {
                 s.pending.entry(path).or_default().push(line);
             }
@@ -306,7 +330,7 @@ fn handle(state: &Mutex<State>, event: &Event) {
                 &format!("    {mark} {}", one_line(&result.content, 100)),
             );
             if s.streamed.contains(&path) {
-                print(&mut s, &[line]);
+                say(&mut s, &path, &[line]);
             } else {
                 s.pending.entry(path).or_default().push(line);
             }
@@ -334,7 +358,7 @@ fn handle(state: &Mutex<State>, event: &Event) {
             let (elapsed_ms, left) = s.finished.get(&path).copied().unwrap_or((0.0, 1));
             let mut out = Vec::new();
             let streamed = s.streamed.contains(&path);
-            if streamed && !s.parents.contains(&path) {
+            if streamed {
                 // The answer was printed as it came: what is left is a
                 // handoff, and at the turn's last message its cost.
                 out.extend(s.pending.remove(&path).unwrap_or_default());
