@@ -93,7 +93,8 @@ fn serve(gate: Option<mpsc::Receiver<()>>) -> Server {
                     let _ = gate.recv_timeout(Duration::from_secs(20));
                 }
             }
-            let usage = json!({"choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": 4}});
+            let usage =
+                json!({"choices": [], "usage": {"prompt_tokens": 11, "completion_tokens": 4}});
             let end = format!(
                 "{}data: {usage}\n\ndata: [DONE]\n\n",
                 chunk(json!({}), json!("stop"))
@@ -143,12 +144,21 @@ fn tokens_are_printed_as_they_stream_in() {
     assert_eq!(end.status.code(), Some(0), "{}", text(&end.stderr));
     seen.extend(out.iter());
     let all = seen.join("\n");
-    assert!(all.contains("  Hello there,\n  streaming world.\n  · "), "{all}");
-    assert!(all.contains("15 tokens"), "the usage chunk was counted:\n{all}");
+    assert!(
+        all.contains("  Hello there,\n  streaming world.\n  · "),
+        "{all}"
+    );
+    assert!(
+        all.contains("15 tokens"),
+        "the usage chunk was counted:\n{all}"
+    );
     // Streamed once, and once more as the final response: not a third
     // time as the agent's message.
     assert_eq!(all.matches("streaming world.").count(), 2, "{all}");
-    assert!(all.ends_with("── final response ──\nHello there,\nstreaming world."), "{all}");
+    assert!(
+        all.ends_with("── final response ──\nHello there,\nstreaming world."),
+        "{all}"
+    );
     assert_eq!(server.bodies.lock().unwrap()[0]["stream"], true);
 }
 
@@ -159,26 +169,44 @@ fn events_jsonl_carries_the_text_deltas() {
     let cfg = write(dir.path(), "live.yaml", &config(None));
     let server = serve(None);
     let out = wait(
-        troupe(dir.path(), &["run", "--events", "jsonl", cfg.to_str().unwrap(), "greet me"])
-            .env("OPENAI_BASE_URL", &server.url)
-            .spawn()
-            .expect("start troupe"),
+        troupe(
+            dir.path(),
+            &[
+                "run",
+                "--events",
+                "jsonl",
+                cfg.to_str().unwrap(),
+                "greet me",
+            ],
+        )
+        .env("OPENAI_BASE_URL", &server.url)
+        .spawn()
+        .expect("start troupe"),
         Duration::from_secs(30),
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let events = jsonl(&out);
-    let deltas: Vec<&Value> = events.iter().filter(|e| e["type"] == "text_delta").collect();
+    let deltas: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "text_delta")
+        .collect();
     assert_eq!(deltas.len(), PIECES.len(), "{}", text(&out.stdout));
     for (delta, piece) in deltas.iter().zip(PIECES) {
         assert_eq!(delta["path"], "live/writer");
         assert_eq!(delta["text"], piece);
-        assert!(delta["run_id"].is_string() && delta["seq"].is_u64(), "{delta}");
+        assert!(
+            delta["run_id"].is_string() && delta["seq"].is_u64(),
+            "{delta}"
+        );
     }
     let finished = events
         .iter()
         .find(|e| e["type"] == "model_call_finished")
         .expect("a model_call_finished line");
-    assert_eq!(finished["usage"], json!({"prompt_tokens": 11, "completion_tokens": 4}));
+    assert_eq!(
+        finished["usage"],
+        json!({"prompt_tokens": 11, "completion_tokens": 4})
+    );
     assert_eq!(finished["usage_estimated"], false);
     assert_eq!(result_line(&out)["final_response"], PIECES.concat());
     assert_eq!(server.bodies.lock().unwrap()[0]["stream"], true);
@@ -217,4 +245,31 @@ fn stream_false_or_nobody_watching_asks_for_whole_answers() {
         .map(|b| b.get("stream").is_some())
         .collect();
     assert_eq!(asked, [false, false]);
+}
+
+#[test]
+fn chat_prints_the_streamed_answer_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = write(dir.path(), "live.yaml", &config(None));
+    let server = serve(None);
+    let mut child = troupe(dir.path(), &["chat", cfg.to_str().unwrap()])
+        .env("OPENAI_BASE_URL", &server.url)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("start troupe");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"hi\n/exit\n")
+        .expect("write");
+    let out = wait(child, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("● writer\n  Hello there,\n  streaming world.\n  · "),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches("streaming world.").count(), 1, "{stdout}");
+    assert_eq!(server.bodies.lock().unwrap()[0]["stream"], true);
 }

@@ -103,7 +103,8 @@ fn serve(pieces: u64) -> Result<String, BoxError> {
                 }
                 std::thread::sleep(PACE);
             }
-            let usage = json!({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": pieces}});
+            let usage =
+                json!({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": pieces}});
             let end = format!(
                 "{}data: {usage}\n\ndata: [DONE]\n\n",
                 chunk(json!({}), json!("stop"))

@@ -359,8 +359,15 @@ async fn a_session_turn_streams_its_answer() {
             [vec![text("Hello"), text(", "), text("Alice.")], done()].concat(),
         )])
         .await;
-        let bot = ChatAgent::builder("bot").model(client(&server)).build().unwrap();
-        let team = Workflow::builder().name("desk").participant(bot).build().unwrap();
+        let bot = ChatAgent::builder("bot")
+            .model(client(&server))
+            .build()
+            .unwrap();
+        let team = Workflow::builder()
+            .name("desk")
+            .participant(bot)
+            .build()
+            .unwrap();
         let session = troupe_runtime::Session::new(team, troupe_runtime::store::MemoryStore::new());
         let mut turn = session.send_stream("alice", "Hi, I am Alice");
         let mut pieces = Vec::new();
@@ -381,7 +388,11 @@ async fn a_session_turn_streams_its_answer() {
         let result = turn.result().await.unwrap();
         assert_eq!(pieces.concat(), result.final_text());
         assert!(answered_after_pieces, "{pieces:?}");
-        assert_eq!(session.history("alice").await.unwrap().len(), 2, "the turn was saved");
+        assert_eq!(
+            session.history("alice").await.unwrap().len(),
+            2,
+            "the turn was saved"
+        );
     })
     .await;
 }

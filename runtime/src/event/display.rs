@@ -169,7 +169,10 @@ impl fmt::Display for Event {
                 usage_estimated,
                 error,
             } => {
-                write!(f, "  ⇠ {path}: {model} attempt {attempt} in {latency_ms:.1} ms")?;
+                write!(
+                    f,
+                    "  ⇠ {path}: {model} attempt {attempt} in {latency_ms:.1} ms"
+                )?;
                 if let Some(u) = usage {
                     let about = if *usage_estimated { "~" } else { "" };
                     write!(f, " ({about}{} tokens)", u.total())?;
