@@ -83,6 +83,16 @@ pub enum ToolMessages {
 /// [`Content::Structured`]), and a wrong answer is sent back to the model
 /// with what is wrong, `structured_retries` times, before the turn fails.
 ///
+/// **Streaming**: with [`ChatAgentBuilder::streaming`] — or, not set,
+/// whenever somebody listens to the run's events — the model answers as a
+/// stream, and each piece is an event at the agent's path as it arrives
+/// ([`Event::TextDelta`], [`Event::ToolArgumentsDelta`]), before the turn
+/// ends; the answer is the same. Every model call is reported
+/// ([`Event::ModelCallStarted`], [`Event::ModelCallFinished`]), retries of
+/// the client as they happen ([`Event::ModelCallRetry`]); a call whose
+/// server reported no usage counts an estimate, marked so in its
+/// `ModelCallFinished`.
+///
 /// The turn's tool-call and tool-result messages are kept in the agent's
 /// own thread, or put in the reply before the answer ([`ToolMessages`]);
 /// either way later turns see the history and trim raw results down to
