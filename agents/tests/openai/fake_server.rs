@@ -20,6 +20,8 @@ pub enum Piece {
     Raw(String),
     /// Breaks the connection off mid-body.
     Break,
+    /// Sends nothing more until the test opens the gate.
+    Gate(Arc<tokio::sync::Notify>),
 }
 
 /// How the server answers one request.
@@ -141,11 +143,16 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
         }
         Some(Answer::Stream { pieces, gap }) => {
             let stream = futures::stream::unfold(pieces.into_iter(), move |mut rest| async move {
-                let piece = rest.next()?;
+                let mut piece = rest.next()?;
+                while let Piece::Gate(gate) = &piece {
+                    gate.notified().await;
+                    piece = rest.next()?;
+                }
                 tokio::time::sleep(gap).await;
                 let item: Result<Bytes, std::io::Error> = match piece {
                     Piece::Raw(text) => Ok(Bytes::from(text)),
                     Piece::Break => Err(std::io::Error::other("connection cut")),
+                    Piece::Gate(_) => unreachable!("gates are waited for above"),
                 };
                 Some((item, rest))
             });

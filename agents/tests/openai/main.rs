@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod fake_server;
+mod streaming;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,7 +24,7 @@ use troupe_agents::{
 use troupe_runtime::{Agent, AgentError, Content, Message, RunContext, Thread};
 
 /// Every test is bounded: a hang is a failure, not a stuck suite.
-async fn bounded<T>(f: impl std::future::Future<Output = T>) -> T {
+pub(crate) async fn bounded<T>(f: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(20), f)
         .await
         .expect("the test hung")

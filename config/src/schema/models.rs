@@ -52,6 +52,13 @@ pub struct ModelSpec {
     /// Cap on completion tokens per call.
     #[serde(default)]
     pub max_tokens: Option<u32>,
+    /// Stream the answers: `true` shows each piece as it is generated
+    /// (`troupe run` prints tokens live; `--events jsonl` writes
+    /// `text_delta` lines), `false` waits for whole answers. Default: stream
+    /// when the run's events are watched (the console, `--events jsonl`),
+    /// not with `--quiet`.
+    #[serde(default)]
+    pub stream: Option<bool>,
     /// Time allowed for one model call (default 120s).
     #[serde(default)]
     pub timeout: Option<HumanDuration>,

@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use super::EventOutput;
-use crate::event::EventRecord;
+use crate::event::{Event, EventRecord};
 use crate::secrets;
 
 /// Writes each event as one line of JSON (the record's stamp, then the
@@ -59,12 +59,21 @@ impl<W: Write + Send + 'static> EventOutput for JsonLines<W> {
 }
 
 /// Prints each event on stdout as one readable line (the event's
-/// `Display` form), registered secrets masked.
+/// `Display` form), registered secrets masked; the pieces of streamed
+/// answers are left out (the answer is printed whole with its message).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ConsoleLines;
 
 impl EventOutput for ConsoleLines {
     fn write(&mut self, event: &EventRecord) -> std::io::Result<()> {
+        // A line per token is no reading: the answer shows whole when
+        // its message is produced.
+        if matches!(
+            event.event,
+            Event::TextDelta { .. } | Event::ToolArgumentsDelta { .. }
+        ) {
+            return Ok(());
+        }
         let line = event.to_string();
         writeln!(std::io::stdout().lock(), "{}", secrets::redact(&line))
     }

@@ -11,7 +11,8 @@ use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};
 use super::{OpenAiClient, sse_reader};
 use crate::error::ModelError;
 use crate::model::{
-    ChatModel, ChatRequest, ChatResponse, ChatStream, openai_wire, response_deltas, retry,
+    CallObserver, ChatModel, ChatRequest, ChatResponse, ChatStream, NoObserver, openai_wire,
+    response_deltas, retry,
 };
 
 impl OpenAiClient {
@@ -53,7 +54,11 @@ impl OpenAiClient {
 
     /// Runs `attempt` until it succeeds, fails for good, or the retry
     /// policy gives up.
-    async fn with_retries<T, F, Fut>(&self, mut attempt: F) -> Result<T, ModelError>
+    async fn with_retries<T, F, Fut>(
+        &self,
+        observer: &dyn CallObserver,
+        mut attempt: F,
+    ) -> Result<T, ModelError>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, ModelError>>,
@@ -61,6 +66,7 @@ impl OpenAiClient {
         let policy = &self.inner.retry;
         let mut n = 1;
         loop {
+            observer.attempt_started(n);
             match attempt().await {
                 Ok(v) => return Ok(v),
                 Err(e) if e.is_retryable() && n < policy.max_attempts => {
@@ -72,6 +78,7 @@ impl OpenAiClient {
                         error = %e,
                         "model call failed; retrying"
                     );
+                    observer.retrying(n, wait, &e);
                     tokio::time::sleep(wait).await;
                     n += 1;
                 }
@@ -116,18 +123,37 @@ impl ChatModel for OpenAiClient {
     }
 
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        self.complete_observed(request, &NoObserver).await
+    }
+
+    async fn stream(&self, request: &ChatRequest) -> Result<ChatStream, ModelError> {
+        self.stream_observed(request, &NoObserver).await
+    }
+
+    async fn complete_observed(
+        &self,
+        request: &ChatRequest,
+        observer: &dyn CallObserver,
+    ) -> Result<ChatResponse, ModelError> {
         let body = self.body(request, false)?;
         tracing::debug!(endpoint = %self.inner.endpoint, model = %self.inner.model, "chat completion");
-        self.with_retries(|| self.complete_once(body.clone())).await
+        self.with_retries(observer, || self.complete_once(body.clone()))
+            .await
     }
 
     /// Streams the answer. Retries cover opening the stream; a stream that
     /// breaks off midway ends with [`ModelError::Stream`]. A server that
     /// ignores `stream: true` and answers with plain JSON is read as a whole.
-    async fn stream(&self, request: &ChatRequest) -> Result<ChatStream, ModelError> {
+    async fn stream_observed(
+        &self,
+        request: &ChatRequest,
+        observer: &dyn CallObserver,
+    ) -> Result<ChatStream, ModelError> {
         let body = self.body(request, true)?;
         tracing::debug!(endpoint = %self.inner.endpoint, model = %self.inner.model, "streamed chat completion");
-        let response = self.with_retries(|| self.open_stream(body.clone())).await?;
+        let response = self
+            .with_retries(observer, || self.open_stream(body.clone()))
+            .await?;
         let is_json = response
             .headers()
             .get(CONTENT_TYPE)
