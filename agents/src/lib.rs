@@ -79,10 +79,9 @@ pub use context_policy::ContextPolicy;
 pub use error::{BuildError, McpError, ModelError, NotWaiting, ToolError};
 pub use json_schema::{SchemaError, SchemaErrors, SchemaValidator};
 pub use model::{
-    ChatDelta, ChatMessage, ChatModel, ChatRequest, ChatResponse, ChatStream, FinishReason,
-    AnthropicClient, OpenAiClient, OpenAiResponsesClient, ResponseFormat, RetryPolicy,
-    ScriptedModel, ScriptedReply, ToolChoice,
-    ToolDefinition,
+    AnthropicClient, ChatDelta, ChatMessage, ChatModel, ChatRequest, ChatResponse, ChatStream,
+    FinishReason, OpenAiClient, OpenAiResponsesClient, ResponseFormat, RetryPolicy, ScriptedModel,
+    ScriptedReply, ToolChoice, ToolDefinition,
 };
 pub use structured::{AnswerRejected, StructuredOutput};
 pub use tool::{

@@ -155,7 +155,11 @@ async fn tool_calls_whole_and_streamed() {
         assert_eq!(
             calls,
             [
-                ("toolu_01T1x1fJ34qAmk2tNTrN7Up6", "add", r#"{"a": 1, "b": 2}"#),
+                (
+                    "toolu_01T1x1fJ34qAmk2tNTrN7Up6",
+                    "add",
+                    r#"{"a": 1, "b": 2}"#
+                ),
                 ("toolu_01VAmPH8sKqPb8j8NDmfa4Fa", "mul", r#"{"x": 3}"#),
             ]
         );
@@ -289,7 +293,10 @@ async fn an_error_event_mid_stream_ends_it_with_the_error() {
     bounded(async {
         let server = FakeOpenAi::start([replay::sse(P, "stream_overloaded.sse")]).await;
         let mut stream = client(&server).stream(&ask("hi")).await.unwrap();
-        let first = futures::StreamExt::next(&mut stream).await.unwrap().unwrap();
+        let first = futures::StreamExt::next(&mut stream)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(first, ChatDelta::Text("Partial".into()));
         let e = futures::StreamExt::next(&mut stream)
             .await

@@ -125,7 +125,10 @@ async fn handle(
     body: Bytes,
 ) -> Response {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let path = uri.path_and_query().map(|p| p.to_string()).unwrap_or_default();
+    let path = uri
+        .path_and_query()
+        .map(|p| p.to_string())
+        .unwrap_or_default();
     shared.requests.lock().unwrap().push(Recorded {
         path,
         headers,

@@ -6,22 +6,18 @@ use std::time::Duration;
 
 use crate::fake_server::{Answer, Piece};
 
-/// The text of fixture `provider/name`.
+/// The text of fixture `provider/name` (found from troupe-agents' tests
+/// and from other crates' alike: both sit beside `agents/`).
 pub fn fixture(provider: &str, name: &str) -> String {
     let path = format!(
-        "{}/tests/fixtures/{provider}/{name}",
+        "{}/../agents/tests/fixtures/{provider}/{name}",
         env!("CARGO_MANIFEST_DIR")
     );
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"))
 }
 
 /// A JSON fixture answered with `status` and these headers.
-pub fn json(
-    provider: &str,
-    name: &str,
-    status: u16,
-    headers: &[(&'static str, &str)],
-) -> Answer {
+pub fn json(provider: &str, name: &str, status: u16, headers: &[(&'static str, &str)]) -> Answer {
     let mut all = vec![("content-type", "application/json".to_string())];
     all.extend(headers.iter().map(|(n, v)| (*n, v.to_string())));
     Answer::Whole {

@@ -92,11 +92,7 @@ impl Wire for AnthropicMessages {
         request::body(model, request, stream, self.max_tokens)
     }
 
-    fn parse_response(
-        &self,
-        request: &ChatRequest,
-        text: &str,
-    ) -> Result<ChatResponse, WireError> {
+    fn parse_response(&self, request: &ChatRequest, text: &str) -> Result<ChatResponse, WireError> {
         response::parse(text, OutputTool::of(request).as_ref())
     }
 

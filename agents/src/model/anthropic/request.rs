@@ -205,8 +205,8 @@ mod tests {
             schema: json!({"type": "object", "required": ["ok"]}),
             strict: true,
         };
-        let alone = ChatRequest::new(vec![ChatMessage::user("judge")])
-            .with_response_format(format.clone());
+        let alone =
+            ChatRequest::new(vec![ChatMessage::user("judge")]).with_response_format(format.clone());
         let body_alone = body("claude", &alone, false, 10);
         assert_eq!(body_alone["tools"][0]["name"], "verdict");
         assert_eq!(

@@ -162,6 +162,9 @@ mod tests {
             other => panic!("expected an API error, got {other:?}"),
         }
         assert!(matches!(parse("{}", None), Err(WireError::Malformed(_))));
-        assert!(matches!(parse("<html>", None), Err(WireError::Malformed(_))));
+        assert!(matches!(
+            parse("<html>", None),
+            Err(WireError::Malformed(_))
+        ));
     }
 }

@@ -71,15 +71,16 @@ impl StreamState {
     pub(super) fn event(&mut self, event: &SseEvent) -> Result<Step, WireError> {
         let wire: WireEvent = serde_json::from_str(event.data.trim())
             .map_err(|e| WireError::Malformed(e.to_string()))?;
-        let kind = wire.kind.as_deref().or(event.event.as_deref()).unwrap_or("");
+        let kind = wire
+            .kind
+            .as_deref()
+            .or(event.event.as_deref())
+            .unwrap_or("");
         let index = wire.index.unwrap_or(0);
         let mut deltas = Vec::new();
         match kind {
             "message_start" => {
-                self.input_tokens = wire
-                    .message
-                    .and_then(|m| m.usage)
-                    .and_then(|u| u.prompt());
+                self.input_tokens = wire.message.and_then(|m| m.usage).and_then(|u| u.prompt());
             }
             "content_block_start" => {
                 let block = wire.content_block.unwrap_or_default();

@@ -410,7 +410,9 @@ mod tests {
     #[test]
     fn a_query_in_the_base_url_follows_the_path() {
         let client = OpenAiClient::builder("gpt-4o")
-            .base_url("https://x.openai.azure.com/openai/deployments/gpt-4o/?api-version=2024-10-21")
+            .base_url(
+                "https://x.openai.azure.com/openai/deployments/gpt-4o/?api-version=2024-10-21",
+            )
             .build()
             .unwrap();
         assert_eq!(

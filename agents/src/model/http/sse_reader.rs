@@ -81,7 +81,12 @@ impl<W: Dialect> SseReader<W> {
         if event.data.trim().is_empty() {
             return;
         }
-        match self.client.inner.dialect.parse_event(&mut self.state, &event) {
+        match self
+            .client
+            .inner
+            .dialect
+            .parse_event(&mut self.state, &event)
+        {
             Ok(step) => {
                 self.pending.extend(step.deltas.into_iter().map(Ok));
                 if step.done {

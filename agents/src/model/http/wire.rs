@@ -70,8 +70,7 @@ pub trait Wire: Clone + Send + Sync + 'static {
     fn request_body(&self, model: &str, request: &ChatRequest, stream: bool) -> Value;
 
     /// Reads a whole (non-streamed) answer to `request`.
-    fn parse_response(&self, request: &ChatRequest, text: &str)
-    -> Result<ChatResponse, WireError>;
+    fn parse_response(&self, request: &ChatRequest, text: &str) -> Result<ChatResponse, WireError>;
 
     /// The state for reading a streamed answer to `request`.
     fn stream_state(&self, request: &ChatRequest) -> Self::Stream;

@@ -55,7 +55,9 @@ pub(super) fn body(model: &str, request: &ChatRequest, stream: bool) -> Value {
             name,
             schema,
             strict,
-        }) => Some(json!({"type": "json_schema", "name": name, "schema": schema, "strict": strict})),
+        }) => {
+            Some(json!({"type": "json_schema", "name": name, "schema": schema, "strict": strict}))
+        }
     };
     if let Some(format) = format {
         body.insert("text".into(), json!({"format": format}));
@@ -90,7 +92,8 @@ fn input_items(m: &ChatMessage) -> Vec<Value> {
             tool_calls,
         } => {
             let text = content.as_deref().filter(|t| !t.is_empty());
-            let message = text.map(|t| json!({"type": "message", "role": "assistant", "content": t}));
+            let message =
+                text.map(|t| json!({"type": "message", "role": "assistant", "content": t}));
             message
                 .into_iter()
                 .chain(tool_calls.iter().map(|c| {
@@ -156,7 +159,10 @@ mod tests {
             json!({"type": "function_call_output", "call_id": "call_1", "output": "2"})
         );
         assert_eq!(body["tools"][0]["name"], "add");
-        assert_eq!(body["tool_choice"], json!({"type": "function", "name": "add"}));
+        assert_eq!(
+            body["tool_choice"],
+            json!({"type": "function", "name": "add"})
+        );
         assert_eq!(body["text"]["format"]["type"], "json_schema");
         assert_eq!(body["text"]["format"]["name"], "sum");
     }

@@ -41,10 +41,15 @@ impl StreamState {
     /// Reads one event.
     pub(super) fn event(&mut self, event: &SseEvent) -> Result<Step, WireError> {
         let data = event.data.trim();
-        let raw: Value = serde_json::from_str(data).map_err(|e| WireError::Malformed(e.to_string()))?;
+        let raw: Value =
+            serde_json::from_str(data).map_err(|e| WireError::Malformed(e.to_string()))?;
         let wire: WireEvent =
             serde_json::from_value(raw.clone()).map_err(|e| WireError::Malformed(e.to_string()))?;
-        let kind = wire.kind.as_deref().or(event.event.as_deref()).unwrap_or("");
+        let kind = wire
+            .kind
+            .as_deref()
+            .or(event.event.as_deref())
+            .unwrap_or("");
         let index = wire.output_index.unwrap_or(0);
         let mut deltas = Vec::new();
         match kind {
