@@ -7,10 +7,9 @@
 //! chat-completions API's own: its [`Dialect`](super::Dialect) (the wire format is in
 //! `openai_wire`) and configuration from `OPENAI_*` variables.
 
-use reqwest::header::{AUTHORIZATION, HeaderName};
 use serde_json::Value;
 
-use super::http::wire::{Step, Wire, WireError};
+use super::http::wire::{EventReader, Step, Wire, WireError};
 use super::http::{HttpModel, HttpModelBuilder};
 use super::sse::SseEvent;
 use super::{ChatRequest, ChatResponse, openai_wire};
@@ -24,14 +23,10 @@ pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub struct OpenAiChat;
 
 impl Wire for OpenAiChat {
-    type Stream = ();
+    type Stream = ChunkReader;
     const NAME: &'static str = "OpenAI chat completions";
     const DEFAULT_BASE_URL: &'static str = DEFAULT_BASE_URL;
     const PATH: &'static str = "chat/completions";
-
-    fn auth_header(&self, key: &str) -> (HeaderName, String) {
-        (AUTHORIZATION, format!("Bearer {key}"))
-    }
 
     fn request_body(&self, model: &str, request: &ChatRequest, stream: bool) -> Value {
         openai_wire::request_body(model, request, stream)
@@ -41,9 +36,17 @@ impl Wire for OpenAiChat {
         openai_wire::parse_response(text)
     }
 
-    fn stream_state(&self, _: &ChatRequest) {}
+    fn stream_reader(&self, _: &ChatRequest) -> ChunkReader {
+        ChunkReader
+    }
+}
 
-    fn parse_event(&self, _: &mut (), event: &SseEvent) -> Result<Step, WireError> {
+/// Reads streamed chat-completion chunks, up to `data: [DONE]`.
+#[derive(Debug)]
+pub struct ChunkReader;
+
+impl EventReader for ChunkReader {
+    fn event(&mut self, event: &SseEvent) -> Result<Step, WireError> {
         let data = event.data.trim();
         if data == "[DONE]" {
             return Ok(Step::last(Vec::new()));

@@ -13,27 +13,20 @@ mod fake_server;
 #[path = "../replay/mod.rs"]
 mod replay;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use replay::{ask, ask_researcher, bounded, researcher};
+
 use fake_server::FakeOpenAi;
-use serde::Deserialize;
 use serde_json::json;
 use troupe_agents::model::{AnthropicClient, StreamAccumulator, collect_stream};
-use troupe_agents::schemars::JsonSchema;
 use troupe_agents::{
-    ChatAgent, ChatDelta, ChatMessage, ChatModel, ChatRequest, FinishReason, FunctionTool,
-    ModelError, ResponseFormat, RetryPolicy, ToolChoice, ToolDefinition,
+    ChatDelta, ChatModel, FinishReason, ModelError, ResponseFormat, RetryPolicy, ToolChoice,
+    ToolDefinition,
 };
-use troupe_runtime::{Agent, AgentError, Content, Message, RunContext, Thread};
+use troupe_runtime::AgentError;
 
 const P: &str = "anthropic";
-
-async fn bounded<T>(f: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(20), f)
-        .await
-        .expect("the test hung")
-}
 
 /// A client of the fake server: its base URL is the server's root (the
 /// client adds `/v1/messages`).
@@ -45,13 +38,6 @@ fn client(server: &FakeOpenAi) -> AnthropicClient {
         .retry(RetryPolicy::new(3, Duration::from_millis(1)).with_jitter(false))
         .build()
         .unwrap()
-}
-
-fn ask(text: &str) -> ChatRequest {
-    ChatRequest::new(vec![
-        ChatMessage::system("be brief"),
-        ChatMessage::user(text),
-    ])
 }
 
 fn tool(name: &str) -> ToolDefinition {
@@ -312,11 +298,6 @@ async fn an_error_event_mid_stream_ends_it_with_the_error() {
     .await;
 }
 
-#[derive(Deserialize, JsonSchema)]
-struct Lookup {
-    q: String,
-}
-
 #[tokio::test]
 async fn a_chat_agent_runs_its_tool_loop_against_the_messages_api() {
     bounded(async {
@@ -325,28 +306,12 @@ async fn a_chat_agent_runs_its_tool_loop_against_the_messages_api() {
             replay::sse(P, "text.sse"),
         ])
         .await;
-        let agent = ChatAgent::builder("researcher")
-            .instructions("Use lookup.")
-            .model(client(&server))
-            .tool(FunctionTool::new(
-                "lookup",
-                "Looks a word up.",
-                |l: Lookup| async move { Ok::<_, String>(format!("{} = a Rust runtime", l.q)) },
-            ))
-            .streaming(true)
-            .build()
-            .unwrap();
-        let thread = Arc::new(Thread::from_messages([Message::user("What is troupe?")]));
-        let reply = agent.run(thread, RunContext::new()).await.unwrap();
-        assert_eq!(reply.messages.len(), 1);
-        assert_eq!(reply.messages[0].text_content(), "Hello! How can I help?");
+        let answer = ask_researcher(&researcher(client(&server))).await;
+        assert_eq!(answer.text_content(), "Hello! How can I help?");
         assert_eq!(
-            reply.messages[0].usage.map(|u| u.total()),
+            answer.usage.map(|u| u.total()),
             Some(384 + 57 + 25 + 15),
             "both calls' usage"
-        );
-        assert!(
-            matches!(&reply.private[1].content, Content::ToolResults(r) if r[0].content.contains("Rust runtime"))
         );
 
         // The second request carries the call and its result as blocks.

@@ -14,27 +14,19 @@ mod fake_server;
 #[path = "../replay/mod.rs"]
 mod replay;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use replay::{ask, ask_researcher, bounded, researcher};
+
 use fake_server::FakeOpenAi;
-use serde::Deserialize;
 use serde_json::json;
 use troupe_agents::model::{OpenAiResponsesClient, collect_stream};
-use troupe_agents::schemars::JsonSchema;
 use troupe_agents::{
-    ChatAgent, ChatDelta, ChatMessage, ChatModel, ChatRequest, FinishReason, FunctionTool,
-    ModelError, ResponseFormat, RetryPolicy, ToolDefinition,
+    ChatDelta, ChatModel, FinishReason, ModelError, ResponseFormat, RetryPolicy, ToolDefinition,
 };
-use troupe_runtime::{Agent, AgentError, Content, Message, RunContext, Thread};
+use troupe_runtime::AgentError;
 
 const P: &str = "openai_responses";
-
-async fn bounded<T>(f: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(20), f)
-        .await
-        .expect("the test hung")
-}
 
 fn client(server: &FakeOpenAi) -> OpenAiResponsesClient {
     OpenAiResponsesClient::builder("gpt-4.1")
@@ -44,13 +36,6 @@ fn client(server: &FakeOpenAi) -> OpenAiResponsesClient {
         .retry(RetryPolicy::new(3, Duration::from_millis(1)).with_jitter(false))
         .build()
         .unwrap()
-}
-
-fn ask(text: &str) -> ChatRequest {
-    ChatRequest::new(vec![
-        ChatMessage::system("be brief"),
-        ChatMessage::user(text),
-    ])
 }
 
 #[tokio::test]
@@ -262,11 +247,6 @@ async fn failed_responses_and_error_events_end_the_stream_with_their_text() {
     .await;
 }
 
-#[derive(Deserialize, JsonSchema)]
-struct Lookup {
-    q: String,
-}
-
 #[tokio::test]
 async fn a_chat_agent_runs_its_tool_loop_against_the_responses_api() {
     bounded(async {
@@ -275,24 +255,9 @@ async fn a_chat_agent_runs_its_tool_loop_against_the_responses_api() {
             replay::sse(P, "text.sse"),
         ])
         .await;
-        let agent = ChatAgent::builder("researcher")
-            .instructions("Use lookup.")
-            .model(client(&server))
-            .tool(FunctionTool::new(
-                "lookup",
-                "Looks a word up.",
-                |l: Lookup| async move { Ok::<_, String>(format!("{} = a Rust runtime", l.q)) },
-            ))
-            .streaming(true)
-            .build()
-            .unwrap();
-        let thread = Arc::new(Thread::from_messages([Message::user("What is troupe?")]));
-        let reply = agent.run(thread, RunContext::new()).await.unwrap();
-        assert_eq!(reply.messages[0].text_content(), "Hello! How can I help?");
-        assert_eq!(reply.messages[0].usage.map(|u| u.total()), Some(314 + 48));
-        assert!(
-            matches!(&reply.private[1].content, Content::ToolResults(r) if r[0].content.contains("Rust runtime"))
-        );
+        let answer = ask_researcher(&researcher(client(&server))).await;
+        assert_eq!(answer.text_content(), "Hello! How can I help?");
+        assert_eq!(answer.usage.map(|u| u.total()), Some(314 + 48));
 
         let second = &server.requests()[1].body;
         assert_eq!(second["instructions"], "Use lookup.");

@@ -1,8 +1,15 @@
 //! Recorded wire-format fixtures (`tests/fixtures/<provider>/…`) replayed
 //! by the fake server: JSON bodies with a status and headers, and SSE
-//! bodies sent one event per write, as a real server flushes them.
+//! bodies sent one event per write, as a real server flushes them; and
+//! the helpers the provider tests share.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use serde::Deserialize;
+use troupe_agents::schemars::JsonSchema;
+use troupe_agents::{ChatAgent, ChatMessage, ChatModel, ChatRequest, FunctionTool};
+use troupe_runtime::{Agent, Content, Message, RunContext, Thread};
 
 use crate::fake_server::{Answer, Piece};
 
@@ -38,4 +45,52 @@ pub fn sse(provider: &str, name: &str) -> Answer {
         pieces,
         gap: Duration::from_millis(1),
     }
+}
+
+/// Every test is bounded: a hang is a failure, not a stuck suite.
+pub async fn bounded<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(20), f)
+        .await
+        .expect("the test hung")
+}
+
+/// A request with brief instructions and this user text.
+pub fn ask(text: &str) -> ChatRequest {
+    ChatRequest::new(vec![
+        ChatMessage::system("be brief"),
+        ChatMessage::user(text),
+    ])
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Lookup {
+    q: String,
+}
+
+/// A streaming agent on `model` with a `lookup` tool answering
+/// `<q> = a Rust runtime`.
+pub fn researcher(model: impl ChatModel) -> ChatAgent {
+    ChatAgent::builder("researcher")
+        .instructions("Use lookup.")
+        .model(model)
+        .tool(FunctionTool::new(
+            "lookup",
+            "Looks a word up.",
+            |l: Lookup| async move { Ok::<_, String>(format!("{} = a Rust runtime", l.q)) },
+        ))
+        .streaming(true)
+        .build()
+        .unwrap()
+}
+
+/// What `agent` answers to "What is troupe?", after checking that its
+/// tool's result stayed in its own thread.
+pub async fn ask_researcher(agent: &ChatAgent) -> troupe_runtime::Message {
+    let thread = Arc::new(Thread::from_messages([Message::user("What is troupe?")]));
+    let mut reply = agent.run(thread, RunContext::new()).await.unwrap();
+    assert!(
+        matches!(&reply.private[1].content, Content::ToolResults(r) if r[0].content.contains("Rust runtime"))
+    );
+    assert_eq!(reply.messages.len(), 1);
+    reply.messages.remove(0)
 }

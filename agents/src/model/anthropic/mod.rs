@@ -13,9 +13,8 @@
 use reqwest::header::HeaderName;
 use serde_json::{Value, json};
 
-use super::http::wire::{Step, Wire, WireError};
+use super::http::wire::{Wire, WireError};
 use super::http::{HttpModel, HttpModelBuilder};
-use super::sse::SseEvent;
 use super::{ChatRequest, ChatResponse, ResponseFormat};
 
 mod request;
@@ -96,16 +95,8 @@ impl Wire for AnthropicMessages {
         response::parse(text, OutputTool::of(request).as_ref())
     }
 
-    fn stream_state(&self, request: &ChatRequest) -> stream::StreamState {
+    fn stream_reader(&self, request: &ChatRequest) -> stream::StreamState {
         stream::StreamState::new(OutputTool::of(request))
-    }
-
-    fn parse_event(
-        &self,
-        state: &mut stream::StreamState,
-        event: &SseEvent,
-    ) -> Result<Step, WireError> {
-        state.event(event)
     }
 }
 

@@ -7,6 +7,7 @@
 use serde_json::{Map, Value, json};
 
 use super::OutputTool;
+use crate::model::http::wire::{instructions, user_text};
 use crate::model::{ChatMessage, ChatRequest, ToolChoice};
 
 /// The JSON body asking `model` for `request`.
@@ -17,16 +18,8 @@ pub(super) fn body(model: &str, request: &ChatRequest, stream: bool, max_tokens:
         "max_tokens".into(),
         json!(request.max_tokens.unwrap_or(max_tokens)),
     );
-    let system: Vec<&str> = request
-        .messages
-        .iter()
-        .filter_map(|m| match m {
-            ChatMessage::System { content } if !content.is_empty() => Some(content.as_str()),
-            _ => None,
-        })
-        .collect();
-    if !system.is_empty() {
-        body.insert("system".into(), json!(system.join("\n\n")));
+    if let Some(system) = instructions(&request.messages) {
+        body.insert("system".into(), json!(system));
     }
     body.insert("messages".into(), Value::Array(messages(&request.messages)));
     let output = OutputTool::of(request);
@@ -92,10 +85,7 @@ fn messages(messages: &[ChatMessage]) -> Vec<Value> {
         match m {
             ChatMessage::System { .. } => {}
             ChatMessage::User { content, name } => {
-                let text = match name {
-                    Some(name) => format!("{name}: {content}"),
-                    None => content.clone(),
-                };
+                let text = user_text(content, name.as_deref());
                 out.push(json!({"role": "user", "content": text}));
             }
             ChatMessage::Assistant {

@@ -12,7 +12,7 @@ use troupe_runtime::Usage;
 
 use super::OutputTool;
 use super::response::{WireBlock, WireUsage, api_error, finish_reason};
-use crate::model::http::wire::{Step, WireError};
+use crate::model::http::wire::{EventReader, Step, WireError};
 use crate::model::sse::SseEvent;
 use crate::model::{ChatDelta, FinishReason, ToolCallDelta};
 
@@ -66,9 +66,10 @@ impl StreamState {
             input_tokens: None,
         }
     }
+}
 
-    /// Reads one event.
-    pub(super) fn event(&mut self, event: &SseEvent) -> Result<Step, WireError> {
+impl EventReader for StreamState {
+    fn event(&mut self, event: &SseEvent) -> Result<Step, WireError> {
         let wire: WireEvent = serde_json::from_str(event.data.trim())
             .map_err(|e| WireError::Malformed(e.to_string()))?;
         let kind = wire

@@ -5,6 +5,7 @@
 
 use std::collections::VecDeque;
 
+use super::wire::EventReader;
 use super::{Dialect, HttpModel, error_chain};
 use crate::error::ModelError;
 use crate::model::sse::{SseDecoder, SseEvent};
@@ -18,7 +19,7 @@ pub(super) fn stream<W: Dialect>(
     response: reqwest::Response,
 ) -> ChatStream {
     let reader = SseReader {
-        state: client.inner.dialect.stream_state(request),
+        state: client.inner.dialect.stream_reader(request),
         client,
         response: Some(response),
         decoder: SseDecoder::new(),
@@ -81,12 +82,7 @@ impl<W: Dialect> SseReader<W> {
         if event.data.trim().is_empty() {
             return;
         }
-        match self
-            .client
-            .inner
-            .dialect
-            .parse_event(&mut self.state, &event)
-        {
+        match self.state.event(&event) {
             Ok(step) => {
                 self.pending.extend(step.deltas.into_iter().map(Ok));
                 if step.done {

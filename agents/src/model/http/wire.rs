@@ -5,11 +5,11 @@
 //! The trait is sealed: the wire formats troupe speaks are the marker types
 //! of `model::openai`, `model::anthropic` and `model::responses`.
 
-use reqwest::header::HeaderName;
+use reqwest::header::{AUTHORIZATION, HeaderName};
 use serde_json::Value;
 
 use crate::model::sse::SseEvent;
-use crate::model::{ChatDelta, ChatRequest, ChatResponse};
+use crate::model::{ChatDelta, ChatMessage, ChatRequest, ChatResponse};
 
 /// What reading a body or a stream event found wrong.
 #[derive(Debug)]
@@ -47,8 +47,8 @@ impl Step {
 /// A provider's wire format, as the HTTP client drives it (crate-private:
 /// [`Dialect`] is its public, sealed face).
 pub trait Wire: Clone + Send + Sync + 'static {
-    /// The per-stream reading state.
-    type Stream: Send + 'static;
+    /// Reads one streamed answer.
+    type Stream: EventReader;
 
     /// The API's name, for documentation and notes (`OpenAI chat completions`).
     const NAME: &'static str;
@@ -57,8 +57,11 @@ pub trait Wire: Clone + Send + Sync + 'static {
     /// The path appended to the base URL (`chat/completions`).
     const PATH: &'static str;
 
-    /// The header carrying the API key, and its value.
-    fn auth_header(&self, key: &str) -> (HeaderName, String);
+    /// The header carrying the API key, and its value (by default
+    /// `Authorization: Bearer <key>`).
+    fn auth_header(&self, key: &str) -> (HeaderName, String) {
+        (AUTHORIZATION, format!("Bearer {key}"))
+    }
 
     /// Headers every request carries (a header set on the builder with the
     /// same name replaces one of these).
@@ -72,11 +75,37 @@ pub trait Wire: Clone + Send + Sync + 'static {
     /// Reads a whole (non-streamed) answer to `request`.
     fn parse_response(&self, request: &ChatRequest, text: &str) -> Result<ChatResponse, WireError>;
 
-    /// The state for reading a streamed answer to `request`.
-    fn stream_state(&self, request: &ChatRequest) -> Self::Stream;
+    /// A reader of the streamed answer to `request`.
+    fn stream_reader(&self, request: &ChatRequest) -> Self::Stream;
+}
 
-    /// Reads one stream event.
-    fn parse_event(&self, state: &mut Self::Stream, event: &SseEvent) -> Result<Step, WireError>;
+/// Reads a streamed answer, one server-sent event at a time (keeping what
+/// the events before told).
+pub trait EventReader: Send + 'static {
+    /// Reads one event.
+    fn event(&mut self, event: &SseEvent) -> Result<Step, WireError>;
+}
+
+/// The system messages' text, joined, for APIs that take instructions
+/// apart from the conversation (`None` when there is none).
+pub fn instructions(messages: &[ChatMessage]) -> Option<String> {
+    let parts: Vec<&str> = messages
+        .iter()
+        .filter_map(|m| match m {
+            ChatMessage::System { content } if !content.is_empty() => Some(content.as_str()),
+            _ => None,
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
+/// A user turn's text for APIs with no name field: another agent's name
+/// leads it (`alice: …`).
+pub fn user_text(content: &str, name: Option<&str>) -> String {
+    match name {
+        Some(name) => format!("{name}: {content}"),
+        None => content.to_string(),
+    }
 }
 
 /// A provider's wire format: the type parameter of

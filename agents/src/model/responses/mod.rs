@@ -8,13 +8,11 @@
 //! holds the API's own: its [`Dialect`](super::Dialect) here, the request body in
 //! `request`, a whole answer in `response`, a streamed one in `stream`.
 
-use reqwest::header::{AUTHORIZATION, HeaderName};
 use serde_json::Value;
 
-use super::http::wire::{Step, Wire, WireError};
+use super::http::wire::{Wire, WireError};
 use super::http::{HttpModel, HttpModelBuilder};
 use super::openai::DEFAULT_BASE_URL;
-use super::sse::SseEvent;
 use super::{ChatRequest, ChatResponse};
 
 mod request;
@@ -31,10 +29,6 @@ impl Wire for OpenAiResponses {
     const DEFAULT_BASE_URL: &'static str = DEFAULT_BASE_URL;
     const PATH: &'static str = "responses";
 
-    fn auth_header(&self, key: &str) -> (HeaderName, String) {
-        (AUTHORIZATION, format!("Bearer {key}"))
-    }
-
     fn request_body(&self, model: &str, request: &ChatRequest, stream: bool) -> Value {
         request::body(model, request, stream)
     }
@@ -43,16 +37,8 @@ impl Wire for OpenAiResponses {
         response::parse(text)
     }
 
-    fn stream_state(&self, _: &ChatRequest) -> stream::StreamState {
+    fn stream_reader(&self, _: &ChatRequest) -> stream::StreamState {
         stream::StreamState::default()
-    }
-
-    fn parse_event(
-        &self,
-        state: &mut stream::StreamState,
-        event: &SseEvent,
-    ) -> Result<Step, WireError> {
-        state.event(event)
     }
 }
 

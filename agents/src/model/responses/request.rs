@@ -4,22 +4,15 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::model::http::wire::{instructions, user_text};
 use crate::model::{ChatMessage, ChatRequest, ResponseFormat, ToolChoice};
 
 /// The JSON body asking `model` for `request`.
 pub(super) fn body(model: &str, request: &ChatRequest, stream: bool) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
-    let instructions: Vec<&str> = request
-        .messages
-        .iter()
-        .filter_map(|m| match m {
-            ChatMessage::System { content } if !content.is_empty() => Some(content.as_str()),
-            _ => None,
-        })
-        .collect();
-    if !instructions.is_empty() {
-        body.insert("instructions".into(), json!(instructions.join("\n\n")));
+    if let Some(text) = instructions(&request.messages) {
+        body.insert("instructions".into(), json!(text));
     }
     let input: Vec<Value> = request.messages.iter().flat_map(input_items).collect();
     body.insert("input".into(), Value::Array(input));
@@ -80,11 +73,7 @@ fn input_items(m: &ChatMessage) -> Vec<Value> {
     match m {
         ChatMessage::System { .. } => Vec::new(),
         ChatMessage::User { content, name } => {
-            // Input messages have no name field: another agent's name leads its text.
-            let text = match name {
-                Some(name) => format!("{name}: {content}"),
-                None => content.clone(),
-            };
+            let text = user_text(content, name.as_deref());
             vec![json!({"type": "message", "role": "user", "content": text})]
         }
         ChatMessage::Assistant {

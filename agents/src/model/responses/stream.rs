@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::response::{WireItem, WireResponse, tool_call};
-use crate::model::http::wire::{Step, WireError, error_message};
+use crate::model::http::wire::{EventReader, Step, WireError, error_message};
 use crate::model::sse::SseEvent;
 use crate::model::{ChatDelta, ToolCallDelta};
 
@@ -37,9 +37,8 @@ pub struct StreamState {
     streamed_arguments: HashSet<usize>,
 }
 
-impl StreamState {
-    /// Reads one event.
-    pub(super) fn event(&mut self, event: &SseEvent) -> Result<Step, WireError> {
+impl EventReader for StreamState {
+    fn event(&mut self, event: &SseEvent) -> Result<Step, WireError> {
         let data = event.data.trim();
         let raw: Value =
             serde_json::from_str(data).map_err(|e| WireError::Malformed(e.to_string()))?;
