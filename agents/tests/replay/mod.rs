@@ -8,8 +8,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use troupe_agents::schemars::JsonSchema;
-use troupe_agents::{ChatAgent, ChatMessage, ChatModel, ChatRequest, FunctionTool};
-use troupe_runtime::{Agent, Content, Message, RunContext, Thread};
+use troupe_agents::{
+    ChatAgent, ChatDelta, ChatMessage, ChatModel, ChatRequest, ChatStream, FunctionTool, ModelError,
+};
+use troupe_runtime::{Agent, AgentError, Content, Message, RunContext, Thread};
 
 use crate::fake_server::{Answer, Piece};
 
@@ -93,4 +95,54 @@ pub async fn ask_researcher(agent: &ChatAgent) -> troupe_runtime::Message {
     );
     assert_eq!(reply.messages.len(), 1);
     reply.messages.remove(0)
+}
+
+/// Checks a model's errors against a server scripted with three transient
+/// failures and then a 400: the first call gives up after three attempts,
+/// naming `retried`, and is transient for an agent; the second fails at
+/// once, naming each of `refused`, and is not.
+pub async fn check_error_bodies(model: &impl ChatModel, retried: &str, refused: &[&str]) {
+    let e = model.complete(&ask("hi")).await.unwrap_err();
+    assert!(
+        matches!(&e, ModelError::RetriesExhausted { attempts: 3, .. }),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains(retried), "{e}");
+    assert!(matches!(
+        AgentError::from(e).without_source(),
+        AgentError::Transient(_)
+    ));
+    let e = model.complete(&ask("hi")).await.unwrap_err();
+    assert!(
+        matches!(e, ModelError::Status { status: 400, .. }),
+        "400 is not retried: {e:?}"
+    );
+    let text = e.to_string();
+    for part in refused {
+        assert!(text.contains(part), "{text}");
+    }
+    assert!(matches!(
+        AgentError::from(e).without_source(),
+        AgentError::Model(_)
+    ));
+}
+
+/// Every delta of a stream, in order (an error fails the test).
+pub async fn drain(mut stream: ChatStream) -> Vec<ChatDelta> {
+    let mut deltas = Vec::new();
+    while let Some(d) = futures::StreamExt::next(&mut stream).await {
+        deltas.push(d.unwrap());
+    }
+    deltas
+}
+
+/// The text pieces among deltas.
+pub fn texts(deltas: &[ChatDelta]) -> Vec<&str> {
+    deltas
+        .iter()
+        .filter_map(|d| match d {
+            ChatDelta::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect()
 }
