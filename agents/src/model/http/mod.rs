@@ -356,7 +356,6 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::model::{AnthropicClient, OpenAiClient};
 
     #[test]
