@@ -19,7 +19,7 @@ pub(super) fn stream<W: Dialect>(
     response: reqwest::Response,
 ) -> ChatStream {
     let reader = SseReader {
-        state: client.inner.dialect.stream_reader(request),
+        events: client.inner.dialect.stream_reader(request),
         client,
         response: Some(response),
         decoder: SseDecoder::new(),
@@ -33,7 +33,8 @@ pub(super) fn stream<W: Dialect>(
 /// The state of a streamed response being read.
 struct SseReader<W: Dialect> {
     client: HttpModel<W>,
-    state: W::Stream,
+    /// What the events read so far told (the wire format's reader).
+    events: W::Stream,
     response: Option<reqwest::Response>,
     decoder: SseDecoder,
     pending: VecDeque<Result<ChatDelta, ModelError>>,
@@ -82,7 +83,7 @@ impl<W: Dialect> SseReader<W> {
         if event.data.trim().is_empty() {
             return;
         }
-        match self.state.event(&event) {
+        match self.events.event(&event) {
             Ok(step) => {
                 self.pending.extend(step.deltas.into_iter().map(Ok));
                 if step.done {
