@@ -160,3 +160,48 @@ workflow:
         "{e}"
     );
 }
+
+/// Azure OpenAI's deployments API through `provider: openai`: the
+/// `api-version` query of the base URL stays after the path, and the key
+/// goes in an `api-key` header expanded from the environment.
+#[tokio::test]
+async fn an_azure_style_base_url_keeps_its_query_and_header() {
+    let server = FakeOpenAi::start([fake_server::Answer::json(json!({
+        "id": "chatcmpl-AzR7", "object": "chat.completion", "model": "gpt-4o-2024-11-20",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi from Azure."}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13}
+    }))])
+    .await;
+    let root = server.base_url.trim_end_matches("/v1");
+    let yaml = format!(
+        "version: 1
+models:
+  azure:
+    provider: openai
+    model: gpt-4o
+    base_url: '{root}/openai/deployments/gpt-4o?api-version=2024-10-21'
+    api_key_env: TROUPE_TEST_UNSET_KEY_VARIABLE
+    headers: {{api-key: '${{CARGO_PKG_NAME}}'}}
+agents:
+  a: {{model: azure}}
+workflow:
+  sequential: {{participants: [a]}}
+"
+    );
+    let config = Config::parse(&yaml, "t.yaml").unwrap_or_else(|e| panic!("{e}"));
+    let built = config.build(&BuildOptions::default()).await.unwrap();
+    let result = built
+        .workflow
+        .run_task("hello", &RunContext::new())
+        .await
+        .unwrap();
+    let last = result.final_response.as_deref().unwrap();
+    assert_eq!(last.text_content(), "Hi from Azure.");
+    let sent = &server.requests()[0];
+    assert_eq!(
+        sent.path,
+        "/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21"
+    );
+    assert_eq!(sent.headers["api-key"], "troupe-config");
+    assert!(sent.headers.get("authorization").is_none());
+}
