@@ -1,9 +1,14 @@
 //! Chat models: the [`ChatModel`] trait and the request, response and
-//! stream deltas it speaks, independent of any provider's wire format.
+//! stream deltas it speaks, independent of any provider's wire format; and
+//! the clients of each provider's API ([`OpenAiClient`],
+//! [`OpenAiResponsesClient`], [`AnthropicClient`]), one [`HttpModel`] each.
 
+mod anthropic;
+mod http;
 mod observer;
 mod openai;
 mod openai_wire;
+mod responses;
 mod retry;
 mod scripted;
 mod scripted_reply;
@@ -21,7 +26,13 @@ use troupe_runtime::{ToolCall, Usage};
 use crate::error::ModelError;
 
 pub use observer::{CallObserver, NoObserver};
-pub use openai::{DEFAULT_BASE_URL, OpenAiClient, OpenAiClientBuilder};
+pub use anthropic::{
+    ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, AnthropicClient, AnthropicClientBuilder,
+    AnthropicMessages, DEFAULT_MAX_TOKENS,
+};
+pub use http::{Dialect, HttpModel, HttpModelBuilder};
+pub use openai::{DEFAULT_BASE_URL, OpenAiChat, OpenAiClient, OpenAiClientBuilder};
+pub use responses::{OpenAiResponses, OpenAiResponsesClient, OpenAiResponsesClientBuilder};
 pub use retry::RetryPolicy;
 pub use scripted::{Position, ScriptedModel, WhenExhausted};
 pub use scripted_reply::ScriptedReply;

@@ -79,6 +79,7 @@ async fn json_completion_with_tools_on_the_wire() {
         assert_eq!(response.model.as_deref(), Some("fake-model-0613"));
 
         let sent = &server.requests()[0];
+        assert_eq!(sent.path, "/v1/chat/completions");
         assert_eq!(sent.headers["authorization"], "Bearer sk-test-SECRET");
         assert_eq!(sent.headers["content-type"], "application/json");
         assert_eq!(sent.body["model"], "fake-model");
