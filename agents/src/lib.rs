@@ -80,7 +80,7 @@ pub use error::{BuildError, McpError, ModelError, NotWaiting, ToolError};
 pub use json_schema::{SchemaError, SchemaErrors, SchemaValidator};
 pub use model::{
     ChatDelta, ChatMessage, ChatModel, ChatRequest, ChatResponse, ChatStream, FinishReason,
-    OpenAiClient, ResponseFormat, RetryPolicy, ScriptedModel, ScriptedReply, ToolChoice,
+    OpenAiClient, Pricing, ResponseFormat, RetryPolicy, ScriptedModel, ScriptedReply, ToolChoice,
     ToolDefinition,
 };
 pub use structured::{AnswerRejected, StructuredOutput};

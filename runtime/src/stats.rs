@@ -33,8 +33,9 @@ pub struct AgentStats {
     /// Completion tokens written by the model calls.
     pub output_tokens: u64,
     /// What the model calls cost in USD, when at least one of them was
-    /// priced (`pricing:` of the model); `None` when none was.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// priced (`pricing:` of the model); `None` when none was. (Never
+    /// skipped when serialized: checkpoints' binary format cannot skip.)
+    #[serde(default)]
     pub cost: Option<f64>,
 }
 
@@ -136,7 +137,7 @@ pub struct RunStats {
     /// Everything together.
     pub total: AgentStats,
     /// By agent path.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default)]
     pub agents: BTreeMap<String, AgentStats>,
 }
 

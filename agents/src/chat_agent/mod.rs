@@ -19,7 +19,8 @@ use troupe_runtime::{
 use crate::context_policy::ContextPolicy;
 use crate::conversation::ASSISTANT_TEXT;
 use crate::model::{
-    ChatMessage, ChatModel, ChatRequest, ChatResponse, ToolChoice, ToolDefinition, collect_stream,
+    ChatMessage, ChatModel, ChatRequest, ChatResponse, Pricing, ToolChoice, ToolDefinition,
+    collect_stream,
 };
 use crate::structured::StructuredOutput;
 use crate::tool::Tool;
@@ -126,6 +127,7 @@ pub struct ChatAgent {
     max_tokens: Option<u32>,
     tool_messages: ToolMessages,
     ask_user: bool,
+    pricing: Option<Pricing>,
 }
 
 impl fmt::Debug for ChatAgent {
@@ -254,6 +256,13 @@ impl ChatAgent {
         }
     }
 
+    /// Records a model call (its usage, and its cost when priced) in the
+    /// turn's meter, so it counts even if the turn then fails.
+    fn record_model_call(&self, ctx: &RunContext, usage: Option<Usage>) {
+        let usage = usage.unwrap_or_default();
+        ctx.record_model_call(usage, self.pricing.map(|p| p.cost(usage)));
+    }
+
     fn cancelled(&self) -> AgentError {
         AgentError::Cancelled
     }
@@ -351,6 +360,7 @@ impl Agent for ChatAgent {
                 _ = ctx.cancelled() => return Err(self.cancelled()),
                 response = self.call_model(&request) => response?,
             };
+            self.record_model_call(&ctx, response.usage);
             add_usage(&mut usage, response.usage);
             add_usage(&mut total, response.usage);
 

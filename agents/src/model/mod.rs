@@ -3,6 +3,7 @@
 
 mod openai;
 mod openai_wire;
+mod pricing;
 mod retry;
 mod scripted;
 mod scripted_reply;
@@ -20,6 +21,7 @@ use troupe_runtime::{ToolCall, Usage};
 use crate::error::ModelError;
 
 pub use openai::{DEFAULT_BASE_URL, OpenAiClient, OpenAiClientBuilder};
+pub use pricing::Pricing;
 pub use retry::RetryPolicy;
 pub use scripted::{Position, ScriptedModel, WhenExhausted};
 pub use scripted_reply::ScriptedReply;
