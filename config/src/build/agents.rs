@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use troupe_agents::model::Position;
-use troupe_agents::{ChatAgent, ChatModel, ContextPolicy, Tool, UserProxy};
+use troupe_agents::{ChatAgent, ChatModel, ContextPolicy, Pricing, Tool, UserProxy};
 use troupe_runtime::{Agent, AgentError, Reply, RunContext, Thread};
 
 use super::ctx::{Ctx, build_error};
@@ -45,6 +45,18 @@ impl Ctx<'_> {
             Position::Conversation,
         )?;
         let model_spec = self.model_spec(model_name)?;
+        let pricing = match model_spec.pricing {
+            Some(p) if [p.input, p.output].iter().all(|x| x.is_finite() && *x >= 0.0) => {
+                Some(Pricing::per_million(p.input, p.output))
+            }
+            Some(p) => {
+                return Err(build_error(format!(
+                    "model `{model_name}`: `pricing` must be amounts in USD per million tokens of at least 0, not input {} and output {}",
+                    p.input, p.output
+                )));
+            }
+            None => None,
+        };
         let tools = self.tools(name, spec).await?;
         let recipe = Arc::new(Recipe {
             name: name.to_string(),
@@ -61,6 +73,7 @@ impl Ctx<'_> {
             temperature: spec.temperature.or(model_spec.temperature),
             max_tokens: spec.max_tokens.or(model_spec.max_tokens),
             tool_timeout: spec.tool_timeout.as_ref().map(|d| d.duration),
+            pricing,
             context: spec.context.map(|c| match (c.last, c.max_tokens) {
                 (Some(n), _) => ContextPolicy::LastN(n),
                 (None, Some(n)) => ContextPolicy::TokenBudget(n),
@@ -108,6 +121,7 @@ struct Recipe {
     temperature: Option<f32>,
     max_tokens: Option<u32>,
     tool_timeout: Option<Duration>,
+    pricing: Option<Pricing>,
     context: Option<ContextPolicy>,
 }
 
@@ -143,6 +157,9 @@ impl Recipe {
         }
         if let Some(c) = self.context {
             b = b.context(c);
+        }
+        if let Some(p) = self.pricing {
+            b = b.pricing(p);
         }
         b.build()
     }

@@ -201,7 +201,7 @@ fn eval(
             })
             .flatten(),
         StopCondition::MaxCost(usd) => (c.cost >= *usd)
-            .then(|| reason(format!("budget: cost {:.4} USD ≥ {usd:.2}", c.cost)))
+            .then(|| reason(format!("budget: cost {:.4} USD ≥ {usd}", c.cost)))
             .flatten(),
         StopCondition::MaxModelCalls(n) => (c.model_calls >= *n)
             .then(|| reason(format!("budget: {} model calls ≥ {n}", c.model_calls)))
@@ -445,7 +445,7 @@ mod tests {
         s.cost = Some(0.52);
         let r = t.observe(Trigger::Spent(&s)).unwrap();
         assert_eq!(r.condition, "max_cost(0.5)");
-        assert_eq!(r.detail, "budget: cost 0.5200 USD ≥ 0.50");
+        assert_eq!(r.detail, "budget: cost 0.5200 USD ≥ 0.5");
         let mut t = StopTracker::new(StopCondition::max_model_calls(2));
         assert!(t.observe(Trigger::Spent(&spent(1, 1))).is_none());
         let two = AgentStats {
