@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 use troupe::config::{Built, Config};
-use troupe::{CheckpointError, InputRequest, RunContext, RunError, RunResult, RunStatus, Workflow};
+use troupe::{
+    CheckpointError, InputRequest, RunContext, RunError, RunResult, RunStats, RunStatus, Workflow,
+};
 
 use super::cluster::{self, ClusterArgs};
 use super::interrupt::Interrupt;
@@ -385,6 +387,7 @@ impl Ended<'_> {
                 "final_response": r.final_text(),
                 "turns": r.turns,
                 "usage": r.usage,
+                "stats": r.stats,
                 "run_id": self.run_id,
                 "checkpoint": r.checkpoint.map(|c| c.to_string()),
                 "requests": requests_json(&pending),
@@ -405,6 +408,7 @@ impl Ended<'_> {
             String::new()
         };
         let written = write_out(&out);
+        self.spent_note(Some(&r.stats));
         if let Some(note) = checkpoint_note(built, self.run_id, r) {
             eprintln!("{note}");
         }
@@ -473,18 +477,36 @@ impl Ended<'_> {
             }
             _ => {
                 eprintln!("run failed: {e}");
+                self.spent_note(e.stats());
                 FAILED
             }
         };
         if self.jsonl() {
-            let line =
-                serde_json::json!({"type": "error", "error": e.to_string(), "run_id": self.run_id});
+            let line = serde_json::json!({
+                "type": "error",
+                "error": e.to_string(),
+                "run_id": self.run_id,
+                "stats": e.stats(),
+            });
             if let Err(e) = write_out(&format!("{line}\n")) {
                 // The run failed either way; the lost line is said too.
                 write_failed(&e);
             }
         }
         code
+    }
+}
+
+impl Ended<'_> {
+    /// The summary line of what the run spent (stderr; not with `--quiet`
+    /// or `--events jsonl`, whose result line carries it).
+    fn spent_note(&self, stats: Option<&RunStats>) {
+        if let Some(stats) = stats
+            && !self.output.quiet
+            && self.output.events != EventsFormat::Jsonl
+        {
+            eprintln!("spent: {}", stats.total);
+        }
     }
 }
 
