@@ -63,6 +63,7 @@ fn line(r: &RunSummary) -> serde_json::Value {
         "status": status(r),
         "detail": r.status.as_ref().map(|s| s.to_string()),
         "requests": requests_json(&r.requests),
+        "stats": r.stats,
         "unreadable": r.unreadable,
     })
 }
