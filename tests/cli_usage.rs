@@ -70,7 +70,11 @@ fn lines(out: &Output) -> Vec<serde_json::Value> {
 #[test]
 fn a_run_failing_after_two_model_calls_reports_them_in_the_summary_and_the_events() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let file = config(dir.path(), "{max_turns: 3}", "{error: the server went away}");
+    let file = config(
+        dir.path(),
+        "{max_turns: 3}",
+        "{error: the server went away}",
+    );
     let file = file.to_str().expect("utf-8 path");
 
     let out = troupe(&["run", file, "add things"]);
@@ -85,7 +89,10 @@ fn a_run_failing_after_two_model_calls_reports_them_in_the_summary_and_the_event
         spent.starts_with("spent: 1 turn, 2 model calls, 2 tool calls, "),
         "{spent}"
     );
-    assert!(spent.contains(" tokens in / ") && spent.contains(", $0.0"), "{spent}");
+    assert!(
+        spent.contains(" tokens in / ") && spent.contains(", $0.0"),
+        "{spent}"
+    );
 
     let out = troupe(&["run", "--events", "jsonl", file, "add things"]);
     assert_eq!(out.status.code(), Some(1));
@@ -102,7 +109,10 @@ fn a_run_failing_after_two_model_calls_reports_them_in_the_summary_and_the_event
     assert!(total["cost"].as_f64().unwrap() > 0.0);
     let writer = &finished["stats"]["agents"]["workflow/writer"];
     assert_eq!(writer["model_calls"], 2, "{finished}");
-    let error = lines.iter().find(|l| l["type"] == "error").expect("error line");
+    let error = lines
+        .iter()
+        .find(|l| l["type"] == "error")
+        .expect("error line");
     assert_eq!(error["stats"]["total"], *total);
     let failed = lines
         .iter()
@@ -134,7 +144,10 @@ fn a_budget_stops_the_run_naming_itself() {
         String::from_utf8_lossy(&out.stderr)
     );
     let lines = lines(&out);
-    let result = lines.iter().find(|l| l["type"] == "result").expect("result");
+    let result = lines
+        .iter()
+        .find(|l| l["type"] == "result")
+        .expect("result");
     assert_eq!(result["status"], "stopped", "{result}");
     assert!(
         result["detail"]

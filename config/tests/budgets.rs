@@ -72,7 +72,11 @@ async fn a_model_call_budget_stops_the_run_in_either_form() {
 async fn a_tool_call_budget_stops_the_run() {
     let (reason, r) = stopped("{max_tool_calls: 2}").await;
     assert_eq!(reason, "max_tool_calls(2): budget: 2 tool calls ≥ 2");
-    assert_eq!(r.stats.agents["workflow/writer"].tool_calls, 2, "{:?}", r.stats);
+    assert_eq!(
+        r.stats.agents["workflow/writer"].tool_calls, 2,
+        "{:?}",
+        r.stats
+    );
 }
 
 #[tokio::test]
@@ -96,7 +100,10 @@ async fn a_cost_budget_stops_the_run_and_the_cost_follows_the_pricing() {
 #[tokio::test]
 async fn a_token_budget_counts_what_the_model_calls_used() {
     let (reason, r) = stopped("\"token_budget(100)\"").await;
-    assert!(reason.starts_with("token_budget(100): budget: "), "{reason}");
+    assert!(
+        reason.starts_with("token_budget(100): budget: "),
+        "{reason}"
+    );
     assert!(r.stats.total.tokens() >= 100);
     assert_eq!(r.usage.total(), r.stats.total.tokens());
 }

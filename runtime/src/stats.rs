@@ -248,8 +248,10 @@ mod tests {
     #[test]
     fn a_meter_hands_over_what_was_recorded_once() {
         let meter = Meter::default();
-        let mut s = AgentStats::default();
-        s.tool_calls = 2;
+        let s = AgentStats {
+            tool_calls: 2,
+            ..AgentStats::default()
+        };
         meter.clone().record("x", s);
         assert_eq!(meter.take().total.tool_calls, 2);
         assert!(meter.take().agents.is_empty());

@@ -115,7 +115,10 @@ async fn an_agent_that_meters_and_puts_usage_on_its_message_is_counted_once() {
         .unwrap();
     assert_eq!(r.stats.total.input_tokens, 20);
     assert_eq!(r.usage.prompt_tokens, 20);
-    assert_eq!(r.stats.total.model_calls, 1, "the plain agent did not meter");
+    assert_eq!(
+        r.stats.total.model_calls, 1,
+        "the plain agent did not meter"
+    );
     assert_eq!(r.stats.agents["t/plain"].input_tokens, 10);
     assert_eq!(r.stats.total.cost, None, "nothing was priced");
     assert_eq!(r.turns, 2);
@@ -124,7 +127,10 @@ async fn an_agent_that_meters_and_puts_usage_on_its_message_is_counted_once() {
 fn nested(inner_fails: bool) -> Workflow {
     let inner = chain(
         "inner",
-        vec![spender("drafter", 1, false), spender("writer", 2, inner_fails)],
+        vec![
+            spender("drafter", 1, false),
+            spender("writer", 2, inner_fails),
+        ],
     );
     let g = Graph::builder()
         .add_agent(spender("lead", 1, false))
@@ -163,10 +169,19 @@ async fn a_nested_run_s_spend_reaches_the_top_by_full_path_even_when_it_fails() 
 #[tokio::test]
 async fn budgets_end_the_run_cleanly_with_a_reason_naming_them() {
     let cases = [
-        (StopCondition::max_model_calls(3), "budget: 4 model calls ≥ 3"),
+        (
+            StopCondition::max_model_calls(3),
+            "budget: 4 model calls ≥ 3",
+        ),
         (StopCondition::max_tool_calls(2), "budget: 2 tool calls ≥ 2"),
-        (StopCondition::max_cost(0.03), "budget: cost 0.0400 USD ≥ 0.03"),
-        (StopCondition::token_budget(30), "budget: 30 tokens spent ≥ 30"),
+        (
+            StopCondition::max_cost(0.03),
+            "budget: cost 0.0400 USD ≥ 0.03",
+        ),
+        (
+            StopCondition::token_budget(30),
+            "budget: 30 tokens spent ≥ 30",
+        ),
     ];
     for (budget, detail) in cases {
         let condition = budget.to_string();
@@ -194,7 +209,7 @@ async fn budgets_end_the_run_cleanly_with_a_reason_naming_them() {
         };
         assert_eq!(reason.condition, condition);
         assert_eq!(reason.detail, detail, "{condition}");
-        assert!(r.stats.agents.get("team/c").is_none(), "{condition}");
+        assert!(!r.stats.agents.contains_key("team/c"), "{condition}");
         assert!(r.checkpoint.is_some(), "a stop saves a checkpoint");
     }
 }

@@ -46,7 +46,11 @@ impl Ctx<'_> {
         )?;
         let model_spec = self.model_spec(model_name)?;
         let pricing = match model_spec.pricing {
-            Some(p) if [p.input, p.output].iter().all(|x| x.is_finite() && *x >= 0.0) => {
+            Some(p)
+                if [p.input, p.output]
+                    .iter()
+                    .all(|x| x.is_finite() && *x >= 0.0) =>
+            {
                 Some(Pricing::per_million(p.input, p.output))
             }
             Some(p) => {

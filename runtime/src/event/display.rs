@@ -159,7 +159,10 @@ impl fmt::Display for Event {
                 elapsed_ms,
                 error,
             } => {
-                write!(f, "  ⚙ {path}: {name} [{call_id}] done in {elapsed_ms:.1} ms")?;
+                write!(
+                    f,
+                    "  ⚙ {path}: {name} [{call_id}] done in {elapsed_ms:.1} ms"
+                )?;
                 match error {
                     Some(e) => write!(f, ", failed: {}", excerpt(e, 160)),
                     None => Ok(()),

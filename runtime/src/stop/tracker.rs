@@ -190,7 +190,12 @@ fn eval(
             .then(|| reason(format!("budget: {} tokens spent ≥ {n}", c.tokens)))
             .flatten(),
         StopCondition::PromptTokens(n) => (c.prompt_tokens >= *n)
-            .then(|| reason(format!("budget: {} prompt tokens read ≥ {n}", c.prompt_tokens)))
+            .then(|| {
+                reason(format!(
+                    "budget: {} prompt tokens read ≥ {n}",
+                    c.prompt_tokens
+                ))
+            })
             .flatten(),
         StopCondition::CompletionTokens(n) => (c.completion_tokens >= *n)
             .then(|| {
@@ -412,7 +417,10 @@ mod tests {
         assert!(prompt.observe(Trigger::Spent(&spent(6, 2))).is_none());
         assert!(completion.observe(Trigger::Spent(&spent(6, 2))).is_none());
         assert_eq!(
-            prompt.observe(Trigger::Spent(&spent(12, 4))).unwrap().detail,
+            prompt
+                .observe(Trigger::Spent(&spent(12, 4)))
+                .unwrap()
+                .detail,
             "budget: 12 prompt tokens read ≥ 12"
         );
         assert!(completion.observe(Trigger::Spent(&spent(12, 4))).is_none());
