@@ -148,7 +148,13 @@ impl RunStats {
             return;
         }
         self.total += stats;
-        *self.agents.entry(path.to_string()).or_default() += stats;
+        // Most turns are of an agent counted before: no key to allocate.
+        match self.agents.get_mut(path) {
+            Some(entry) => *entry += stats,
+            None => {
+                self.agents.insert(path.to_string(), stats);
+            }
+        }
     }
 
     /// Adds every agent of `other`.
