@@ -322,6 +322,18 @@ mod tests {
     }
 
     #[test]
+    fn a_version_2_state_s_counters_read_without_their_usage() {
+        let v2 = r#"{"version":2,"graph":null,"requests":[],"interrupted":[],
+            "counters":{"stop":null,"usage":{"prompt_tokens":5,"completion_tokens":1},
+            "turns":3,"last":null,"start_len":1},"values":{}}"#;
+        let state: SchedulerState = serde_json::from_str(v2).unwrap();
+        assert_eq!(state.check_version(), Ok(()));
+        let counters = state.body().and_then(|b| b.counters.clone()).unwrap();
+        assert_eq!(counters.turns, 3);
+        assert_eq!(counters.stats, RunStats::default());
+    }
+
+    #[test]
     fn taking_the_values_leaves_an_otherwise_empty_state_empty() {
         let values: StateSnapshot = [("k", "v")].into_iter().collect();
         let mut state = SchedulerState::new(None, Vec::new(), Vec::new(), values.clone());
