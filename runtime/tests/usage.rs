@@ -1,6 +1,7 @@
 //! What runs spend: turns, model calls, tool calls, tokens and cost per
 //! agent and in total, on every result (a failed run's too), through
-//! nested workflows with full-path keys, counted once, kept across a
+//! nested workflows with full-path keys, counted once, every attempt of a
+//! retried turn included, kept across a
 //! resume, and budgets that stop a run on it.
 
 // Test helpers may fail loudly.
@@ -263,4 +264,45 @@ async fn a_resumed_run_counts_on_from_its_checkpoint() {
     assert_eq!(done.stats.agents["booking/clerk"].model_calls, 2);
     assert_eq!(done.stats.agents["booking/clerk"].turns, 2);
     assert!((done.stats.total.cost_usd() - 1.01).abs() < 1e-9);
+}
+
+#[tokio::test]
+async fn a_retried_turn_counts_the_spend_of_every_attempt() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::Duration;
+    use troupe_runtime::RetryPolicy;
+
+    let attempts = Arc::new(AtomicU32::new(0));
+    let flaky = FnAgent::new("flaky", move |_t: Arc<Thread>, ctx: RunContext| {
+        let attempts = attempts.clone();
+        async move {
+            ctx.record_model_call(CALL, None);
+            if attempts.fetch_add(1, Ordering::SeqCst) < 2 {
+                Err(AgentError::transient("rate limited"))
+            } else {
+                Ok(Reply::text("at last"))
+            }
+        }
+    });
+    let g = Graph::builder()
+        .add_agent(flaky)
+        .retry("flaky", RetryPolicy::fixed(3, Duration::from_millis(1)))
+        .build()
+        .unwrap();
+    let wf = Workflow::builder().name("t").graph(g).build().unwrap();
+    let (ctx, mut events) = RunContext::stream();
+    let r = guard(wf.run_task("go", &ctx)).await.unwrap();
+    assert_eq!(r.status, RunStatus::Completed);
+    assert_eq!(r.turns, 1);
+    let flaky = &r.stats.agents["t/flaky"];
+    assert_eq!((flaky.model_calls, flaky.turns), (3, 3), "{flaky:?}");
+    let failed: Vec<u32> = events
+        .drain_ready()
+        .into_iter()
+        .filter_map(|e| match e.event {
+            Event::AgentFailed { attempt, .. } => Some(attempt),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(failed, [1, 2]);
 }
