@@ -1,8 +1,8 @@
 //! What runs spend: turns, model calls, tool calls, tokens and cost per
 //! agent and in total, on every result (a failed run's too), through
 //! nested workflows with full-path keys, counted once, every attempt of a
-//! retried turn included, kept across a
-//! resume, and budgets that stop a run on it.
+//! retried turn included, kept across a resume, and budgets that stop a
+//! run on it.
 
 // Test helpers may fail loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
