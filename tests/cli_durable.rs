@@ -156,6 +156,12 @@ fn resume_refuses_a_changed_config_and_an_unknown_run() {
     let ids: Vec<&str> = runs.iter().filter_map(|r| r["run_id"].as_str()).collect();
     assert_eq!(ids, ["b", "a"]);
     assert!(runs.iter().all(|r| r["status"] == "completed"));
+    // What each spent, from its last checkpoint.
+    assert!(
+        runs.iter()
+            .all(|r| r["stats"]["total"]["turns"].as_u64().unwrap_or(0) > 0),
+        "{runs:?}"
+    );
     let table = run(dir.path(), &["runs", cfg]);
     let table = text(&table.stdout);
     assert!(table.starts_with("RUN "), "{table}");

@@ -81,8 +81,8 @@ pub use error::{BuildError, McpError, ModelError, NotWaiting, ToolError};
 pub use json_schema::{SchemaError, SchemaErrors, SchemaValidator};
 pub use model::{
     AnthropicClient, ChatDelta, ChatMessage, ChatModel, ChatRequest, ChatResponse, ChatStream,
-    FinishReason, OpenAiClient, OpenAiResponsesClient, ResponseFormat, RetryPolicy, ScriptedModel,
-    ScriptedReply, ToolChoice, ToolDefinition,
+    FinishReason, OpenAiClient, OpenAiResponsesClient, Pricing, ResponseFormat, RetryPolicy,
+    ScriptedModel, ScriptedReply, ToolChoice, ToolDefinition,
 };
 pub use structured::{AnswerRejected, StructuredOutput};
 pub use tool::{

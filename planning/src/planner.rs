@@ -270,6 +270,12 @@ impl Agent for PlanningAgent {
 
     async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
         let planned = self.plan(&thread).await?;
+        // The planning calls count with the run's spend (the plan's own
+        // run folds its spend into this turn's too).
+        ctx.record_model_call(planned.usage, None);
+        for _ in 1..planned.attempts {
+            ctx.record_model_call(Usage::default(), None);
+        }
         ctx.emit_with(|| Event::Plan {
             path: ctx.path().clone(),
             plan: planned.spec.to_text(),

@@ -358,6 +358,7 @@ impl SelectorAgent {
                 .complete(&ChatRequest::new(messages.clone()))
                 .await
                 .map_err(|e| AgentError::Model(e.to_string()).with_source(e))?;
+            ctx.record_model_call(response.usage.unwrap_or_default(), None);
             let answer = response.text_content().to_string();
             let mentioned = mentioned_candidates(&answer, candidates);
             if let [one] = mentioned.as_slice() {

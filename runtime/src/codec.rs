@@ -17,7 +17,10 @@ use serde::de::DeserializeOwned;
 /// ended with (for listing runs without knowing their workflow); the
 /// scheduler state (version 2) keeps the counters of a run not finished
 /// and the run's state values ([`crate::SchedulerState::values`]).
-pub const FORMAT_VERSION: u32 = 3;
+/// 4: a checkpoint's snapshot and the counters in a scheduler state
+/// (version 3) keep what the run spent per agent ([`crate::RunStats`])
+/// instead of its token usage alone.
+pub const FORMAT_VERSION: u32 = 4;
 
 /// Encoding or decoding failed.
 #[derive(Debug, thiserror::Error)]

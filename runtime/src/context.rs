@@ -12,7 +12,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::event::{Event, EventRecord};
+use crate::message::Usage;
 use crate::state::StateSnapshot;
+use crate::stats::{AgentStats, Meter};
 use crate::thread::Thread;
 use crate::workflow::progress::Progress;
 // Re-exported for the modules that take sinks and contexts together.
@@ -71,6 +73,9 @@ struct Inner {
     /// where a nested run over the turn's thread reports its progress.
     progress: Option<Progress>,
     state: StateSnapshot,
+    /// Where the turn this context runs under records what it spends
+    /// (see [`crate::RunStats`]); none outside a workflow run.
+    meter: Option<Meter>,
 }
 
 /// What a run (and every agent turn in it) is given: the event sink,
@@ -144,6 +149,7 @@ impl RunContext {
                 seq: Arc::new(AtomicU64::new(0)),
                 progress: None,
                 state: StateSnapshot::default(),
+                meter: None,
             }),
         }
     }
@@ -347,5 +353,39 @@ impl RunContext {
     /// The deadline, if any.
     pub fn deadline(&self) -> Option<Instant> {
         self.inner.deadline
+    }
+
+    /// Records a model call that used `usage` and cost `cost` USD (when
+    /// its model is priced) in the turn this context runs under, counted
+    /// for this context's path whether the turn then succeeds or fails
+    /// (see [`RunStats`](crate::RunStats)). Does nothing outside a run.
+    pub fn record_model_call(&self, usage: Usage, cost: Option<f64>) {
+        if let Some(meter) = &self.inner.meter {
+            let mut spent = AgentStats::default();
+            spent.add_model_call(usage, cost);
+            meter.record(&self.inner.path, spent);
+        }
+    }
+
+    /// Records a tool call in the turn this context runs under (see
+    /// [`RunContext::record_model_call`]).
+    pub fn record_tool_call(&self) {
+        if let Some(meter) = &self.inner.meter {
+            let spent = AgentStats {
+                tool_calls: 1,
+                ..AgentStats::default()
+            };
+            meter.record(&self.inner.path, spent);
+        }
+    }
+
+    /// The same context recording into `meter` (a participant's).
+    pub(crate) fn with_meter(&self, meter: Meter) -> Self {
+        self.with(|inner| inner.meter = Some(meter))
+    }
+
+    /// The meter of the turn this context runs under.
+    pub(crate) fn meter(&self) -> Option<&Meter> {
+        self.inner.meter.as_ref()
     }
 }

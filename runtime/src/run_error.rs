@@ -275,6 +275,8 @@ pub enum RunError {
         source: AgentError,
         /// The thread up to the failure.
         thread: Box<Thread>,
+        /// What the run spent up to the failure.
+        stats: Box<crate::stats::RunStats>,
     },
     /// An agent panicked.
     #[error("agent '{agent}' panicked: {message}")]
@@ -285,6 +287,8 @@ pub enum RunError {
         message: String,
         /// The thread up to the panic.
         thread: Box<Thread>,
+        /// What the run spent up to the failure.
+        stats: Box<crate::stats::RunStats>,
     },
     /// An agent's actor stopped without finishing its turn.
     #[error("agent '{agent}' stopped unexpectedly: {reason}")]
@@ -295,6 +299,8 @@ pub enum RunError {
         reason: String,
         /// The thread up to the loss.
         thread: Box<Thread>,
+        /// What the run spent up to the failure.
+        stats: Box<crate::stats::RunStats>,
     },
     /// A loop went round more often than its limit.
     #[error("max loop iterations exceeded (step: {step}, limit: {limit})")]
@@ -305,6 +311,8 @@ pub enum RunError {
         limit: u32,
         /// The thread up to the last completed superstep.
         thread: Box<Thread>,
+        /// What the run spent up to the failure.
+        stats: Box<crate::stats::RunStats>,
     },
     /// The run took more supersteps than allowed.
     #[error("max supersteps exceeded (limit: {limit})")]
@@ -313,6 +321,8 @@ pub enum RunError {
         limit: u64,
         /// The thread up to the last completed superstep.
         thread: Box<Thread>,
+        /// What the run spent up to the failure.
+        stats: Box<crate::stats::RunStats>,
     },
     /// The thread given to the run holds a scheduler state this build
     /// cannot read (written with another layout).
@@ -346,6 +356,22 @@ impl RunError {
             | RunError::AgentLost { thread, .. }
             | RunError::LoopLimit { thread, .. }
             | RunError::SuperstepLimit { thread, .. } => Some(thread),
+            RunError::Runtime { .. }
+            | RunError::Checkpoint(_)
+            | RunError::SchedulerState { .. } => None,
+        }
+    }
+
+    /// What the run spent up to the failure — turns, model calls, tool
+    /// calls, tokens and cost, per agent and in total (the calls of the
+    /// failed turn included) — if it got far enough to run any turn.
+    pub fn stats(&self) -> Option<&crate::stats::RunStats> {
+        match self {
+            RunError::AgentFailed { stats, .. }
+            | RunError::AgentPanicked { stats, .. }
+            | RunError::AgentLost { stats, .. }
+            | RunError::LoopLimit { stats, .. }
+            | RunError::SuperstepLimit { stats, .. } => Some(stats),
             RunError::Runtime { .. }
             | RunError::Checkpoint(_)
             | RunError::SchedulerState { .. } => None,

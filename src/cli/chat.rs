@@ -179,6 +179,7 @@ async fn converse(config: &Config, start: Start, output: Output) -> u8 {
                         final_response: r.final_text(),
                         turns: Some(r.turns),
                         usage: Some(r.usage),
+                        stats: Some(r.stats.clone()),
                         run_id: Some(r.run_id.clone()),
                         session: Some(id.clone()),
                         checkpoint: r.checkpoint.map(|c| c.to_string()),

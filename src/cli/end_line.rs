@@ -4,7 +4,7 @@
 
 use schemars::JsonSchema;
 use serde::Serialize;
-use troupe::{FinalStatus, InputRequest, Usage};
+use troupe::{FinalStatus, InputRequest, RunStats, Usage};
 
 /// The line that ends a run's JSON lines.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -26,6 +26,10 @@ pub(crate) enum EndLine {
         /// Tokens spent in this run.
         #[serde(skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
+        /// What the run spent, per agent (by path) and in total: turns,
+        /// model calls, tool calls, tokens, cost.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        stats: Option<RunStats>,
         /// The run's id (`troupe run --resume ID`).
         #[serde(skip_serializing_if = "Option::is_none")]
         run_id: Option<String>,
@@ -45,6 +49,9 @@ pub(crate) enum EndLine {
         error: String,
         /// The run's id.
         run_id: String,
+        /// What the run spent before it failed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        stats: Option<RunStats>,
     },
 }
 

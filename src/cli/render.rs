@@ -503,13 +503,19 @@ fn handle(state: &Mutex<State>, event: &Event) {
             usage,
             turns,
             elapsed_ms,
+            stats,
             ..
         } if s.root.as_deref() == Some(path.as_str()) => {
+            let cost = stats
+                .total
+                .cost
+                .map(|c| format!(" · ${c:.4}"))
+                .unwrap_or_default();
             let line = paint(
                 c,
                 "2",
                 &format!(
-                    "■ {status} · {turns} turns · {} · {} tokens",
+                    "■ {status} · {turns} turns · {} · {} tokens{cost}",
                     elapsed(*elapsed_ms),
                     usage.total()
                 ),

@@ -10,8 +10,8 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use troupe::config::{Built, Config};
 use troupe::{
-    CheckpointError, FinalStatus, InputRequest, RunContext, RunError, RunResult, RunStatus,
-    Workflow,
+    CheckpointError, FinalStatus, InputRequest, RunContext, RunError, RunResult, RunStats,
+    RunStatus, Workflow,
 };
 
 use super::cluster::{self, ClusterArgs};
@@ -388,6 +388,7 @@ impl Ended<'_> {
                 final_response: r.final_text(),
                 turns: Some(r.turns),
                 usage: Some(r.usage),
+                stats: Some(r.stats.clone()),
                 run_id: Some(self.run_id.to_string()),
                 session: None,
                 checkpoint: r.checkpoint.map(|c| c.to_string()),
@@ -409,6 +410,7 @@ impl Ended<'_> {
             String::new()
         };
         let written = write_out(&out);
+        self.spent_note(Some(&r.stats));
         if let Some(note) = checkpoint_note(built, self.run_id, r) {
             eprintln!("{note}");
         }
@@ -477,6 +479,7 @@ impl Ended<'_> {
             }
             _ => {
                 eprintln!("run failed: {e}");
+                self.spent_note(e.stats());
                 FAILED
             }
         };
@@ -484,6 +487,7 @@ impl Ended<'_> {
             let line = EndLine::Error {
                 error: e.to_string(),
                 run_id: self.run_id.to_string(),
+                stats: e.stats().cloned(),
             };
             if let Err(e) = write_out(&line.to_line()) {
                 // The run failed either way; the lost line is said too.
@@ -491,6 +495,19 @@ impl Ended<'_> {
             }
         }
         code
+    }
+}
+
+impl Ended<'_> {
+    /// The summary line of what the run spent (stderr; not with `--quiet`
+    /// or `--events jsonl`, whose result line carries it).
+    fn spent_note(&self, stats: Option<&RunStats>) {
+        if let Some(stats) = stats
+            && !self.output.quiet
+            && self.output.events != EventsFormat::Jsonl
+        {
+            eprintln!("spent: {}", stats.total);
+        }
     }
 }
 

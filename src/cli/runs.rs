@@ -64,6 +64,7 @@ fn line(r: &RunSummary) -> serde_json::Value {
         "status": status(r),
         "detail": r.status.as_ref().map(|s| s.to_string()),
         "requests": Question::all(&r.requests),
+        "stats": r.stats,
         "unreadable": r.unreadable,
     })
 }

@@ -13,7 +13,7 @@ use super::{ChatAgent, HandoffTarget, ToolMessages};
 use crate::context_policy::ContextPolicy;
 use crate::error::BuildError;
 use crate::json_schema::SchemaError;
-use crate::model::{ChatModel, ToolDefinition};
+use crate::model::{ChatModel, Pricing, ToolDefinition};
 use crate::structured::StructuredOutput;
 use crate::tool::{AgentTool, ThreadMode, Tool, handoff_tool_name, is_valid_tool_name};
 
@@ -35,6 +35,7 @@ pub struct ChatAgentBuilder {
     max_tokens: Option<u32>,
     tool_messages: ToolMessages,
     ask_user: bool,
+    pricing: Option<Pricing>,
 }
 
 impl fmt::Debug for ChatAgentBuilder {
@@ -70,7 +71,16 @@ impl ChatAgentBuilder {
             max_tokens: None,
             tool_messages: ToolMessages::default(),
             ask_user: false,
+            pricing: None,
         }
+    }
+
+    /// What the model's tokens cost: each model call's cost is recorded
+    /// with its usage (see [`RunStats`](troupe_runtime::RunStats)); without
+    /// it calls are counted but not priced.
+    pub fn pricing(mut self, pricing: Pricing) -> Self {
+        self.pricing = Some(pricing);
+        self
     }
 
     /// What the agent does (for selectors, and its description as a tool).
@@ -299,6 +309,7 @@ impl ChatAgentBuilder {
             max_tokens: self.max_tokens,
             tool_messages: self.tool_messages,
             ask_user: self.ask_user,
+            pricing: self.pricing,
         })
     }
 }

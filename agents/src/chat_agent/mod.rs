@@ -19,7 +19,7 @@ use troupe_runtime::{
 
 use crate::context_policy::ContextPolicy;
 use crate::conversation::ASSISTANT_TEXT;
-use crate::model::{ChatMessage, ChatModel, ChatRequest, ToolChoice, ToolDefinition};
+use crate::model::{ChatMessage, ChatModel, ChatRequest, Pricing, ToolChoice, ToolDefinition};
 use crate::structured::StructuredOutput;
 use crate::tool::Tool;
 use human::Resumed;
@@ -136,6 +136,7 @@ pub struct ChatAgent {
     max_tokens: Option<u32>,
     tool_messages: ToolMessages,
     ask_user: bool,
+    pricing: Option<Pricing>,
 }
 
 impl fmt::Debug for ChatAgent {
@@ -255,6 +256,19 @@ impl ChatAgent {
         }
     }
 
+    /// Records a model call (its usage, and its cost when priced) in the
+    /// turn's meter, so it counts even if the turn then fails.
+    fn record_model_call(&self, ctx: &RunContext, usage: Option<Usage>) {
+        let usage = usage.unwrap_or_default();
+        ctx.record_model_call(usage, self.call_cost(usage));
+    }
+
+    /// What a call that used `usage` cost in USD, if the model is priced
+    /// (for the events that report a model call, too).
+    pub(crate) fn call_cost(&self, usage: Usage) -> Option<f64> {
+        self.pricing.map(|p| p.cost(usage))
+    }
+
     fn cancelled(&self) -> AgentError {
         AgentError::Cancelled
     }
@@ -352,6 +366,7 @@ impl Agent for ChatAgent {
                 _ = ctx.cancelled() => return Err(self.cancelled()),
                 response = self.call_model(&request, &ctx) => response?,
             };
+            self.record_model_call(&ctx, response.usage);
             add_usage(&mut usage, response.usage);
             add_usage(&mut total, response.usage);
 

@@ -36,11 +36,12 @@ impl ChatAgent {
                 if estimated {
                     response.usage = Some(estimate_usage(request, &response));
                 }
-                events.finished(response.usage, estimated, None);
+                let cost = response.usage.and_then(|u| self.call_cost(u));
+                events.finished(response.usage, estimated, cost, None);
                 Ok(response)
             }
             Err(e) => {
-                events.finished(None, false, Some(e.to_string()));
+                events.finished(None, false, None, Some(e.to_string()));
                 Err(e.into())
             }
         }
@@ -144,7 +145,13 @@ impl<'a> CallEvents<'a> {
         *self.attempt.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn finished(&self, usage: Option<Usage>, usage_estimated: bool, error: Option<String>) {
+    fn finished(
+        &self,
+        usage: Option<Usage>,
+        usage_estimated: bool,
+        cost: Option<f64>,
+        error: Option<String>,
+    ) {
         let (attempt, started) = self.current();
         self.ctx.emit_with(|| Event::ModelCallFinished {
             path: self.ctx.path().clone(),
@@ -153,6 +160,7 @@ impl<'a> CallEvents<'a> {
             latency_ms: started.elapsed().as_secs_f64() * 1000.0,
             usage,
             usage_estimated,
+            cost,
             error,
         });
     }

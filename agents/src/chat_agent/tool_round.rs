@@ -3,6 +3,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::time::Instant;
 
 use futures::FutureExt;
 use troupe_runtime::{
@@ -164,6 +165,35 @@ impl ChatAgent {
             thread,
             run: ctx.clone(),
         };
+        ctx.record_tool_call();
+        ctx.emit_with(|| Event::ToolCallStarted {
+            path: ctx.path().clone(),
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+        });
+        let started = Instant::now();
+        let result = self.call_tool(index, call, tool_ctx).await;
+        ctx.emit_with(|| Event::ToolCallFinished {
+            path: ctx.path().clone(),
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            elapsed_ms: started.elapsed().as_secs_f64() * 1e3,
+            error: match &result {
+                Ok(r) if r.is_error => Some(r.content.clone()),
+                Ok(_) => None,
+                Err(e) => Some(e.to_string()),
+            },
+        });
+        result
+    }
+
+    /// Calls tool `index` (with the timeout, catching a panic).
+    async fn call_tool(
+        &self,
+        index: usize,
+        call: &ToolCall,
+        tool_ctx: ToolContext,
+    ) -> Result<ToolResult, AgentError> {
         let run =
             AssertUnwindSafe(self.tools[index].call(&call.arguments, tool_ctx)).catch_unwind();
         let outcome = match self.tool_timeout {

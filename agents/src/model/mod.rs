@@ -8,6 +8,7 @@ mod http;
 mod observer;
 mod openai;
 mod openai_wire;
+mod pricing;
 mod responses;
 mod retry;
 mod scripted;
@@ -32,6 +33,7 @@ pub use anthropic::{
 };
 pub use http::{Dialect, HttpModel, HttpModelBuilder};
 pub use openai::{DEFAULT_BASE_URL, OpenAiChat, OpenAiClient, OpenAiClientBuilder};
+pub use pricing::Pricing;
 pub use responses::{OpenAiResponses, OpenAiResponsesClient, OpenAiResponsesClientBuilder};
 pub use retry::RetryPolicy;
 pub use scripted::{Position, ScriptedModel, WhenExhausted};

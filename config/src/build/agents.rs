@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use troupe_agents::model::Position;
-use troupe_agents::{ChatAgent, ChatModel, ContextPolicy, Tool, UserProxy};
+use troupe_agents::{ChatAgent, ChatModel, ContextPolicy, Pricing, Tool, UserProxy};
 use troupe_runtime::{Agent, AgentError, Reply, RunContext, Thread};
 
 use super::ctx::{Ctx, build_error};
@@ -45,6 +45,22 @@ impl Ctx<'_> {
             Position::Conversation,
         )?;
         let model_spec = self.model_spec(model_name)?;
+        let pricing = match model_spec.pricing {
+            Some(p)
+                if [p.input, p.output]
+                    .iter()
+                    .all(|x| x.is_finite() && *x >= 0.0) =>
+            {
+                Some(Pricing::per_million(p.input, p.output))
+            }
+            Some(p) => {
+                return Err(build_error(format!(
+                    "model `{model_name}`: `pricing` must be amounts in USD per million tokens of at least 0, not input {} and output {}",
+                    p.input, p.output
+                )));
+            }
+            None => None,
+        };
         let tools = self.tools(name, spec).await?;
         let recipe = Arc::new(Recipe {
             name: name.to_string(),
@@ -62,6 +78,7 @@ impl Ctx<'_> {
             max_tokens: spec.max_tokens.or(model_spec.max_tokens),
             stream: model_spec.stream,
             tool_timeout: spec.tool_timeout.as_ref().map(|d| d.duration),
+            pricing,
             context: spec.context.map(|c| match (c.last, c.max_tokens) {
                 (Some(n), _) => ContextPolicy::LastN(n),
                 (None, Some(n)) => ContextPolicy::TokenBudget(n),
@@ -110,6 +127,7 @@ struct Recipe {
     max_tokens: Option<u32>,
     stream: Option<bool>,
     tool_timeout: Option<Duration>,
+    pricing: Option<Pricing>,
     context: Option<ContextPolicy>,
 }
 
@@ -148,6 +166,9 @@ impl Recipe {
         }
         if let Some(c) = self.context {
             b = b.context(c);
+        }
+        if let Some(p) = self.pricing {
+            b = b.pricing(p);
         }
         b.build()
     }

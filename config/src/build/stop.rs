@@ -64,6 +64,15 @@ fn field_parts(s: &StopFields) -> Vec<StopCondition> {
     if let Some(n) = s.completion_tokens {
         v.push(StopCondition::completion_tokens(n));
     }
+    if let Some(usd) = s.max_cost {
+        v.push(StopCondition::max_cost(usd));
+    }
+    if let Some(n) = s.max_model_calls {
+        v.push(StopCondition::max_model_calls(n));
+    }
+    if let Some(n) = s.max_tool_calls {
+        v.push(StopCondition::max_tool_calls(n));
+    }
     if let Some(t) = &s.timeout {
         v.push(StopCondition::timeout(t.duration));
     }

@@ -32,7 +32,7 @@ pub use conditions::{ConditionForm, ConditionSpec, FieldSpec};
 pub use context::ContextSpec;
 pub use file::{CONFIG_VERSION, ConfigFile, json_schema};
 pub use graph::{GraphSpec, NodeForm, NodeSpec, TransitionSpec};
-pub use models::{ModelSpec, Provider};
+pub use models::{ModelSpec, PricingSpec, Provider};
 pub use plan::{
     PassingMode, PlanFlagsSpec, PlanFormatSpec, PlanSectionSpec, PlanStepSpec, PlannerSpec,
     ScopeMode,

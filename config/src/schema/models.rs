@@ -97,4 +97,20 @@ pub struct ModelSpec {
     /// interrupt a run mid-turn).
     #[serde(default)]
     pub delay: Option<HumanDuration>,
+    /// What the model's tokens cost: every call's cost is counted per
+    /// agent and in total (results, events, the CLI's summary) and
+    /// `max_cost` budgets judge it. Without it calls are counted, not
+    /// priced.
+    #[serde(default)]
+    pub pricing: Option<PricingSpec>,
+}
+
+/// A model's prices, in USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PricingSpec {
+    /// USD per million input (prompt) tokens.
+    pub input: f64,
+    /// USD per million output (completion) tokens.
+    pub output: f64,
 }

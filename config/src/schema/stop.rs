@@ -22,7 +22,7 @@ impl ShortForm for StopForm {
     type Long = StopFields;
     const NAME: &'static str = "Stop";
     const SHORT: &'static str = "A stop expression such as `max_messages(10) | text_mention(APPROVE)`: \
-max_messages(N), max_turns(N), token_budget(N), prompt_tokens(N), completion_tokens(N), timeout(DURATION), text_mention(TEXT [from SOURCE, ...]), \
+max_messages(N), max_turns(N), token_budget(N), prompt_tokens(N), completion_tokens(N), max_cost(USD), max_model_calls(N), max_tool_calls(N), timeout(DURATION), text_mention(TEXT [from SOURCE, ...]), \
 text_message[(SOURCE, ...)], source_match(SOURCE, ...), handoff(TARGET), stop_message, function_call(TOOL); \
 `|` is any, `&` is all (binds tighter), parentheses group.";
     const EXPECTING: &'static str = "a stop expression such as `max_messages(10) | text_mention(APPROVE)`, or a mapping of stop conditions";
@@ -77,6 +77,16 @@ pub struct StopFields {
     /// tokens.
     #[serde(default)]
     pub completion_tokens: Option<u64>,
+    /// A budget: when the run's model calls have cost this many USD
+    /// (models with `pricing:`), counted as turns end.
+    #[serde(default)]
+    pub max_cost: Option<f64>,
+    /// A budget: after this many model calls, counted as turns end.
+    #[serde(default)]
+    pub max_model_calls: Option<u64>,
+    /// A budget: after this many tool calls, counted as turns end.
+    #[serde(default)]
+    pub max_tool_calls: Option<u64>,
     /// When the run has lasted this long (`30s`, `5m`).
     #[serde(default)]
     pub timeout: Option<HumanDuration>,

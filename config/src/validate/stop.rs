@@ -10,7 +10,7 @@ use crate::tree::FieldPath;
 
 /// Every kind an expression may use, for "expected" lists.
 const KINDS: &str = "max_messages(N), max_turns(N), token_budget(N), prompt_tokens(N), \
-completion_tokens(N), timeout(DURATION), \
+completion_tokens(N), max_cost(USD), max_model_calls(N), max_tool_calls(N), timeout(DURATION), \
 text_mention(TEXT [from SOURCE, ...]), text_message[(SOURCE, ...)], source_match(SOURCE, ...), \
 handoff(TARGET), stop_message, function_call(TOOL)";
 
@@ -95,6 +95,9 @@ fn check_fields(c: &mut Checker<'_>, path: &FieldPath, s: &StopFields) {
         || s.token_budget.is_some()
         || s.prompt_tokens.is_some()
         || s.completion_tokens.is_some()
+        || s.max_cost.is_some()
+        || s.max_model_calls.is_some()
+        || s.max_tool_calls.is_some()
         || s.timeout.is_some()
         || s.all.is_some()
         || s.any.is_some();
@@ -102,7 +105,7 @@ fn check_fields(c: &mut Checker<'_>, path: &FieldPath, s: &StopFields) {
         c.error(
             path,
             "an empty stop condition never holds",
-            Some("one of `max_messages`, `max_turns`, `text_mention`, `source_match`, `text_message`, `handoff`, `stop_message`, `function_call`, `token_budget`, `prompt_tokens`, `completion_tokens`, `timeout`, `all`, `any`".into()),
+            Some("one of `max_messages`, `max_turns`, `text_mention`, `source_match`, `text_message`, `handoff`, `stop_message`, `function_call`, `token_budget`, `prompt_tokens`, `completion_tokens`, `max_cost`, `max_model_calls`, `max_tool_calls`, `timeout`, `all`, `any`".into()),
         );
     }
     // A count of 0 holds before the first turn: the run would do nothing.
@@ -112,6 +115,8 @@ fn check_fields(c: &mut Checker<'_>, path: &FieldPath, s: &StopFields) {
         ("token_budget", s.token_budget),
         ("prompt_tokens", s.prompt_tokens),
         ("completion_tokens", s.completion_tokens),
+        ("max_model_calls", s.max_model_calls),
+        ("max_tool_calls", s.max_tool_calls),
     ] {
         if n == Some(0) {
             c.value_error(
@@ -120,6 +125,15 @@ fn check_fields(c: &mut Checker<'_>, path: &FieldPath, s: &StopFields) {
                 Some("a number of at least 1".into()),
             );
         }
+    }
+    if let Some(usd) = s.max_cost
+        && !(usd.is_finite() && usd > 0.0)
+    {
+        c.value_error(
+            &path.key("max_cost"),
+            format!("`max_cost: {usd}` is not an amount in USD above 0"),
+            Some("an amount such as `0.50`".into()),
+        );
     }
     if s.stop_message == Some(false) {
         c.value_error(

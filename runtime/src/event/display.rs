@@ -29,6 +29,7 @@ impl fmt::Display for Event {
                 usage,
                 turns,
                 elapsed_ms,
+                stats,
             } => {
                 write!(f, "■ {path}: {status}")?;
                 if let Some(detail) = detail {
@@ -36,9 +37,13 @@ impl fmt::Display for Event {
                 }
                 write!(
                     f,
-                    " after {turns} turns in {elapsed_ms:.1} ms ({} tokens)",
+                    " after {turns} turns in {elapsed_ms:.1} ms ({} tokens",
                     usage.total()
-                )
+                )?;
+                if let Some(cost) = stats.total.cost {
+                    write!(f, ", ${cost:.4}")?;
+                }
+                f.write_str(")")
             }
             Event::AgentStarted { path, batch } => write!(f, "  → {path} ({batch} new)"),
             Event::AgentFinished {
@@ -167,6 +172,7 @@ impl fmt::Display for Event {
                 latency_ms,
                 usage,
                 usage_estimated,
+                cost,
                 error,
             } => {
                 write!(
@@ -176,6 +182,9 @@ impl fmt::Display for Event {
                 if let Some(u) = usage {
                     let about = if *usage_estimated { "~" } else { "" };
                     write!(f, " ({about}{} tokens)", u.total())?;
+                }
+                if let Some(cost) = cost {
+                    write!(f, " ${cost:.4}")?;
                 }
                 match error {
                     Some(e) => write!(f, ", failed: {}", excerpt(e, 160)),
@@ -193,6 +202,27 @@ impl fmt::Display for Event {
                 "  ↻ {path}: {model} attempt {attempt} failed ({}); retrying in {delay_ms:.0} ms",
                 excerpt(error, 160)
             ),
+            Event::ToolCallStarted {
+                path,
+                call_id,
+                name,
+            } => write!(f, "  ⚙ {path}: {name} [{call_id}] started"),
+            Event::ToolCallFinished {
+                path,
+                call_id,
+                name,
+                elapsed_ms,
+                error,
+            } => {
+                write!(
+                    f,
+                    "  ⚙ {path}: {name} [{call_id}] done in {elapsed_ms:.1} ms"
+                )?;
+                match error {
+                    Some(e) => write!(f, ", failed: {}", excerpt(e, 160)),
+                    None => Ok(()),
+                }
+            }
         }
     }
 }

@@ -44,6 +44,10 @@ pub enum Event {
         turns: u64,
         /// Wall time of the run, in milliseconds.
         elapsed_ms: f64,
+        /// What the run spent — turns, model calls, tool calls, tokens,
+        /// cost — per agent and in total (a failed run's too).
+        #[serde(default)]
+        stats: crate::stats::RunStats,
     },
     /// An agent began a turn.
     AgentStarted {
@@ -265,6 +269,9 @@ pub enum Event {
         /// Whether `usage` is an estimate (the server did not say).
         #[serde(default)]
         usage_estimated: bool,
+        /// What the call cost in USD, when the model has `pricing`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cost: Option<f64>,
         /// Why the call failed, if it did.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
@@ -282,6 +289,31 @@ pub enum Event {
         error: String,
         /// The wait before the next attempt, in milliseconds.
         delay_ms: f64,
+    },
+    /// A tool call began (a handoff or a question to the user is not a
+    /// tool call). [`Event::ToolCall`] carries the call's arguments.
+    ToolCallStarted {
+        /// The calling agent's path.
+        path: Arc<str>,
+        /// The call's id, as the model gave it.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+    },
+    /// A tool call ended. [`Event::ToolResult`] carries what it gave back.
+    ToolCallFinished {
+        /// The calling agent's path.
+        path: Arc<str>,
+        /// The call's id.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// How long it took, in milliseconds.
+        elapsed_ms: f64,
+        /// Why it failed, if it did (the model sees the error text as its
+        /// result; only a fatal error fails the turn).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
     },
 }
 
@@ -314,7 +346,9 @@ impl Event {
             | Event::ToolArgumentsDelta { path, .. }
             | Event::ModelCallStarted { path, .. }
             | Event::ModelCallFinished { path, .. }
-            | Event::ModelCallRetry { path, .. } => path,
+            | Event::ModelCallRetry { path, .. }
+            | Event::ToolCallStarted { path, .. }
+            | Event::ToolCallFinished { path, .. } => path,
         }
     }
 }

@@ -27,6 +27,14 @@ pub(crate) use tracker::{StopTracker, TrackerState, Trigger};
 /// messages agents produce; counting conditions (max messages, token budget)
 /// count the run's input messages too, as AutoGen does.
 ///
+/// Budgets — tokens ([`TokenBudget`], [`PromptTokens`],
+/// [`CompletionTokens`]), cost ([`MaxCost`]), model calls
+/// ([`MaxModelCalls`]) and tool calls ([`MaxToolCalls`]) — judge what the
+/// run's turns spent ([`RunStats`](crate::RunStats): a nested workflow's
+/// and failed turns' spend included) when each turn ends, and end the run
+/// as [`Stopped`](crate::RunStatus::Stopped) with a reason naming the
+/// budget. Token budgets also count the usage carried by input messages.
+///
 /// AutoGen's conditions: `MaxMessageTermination` is [`MaxMessages`],
 /// `TextMentionTermination` [`TextMention`], `StopMessageTermination`
 /// [`StopMessage`], `FunctionCallTermination` [`FunctionCall`],
@@ -53,6 +61,9 @@ pub(crate) use tracker::{StopTracker, TrackerState, Trigger};
 /// [`PromptTokens`]: StopCondition::PromptTokens
 /// [`CompletionTokens`]: StopCondition::CompletionTokens
 /// [`Timeout`]: StopCondition::Timeout
+/// [`MaxCost`]: StopCondition::MaxCost
+/// [`MaxModelCalls`]: StopCondition::MaxModelCalls
+/// [`MaxToolCalls`]: StopCondition::MaxToolCalls
 /// [`External`]: StopCondition::External
 /// [`Custom`]: StopCondition::Custom
 ///
@@ -99,6 +110,13 @@ pub enum StopCondition {
     CompletionTokens(u64),
     /// After this many agent turns.
     MaxTurns(u64),
+    /// A budget: when the run's model calls have cost this many USD
+    /// (priced models only: `pricing:`), counted as turns end.
+    MaxCost(f64),
+    /// A budget: after this many model calls, counted as turns end.
+    MaxModelCalls(u64),
+    /// A budget: after this many tool calls, counted as turns end.
+    MaxToolCalls(u64),
     /// When the run has lasted this long; fires during a long turn too,
     /// cancelling turns under way.
     Timeout(Duration),
@@ -173,6 +191,18 @@ impl StopCondition {
     /// Stop after `n` turns.
     pub fn max_turns(n: u64) -> Self {
         StopCondition::MaxTurns(n)
+    }
+    /// Stop once the model calls have cost `usd` (a budget).
+    pub fn max_cost(usd: f64) -> Self {
+        StopCondition::MaxCost(usd)
+    }
+    /// Stop after `n` model calls (a budget).
+    pub fn max_model_calls(n: u64) -> Self {
+        StopCondition::MaxModelCalls(n)
+    }
+    /// Stop after `n` tool calls (a budget).
+    pub fn max_tool_calls(n: u64) -> Self {
+        StopCondition::MaxToolCalls(n)
     }
     /// Stop after `d`.
     pub fn timeout(d: Duration) -> Self {
@@ -256,6 +286,9 @@ impl fmt::Display for StopCondition {
             StopCondition::PromptTokens(n) => write!(f, "prompt_tokens({n})"),
             StopCondition::CompletionTokens(n) => write!(f, "completion_tokens({n})"),
             StopCondition::MaxTurns(n) => write!(f, "max_turns({n})"),
+            StopCondition::MaxCost(usd) => write!(f, "max_cost({usd})"),
+            StopCondition::MaxModelCalls(n) => write!(f, "max_model_calls({n})"),
+            StopCondition::MaxToolCalls(n) => write!(f, "max_tool_calls({n})"),
             StopCondition::Timeout(d) => write!(f, "timeout({})", humantime::format_duration(*d)),
             StopCondition::External(_) => write!(f, "external"),
             StopCondition::Custom(name, _) => write!(f, "custom({name})"),

@@ -31,7 +31,7 @@ impl std::error::Error for ParseStopError {}
 
 /// Every kind the syntax knows.
 pub const STOP_KINDS: &str = "max_messages(N), max_turns(N), token_budget(N), prompt_tokens(N), \
-completion_tokens(N), timeout(DURATION), \
+completion_tokens(N), max_cost(USD), max_model_calls(N), max_tool_calls(N), timeout(DURATION), \
 text_mention(TEXT [from SOURCE, ...]), text_message[(SOURCE, ...)], source_match(SOURCE, ...), \
 handoff(TARGET), stop_message, function_call(TOOL), external";
 
@@ -301,6 +301,20 @@ impl Parser {
             "token_budget" => StopCondition::TokenBudget(count("a number of tokens")?),
             "prompt_tokens" => StopCondition::PromptTokens(count("a number of tokens")?),
             "completion_tokens" => StopCondition::CompletionTokens(count("a number of tokens")?),
+            "max_model_calls" => StopCondition::MaxModelCalls(count("a number of model calls")?),
+            "max_tool_calls" => StopCondition::MaxToolCalls(count("a number of tool calls")?),
+            "max_cost" => {
+                let a = one("an amount in USD such as 0.50")?;
+                match a.text.trim_start_matches('$').parse::<f64>() {
+                    Ok(usd) if usd.is_finite() && usd > 0.0 => StopCondition::MaxCost(usd),
+                    _ => {
+                        return Err(self.error(
+                            a.at,
+                            format!("`{}` is not an amount in USD above 0 (e.g. 0.50)", a.text),
+                        ));
+                    }
+                }
+            }
             "timeout" => {
                 let a = one("a duration such as 30s")?;
                 let d: Duration = humantime::parse_duration(&a.text).map_err(|e| {
@@ -433,6 +447,7 @@ mod tests {
             "stop_message | function_call(search)",
             "external",
             "(max_turns(1) | max_turns(2)) & stop_message",
+            "max_cost(0.5) | max_model_calls(3) | max_tool_calls(2)",
         ] {
             round_trip(text);
         }
@@ -476,5 +491,12 @@ mod tests {
         assert_eq!(at("text_mention(\"x)").offset, 13);
         assert!(at("custom(f)").message.contains("Rust closure"));
         assert_eq!(at("(max_turns(1)").offset, 13);
+        assert!(at("max_cost(-1)").message.contains("amount in USD"));
+        assert_eq!(at("max_cost(free)").offset, 9);
+        assert_eq!(at("max_tool_calls(0)").offset, 15);
+        assert!(matches!(
+            StopCondition::parse("max_cost($0.25)"),
+            Ok(StopCondition::MaxCost(c)) if c == 0.25
+        ));
     }
 }

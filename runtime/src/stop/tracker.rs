@@ -2,6 +2,7 @@
 
 use super::{StopCondition, StopReason};
 use crate::message::{Content, Message};
+use crate::stats::AgentStats;
 
 /// What just happened, for a condition to judge.
 #[derive(Debug, Clone, Copy)]
@@ -17,6 +18,8 @@ pub(crate) enum Trigger<'a> {
     Inner(&'a Message),
     /// A turn ended.
     Turn,
+    /// A turn's spend was counted: what the run has spent in all now.
+    Spent(&'a AgentStats),
     /// The run has lasted its shortest timeout.
     Timeout,
     /// An external handle was set.
@@ -34,9 +37,14 @@ pub(crate) struct StopTracker {
     prompt_tokens: u64,
     completion_tokens: u64,
     timed_out: bool,
+    /// What the run's turns spent in all (kept in the run's own
+    /// counters, not here).
+    spent: AgentStats,
 }
 
-/// What a [`StopTracker`] has counted, as kept in checkpoints.
+/// What a [`StopTracker`] has counted, as kept in checkpoints. Its token
+/// counts are those of the run's input messages; the run's own spend is
+/// kept with the run's counters.
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct TrackerState {
     latched: Vec<bool>,
@@ -86,30 +94,42 @@ impl StopTracker {
             prompt_tokens: 0,
             completion_tokens: 0,
             timed_out: false,
+            spent: AgentStats::default(),
         }
+    }
+
+    /// What the run has spent in all, as a resumed run counts on from it.
+    pub(crate) fn set_spent(&mut self, spent: AgentStats) {
+        self.spent = spent;
     }
 
     /// Records what happened; returns the reason if the run should stop.
     pub(crate) fn observe(&mut self, trigger: Trigger<'_>) -> Option<StopReason> {
         match trigger {
-            Trigger::Message { message, .. } => {
+            Trigger::Message { message, produced } => {
                 self.messages += 1;
-                if let Some(u) = message.usage {
+                // What turns produce is counted by their spend.
+                if let Some(u) = message.usage.filter(|_| !produced) {
                     self.tokens += u.total();
                     self.prompt_tokens += u.prompt_tokens;
                     self.completion_tokens += u.completion_tokens;
                 }
             }
             Trigger::Turn => self.turns += 1,
+            Trigger::Spent(total) => self.spent = *total,
             Trigger::Timeout => self.timed_out = true,
             Trigger::External | Trigger::Inner(_) => {}
         }
+        let spent = &self.spent;
         let counters = Counters {
             messages: self.messages,
             turns: self.turns,
-            tokens: self.tokens,
-            prompt_tokens: self.prompt_tokens,
-            completion_tokens: self.completion_tokens,
+            tokens: self.tokens + spent.tokens(),
+            prompt_tokens: self.prompt_tokens + spent.input_tokens,
+            completion_tokens: self.completion_tokens + spent.output_tokens,
+            model_calls: spent.model_calls,
+            tool_calls: spent.tool_calls,
+            cost: spent.cost_usd(),
             timed_out: self.timed_out,
         };
         let mut index = 0;
@@ -129,6 +149,9 @@ struct Counters {
     tokens: u64,
     prompt_tokens: u64,
     completion_tokens: u64,
+    model_calls: u64,
+    tool_calls: u64,
+    cost: f64,
     timed_out: bool,
 }
 
@@ -164,13 +187,32 @@ fn eval(
             .then(|| reason(format!("{} turns", c.turns)))
             .flatten(),
         StopCondition::TokenBudget(n) => (c.tokens >= *n)
-            .then(|| reason(format!("{} tokens spent", c.tokens)))
+            .then(|| reason(format!("budget: {} tokens spent ≥ {n}", c.tokens)))
             .flatten(),
         StopCondition::PromptTokens(n) => (c.prompt_tokens >= *n)
-            .then(|| reason(format!("{} prompt tokens read", c.prompt_tokens)))
+            .then(|| {
+                reason(format!(
+                    "budget: {} prompt tokens read ≥ {n}",
+                    c.prompt_tokens
+                ))
+            })
             .flatten(),
         StopCondition::CompletionTokens(n) => (c.completion_tokens >= *n)
-            .then(|| reason(format!("{} completion tokens written", c.completion_tokens)))
+            .then(|| {
+                reason(format!(
+                    "budget: {} completion tokens written ≥ {n}",
+                    c.completion_tokens
+                ))
+            })
+            .flatten(),
+        StopCondition::MaxCost(usd) => (c.cost >= *usd)
+            .then(|| reason(format!("budget: cost {:.4} USD ≥ {usd}", c.cost)))
+            .flatten(),
+        StopCondition::MaxModelCalls(n) => (c.model_calls >= *n)
+            .then(|| reason(format!("budget: {} model calls ≥ {n}", c.model_calls)))
+            .flatten(),
+        StopCondition::MaxToolCalls(n) => (c.tool_calls >= *n)
+            .then(|| reason(format!("budget: {} tool calls ≥ {n}", c.tool_calls)))
             .flatten(),
         StopCondition::Timeout(d) => c
             .timed_out
@@ -337,7 +379,16 @@ mod tests {
             prompt_tokens: 6,
             completion_tokens: 5,
         });
-        assert!(t.observe(produced(&m)).is_some());
+        // A produced message's usage is counted by its turn's spend.
+        assert!(t.observe(produced(&m)).is_none());
+        assert!(t.observe(Trigger::Spent(&spent(6, 5))).is_some());
+        // An input's usage counts on its own.
+        let mut t = StopTracker::new(StopCondition::token_budget(10));
+        let input = Trigger::Message {
+            message: &m,
+            produced: false,
+        };
+        assert!(t.observe(input).is_some());
 
         let mut t = StopTracker::new(StopCondition::max_turns(2));
         assert!(t.observe(Trigger::Turn).is_none());
@@ -350,33 +401,77 @@ mod tests {
         assert_eq!(t.observe(Trigger::External).unwrap().condition, "external");
     }
 
+    fn spent(input: u64, output: u64) -> AgentStats {
+        AgentStats {
+            model_calls: 1,
+            input_tokens: input,
+            output_tokens: output,
+            ..AgentStats::default()
+        }
+    }
+
     #[test]
     fn prompt_and_completion_tokens_are_limited_apart() {
-        let m = Message::text("a", "x").with_usage(Usage {
-            prompt_tokens: 6,
-            completion_tokens: 2,
-        });
         let mut prompt = StopTracker::new(StopCondition::prompt_tokens(12));
         let mut completion = StopTracker::new(StopCondition::completion_tokens(5));
-        assert!(prompt.observe(produced(&m)).is_none());
-        assert!(completion.observe(produced(&m)).is_none());
+        assert!(prompt.observe(Trigger::Spent(&spent(6, 2))).is_none());
+        assert!(completion.observe(Trigger::Spent(&spent(6, 2))).is_none());
         assert_eq!(
-            prompt.observe(produced(&m)).unwrap().detail,
-            "12 prompt tokens read"
+            prompt
+                .observe(Trigger::Spent(&spent(12, 4)))
+                .unwrap()
+                .detail,
+            "budget: 12 prompt tokens read ≥ 12"
         );
-        assert!(completion.observe(produced(&m)).is_none());
-        // Restored from a checkpoint, the counts carry on.
+        assert!(completion.observe(Trigger::Spent(&spent(12, 4))).is_none());
+        // Restored, the run's spend is handed back and counting carries on.
         let mut again = StopTracker::new(StopCondition::completion_tokens(5));
         again.restore(completion.state());
+        again.set_spent(spent(12, 4));
         assert_eq!(
-            again.observe(produced(&m)).unwrap().detail,
-            "6 completion tokens written"
+            again.observe(Trigger::Spent(&spent(18, 6))).unwrap().detail,
+            "budget: 6 completion tokens written ≥ 5"
         );
         assert_eq!(
             StopCondition::parse("prompt_tokens(3) | completion_tokens(4)")
                 .unwrap()
                 .to_string(),
             "prompt_tokens(3) | completion_tokens(4)"
+        );
+    }
+
+    #[test]
+    fn budgets_of_cost_model_calls_and_tool_calls_name_themselves() {
+        let mut t = StopTracker::new(
+            StopCondition::max_cost(0.5)
+                | StopCondition::max_model_calls(9)
+                | StopCondition::max_tool_calls(9),
+        );
+        let mut s = spent(1, 1);
+        s.cost = Some(0.25);
+        assert!(t.observe(Trigger::Spent(&s)).is_none());
+        s.cost = Some(0.52);
+        let r = t.observe(Trigger::Spent(&s)).unwrap();
+        assert_eq!(r.condition, "max_cost(0.5)");
+        assert_eq!(r.detail, "budget: cost 0.5200 USD ≥ 0.5");
+        let mut t = StopTracker::new(StopCondition::max_model_calls(2));
+        assert!(t.observe(Trigger::Spent(&spent(1, 1))).is_none());
+        let two = AgentStats {
+            model_calls: 2,
+            ..AgentStats::default()
+        };
+        assert_eq!(
+            t.observe(Trigger::Spent(&two)).unwrap().detail,
+            "budget: 2 model calls ≥ 2"
+        );
+        let mut t = StopTracker::new(StopCondition::max_tool_calls(1));
+        let one = AgentStats {
+            tool_calls: 1,
+            ..AgentStats::default()
+        };
+        assert_eq!(
+            t.observe(Trigger::Spent(&one)).unwrap().detail,
+            "budget: 1 tool calls ≥ 1"
         );
     }
 

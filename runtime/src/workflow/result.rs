@@ -90,10 +90,14 @@ pub struct RunResult {
     pub messages: Vec<Arc<Message>>,
     /// How the run ended.
     pub status: RunStatus,
-    /// Tokens spent in this run.
+    /// Tokens spent in this run (`stats.total`'s, as a [`Usage`]).
     pub usage: Usage,
-    /// Agent turns taken in this run.
+    /// Agent turns taken in this run that ended with a reply.
     pub turns: u64,
+    /// What the run spent — turns, model calls, tool calls, tokens and
+    /// cost — per agent (by full path, nested runs' agents included) and
+    /// in total. A failed run's is [`RunError::stats`].
+    pub stats: crate::stats::RunStats,
     /// The run's id (checkpoints are saved under it).
     pub run_id: String,
     /// The last checkpoint saved, if the workflow has a store.

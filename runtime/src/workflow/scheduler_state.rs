@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 
 use super::request::InputRequest;
 use crate::graph::cursor::Cursor;
-use crate::message::{MessageId, Usage};
+use crate::message::MessageId;
 use crate::state::StateSnapshot;
+use crate::stats::RunStats;
 use crate::stop::TrackerState;
 
 /// The layout of a scheduler state this build writes; bump it when the
@@ -18,11 +19,15 @@ use crate::stop::TrackerState;
 /// 2: [`SchedulerBody::counters`], the counters of a run not finished
 /// (a nested run's progress, a run waiting for input), and the run's state
 /// values ([`SchedulerState::values`]).
-pub(crate) const SCHEDULER_STATE_VERSION: u32 = 2;
+/// 3: the counters keep what the run spent per agent
+/// ([`RunCounters::stats`], a [`RunStats`]) instead of its token usage
+/// alone.
+pub(crate) const SCHEDULER_STATE_VERSION: u32 = 3;
 
 /// The oldest layout this build still reads. Version 1 is version 2
 /// without counters and state values (read as none: its runs start
-/// counting afresh, as they did). In bincode, a thread of version 1 comes
+/// counting afresh, as they did). Version 2's counters read without their
+/// usage (the spend of an unfinished run is counted afresh from there). In bincode, a thread of version 1 comes
 /// with an older [`FORMAT_VERSION`](crate::codec::FORMAT_VERSION) and is
 /// refused there.
 const OLDEST_READABLE_VERSION: u32 = 1;
@@ -65,15 +70,16 @@ pub(crate) struct SchedulerBody {
 }
 
 /// What a run counted besides its thread — the stop condition's counters,
-/// the usage, the turns, the final response so far — so that a run over
+/// what it spent, the turns, the final response so far — so that a run over
 /// the same thread carries on exactly (a round robin stopped after 3 of 6
 /// turns takes 3 more, not 6).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub(crate) struct RunCounters {
     /// The stop condition's counters.
     pub(crate) stop: Option<TrackerState>,
-    /// Tokens spent so far.
-    pub(crate) usage: Usage,
+    /// What the run spent so far, per agent and in total.
+    #[serde(default)]
+    pub(crate) stats: RunStats,
     /// Turns taken so far.
     pub(crate) turns: u64,
     /// The final response so far.
@@ -248,7 +254,7 @@ mod tests {
             crate::codec::decode(&crate::codec::encode(&state).unwrap()).unwrap();
         assert_eq!(back, state);
         let json = serde_json::to_string(&state).unwrap();
-        assert!(json.contains("\"version\":2"), "{json}");
+        assert!(json.contains("\"version\":3"), "{json}");
         assert_eq!(
             serde_json::from_str::<SchedulerState>(&json).unwrap(),
             state
@@ -304,15 +310,27 @@ mod tests {
         let state: SchedulerState = serde_json::from_str(v1).unwrap();
         assert_eq!(state.check_version(), Ok(()));
         assert!(state.values().is_empty());
-        let v3 = v1.replace("\"version\":1", "\"version\":3");
-        let state: SchedulerState = serde_json::from_str(&v3).unwrap();
+        let v4 = v1.replace("\"version\":1", "\"version\":4");
+        let state: SchedulerState = serde_json::from_str(&v4).unwrap();
         assert_eq!(
             state.check_version(),
             Err(SchedulerStateError::UnknownVersion {
                 expected: SCHEDULER_STATE_VERSION,
-                found: 3
+                found: 4
             })
         );
+    }
+
+    #[test]
+    fn a_version_2_state_s_counters_read_without_their_usage() {
+        let v2 = r#"{"version":2,"graph":null,"requests":[],"interrupted":[],
+            "counters":{"stop":null,"usage":{"prompt_tokens":5,"completion_tokens":1},
+            "turns":3,"last":null,"start_len":1},"values":{}}"#;
+        let state: SchedulerState = serde_json::from_str(v2).unwrap();
+        assert_eq!(state.check_version(), Ok(()));
+        let counters = state.body().and_then(|b| b.counters.clone()).unwrap();
+        assert_eq!(counters.turns, 3);
+        assert_eq!(counters.stats, RunStats::default());
     }
 
     #[test]

@@ -10,7 +10,8 @@ use super::scheduler_state::{SchedulerState, SchedulerStateError};
 use super::spec::Spec;
 use crate::codec;
 use crate::error::CheckpointError;
-use crate::message::{MessageId, Usage};
+use crate::message::MessageId;
+use crate::stats::RunStats;
 use crate::stop::TrackerState;
 use crate::store::{Checkpoint, CheckpointId, CheckpointStore, checksum};
 use crate::thread::Thread;
@@ -25,8 +26,8 @@ pub(crate) struct Snapshot {
     pub(crate) thread: Thread,
     /// The stop condition's counters.
     pub(crate) stop: Option<TrackerState>,
-    /// Tokens spent so far.
-    pub(crate) usage: Usage,
+    /// What the run spent so far, per agent and in total.
+    pub(crate) stats: RunStats,
     /// Turns taken so far.
     pub(crate) turns: u64,
     /// The final response so far.

@@ -52,6 +52,9 @@ pub struct RunSummary {
     pub status: Option<RunStatus>,
     /// The questions waiting for an answer.
     pub requests: Vec<InputRequest>,
+    /// What the run spent up to its latest checkpoint (`None` when it
+    /// cannot be read).
+    pub stats: Option<crate::stats::RunStats>,
     /// Why the latest checkpoint could not be read (another format version,
     /// damage), if it could not: the other fields are then from its
     /// metadata alone.
@@ -79,6 +82,7 @@ pub async fn summarize_run(
         superstep: last.superstep,
         status: None,
         requests: Vec::new(),
+        stats: None,
         unreadable: None,
     };
     let snapshot = if last.format_version != codec::FORMAT_VERSION {
@@ -99,6 +103,7 @@ pub async fn summarize_run(
             summary.started = s.started_at;
             summary.requests = answer::pending_requests(&s.thread);
             summary.status = s.status;
+            summary.stats = Some(s.stats);
         }
         Err(reason) => summary.unreadable = Some(reason),
     }

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::RunContext;
 use crate::state::StateSnapshot;
+use crate::stats::Meter;
 use crate::thread::Thread;
 use crate::workflow::agent_actor::{AgentActor, AgentArgs};
 use crate::workflow::progress::Progress;
@@ -88,7 +89,11 @@ impl Participants {
                 actor: None,
                 state: TurnState::Idle,
                 attempts: 0,
-                ctx: ctx.derive(ctx.child_path(name), turns.clone(), ctx.deadline()),
+                // A meter of its own: what its turns spend is folded in
+                // when each ends (see `Tally::fold_turn`).
+                ctx: ctx
+                    .derive(ctx.child_path(name), turns.clone(), ctx.deadline())
+                    .with_meter(Meter::default()),
                 seq: 0,
                 progress: None,
             })
@@ -192,6 +197,12 @@ impl Participants {
     /// have failed.
     pub(super) fn failed_attempt(&mut self, i: usize) -> u32 {
         self.parts[i].attempts += 1;
+        self.parts[i].attempts
+    }
+
+    /// How many times in a row participant `i`'s turn has failed.
+    #[inline]
+    pub(super) fn failures(&self, i: usize) -> u32 {
         self.parts[i].attempts
     }
 

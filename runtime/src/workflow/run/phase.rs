@@ -3,6 +3,7 @@
 
 use crate::agent::AgentError;
 use crate::run_error::RunError;
+use crate::stats::RunStats;
 use crate::thread::Thread;
 use crate::workflow::result::RunStatus;
 
@@ -22,30 +23,39 @@ pub(super) enum Failure {
 
 impl Failure {
     /// The run's error, with the thread as it was when the run failed.
-    pub(super) fn into_error(self, thread: Thread) -> RunError {
+    pub(super) fn into_error(self, thread: Thread, stats: RunStats) -> RunError {
         let thread = Box::new(thread);
+        let stats = Box::new(stats);
         match self {
             Failure::Failed { agent, source } => RunError::AgentFailed {
                 agent,
                 source,
                 thread,
+                stats,
             },
             Failure::Panicked { agent, message } => RunError::AgentPanicked {
                 agent,
                 message,
                 thread,
+                stats,
             },
             Failure::Lost { agent, reason } => RunError::AgentLost {
                 agent,
                 reason,
                 thread,
+                stats,
             },
             Failure::LoopLimit { step, limit } => RunError::LoopLimit {
                 step,
                 limit,
                 thread,
+                stats,
             },
-            Failure::SuperstepLimit { limit } => RunError::SuperstepLimit { limit, thread },
+            Failure::SuperstepLimit { limit } => RunError::SuperstepLimit {
+                limit,
+                thread,
+                stats,
+            },
         }
     }
 }

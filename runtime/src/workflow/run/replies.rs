@@ -54,9 +54,6 @@ impl RunState {
         }
         for mut m in reply.private {
             m.source = name.clone();
-            if let Some(u) = m.usage {
-                self.tally.usage += u;
-            }
             // A tool call kept in the agent's own thread still ends a run
             // waiting for it (`function_call`).
             if let Some(reason) = self.observe(Trigger::Inner(&m)) {
@@ -70,9 +67,6 @@ impl RunState {
             let m = Arc::new(m);
             self.threads.slot_mut(slot).push_shared(m.clone());
             self.threads.root_mut().push_shared(m.clone());
-            if let Some(u) = m.usage {
-                self.tally.usage += u;
-            }
             self.ctx.emit_with(|| Event::MessageProduced {
                 path: path.clone(),
                 message: m.clone(),

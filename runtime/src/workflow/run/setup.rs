@@ -110,7 +110,7 @@ impl RunState {
                 }
                 Some(RunCounters {
                     stop: snapshot.stop,
-                    usage: snapshot.usage,
+                    stats: snapshot.stats,
                     turns: snapshot.turns,
                     last: snapshot.last,
                     start_len: snapshot.start_len,
@@ -158,7 +158,11 @@ impl RunState {
         }
         let root = self.threads.root();
         let tally = &mut self.tally;
-        tally.usage = counters.usage;
+        tally.base = counters.stats.clone();
+        tally.stats = counters.stats;
+        if let Some(t) = self.tracker.as_mut() {
+            t.set_spent(tally.stats.total);
+        }
         tally.turns = counters.turns;
         tally.start_len = counters.start_len.min(root.len());
         tally.last = counters

@@ -1,12 +1,15 @@
-//! What a run has produced so far — its messages, final response, usage,
-//! turns, questions to the caller — and the result made of it.
+//! What a run has produced so far — its messages, final response, what
+//! it spent, turns, questions to the caller — and the result made of it;
+//! and how a turn's spend is folded in.
 
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use tokio::time::Instant;
 
+use crate::agent::Reply;
 use crate::message::{Message, Usage};
+use crate::stats::{AgentStats, RunStats};
 use crate::store::CheckpointId;
 use crate::thread::Thread;
 use crate::workflow::request::InputRequest;
@@ -19,9 +22,14 @@ pub(super) struct Tally {
     pub(super) last: Option<Arc<Message>>,
     /// Messages produced in this run, in order.
     pub(super) produced: Vec<Arc<Message>>,
-    /// Tokens spent.
-    pub(super) usage: Usage,
-    /// Turns taken.
+    /// What the run spent, per agent and in total (the one source of its
+    /// usage: see [`crate::stats`]).
+    pub(super) stats: RunStats,
+    /// What `stats` held when this run started (counted on from a
+    /// checkpoint or an unfinished run): a nested run hands the run
+    /// above only what it spent itself.
+    pub(super) base: RunStats,
+    /// Turns taken (with a reply).
     pub(super) turns: u64,
     /// Questions asked of the caller in this run.
     pub(super) waiting: Vec<InputRequest>,
@@ -39,7 +47,8 @@ impl Default for Tally {
         Tally {
             last: None,
             produced: Vec::new(),
-            usage: Usage::default(),
+            stats: RunStats::default(),
+            base: RunStats::default(),
             turns: 0,
             waiting: Vec::new(),
             start_len: 0,
@@ -64,10 +73,42 @@ impl Tally {
             final_response: self.last.take(),
             messages: std::mem::take(&mut self.produced),
             status,
-            usage: self.usage,
+            usage: self.stats.total.usage(),
             turns: self.turns,
+            stats: self.stats.clone(),
             run_id: run_id.to_string(),
             checkpoint,
         }
+    }
+
+    /// Folds what a turn of the agent at `path` spent: `spent` from its
+    /// meter, or — when it recorded no model call and no token — the
+    /// usage on its reply's messages (an agent that does not meter);
+    /// `ended` counts the turn (it ended with a reply or an error).
+    pub(super) fn fold_turn(
+        &mut self,
+        path: &str,
+        spent: Option<RunStats>,
+        reply: Option<&Reply>,
+        ended: bool,
+    ) {
+        let spent = spent.unwrap_or_default();
+        let metered = spent.total.model_calls > 0 || spent.total.tokens() > 0;
+        let mut own = AgentStats {
+            turns: u64::from(ended),
+            ..AgentStats::default()
+        };
+        if !metered && let Some(reply) = reply {
+            let usage = reply
+                .messages
+                .iter()
+                .chain(&reply.private)
+                .filter_map(|m| m.usage)
+                .fold(Usage::default(), |a, b| a + b);
+            own.input_tokens = usage.prompt_tokens;
+            own.output_tokens = usage.completion_tokens;
+        }
+        self.stats.merge(&spent);
+        self.stats.add(path, own);
     }
 }

@@ -11,10 +11,12 @@ use troupe_router::Readiness;
 use super::RunState;
 use super::participants::TurnState;
 use super::phase::Failure;
-use crate::agent::ErrorKind;
+use crate::agent::{ErrorKind, Reply};
 use crate::event::Event;
 use crate::graph::node_input;
 use crate::message::Message;
+use crate::stats::Meter;
+use crate::stop::Trigger;
 use crate::workflow::protocol::{RunMsg, TurnOutcome};
 use crate::workflow::result::RunStatus;
 
@@ -116,26 +118,40 @@ impl RunState {
         myself: &ActorRef<RunMsg>,
     ) {
         if !self.running(index) {
-            return; // a turn this run no longer waits for
+            // A turn this run no longer waits for: what it spent still
+            // counts.
+            self.fold_spend(index, None, false);
+            return;
         }
         let reported = self.parts.take_progress(index);
         self.parts.set(index, TurnState::Idle);
         let path = self.parts.ctx(index).path().clone();
         let reply = match outcome {
-            TurnOutcome::Done(reply) => reply,
+            TurnOutcome::Done(reply) => {
+                self.fold_spend(index, Some(&reply), true);
+                reply
+            }
             // A nested run stopped gracefully with this one: its turn was
             // cut short, and runs again on resume.
             TurnOutcome::Failed(source)
                 if source.kind() == ErrorKind::Cancelled
                     && self.phase.is_stopping_with(&RunStatus::Interrupted) =>
             {
+                self.fold_spend(index, None, false);
                 if !self.spec.supersteps() {
                     self.parts.set(index, TurnState::CutShort);
                 }
                 return;
             }
             TurnOutcome::Failed(source) => {
+                self.fold_spend(index, None, true);
                 let text = source.to_string();
+                self.ctx.emit_with(|| Event::AgentFailed {
+                    path: path.clone(),
+                    kind: source.kind(),
+                    error: text.clone(),
+                    attempt: self.parts.failures(index) + 1,
+                });
                 if !self.retry_later(index, Some(source.kind()), &text, myself) {
                     self.fail(Failure::Failed {
                         agent: path.to_string(),
@@ -145,6 +161,7 @@ impl RunState {
                 return;
             }
             TurnOutcome::Cancelled => {
+                self.fold_spend(index, None, false);
                 // A nested run cut short goes on from what it last
                 // reported when its turn runs again.
                 if let Some(thread) = reported {
@@ -183,6 +200,20 @@ impl RunState {
                     self.checkpoints.request();
                 }
             }
+        }
+    }
+
+    /// Folds what participant `index`'s turn spent (its meter, or its
+    /// `reply`'s usage) into the run's stats — `ended` counts the turn —
+    /// and stops the run if that exhausts a budget.
+    fn fold_spend(&mut self, index: usize, reply: Option<&Reply>, ended: bool) {
+        let ctx = self.parts.ctx(index);
+        let spent = ctx.meter().map(Meter::take);
+        let path = ctx.path().clone();
+        self.tally.fold_turn(&path, spent, reply, ended);
+        let total = self.tally.stats.total;
+        if let Some(reason) = self.observe(Trigger::Spent(&total)) {
+            self.phase.stop_gracefully(RunStatus::Stopped(reason));
         }
     }
 
@@ -248,9 +279,16 @@ impl RunState {
             return;
         }
         self.parts.set(index, TurnState::Idle);
+        self.fold_spend(index, None, failed.is_some());
         let agent = self.agent_path(index);
         match failed {
             Some(message) => {
+                self.ctx.emit_with(|| Event::AgentFailed {
+                    path: self.parts.ctx(index).path().clone(),
+                    kind: ErrorKind::Failed,
+                    error: format!("panicked: {message}"),
+                    attempt: self.parts.failures(index) + 1,
+                });
                 if !self.retry_later(index, None, &message, myself) {
                     self.fail(Failure::Panicked { agent, message });
                 }

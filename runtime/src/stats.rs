@@ -1,0 +1,265 @@
+//! What a run spent: [`AgentStats`] (turns, model calls, tool calls,
+//! tokens, cost) per agent and in total ([`RunStats`]), and the
+//! [`Meter`] a turn's agents record their spend into as they go.
+//!
+//! One source of truth: a turn's spend is what its agents recorded into
+//! the meter of its [`RunContext`](crate::RunContext) (ChatAgent records
+//! every model call and tool call; a nested workflow folds its own stats
+//! in, failed or not). An agent that records nothing but puts usage on the
+//! messages of its reply (a scripted or hand-written agent) is counted by
+//! that usage instead, so nothing is counted twice: a turn's tokens come
+//! from its meter when it recorded any, else from its reply's messages.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde::{Deserialize, Serialize};
+
+use crate::message::Usage;
+
+/// What one agent (or a whole run) spent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct AgentStats {
+    /// Turns that ended, with a reply or an error (a cancelled turn is
+    /// not counted: it runs again).
+    pub turns: u64,
+    /// Model calls made, those of failed turns included.
+    pub model_calls: u64,
+    /// Tool calls made.
+    pub tool_calls: u64,
+    /// Prompt tokens read by the model calls.
+    pub input_tokens: u64,
+    /// Completion tokens written by the model calls.
+    pub output_tokens: u64,
+    /// What the model calls cost in USD, when at least one of them was
+    /// priced (`pricing:` of the model); `None` when none was. (Never
+    /// skipped when serialized: checkpoints' binary format cannot skip.)
+    #[serde(default)]
+    pub cost: Option<f64>,
+}
+
+impl AgentStats {
+    /// The tokens as a [`Usage`].
+    pub fn usage(&self) -> Usage {
+        Usage {
+            prompt_tokens: self.input_tokens,
+            completion_tokens: self.output_tokens,
+        }
+    }
+
+    /// Input plus output tokens.
+    pub fn tokens(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+
+    /// The cost in USD, 0 when nothing was priced.
+    pub fn cost_usd(&self) -> f64 {
+        self.cost.unwrap_or(0.0)
+    }
+
+    /// Whether nothing at all was counted.
+    pub fn is_empty(&self) -> bool {
+        *self == AgentStats::default()
+    }
+
+    /// Counts one model call that used `usage` and cost `cost` USD (if
+    /// priced).
+    pub fn add_model_call(&mut self, usage: Usage, cost: Option<f64>) {
+        self.model_calls += 1;
+        self.input_tokens += usage.prompt_tokens;
+        self.output_tokens += usage.completion_tokens;
+        self.add_cost(cost);
+    }
+
+    fn add_cost(&mut self, cost: Option<f64>) {
+        if let Some(c) = cost {
+            self.cost = Some(self.cost.unwrap_or(0.0) + c);
+        }
+    }
+
+    /// What `self` counted beyond `base` (counters never go down; a
+    /// cost that went away reads as none).
+    pub(crate) fn since(&self, base: &AgentStats) -> AgentStats {
+        AgentStats {
+            turns: self.turns.saturating_sub(base.turns),
+            model_calls: self.model_calls.saturating_sub(base.model_calls),
+            tool_calls: self.tool_calls.saturating_sub(base.tool_calls),
+            input_tokens: self.input_tokens.saturating_sub(base.input_tokens),
+            output_tokens: self.output_tokens.saturating_sub(base.output_tokens),
+            cost: self.cost.map(|c| (c - base.cost_usd()).max(0.0)),
+        }
+    }
+}
+
+impl std::ops::AddAssign for AgentStats {
+    fn add_assign(&mut self, rhs: AgentStats) {
+        self.turns += rhs.turns;
+        self.model_calls += rhs.model_calls;
+        self.tool_calls += rhs.tool_calls;
+        self.input_tokens += rhs.input_tokens;
+        self.output_tokens += rhs.output_tokens;
+        self.add_cost(rhs.cost);
+    }
+}
+
+impl std::fmt::Display for AgentStats {
+    /// `3 turns, 4 model calls, 1 tool call, 120 tokens in / 40 out, $0.0012`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = |n: u64| if n == 1 { "" } else { "s" };
+        write!(
+            f,
+            "{} turn{}, {} model call{}, {} tool call{}, {} tokens in / {} out",
+            self.turns,
+            s(self.turns),
+            self.model_calls,
+            s(self.model_calls),
+            self.tool_calls,
+            s(self.tool_calls),
+            self.input_tokens,
+            self.output_tokens
+        )?;
+        if let Some(c) = self.cost {
+            write!(f, ", ${c:.4}")?;
+        }
+        Ok(())
+    }
+}
+
+/// What a run spent, in total and per agent. An agent is keyed by its full
+/// path (`team/writer`; inside a nested workflow `outer/inner/writer`; an
+/// agent used as a tool by its caller's path and its own name), so the
+/// stats of a nested run reach the run above agent by agent. `total` is
+/// the sum of `agents`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct RunStats {
+    /// Everything together.
+    pub total: AgentStats,
+    /// By agent path.
+    #[serde(default)]
+    pub agents: BTreeMap<String, AgentStats>,
+}
+
+impl RunStats {
+    /// Adds `stats` under agent `path` (and to the total).
+    pub fn add(&mut self, path: &str, stats: AgentStats) {
+        if stats.is_empty() {
+            return;
+        }
+        self.total += stats;
+        // Most turns are of an agent counted before: no key to allocate.
+        match self.agents.get_mut(path) {
+            Some(entry) => *entry += stats,
+            None => {
+                self.agents.insert(path.to_string(), stats);
+            }
+        }
+    }
+
+    /// Adds every agent of `other`.
+    pub fn merge(&mut self, other: &RunStats) {
+        for (path, stats) in &other.agents {
+            self.add(path, *stats);
+        }
+    }
+
+    /// What `self` counted beyond `base`, agent by agent.
+    pub(crate) fn since(&self, base: &RunStats) -> RunStats {
+        let mut out = RunStats::default();
+        for (path, stats) in &self.agents {
+            let before = base.agents.get(path).copied().unwrap_or_default();
+            out.add(path, stats.since(&before));
+        }
+        out
+    }
+}
+
+/// Where the agents of a turn record what they spend: shared by every
+/// context derived from the turn's (an agent used as a tool records under
+/// its own path), drained by the run's supervisor when the turn ends. A
+/// participant has one turn under way at a time, so one meter per
+/// participant serves all its turns.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Meter {
+    spent: Arc<Mutex<RunStats>>,
+}
+
+impl Meter {
+    /// Records `stats` spent by the agent at `path`.
+    pub(crate) fn record(&self, path: &str, stats: AgentStats) {
+        self.lock().add(path, stats);
+    }
+
+    /// Records everything a nested run spent.
+    pub(crate) fn record_all(&self, stats: &RunStats) {
+        if !stats.agents.is_empty() {
+            self.lock().merge(stats);
+        }
+    }
+
+    /// Takes what was recorded since the last take.
+    pub(crate) fn take(&self) -> RunStats {
+        std::mem::take(&mut *self.lock())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, RunStats> {
+        // A panic while adding numbers leaves them usable.
+        self.spent.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_add_up_per_agent_and_in_total_and_cost_only_when_priced() {
+        let mut run = RunStats::default();
+        let mut a = AgentStats::default();
+        a.add_model_call(
+            Usage {
+                prompt_tokens: 10,
+                completion_tokens: 2,
+            },
+            None,
+        );
+        run.add("t/a", a);
+        assert_eq!(run.total.cost, None);
+        let mut b = AgentStats::default();
+        b.add_model_call(
+            Usage {
+                prompt_tokens: 5,
+                completion_tokens: 1,
+            },
+            Some(0.25),
+        );
+        run.add("t/b", b);
+        run.add("t/a", a);
+        assert_eq!(run.total.model_calls, 3);
+        assert_eq!(run.total.tokens(), 30);
+        assert_eq!(run.total.cost, Some(0.25));
+        assert_eq!(run.agents["t/a"].input_tokens, 20);
+        let later = {
+            let mut r = run.clone();
+            r.add("t/b", b);
+            r
+        };
+        let delta = later.since(&run);
+        assert_eq!(delta.total.model_calls, 1);
+        assert_eq!(delta.agents.len(), 1);
+        assert_eq!(delta.total.cost, Some(0.25));
+    }
+
+    #[test]
+    fn a_meter_hands_over_what_was_recorded_once() {
+        let meter = Meter::default();
+        let s = AgentStats {
+            tool_calls: 2,
+            ..AgentStats::default()
+        };
+        meter.clone().record("x", s);
+        assert_eq!(meter.take().total.tool_calls, 2);
+        assert!(meter.take().agents.is_empty());
+    }
+}
