@@ -151,15 +151,20 @@ fn a_failed_and_a_waiting_run_end_with_valid_lines() {
         .expect("run_finished");
     assert_eq!(finished["status"], "failed");
     assert!(finished["detail"].as_str().is_some_and(|d| !d.is_empty()));
+    assert!(events(&lines).iter().any(|e| e["type"] == "agent_failed"));
+    assert!(end["stats"]["total"]["turns"].is_u64(), "{end}");
 
+    // A copy: the example keeps its store next to itself.
+    let hitl = dir.path().join("human_in_the_loop.yaml");
+    std::fs::copy(root().join("examples/configs/human_in_the_loop.yaml"), &hitl).unwrap();
     let lines = lines_of(
-        &root(),
+        dir.path(),
         &[
             "run",
             "--events",
             "jsonl",
             "--no-input",
-            "examples/configs/human_in_the_loop.yaml",
+            hitl.to_str().unwrap(),
             "Plan the launch",
         ],
         3,

@@ -417,9 +417,11 @@ mod tests {
             )
             .build()
             .unwrap();
+        // The query follows the path; as shown, its values are masked (a
+        // gateway's `?key=…` is a secret).
         assert_eq!(
             client.endpoint(),
-            "https://x.openai.azure.com/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21"
+            "https://x.openai.azure.com/openai/deployments/gpt-4o/chat/completions?api-version=***"
         );
         let client = AnthropicClient::builder("claude").build().unwrap();
         assert_eq!(client.endpoint(), "https://api.anthropic.com/v1/messages");
