@@ -68,6 +68,7 @@ mod sink;
 mod state;
 mod stop;
 pub mod store;
+pub mod telemetry;
 mod thread;
 mod workflow;
 

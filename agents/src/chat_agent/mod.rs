@@ -349,7 +349,9 @@ impl Agent for ChatAgent {
             let response = tokio::select! {
                 biased;
                 _ = ctx.cancelled() => return Err(self.cancelled()),
-                response = self.call_model(&request) => response?,
+                response = crate::telemetry::traced_chat(
+                    &ctx, &*self.model, &request, self.call_model(&request),
+                ) => response?,
             };
             add_usage(&mut usage, response.usage);
             add_usage(&mut total, response.usage);

@@ -5,6 +5,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::FutureExt;
+use tracing::Instrument;
 use troupe_runtime::{
     AgentError, Event, Handoff, Message, RunContext, Thread, ToolCall, ToolResult,
 };
@@ -158,14 +159,18 @@ impl ChatAgent {
                 ),
             ));
         };
+        // Its `execute_tool` span parents what the tool starts (an agent
+        // as a tool's turn).
+        let span = crate::telemetry::tool_span(ctx, &self.name, call);
         let tool_ctx = ToolContext {
             agent: self.name.clone(),
             call_id: call.id.clone(),
             thread,
-            run: ctx.clone(),
+            run: troupe_runtime::telemetry::with_parent(ctx.clone(), &span),
         };
-        let run =
-            AssertUnwindSafe(self.tools[index].call(&call.arguments, tool_ctx)).catch_unwind();
+        let run = AssertUnwindSafe(self.tools[index].call(&call.arguments, tool_ctx))
+            .catch_unwind()
+            .instrument(span.clone());
         let outcome = match self.tool_timeout {
             Some(after) => match tokio::time::timeout(after, run).await {
                 Ok(outcome) => outcome,
@@ -176,7 +181,7 @@ impl ChatAgent {
             },
             None => run.await,
         };
-        match outcome {
+        let result = match outcome {
             Ok(Ok(output)) => Ok(ToolResult {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
@@ -201,6 +206,8 @@ impl ChatAgent {
                 tracing::warn!(agent = %self.name, tool = %call.name, panic = %text, "tool panicked");
                 Ok(error_result(call, format!("the tool panicked: {text}")))
             }
-        }
+        };
+        crate::telemetry::record_tool_end(&span, result.as_ref().map_err(|_| "fatal"));
+        result
     }
 }

@@ -300,6 +300,13 @@ pub trait ChatModel: Send + Sync + 'static {
     /// The model's name (for logs and events).
     fn model_name(&self) -> &str;
 
+    /// Who serves the model, as the `gen_ai.provider.name` of its spans
+    /// names it (`openai` for OpenAI-compatible servers); by default
+    /// `unknown`.
+    fn provider_name(&self) -> &str {
+        "unknown"
+    }
+
     /// Answers the request.
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError>;
 
@@ -316,6 +323,9 @@ pub trait ChatModel: Send + Sync + 'static {
 impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
     fn model_name(&self) -> &str {
         (**self).model_name()
+    }
+    fn provider_name(&self) -> &str {
+        (**self).provider_name()
     }
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
         (**self).complete(request).await

@@ -115,6 +115,10 @@ impl ChatModel for OpenAiClient {
         &self.inner.model
     }
 
+    fn provider_name(&self) -> &str {
+        "openai"
+    }
+
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
         let body = self.body(request, false)?;
         tracing::debug!(endpoint = %self.inner.endpoint, model = %self.inner.model, "chat completion");

@@ -152,6 +152,13 @@ impl RunState {
             turns: self.tally.turns,
             elapsed_ms: self.tally.started.elapsed().as_secs_f64() * 1e3,
         });
+        // The run's span ends before the caller hears of it, so whoever
+        // flushes spans next finds it closed.
+        crate::telemetry::record_run_end(&self.span, result.as_ref().map(|r| &r.status));
+        if let Some(g) = &mut self.graph {
+            g.close_span();
+        }
+        self.span = tracing::Span::none();
         // The caller may have stopped waiting; then the result has no taker.
         let _ = reply.send(result);
         // A run that ended cleanly hands its idle actors on; the rest stop

@@ -41,6 +41,7 @@ impl RunState {
             top_level,
             resumed,
             progress,
+            span,
         } = args;
         let (thread, resumed_from, run_id) = match resumed {
             Some(r) => {
@@ -57,6 +58,9 @@ impl RunState {
                 (thread, None, id)
             }
         };
+        if !span.is_disabled() {
+            span.record("troupe.run.id", run_id.as_str());
+        }
         let (mut threads, mut scheduling) = ThreadSlots::take_apart(&spec, thread);
         if !top_level {
             // A nested run works on its parent's state; its changes go
@@ -87,6 +91,7 @@ impl RunState {
             reply: Some(reply),
             spec,
             ctx,
+            span,
         };
         if run.checkpoints.enabled() {
             run.parts.hand_out_hooks();
