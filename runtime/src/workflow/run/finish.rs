@@ -154,6 +154,13 @@ impl RunState {
         });
         // The run's span ends before the caller hears of it, so whoever
         // flushes spans next finds it closed.
+        tracing::debug!(
+            target: "troupe::run",
+            path = %self.ctx.path(),
+            turns = self.tally.turns,
+            ok = result.is_ok(),
+            "run finished"
+        );
         crate::telemetry::record_run_end(&self.span, result.as_ref().map(|r| &r.status));
         if let Some(g) = &mut self.graph {
             g.close_span();
