@@ -33,7 +33,7 @@ fn chat_span(parent: &Span, model: &dyn ChatModel, request: &ChatRequest) -> Spa
         gen_ai.provider.name = model.provider_name(),
         gen_ai.request.model = name,
         gen_ai.request.temperature = request.temperature.map(f64::from),
-        gen_ai.request.max_tokens = request.max_tokens,
+        gen_ai.request.max_tokens = request.max_tokens.map(i64::from),
         gen_ai.response.model = Empty,
         gen_ai.response.finish_reasons = Empty,
         gen_ai.usage.input_tokens = Empty,
@@ -83,8 +83,10 @@ fn record_response(span: &Span, response: &ChatResponse) {
         finish_reason(&response.finish_reason),
     );
     if let Some(usage) = response.usage {
-        span.record("gen_ai.usage.input_tokens", usage.prompt_tokens);
-        span.record("gen_ai.usage.output_tokens", usage.completion_tokens);
+        // As i64: OpenTelemetry has no unsigned integers (a u64 would be
+        // exported as text).
+        span.record("gen_ai.usage.input_tokens", int(usage.prompt_tokens));
+        span.record("gen_ai.usage.output_tokens", int(usage.completion_tokens));
     }
     if capture_content()
         && let Ok(json) = serde_json::to_string(&serde_json::json!({
@@ -94,6 +96,11 @@ fn record_response(span: &Span, response: &ChatResponse) {
     {
         span.record("gen_ai.output.messages", json);
     }
+}
+
+/// `n` as OpenTelemetry's integer type.
+fn int(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 /// The conventions' finish reason.

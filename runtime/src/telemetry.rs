@@ -66,7 +66,8 @@ pub fn superstep_span(parent: &Span, superstep: u64) -> Span {
         parent: parent,
         "superstep",
         otel.name = "superstep",
-        troupe.superstep = superstep,
+        // As i64: OpenTelemetry has no unsigned integers.
+        troupe.superstep = i64::try_from(superstep).unwrap_or(i64::MAX),
     )
 }
 
