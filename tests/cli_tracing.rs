@@ -330,3 +330,124 @@ fn the_spans_of_a_failed_run_are_flushed_with_its_error() {
         .expect("the failed model call");
     assert_eq!(failed.attrs["error.type"], "script_exhausted");
 }
+
+/// A graph with one agent placed on node `b`.
+const PLACED: &str = "version: 1
+name: paper
+models:
+  m: {provider: scripted}
+agents:
+  writer: {model: m, script: [draft]}
+  researcher: {model: m, node: b, script: [notes]}
+workflow:
+  graph:
+    nodes: [writer, researcher]
+    transitions:
+      - {from: writer, to: researcher}
+";
+
+/// A `troupe node` process, killed and reaped when dropped.
+struct Node(std::process::Child);
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts node `b` of `cfg` exporting its spans to `collector` (in
+/// batches every 50 ms: it is killed, not stopped); its node and address.
+fn start_node(dir: &Path, cfg: &str, collector: SocketAddr) -> (Node, String) {
+    use std::io::{BufRead, BufReader};
+    let mut cmd = troupe(
+        dir,
+        &[
+            "node",
+            "--config",
+            cfg,
+            "--name",
+            "b",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+    );
+    cmd.env("TROUPE_COOKIE", "sesame")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{collector}"))
+        .env("OTEL_BSP_SCHEDULE_DELAY", "50");
+    let mut child = cmd.spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let node = Node(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(15))
+            .expect("the node's ready line");
+        if let Some(rest) = line.strip_prefix("node b listening on ") {
+            let addr = rest.split_whitespace().next().unwrap().to_string();
+            return (node, addr);
+        }
+    }
+}
+
+#[test]
+fn a_turn_on_another_node_is_in_the_callers_trace() {
+    let (collector, spans, _rt) = receiver();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write(dir.path(), "paper.yaml", PLACED);
+    let cfg = cfg.to_str().unwrap();
+    let (_node, addr) = start_node(dir.path(), cfg, collector);
+    let mut run = troupe(
+        dir.path(),
+        &["run", cfg, "a paper", "--quiet", "--connect", &addr],
+    );
+    run.env("TROUPE_COOKIE", "sesame")
+        .args(["--otlp", &format!("http://{collector}")]);
+    let out = wait(run.spawn().unwrap(), Duration::from_secs(30));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "notes");
+
+    // The node's spans come in its next batch.
+    let mut got = Vec::new();
+    for _ in 0..100 {
+        got = spans.lock().unwrap().clone();
+        let remote = got.iter().any(|s| {
+            s.name == "invoke_agent researcher"
+                && s.attrs
+                    .get("troupe.path")
+                    .is_some_and(|p| p.ends_with("@b"))
+        });
+        if remote && got.iter().any(|s| s.name == "invoke_workflow paper") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let run = named(&got, "invoke_workflow paper");
+    let turns: Vec<&Got> = got
+        .iter()
+        .filter(|s| s.name == "invoke_agent researcher")
+        .collect();
+    let remote = turns
+        .iter()
+        .find(|s| s.attrs["troupe.path"].ends_with("@b"))
+        .unwrap_or_else(|| panic!("no span from node b: {:#?}", names(&got)));
+    let local = turns
+        .iter()
+        .find(|s| !s.attrs["troupe.path"].ends_with("@b"))
+        .expect("the caller's turn span");
+    assert_eq!(remote.trace, run.trace, "one trace across the nodes");
+    assert_eq!(
+        remote.parent, local.id,
+        "the remote turn is in the caller's"
+    );
+    assert!(
+        got.iter()
+            .any(|s| s.name.starts_with("chat ") && s.parent == remote.id),
+        "the model call on node b is in its turn"
+    );
+}

@@ -70,5 +70,9 @@ async fn a_remote_turn_is_a_child_of_the_callers_span() {
         .iter()
         .find(|kv| kv.key.as_str() == "troupe.path")
         .map(|kv| kv.value.as_str().into_owned());
-    assert_eq!(path.as_deref(), Some("team@solo"), "the host's path names the node");
+    assert_eq!(
+        path.as_deref(),
+        Some("team@solo"),
+        "the host's path names the node"
+    );
 }
