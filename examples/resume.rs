@@ -57,7 +57,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let watcher = tokio::spawn(async move {
         while let Some(event) = events.next().await {
             println!("{event}");
-            if matches!(event, Event::SuperstepCompleted { superstep: 3, .. }) {
+            if matches!(event.event, Event::SuperstepCompleted { superstep: 3, .. }) {
                 canceller.cancel();
             }
         }

@@ -262,7 +262,7 @@ async fn coord_mapreduce(failover: bool) {
     let worker_paths: Vec<String> = events
         .drain_ready()
         .iter()
-        .filter(|e| matches!(e, Event::AgentStarted { .. }))
+        .filter(|e| matches!(&e.event, Event::AgentStarted { .. }))
         .map(|e| e.path().to_string())
         .filter(|p| p.contains("worker#"))
         .collect();
@@ -371,7 +371,7 @@ async fn coord_kill(retry: bool) {
     let retries = events
         .drain_ready()
         .iter()
-        .filter(|e| matches!(e, Event::Retry { .. }))
+        .filter(|e| matches!(&e.event, Event::Retry { .. }))
         .count();
     match outcome {
         Ok(r) => {

@@ -127,11 +127,11 @@ async fn a_three_step_tool_loop_feeds_each_result_back() {
         let events = events.drain_ready();
         let calls = events
             .iter()
-            .filter(|e| matches!(e, Event::ToolCall { .. }))
+            .filter(|e| matches!(&e.event, Event::ToolCall { .. }))
             .count();
         let results = events
             .iter()
-            .filter(|e| matches!(e, Event::ToolResult { .. }))
+            .filter(|e| matches!(&e.event, Event::ToolResult { .. }))
             .count();
         assert_eq!((calls, results), (3, 3));
 
@@ -420,7 +420,7 @@ async fn a_handoff_ends_the_turn_and_the_first_wins() {
         let handoffs: Vec<String> = events
             .drain_ready()
             .into_iter()
-            .filter_map(|e| match e {
+            .filter_map(|e| match e.event {
                 Event::Handoff { to, .. } => Some(to),
                 _ => None,
             })

@@ -132,7 +132,7 @@ impl HostState {
 
         let sink = if request.events {
             EventSink::callback(move |e| {
-                if let Ok(json) = serde_json::to_string(e) {
+                if let Ok(json) = serde_json::to_string(&e.event) {
                     // Poisoned only if a take panicked mid-swap: the
                     // buffer is still a valid list of events.
                     events.lock().unwrap_or_else(|p| p.into_inner()).push(json);

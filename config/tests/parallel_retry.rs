@@ -16,7 +16,10 @@ async fn run(yaml: &str) -> (Result<RunResult, troupe_runtime::RunError>, Vec<Ev
     let result = tokio::time::timeout(Duration::from_secs(20), built.workflow.run_task("go", &ctx))
         .await
         .expect("the run hung");
-    (result, events.drain_ready())
+    (
+        result,
+        events.drain_ready().into_iter().map(|r| r.event).collect(),
+    )
 }
 
 fn config(pricing: &str, on: &str) -> String {

@@ -33,7 +33,10 @@ async fn run(yaml: &str, inputs: &[&str]) -> (RunResult, Vec<Event>) {
     let (ctx, mut events) = RunContext::stream();
     let thread = Thread::from_messages(inputs.iter().map(|t| Message::user(*t)));
     let r = guard(built.workflow.run(thread, &ctx)).await.unwrap();
-    (r, events.drain_ready())
+    (
+        r,
+        events.drain_ready().into_iter().map(|r| r.event).collect(),
+    )
 }
 
 /// What participant `name` read, without what it said itself.

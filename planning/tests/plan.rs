@@ -401,7 +401,7 @@ async fn parallel_branches_run_together_isolated_from_each_other() {
     let supersteps: Vec<Vec<String>> = events
         .drain_ready()
         .into_iter()
-        .filter_map(|e| match e {
+        .filter_map(|e| match e.event {
             Event::SuperstepStarted { nodes, .. } => Some(nodes),
             _ => None,
         })
@@ -588,7 +588,7 @@ async fn a_plan_nests_in_another_workflow_and_takes_its_input_from_any_sender() 
     let paths: Vec<String> = events
         .drain_ready()
         .into_iter()
-        .filter_map(|e| match e {
+        .filter_map(|e| match e.event {
             Event::AgentStarted { path, .. } => Some(path.to_string()),
             _ => None,
         })
@@ -658,18 +658,18 @@ async fn a_planning_agent_decomposes_a_task_into_four_steps_two_in_parallel() {
     let events = events.drain_ready();
     let plan_at = events
         .iter()
-        .position(|e| matches!(e, Event::Plan { plan, .. } if plan == &texts[0]))
+        .position(|e| matches!(&e.event, Event::Plan { plan, .. } if plan == &texts[0]))
         .expect("a Plan event");
     let first_step = events
         .iter()
-        .position(|e| matches!(e, Event::AgentStarted { .. }))
+        .position(|e| matches!(&e.event, Event::AgentStarted { .. }))
         .expect("steps ran");
     assert!(plan_at < first_step);
 
     // The two purchases ran in the same superstep, under the planner's path.
     let supersteps: Vec<(String, Vec<String>)> = events
         .into_iter()
-        .filter_map(|e| match e {
+        .filter_map(|e| match e.event {
             Event::SuperstepStarted { path, nodes, .. } => Some((path.to_string(), nodes)),
             _ => None,
         })

@@ -146,7 +146,7 @@ async fn the_selector_model_picks_never_repeats_and_recovers_from_bad_answers() 
     let selected: Vec<_> = events
         .drain_ready()
         .into_iter()
-        .filter_map(|e| match e {
+        .filter_map(|e| match e.event {
             Event::Selected { next, .. } => Some(next.join(",")),
             _ => None,
         })
@@ -408,7 +408,7 @@ async fn every_preset_nests_in_another() {
     let paths: Vec<String> = events
         .drain_ready()
         .into_iter()
-        .filter_map(|e| match e {
+        .filter_map(|e| match e.event {
             Event::AgentStarted { path, .. } => Some(path.to_string()),
             _ => None,
         })

@@ -4,12 +4,14 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
 
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::event::Event;
+use crate::event::{Event, EventRecord};
 use crate::state::StateSnapshot;
 use crate::thread::Thread;
 use crate::workflow::progress::Progress;
@@ -19,21 +21,21 @@ pub(crate) use crate::sink::EventSink;
 /// The receiving end of [`RunContext::stream`]: events as they happen.
 #[derive(Debug)]
 pub struct EventStream {
-    rx: mpsc::UnboundedReceiver<Event>,
+    rx: mpsc::UnboundedReceiver<EventRecord>,
 }
 
 impl EventStream {
-    pub(crate) fn from_receiver(rx: mpsc::UnboundedReceiver<Event>) -> Self {
+    pub(crate) fn from_receiver(rx: mpsc::UnboundedReceiver<EventRecord>) -> Self {
         EventStream { rx }
     }
 
     /// The next event; `None` once every context that could send is gone.
-    pub async fn next(&mut self) -> Option<Event> {
+    pub async fn next(&mut self) -> Option<EventRecord> {
         self.rx.recv().await
     }
 
     /// Events already received, without waiting.
-    pub fn drain_ready(&mut self) -> Vec<Event> {
+    pub fn drain_ready(&mut self) -> Vec<EventRecord> {
         let mut out = Vec::new();
         while let Ok(e) = self.rx.try_recv() {
             out.push(e);
@@ -43,11 +45,11 @@ impl EventStream {
 }
 
 impl futures::Stream for EventStream {
-    type Item = Event;
+    type Item = EventRecord;
     fn poll_next(
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Event>> {
+    ) -> std::task::Poll<Option<EventRecord>> {
         self.rx.poll_recv(cx)
     }
 }
@@ -60,7 +62,11 @@ struct Inner {
     stop: CancellationToken,
     deadline: Option<Instant>,
     path: Arc<str>,
-    run_id: Option<Arc<str>>,
+    /// The run's id; "" until one is given.
+    run_id: Arc<str>,
+    /// The next event's number, shared by every context derived from
+    /// the one made with the sink.
+    seq: Arc<AtomicU64>,
     /// Set on a turn's own context only (never copied into another):
     /// where a nested run over the turn's thread reports its progress.
     progress: Option<Progress>,
@@ -137,7 +143,8 @@ impl RunContext {
                 stop: CancellationToken::new(),
                 deadline: None,
                 path: Arc::from(""),
-                run_id: None,
+                run_id: Arc::from(""),
+                seq: Arc::new(AtomicU64::new(0)),
                 progress: None,
                 state: StateSnapshot::default(),
                 span: tracing::Span::current(),
@@ -171,7 +178,7 @@ impl RunContext {
     /// id (one is made up when none is given).
     pub fn with_run_id(&self, run_id: impl Into<Arc<str>>) -> Self {
         let run_id = run_id.into();
-        self.with(|inner| inner.run_id = Some(run_id))
+        self.with(|inner| inner.run_id = run_id)
     }
 
     /// A copy of this context changed by `edit` (sharing its tokens unless
@@ -206,7 +213,7 @@ impl RunContext {
 
     /// The run id given with [`RunContext::with_run_id`], if any.
     pub fn run_id(&self) -> Option<&Arc<str>> {
-        self.inner.run_id.as_ref()
+        Some(&self.inner.run_id).filter(|id| !id.is_empty())
     }
 
     /// The run's state as it was when this turn started: read-only (a
@@ -289,16 +296,29 @@ impl RunContext {
         !self.inner.sink.is_none()
     }
 
-    /// Reports an event.
+    /// Reports an event, stamped with the run's id, the next number of
+    /// the run's sequence and the time (see [`EventRecord`]).
     pub fn emit(&self, event: Event) {
-        self.inner.sink.send(&event);
+        if self.events_enabled() {
+            self.send(event);
+        }
     }
 
     /// Reports an event built only if somebody listens.
     pub fn emit_with(&self, build: impl FnOnce() -> Event) {
         if self.events_enabled() {
-            self.inner.sink.send(&build());
+            self.send(build());
         }
+    }
+
+    fn send(&self, event: Event) {
+        let record = EventRecord {
+            run_id: self.inner.run_id.clone(),
+            seq: self.inner.seq.fetch_add(1, Ordering::Relaxed),
+            time: SystemTime::now(),
+            event,
+        };
+        self.inner.sink.send(&record);
     }
 
     /// The event sink.

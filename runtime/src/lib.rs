@@ -77,7 +77,10 @@ pub use async_trait::async_trait;
 pub use clock::RunClock;
 pub use context::{EventStream, RunContext};
 pub use error::{BuildError, CheckpointError};
-pub use event::Event;
+/// The JSON Schema of an event line (see [`EventRecord`]).
+#[cfg(feature = "schema")]
+pub use event::json_schema as events_json_schema;
+pub use event::{Event, EventRecord, FinalStatus};
 pub use fn_agent::FnAgent;
 pub use graph::{Condition, Graph, GraphBuilder, Isolation, Join, NodeInput, Scheduler};
 pub use message::{Content, Handoff, Message, MessageId, ToolCall, ToolResult, USER, Usage};

@@ -15,8 +15,90 @@ pub const USER: &str = "user";
 /// prefix and a counter), so a message delivered twice — through two
 /// inboxes into one shared thread, or by a retried remote call — is
 /// recognised and enters a thread once.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+///
+/// In JSON (events, stored sessions) an id is its 32 hexadecimal digits as
+/// a string: as a number it would be rounded by jq and JavaScript, which
+/// keep 53 bits. Ids written as numbers by earlier versions still read
+/// back. Binary encodings (checkpoints, the cluster's wire) keep the
+/// 128-bit integer.
+///
+/// ```
+/// use troupe_runtime::MessageId;
+///
+/// let id = MessageId(0x0123_4567_89ab_cdef_0000_0000_0000_002a);
+/// let json = serde_json::to_string(&id).unwrap();
+/// assert_eq!(json, "\"0123456789abcdef000000000000002a\"");
+/// assert_eq!(serde_json::from_str::<MessageId>(&json).unwrap(), id);
+/// assert_eq!(serde_json::from_str::<MessageId>("42").unwrap(), MessageId(42));
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct MessageId(pub u128);
+
+impl Serialize for MessageId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            s.collect_str(self)
+        } else {
+            s.serialize_u128(self.0)
+        }
+    }
+}
+
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for MessageId {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "MessageId".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A message's id: 32 hexadecimal digits.",
+            "type": "string",
+            "pattern": "^[0-9a-f]{1,32}$"
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for MessageId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        if d.is_human_readable() {
+            d.deserialize_any(IdVisitor)
+        } else {
+            u128::deserialize(d).map(MessageId)
+        }
+    }
+}
+
+/// Reads an id from its hexadecimal string, or from a number (as earlier
+/// versions wrote it).
+struct IdVisitor;
+
+impl serde::de::Visitor<'_> for IdVisitor {
+    type Value = MessageId;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a message id: up to 32 hexadecimal digits, or an integer")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<MessageId, E> {
+        if v.is_empty() || v.len() > 32 {
+            return Err(E::custom(format!(
+                "message id '{v}' is not 1 to 32 hexadecimal digits"
+            )));
+        }
+        u128::from_str_radix(v, 16)
+            .map(MessageId)
+            .map_err(|_| E::custom(format!("message id '{v}' is not hexadecimal")))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<MessageId, E> {
+        Ok(MessageId(u128::from(v)))
+    }
+
+    fn visit_u128<E: serde::de::Error>(self, v: u128) -> Result<MessageId, E> {
+        Ok(MessageId(v))
+    }
+}
 
 impl MessageId {
     /// A fresh id, never handed out before in this process.
@@ -130,6 +212,7 @@ impl fmt::Display for MessageId {
 }
 
 /// Tokens a model call consumed.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     /// Tokens in the prompt.
@@ -162,6 +245,7 @@ impl std::ops::AddAssign for Usage {
 }
 
 /// A model's request to call a tool.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCall {
     /// The id the result must answer to.
@@ -173,6 +257,7 @@ pub struct ToolCall {
 }
 
 /// What a tool call gave back.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolResult {
     /// The [`ToolCall::id`] this answers.
@@ -189,6 +274,7 @@ pub struct ToolResult {
 }
 
 /// Control handed to another agent (or to `user`).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Handoff {
     /// Who takes over.
@@ -198,6 +284,7 @@ pub struct Handoff {
 }
 
 /// What a message says.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Content {
     /// Plain text.
@@ -240,6 +327,7 @@ impl Content {
 }
 
 /// One message of a conversation.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     /// Unique id; a thread holds a message at most once.

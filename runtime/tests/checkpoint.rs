@@ -271,7 +271,7 @@ async fn a_checkpoint_is_saved_after_every_superstep() {
     let saved = events
         .drain_ready()
         .into_iter()
-        .filter(|e| matches!(e, Event::CheckpointSaved { .. }))
+        .filter(|e| matches!(&e.event, Event::CheckpointSaved { .. }))
         .count();
     assert_eq!(saved, 4);
     assert_eq!(r.checkpoint, Some(store.list("steps").await.unwrap()[3].id));
@@ -542,7 +542,7 @@ async fn a_cancelled_router_only_run_resumes_the_turn_it_cut_short() {
     let canceller = ctx.clone();
     tokio::spawn(async move {
         while let Some(e) = events.next().await {
-            if matches!(&e, Event::AgentStarted { path, .. } if path.ends_with("/b")) {
+            if matches!(&e.event, Event::AgentStarted { path, .. } if path.ends_with("/b")) {
                 canceller.cancel();
             }
         }

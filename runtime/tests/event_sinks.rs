@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use troupe_runtime::{
-    Condition, Event, EventOutput, EventSink, EventWriter, FnAgent, Graph, JsonLines, Router,
-    RunContext, StopCondition, Thread, Workflow,
+    Condition, Event, EventOutput, EventRecord, EventSink, EventWriter, FnAgent, Graph, JsonLines,
+    Router, RunContext, StopCondition, Thread, Workflow,
 };
 
 async fn guard<T>(f: impl std::future::Future<Output = T>) -> T {
@@ -163,12 +163,12 @@ struct Gate {
 }
 
 impl EventOutput for Gate {
-    fn write(&mut self, event: &Event) -> std::io::Result<()> {
+    fn write(&mut self, event: &EventRecord) -> std::io::Result<()> {
         if let Some(go) = self.go.take() {
             let _ = self.started.send(());
             let _ = go.recv();
         }
-        let line = match event {
+        let line = match &event.event {
             Event::EventsDropped { path, count } => format!("dropped {count} from {path}"),
             other => other.path().to_string(),
         };
@@ -196,11 +196,12 @@ fn held_writer(capacity: usize) -> (EventWriter, mpsc::Sender<()>, mpsc::Receive
     (writer, go_tx, lines)
 }
 
-fn event(path: &str) -> Event {
+fn event(path: &str) -> EventRecord {
     Event::Warning {
         path: path.into(),
         text: String::new(),
     }
+    .into()
 }
 
 #[test]

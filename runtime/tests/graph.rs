@@ -10,8 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use troupe_runtime::{
-    AgentError, Condition, ErrorKind, Event, FnAgent, Graph, Isolation, Join, Message, NodeInput,
-    RetryPolicy, RunContext, RunError, RunStatus, Scheduler, StopCondition, Thread, Workflow,
+    AgentError, Condition, ErrorKind, Event, EventRecord, FnAgent, Graph, Isolation, Join, Message,
+    NodeInput, RetryPolicy, RunContext, RunError, RunStatus, Scheduler, StopCondition, Thread,
+    Workflow,
 };
 
 fn last_text(t: &Thread) -> String {
@@ -41,10 +42,10 @@ async fn guard<T>(f: impl std::future::Future<Output = T>) -> T {
         .expect("the run hung")
 }
 
-fn order_of(events: &[Event]) -> Vec<String> {
+fn order_of(events: &[EventRecord]) -> Vec<String> {
     events
         .iter()
-        .filter_map(|e| match e {
+        .filter_map(|e| match &e.event {
             Event::AgentStarted { path, .. } => Some(path.rsplit('/').next().unwrap_or("").into()),
             _ => None,
         })
@@ -70,7 +71,7 @@ async fn sequential_steps_pass_their_output_on() {
     assert_eq!(order_of(&events), ["generator", "translator", "publisher"]);
     let supersteps = events
         .iter()
-        .filter(|e| matches!(e, Event::SuperstepCompleted { .. }))
+        .filter(|e| matches!(&e.event, Event::SuperstepCompleted { .. }))
         .count();
     assert_eq!(supersteps, 3);
 }
@@ -225,7 +226,7 @@ async fn timeline(wf: Workflow) -> Vec<(String, &'static str, u128)> {
     let l2 = log.clone();
     let ctx = RunContext::with_sink(troupe_runtime::EventSink::callback(move |e| {
         let at = start.elapsed().as_millis();
-        match e {
+        match &e.event {
             Event::AgentStarted { path, .. } => {
                 l2.lock()
                     .unwrap()
@@ -443,7 +444,7 @@ async fn a_retry_succeeds_after_two_transient_failures_invisibly() {
     let retries: Vec<_> = events
         .drain_ready()
         .into_iter()
-        .filter_map(|e| match e {
+        .filter_map(|e| match e.event {
             Event::Retry {
                 attempt, delay_ms, ..
             } => Some((attempt, delay_ms as u64)),

@@ -117,7 +117,7 @@ async fn answered_from_the_store_the_join_runs_and_supersteps_count_on() {
     let supersteps: Vec<u64> = events
         .drain_ready()
         .into_iter()
-        .filter_map(|e| match e {
+        .filter_map(|e| match e.event {
             Event::SuperstepStarted { superstep, .. } => Some(superstep),
             _ => None,
         })

@@ -97,7 +97,10 @@ async fn run_router(
     let wf = b.router(router).build().unwrap();
     let (ctx, mut events) = RunContext::stream();
     let r = guard(wf.run(input, &ctx)).await.unwrap();
-    (r, events.drain_ready())
+    (
+        r,
+        events.drain_ready().into_iter().map(|r| r.event).collect(),
+    )
 }
 
 async fn run_graph(graph: Graph, router: RouterBuilder, input: Thread) -> (RunResult, Vec<Event>) {
@@ -108,7 +111,10 @@ async fn run_graph(graph: Graph, router: RouterBuilder, input: Thread) -> (RunRe
         .unwrap();
     let (ctx, mut events) = RunContext::stream();
     let r = guard(wf.run(input, &ctx)).await.unwrap();
-    (r, events.drain_ready())
+    (
+        r,
+        events.drain_ready().into_iter().map(|r| r.event).collect(),
+    )
 }
 
 // ---- sender filter ----

@@ -320,7 +320,8 @@ async fn a_run_cancelled_during_a_nested_team_keeps_the_teams_turns_and_resumes_
     tokio::spawn(async move {
         let mut started = 0;
         while let Some(e) = events.next().await {
-            if matches!(&e, Event::AgentStarted { path, .. } if path.starts_with("outer/inner/")) {
+            if matches!(&e.event, Event::AgentStarted { path, .. } if path.starts_with("outer/inner/"))
+            {
                 started += 1;
                 if started == 4 {
                     canceller.cancel(); // during the team's fourth turn
@@ -442,7 +443,7 @@ async fn two_questions_two_levels_down_are_answered_one_at_a_time_from_other_pro
     let top_level_events: Vec<String> = events
         .drain_ready()
         .into_iter()
-        .filter_map(|e| match e {
+        .filter_map(|e| match e.event {
             Event::InputRequested { path, request, .. } if &*path == "help/floor" => Some(request),
             _ => None,
         })

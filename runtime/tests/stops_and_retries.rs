@@ -161,7 +161,7 @@ async fn a_parallel_block_as_a_nested_workflow_reruns_whole_under_its_retry_poli
     let retries: Vec<(String, u32)> = events
         .drain_ready()
         .into_iter()
-        .filter_map(|e| match e {
+        .filter_map(|e| match e.event {
             Event::Retry { path, attempt, .. } => Some((path.to_string(), attempt)),
             _ => None,
         })

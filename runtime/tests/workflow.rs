@@ -124,7 +124,7 @@ async fn expired_messages_are_dropped_and_reported() {
     let dropped: Vec<_> = events
         .drain_ready()
         .into_iter()
-        .filter(|e| matches!(e, Event::MessageDropped { .. }))
+        .filter(|e| matches!(&e.event, Event::MessageDropped { .. }))
         .collect();
     assert_eq!(dropped.len(), 1, "{dropped:?}");
 }
@@ -199,7 +199,7 @@ async fn cancelling_during_a_long_turn_returns_promptly() {
     let canceller = ctx.clone();
     tokio::spawn(async move {
         while let Some(e) = events.next().await {
-            if matches!(&e, Event::AgentStarted { path, .. } if path.ends_with("sleeper")) {
+            if matches!(&e.event, Event::AgentStarted { path, .. } if path.ends_with("sleeper")) {
                 canceller.cancel();
             }
         }
@@ -461,7 +461,7 @@ async fn workflows_nest_three_levels_with_paths_in_events() {
     let paths: Vec<String> = events
         .drain_ready()
         .into_iter()
-        .filter_map(|e| match e {
+        .filter_map(|e| match e.event {
             Event::AgentStarted { path, .. } => Some(path.to_string()),
             _ => None,
         })
@@ -517,7 +517,7 @@ async fn run_stream_yields_events_live_and_the_result() {
     );
     let mut kinds = Vec::new();
     while let Some(e) = guard(stream.next()).await {
-        kinds.push(match e {
+        kinds.push(match e.event {
             Event::RunStarted { .. } => "start",
             Event::RunFinished { .. } => "finish",
             Event::MessageProduced { .. } => "produced",

@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 use troupe::config::{Config, Store};
-use troupe::{RunContext, Session};
+use troupe::{RunContext, Session, Workflow};
 
 use super::cluster::{ClusterArgs, join};
+use super::end_line::{EndLine, Question};
 use super::interrupt::Interrupt;
 use super::{
     EventsFormat, FAILED, INTERRUPTED, INVALID, OK, Output, build_options, emit, leave, make_id,
@@ -171,13 +172,19 @@ async fn converse(config: &Config, start: Start, output: Output) -> u8 {
             Ok(r) => {
                 // The console view has shown the answer already.
                 if output.events == super::EventsFormat::Jsonl && !output.quiet {
-                    let line = serde_json::json!({
-                        "type": "result",
-                        "session": id,
-                        "status": r.status.to_string(),
-                        "final_response": r.final_text(),
-                    });
-                    let _ = write_out(&format!("{line}\n"));
+                    let (status, detail) = r.status.final_status();
+                    let line = EndLine::Result {
+                        status,
+                        detail,
+                        final_response: r.final_text(),
+                        turns: Some(r.turns),
+                        usage: Some(r.usage),
+                        run_id: Some(r.run_id.clone()),
+                        session: Some(id.clone()),
+                        checkpoint: r.checkpoint.map(|c| c.to_string()),
+                        requests: Question::all(&Workflow::pending_requests(&r.thread)),
+                    };
+                    let _ = write_out(&line.to_line());
                 } else if console.is_none() {
                     let _ = write_out(&format!("{}\n", r.final_text()));
                 }

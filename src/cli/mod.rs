@@ -2,6 +2,7 @@
 
 mod chat;
 mod cluster;
+mod end_line;
 mod interrupt;
 mod mcp_demo;
 mod render;
@@ -115,8 +116,13 @@ enum Command {
         #[arg(long)]
         deny_warnings: bool,
     },
-    /// Prints the JSON Schema of config files.
-    Schema,
+    /// Prints the JSON Schema of config files (with `--events`: of a line
+    /// of `--events jsonl`).
+    Schema {
+        /// The schema of event lines instead.
+        #[arg(long)]
+        events: bool,
+    },
     /// Prints the workflow as a Mermaid flowchart.
     Graph {
         /// The config file.
@@ -149,7 +155,11 @@ pub(crate) fn main() -> u8 {
 /// Runs one command; returns the exit code.
 fn dispatch(command: Command) -> u8 {
     match command {
-        Command::Schema => emit(&format!("{}\n", schema_text())),
+        Command::Schema { events: false } => emit(&format!("{}\n", schema_text())),
+        Command::Schema { events: true } => emit(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&end_line::schema()).unwrap_or_default()
+        )),
         Command::Validate {
             file,
             deny_warnings,
@@ -361,14 +371,6 @@ pub(crate) fn status_key(status: Option<&RunStatus>) -> &'static str {
         Some(RunStatus::Interrupted) => "interrupted",
         Some(RunStatus::WaitingForInput(_)) => "waiting_for_input",
     }
-}
-
-/// The requests as JSON: `[{"id", "agent", "prompt"}]`.
-pub(crate) fn requests_json(requests: &[troupe::InputRequest]) -> serde_json::Value {
-    requests
-        .iter()
-        .map(|q| serde_json::json!({"id": q.id, "agent": q.agent, "prompt": q.prompt}))
-        .collect()
 }
 
 /// For `chat`: the path a store location is shown as.

@@ -9,13 +9,17 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 use troupe::config::{Built, Config};
-use troupe::{CheckpointError, InputRequest, RunContext, RunError, RunResult, RunStatus, Workflow};
+use troupe::{
+    CheckpointError, FinalStatus, InputRequest, RunContext, RunError, RunResult, RunStatus,
+    Workflow,
+};
 
 use super::cluster::{self, ClusterArgs};
+use super::end_line::{EndLine, Question};
 use super::interrupt::Interrupt;
 use super::{
     EventsFormat, FAILED, INTERRUPTED, INVALID, OK, Output, WAITING, build_options, leave, make_id,
-    report, requests_json, sinks, status_key, store, write_failed, write_out,
+    report, sinks, store, write_failed, write_out,
 };
 
 /// `troupe run`'s arguments.
@@ -367,29 +371,29 @@ impl Ended<'_> {
     fn report_result(&self, built: &Built, r: &RunResult) -> u8 {
         let pending = Workflow::pending_requests(&r.thread);
         let waiting = !pending.is_empty();
-        let status = if waiting {
-            "waiting_for_input"
-        } else {
-            status_key(Some(&r.status))
-        };
         // What goes to stdout, written at once so that a failed write is
         // seen. A run that did not finish has no final response to show
         // (but `--quiet` prints what it has).
         let quiet_end =
             matches!(r.status, RunStatus::Cancelled | RunStatus::Interrupted) || waiting;
         let out = if self.jsonl() {
-            let line = serde_json::json!({
-                "type": "result",
-                "status": status,
-                "detail": r.status.to_string(),
-                "final_response": r.final_text(),
-                "turns": r.turns,
-                "usage": r.usage,
-                "run_id": self.run_id,
-                "checkpoint": r.checkpoint.map(|c| c.to_string()),
-                "requests": requests_json(&pending),
-            });
-            format!("{line}\n")
+            let (status, detail) = if waiting {
+                (FinalStatus::WaitingForInput, Some(r.status.to_string()))
+            } else {
+                r.status.final_status()
+            };
+            EndLine::Result {
+                status,
+                detail,
+                final_response: r.final_text(),
+                turns: Some(r.turns),
+                usage: Some(r.usage),
+                run_id: Some(self.run_id.to_string()),
+                session: None,
+                checkpoint: r.checkpoint.map(|c| c.to_string()),
+                requests: Question::all(&pending),
+            }
+            .to_line()
         } else if self.output.quiet {
             format!("{}\n", r.final_text())
         } else if !quiet_end {
@@ -477,9 +481,11 @@ impl Ended<'_> {
             }
         };
         if self.jsonl() {
-            let line =
-                serde_json::json!({"type": "error", "error": e.to_string(), "run_id": self.run_id});
-            if let Err(e) = write_out(&format!("{line}\n")) {
+            let line = EndLine::Error {
+                error: e.to_string(),
+                run_id: self.run_id.to_string(),
+            };
+            if let Err(e) = write_out(&line.to_line()) {
                 // The run failed either way; the lost line is said too.
                 write_failed(&e);
             }

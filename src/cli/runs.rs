@@ -8,7 +8,8 @@ use std::time::SystemTime;
 use troupe::RunSummary;
 use troupe::config::Config;
 
-use super::{OK, emit, report, requests_json, status_key, store};
+use super::end_line::Question;
+use super::{OK, emit, report, status_key, store};
 
 /// `troupe runs FILE [--json]`.
 pub(crate) async fn runs(file: PathBuf, json: bool) -> u8 {
@@ -62,7 +63,7 @@ fn line(r: &RunSummary) -> serde_json::Value {
         "superstep": r.superstep,
         "status": status(r),
         "detail": r.status.as_ref().map(|s| s.to_string()),
-        "requests": requests_json(&r.requests),
+        "requests": Question::all(&r.requests),
         "unreadable": r.unreadable,
     })
 }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
-use crate::event::Event;
+use crate::event::EventRecord;
 
 /// Where events go.
 ///
@@ -28,8 +28,8 @@ use crate::event::Event;
 /// for, and memory stays bounded: the queue holds at most
 /// [`EventWriter::DEFAULT_CAPACITY`] events (8192; choose another with
 /// [`EventWriter::with_capacity`]). As soon as the writer catches up, it
-/// writes an [`Event::EventsDropped`] where the events are missing, saying
-/// how many (in JSON lines: `{"type":"events_dropped","path":…,"count":N}`).
+/// writes an [`Event::EventsDropped`](crate::Event::EventsDropped) where the events are missing, saying
+/// how many (in JSON lines: `{…,"type":"events_dropped","path":…,"count":N}`).
 /// So nothing is lost silently.
 ///
 /// **Before a program exits**, await [`flush`](Self::flush): it returns once
@@ -68,9 +68,9 @@ pub enum EventSink {
     Writer(EventWriter),
     /// Sent to an unbounded channel (see `RunContext::stream`): nothing is
     /// dropped, and the reader decides the pace.
-    Channel(mpsc::UnboundedSender<Event>),
+    Channel(mpsc::UnboundedSender<EventRecord>),
     /// Handed to a function, on the actor that emits the event.
-    Callback(Arc<dyn Fn(&Event) + Send + Sync>),
+    Callback(Arc<dyn Fn(&EventRecord) + Send + Sync>),
     /// Sent to every sink listed.
     Many(Vec<EventSink>),
 }
@@ -108,13 +108,13 @@ impl EventSink {
 
     /// Hands each event to `f` on the actor that emits it (`f` must be
     /// quick; see [`background`](Self::background)).
-    pub fn callback(f: impl Fn(&Event) + Send + Sync + 'static) -> Self {
+    pub fn callback(f: impl Fn(&EventRecord) + Send + Sync + 'static) -> Self {
         EventSink::Callback(Arc::new(f))
     }
 
     /// Hands each event to `f` on a writer thread, in order: for functions
     /// that print, write or otherwise may block.
-    pub fn background(f: impl FnMut(&Event) + Send + 'static) -> Self {
+    pub fn background(f: impl FnMut(&EventRecord) + Send + 'static) -> Self {
         EventSink::Writer(EventWriter::new(outputs::FnOutput(f)))
     }
 
@@ -144,7 +144,7 @@ impl EventSink {
         matches!(self, EventSink::None)
     }
 
-    pub(crate) fn send(&self, event: &Event) {
+    pub(crate) fn send(&self, event: &EventRecord) {
         match self {
             EventSink::None => {}
             EventSink::Writer(w) => w.send(event),

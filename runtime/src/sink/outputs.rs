@@ -4,20 +4,21 @@
 use std::io::Write;
 
 use super::EventOutput;
-use crate::event::Event;
+use crate::event::EventRecord;
 
-/// Writes each event as one line of JSON (its `type` field names the kind)
-/// into any writer: a file, stdout, a pipe.
+/// Writes each event as one line of JSON (the record's stamp, then the
+/// event, whose `type` field names the kind) into any writer: a file,
+/// stdout, a pipe. The format is stable: `schema/events.schema.json`
+/// describes a line.
 ///
 /// ```
-/// use troupe_runtime::{Event, EventOutput, JsonLines};
+/// use troupe_runtime::{Event, EventOutput, EventRecord, JsonLines};
 ///
 /// let mut out = JsonLines::new(Vec::new());
-/// out.write(&Event::Warning { path: "team".into(), text: "late".into() })?;
-/// assert_eq!(
-///     String::from_utf8(out.into_inner()).unwrap(),
-///     "{\"type\":\"warning\",\"path\":\"team\",\"text\":\"late\"}\n"
-/// );
+/// out.write(&EventRecord::new("r1", 0, Event::Warning { path: "team".into(), text: "late".into() }))?;
+/// let line = String::from_utf8(out.into_inner()).unwrap();
+/// assert!(line.starts_with("{\"run_id\":\"r1\",\"seq\":0,\"time\":"));
+/// assert!(line.ends_with("\"type\":\"warning\",\"path\":\"team\",\"text\":\"late\"}\n"));
 /// # Ok::<(), std::io::Error>(())
 /// ```
 #[derive(Debug)]
@@ -38,7 +39,7 @@ impl<W: Write + Send + 'static> JsonLines<W> {
 }
 
 impl<W: Write + Send + 'static> EventOutput for JsonLines<W> {
-    fn write(&mut self, event: &Event) -> std::io::Result<()> {
+    fn write(&mut self, event: &EventRecord) -> std::io::Result<()> {
         serde_json::to_writer(&mut self.writer, event)?;
         self.writer.write_all(b"\n")
     }
@@ -54,7 +55,7 @@ impl<W: Write + Send + 'static> EventOutput for JsonLines<W> {
 pub struct ConsoleLines;
 
 impl EventOutput for ConsoleLines {
-    fn write(&mut self, event: &Event) -> std::io::Result<()> {
+    fn write(&mut self, event: &EventRecord) -> std::io::Result<()> {
         writeln!(std::io::stdout().lock(), "{event}")
     }
 
@@ -66,8 +67,8 @@ impl EventOutput for ConsoleLines {
 /// A function run on the writer thread for each event.
 pub(super) struct FnOutput<F>(pub(super) F);
 
-impl<F: FnMut(&Event) + Send + 'static> EventOutput for FnOutput<F> {
-    fn write(&mut self, event: &Event) -> std::io::Result<()> {
+impl<F: FnMut(&EventRecord) + Send + 'static> EventOutput for FnOutput<F> {
+    fn write(&mut self, event: &EventRecord) -> std::io::Result<()> {
         (self.0)(event);
         Ok(())
     }

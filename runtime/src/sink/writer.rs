@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{mpsc, oneshot};
 
-use crate::event::Event;
+use crate::event::{Event, EventRecord};
 
 /// The slow half of a sink: what the writer thread does with each event.
 ///
@@ -18,7 +18,7 @@ use crate::event::Event;
 /// disk must not fail a run.
 pub trait EventOutput: Send + 'static {
     /// Writes one event. It may block: only the writer thread waits.
-    fn write(&mut self, event: &Event) -> std::io::Result<()>;
+    fn write(&mut self, event: &EventRecord) -> std::io::Result<()>;
 
     /// Pushes out what [`write`](EventOutput::write) buffered. Called each
     /// time the writer has caught up with the queue, on
@@ -32,16 +32,24 @@ pub trait EventOutput: Send + 'static {
 #[derive(Default)]
 struct Gap {
     count: u64,
-    /// The path of the first event lost.
-    path: Option<Arc<str>>,
+    /// The first event lost: its run, number and path.
+    first: Option<(Arc<str>, u64, Arc<str>)>,
 }
 
 impl Gap {
     /// The notice to write where the gap is, if there is one.
-    fn notice(&self) -> Option<Event> {
-        (self.count > 0).then(|| Event::EventsDropped {
-            path: self.path.clone().unwrap_or_else(|| Arc::from("")),
-            count: self.count,
+    /// It carries the run and number of the first event lost.
+    fn notice(&self) -> Option<EventRecord> {
+        let (run_id, seq, path) = self.first.clone()?;
+        (self.count > 0).then(|| {
+            EventRecord::new(
+                run_id,
+                seq,
+                Event::EventsDropped {
+                    path,
+                    count: self.count,
+                },
+            )
         })
     }
 }
@@ -49,8 +57,8 @@ impl Gap {
 /// One slot of the queue: a notice of lost events to write first, the
 /// event, and whoever waits for the writer to get this far.
 struct Item {
-    notice: Option<Event>,
-    event: Option<Event>,
+    notice: Option<EventRecord>,
+    event: Option<EventRecord>,
     done: Option<oneshot::Sender<()>>,
 }
 
@@ -105,11 +113,11 @@ impl Drop for Shared {
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// use std::sync::{Arc, Mutex};
-/// use troupe_runtime::{Event, EventOutput, EventWriter};
+/// use troupe_runtime::{Event, EventOutput, EventRecord, EventWriter};
 ///
 /// struct Collect(Arc<Mutex<Vec<String>>>);
 /// impl EventOutput for Collect {
-///     fn write(&mut self, event: &Event) -> std::io::Result<()> {
+///     fn write(&mut self, event: &EventRecord) -> std::io::Result<()> {
 ///         self.0.lock().unwrap().push(event.path().to_string());
 ///         Ok(())
 ///     }
@@ -117,7 +125,7 @@ impl Drop for Shared {
 ///
 /// let seen = Arc::new(Mutex::new(Vec::new()));
 /// let writer = EventWriter::with_capacity(Collect(seen.clone()), 16);
-/// writer.send(&Event::Warning { path: "team/a".into(), text: "hi".into() });
+/// writer.send(&Event::Warning { path: "team/a".into(), text: "hi".into() }.into());
 /// writer.flush().await; // everything sent before is written
 /// assert_eq!(*seen.lock().unwrap(), ["team/a"]);
 /// assert_eq!(writer.dropped(), 0);
@@ -172,7 +180,7 @@ impl EventWriter {
 
     /// Queues `event` for the writer; never waits. If the queue is full the
     /// event is dropped and counted (see the type's documentation).
-    pub fn send(&self, event: &Event) {
+    pub fn send(&self, event: &EventRecord) {
         let mut gap = lock(&self.shared.gap);
         let item = Item {
             notice: gap.notice(),
@@ -183,8 +191,8 @@ impl EventWriter {
             *gap = Gap::default();
         } else {
             gap.count += 1;
-            if gap.path.is_none() {
-                gap.path = Some(Arc::from(event.path()));
+            if gap.first.is_none() {
+                gap.first = Some((event.run_id.clone(), event.seq, Arc::from(event.path())));
             }
             self.shared.dropped.fetch_add(1, Ordering::Relaxed);
         }

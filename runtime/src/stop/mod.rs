@@ -315,6 +315,7 @@ impl std::ops::BitAnd for StopCondition {
 
 /// Which condition stopped a run, and why.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct StopReason {
     /// The condition that held, as written (`max_messages(10)`).
     pub condition: String,

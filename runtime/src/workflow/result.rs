@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::request::InputRequest;
 use crate::context::EventStream;
-use crate::event::Event;
+use crate::event::{EventRecord, FinalStatus};
 use crate::message::{Message, Usage};
 use crate::run_error::RunError;
 use crate::state::StateSnapshot;
@@ -33,6 +33,29 @@ pub enum RunStatus {
     /// workflows included (under ids that name the way down); a run ends
     /// so as long as any is open.
     WaitingForInput(Vec<InputRequest>),
+}
+
+impl RunStatus {
+    /// The status as one word, and what it says besides (the stop
+    /// reason, the ids of the questions waiting), as
+    /// [`Event::RunFinished`](crate::Event::RunFinished) reports it.
+    pub fn final_status(&self) -> (FinalStatus, Option<String>) {
+        match self {
+            RunStatus::Completed => (FinalStatus::Completed, None),
+            RunStatus::Stopped(r) => (FinalStatus::Stopped, Some(r.to_string())),
+            RunStatus::Cancelled => (FinalStatus::Cancelled, None),
+            RunStatus::Interrupted => (FinalStatus::Interrupted, None),
+            RunStatus::WaitingForInput(r) => (
+                FinalStatus::WaitingForInput,
+                Some(
+                    r.iter()
+                        .map(|r| r.id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                ),
+            ),
+        }
+    }
 }
 
 impl fmt::Display for RunStatus {
@@ -113,7 +136,7 @@ impl RunStream {
     }
 
     /// The next event; `None` once the run is over and every event was read.
-    pub async fn next(&mut self) -> Option<Event> {
+    pub async fn next(&mut self) -> Option<EventRecord> {
         self.events.next().await
     }
 

@@ -8,7 +8,7 @@ use ractor::ActorRef;
 use super::RunState;
 use super::phase::Phase;
 use super::slots::Scheduling;
-use crate::event::Event;
+use crate::event::{Event, FinalStatus};
 use crate::thread::Thread;
 use crate::workflow::protocol::RunMsg;
 use crate::workflow::result::RunStatus;
@@ -142,15 +142,19 @@ impl RunState {
         };
         let result =
             status.map(|(thread, status)| self.tally.result(thread, status, run_id, checkpoint));
-        self.ctx.emit_with(|| Event::RunFinished {
-            path: self.ctx.path().clone(),
-            status: match &result {
-                Ok(r) => r.status.to_string(),
-                Err(e) => format!("failed: {e}"),
-            },
-            usage: self.tally.usage,
-            turns: self.tally.turns,
-            elapsed_ms: self.tally.started.elapsed().as_secs_f64() * 1e3,
+        self.ctx.emit_with(|| {
+            let (status, detail) = match &result {
+                Ok(r) => r.status.final_status(),
+                Err(e) => (FinalStatus::Failed, Some(e.to_string())),
+            };
+            Event::RunFinished {
+                path: self.ctx.path().clone(),
+                status,
+                detail,
+                usage: self.tally.usage,
+                turns: self.tally.turns,
+                elapsed_ms: self.tally.started.elapsed().as_secs_f64() * 1e3,
+            }
         });
         // The run's span ends before the caller hears of it, so whoever
         // flushes spans next finds it closed.

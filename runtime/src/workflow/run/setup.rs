@@ -61,6 +61,13 @@ impl RunState {
         if !span.is_disabled() {
             span.record("troupe.run.id", run_id.as_str());
         }
+        // Every event of the run (and of the runs nested in it) carries
+        // its id.
+        let ctx = if ctx.run_id().is_none() {
+            ctx.with_run_id(run_id.as_str())
+        } else {
+            ctx
+        };
         let (mut threads, mut scheduling) = ThreadSlots::take_apart(&spec, thread);
         if !top_level {
             // A nested run works on its parent's state; its changes go

@@ -1,15 +1,22 @@
-//! [`Event`]: what a run reports while it happens.
+//! [`Event`]: what a run reports while it happens, and [`EventRecord`]:
+//! an event as sinks receive it, stamped with its run, its place in the
+//! run's sequence and its time.
 
-use std::fmt;
+mod display;
+mod record;
+
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::message::{Message, MessageId, ToolCall, ToolResult, Usage};
 
+pub use record::EventRecord;
+
 /// Something that happened during a run. Every event carries the `path` of
 /// the workflow or agent it concerns (`outer/inner/agent`), so events from
 /// nested workflows say where they come from.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -25,8 +32,12 @@ pub enum Event {
     RunFinished {
         /// The workflow's path.
         path: Arc<str>,
-        /// How it ended (see `RunStatus`).
-        status: String,
+        /// How it ended.
+        status: FinalStatus,
+        /// What the status says in words: the stop condition that held,
+        /// the questions waiting, the error a failed run ended with.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
         /// Tokens spent in this run.
         usage: Usage,
         /// Agent turns taken in this run.
@@ -49,6 +60,19 @@ pub enum Event {
         produced: usize,
         /// Wall time of the turn, in milliseconds.
         elapsed_ms: f64,
+    },
+    /// An agent's turn failed (it may still be retried: see
+    /// [`Event::Retry`]; a run that gives up ends with
+    /// [`Event::RunFinished`] and [`FinalStatus::Failed`]).
+    AgentFailed {
+        /// The agent's path.
+        path: Arc<str>,
+        /// The kind of failure, as retry policies name it.
+        kind: crate::run_error::ErrorKind,
+        /// What went wrong.
+        error: String,
+        /// The attempt that failed (1 for the first).
+        attempt: u32,
     },
     /// An agent produced a message.
     MessageProduced {
@@ -199,6 +223,7 @@ impl Event {
             | Event::RunFinished { path, .. }
             | Event::AgentStarted { path, .. }
             | Event::AgentFinished { path, .. }
+            | Event::AgentFailed { path, .. }
             | Event::MessageProduced { path, .. }
             | Event::MessageDelivered { path, .. }
             | Event::MessageDropped { path, .. }
@@ -219,127 +244,60 @@ impl Event {
     }
 }
 
-/// Shortens text for one console line.
-fn excerpt(text: &str, max: usize) -> String {
-    let one_line = text.replace('\n', " ⏎ ");
-    if one_line.chars().count() <= max {
-        one_line
-    } else {
-        let cut: String = one_line.chars().take(max).collect();
-        format!("{cut}…")
+/// How a run ended, as [`Event::RunFinished`] reports it: one word a
+/// program can match on (the words are the JSON form).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinalStatus {
+    /// Nothing was left to do.
+    Completed,
+    /// A stop condition (or a budget) held.
+    Stopped,
+    /// The run was cancelled.
+    Cancelled,
+    /// The run stopped gracefully and can be resumed.
+    Interrupted,
+    /// Agents asked the caller for input.
+    WaitingForInput,
+    /// The run failed.
+    Failed,
+}
+
+impl FinalStatus {
+    /// The word, as in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FinalStatus::Completed => "completed",
+            FinalStatus::Stopped => "stopped",
+            FinalStatus::Cancelled => "cancelled",
+            FinalStatus::Interrupted => "interrupted",
+            FinalStatus::WaitingForInput => "waiting_for_input",
+            FinalStatus::Failed => "failed",
+        }
     }
 }
 
-/// The console form: one readable line per event.
-impl fmt::Display for Event {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Event::RunStarted { path, participants } => {
-                write!(f, "▶ {path}: run started ({participants} participants)")
-            }
-            Event::RunFinished {
-                path,
-                status,
-                usage,
-                turns,
-                elapsed_ms,
-            } => write!(
-                f,
-                "■ {path}: {status} after {turns} turns in {elapsed_ms:.1} ms ({} tokens)",
-                usage.total()
-            ),
-            Event::AgentStarted { path, batch } => write!(f, "  → {path} ({batch} new)"),
-            Event::AgentFinished {
-                path,
-                produced,
-                elapsed_ms,
-            } => write!(f, "  ← {path}: {produced} message(s) in {elapsed_ms:.1} ms"),
-            Event::MessageProduced { path, message } => {
-                write!(f, "  💬 {path}: {}", excerpt(&message.text_content(), 160))
-            }
-            Event::MessageDelivered { path, message, to } => {
-                write!(f, "    ✉ {path}: {} → {to}", &message.to_string()[24..])
-            }
-            Event::MessageHeld {
-                path,
-                message,
-                to,
-                capacity,
-            } => write!(
-                f,
-                "    ⏸ {path}: {} held for {to} (inbox full, capacity {capacity})",
-                &message.to_string()[24..]
-            ),
-            Event::MessageDropped {
-                path,
-                message,
-                to,
-                reason,
-            } => write!(
-                f,
-                "    ✗ {path}: {} dropped at {to} ({reason})",
-                &message.to_string()[24..]
-            ),
-            Event::ToolCall { path, call } => write!(
-                f,
-                "  🔧 {path}: {}({})",
-                call.name,
-                excerpt(&call.arguments, 120)
-            ),
-            Event::ToolResult { path, result } => write!(
-                f,
-                "  {} {path}: {} = {}",
-                if result.is_error { "⚠" } else { "✓" },
-                result.name,
-                excerpt(&result.content, 120)
-            ),
-            Event::Handoff { path, to } => write!(f, "  ⇒ {path} hands off to {to}"),
-            Event::InputRequested {
-                path,
-                request,
-                prompt,
-            } => write!(f, "  ? {path} asks ({request}): {}", excerpt(prompt, 160)),
-            Event::CheckpointSaved {
-                path,
-                checkpoint,
-                superstep,
-                bytes,
-                ..
-            } => write!(
-                f,
-                "  ⛁ {path}: checkpoint {} after superstep {superstep} ({bytes} bytes)",
-                &checkpoint[checkpoint.len().saturating_sub(8)..]
-            ),
-            Event::Plan { path, plan } => {
-                write!(f, "  ✎ {path} plans:")?;
-                for line in plan.lines() {
-                    write!(f, "\n      {line}")?;
-                }
-                Ok(())
-            }
-            Event::Selected { path, next } => write!(f, "  ☞ {path} selects {}", next.join(", ")),
-            Event::SuperstepStarted {
-                path,
-                superstep,
-                nodes,
-            } => write!(f, "┌ {path}: superstep {superstep} [{}]", nodes.join(", ")),
-            Event::SuperstepCompleted { path, superstep } => {
-                write!(f, "└ {path}: superstep {superstep} done")
-            }
-            Event::Retry {
-                path,
-                attempt,
-                error,
-                delay_ms,
-            } => write!(
-                f,
-                "  ↻ {path}: attempt {attempt} failed ({error}); retrying in {delay_ms:.0} ms"
-            ),
-            Event::Warning { path, text } => write!(f, "  ⚠ {path}: {text}"),
-            Event::EventsDropped { path, count } => write!(
-                f,
-                "  ⚠ {path}: {count} event(s) dropped: the event output could not keep up"
-            ),
-        }
+impl std::fmt::Display for FinalStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
+}
+
+/// The JSON Schema of one line of `--events jsonl`: an [`EventRecord`]
+/// (its stamp and the event, whose `type` names the kind). Committed as
+/// `schema/events.schema.json`; `troupe schema --events` prints it.
+#[cfg(feature = "schema")]
+pub fn json_schema() -> serde_json::Value {
+    let mut schema = schemars::schema_for!(EventRecord).to_value();
+    if let Some(object) = schema.as_object_mut() {
+        object.insert("title".into(), "troupe event".into());
+        object.insert(
+            "description".into(),
+            "One line of `troupe run --events jsonl`: an event of a run, stamped with the \
+             run's id, its number in the run's sequence and its time."
+                .into(),
+        );
+    }
+    schema
 }

@@ -1,0 +1,147 @@
+//! The console form of an [`Event`]: one readable line each.
+
+use std::fmt;
+
+use super::Event;
+
+/// Shortens text for one console line.
+fn excerpt(text: &str, max: usize) -> String {
+    let one_line = text.replace('\n', " ⏎ ");
+    if one_line.chars().count() <= max {
+        one_line
+    } else {
+        let cut: String = one_line.chars().take(max).collect();
+        format!("{cut}…")
+    }
+}
+
+/// The console form: one readable line per event.
+impl fmt::Display for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Event::RunStarted { path, participants } => {
+                write!(f, "▶ {path}: run started ({participants} participants)")
+            }
+            Event::RunFinished {
+                path,
+                status,
+                detail,
+                usage,
+                turns,
+                elapsed_ms,
+            } => {
+                write!(f, "■ {path}: {status}")?;
+                if let Some(detail) = detail {
+                    write!(f, " ({detail})")?;
+                }
+                write!(
+                    f,
+                    " after {turns} turns in {elapsed_ms:.1} ms ({} tokens)",
+                    usage.total()
+                )
+            }
+            Event::AgentStarted { path, batch } => write!(f, "  → {path} ({batch} new)"),
+            Event::AgentFinished {
+                path,
+                produced,
+                elapsed_ms,
+            } => write!(f, "  ← {path}: {produced} message(s) in {elapsed_ms:.1} ms"),
+            Event::AgentFailed {
+                path,
+                kind,
+                error,
+                attempt,
+            } => write!(
+                f,
+                "  ✗ {path}: attempt {attempt} failed ({kind:?}): {}",
+                excerpt(error, 160)
+            ),
+            Event::MessageProduced { path, message } => {
+                write!(f, "  💬 {path}: {}", excerpt(&message.text_content(), 160))
+            }
+            Event::MessageDelivered { path, message, to } => {
+                write!(f, "    ✉ {path}: {} → {to}", &message.to_string()[24..])
+            }
+            Event::MessageHeld {
+                path,
+                message,
+                to,
+                capacity,
+            } => write!(
+                f,
+                "    ⏸ {path}: {} held for {to} (inbox full, capacity {capacity})",
+                &message.to_string()[24..]
+            ),
+            Event::MessageDropped {
+                path,
+                message,
+                to,
+                reason,
+            } => write!(
+                f,
+                "    ✗ {path}: {} dropped at {to} ({reason})",
+                &message.to_string()[24..]
+            ),
+            Event::ToolCall { path, call } => write!(
+                f,
+                "  🔧 {path}: {}({})",
+                call.name,
+                excerpt(&call.arguments, 120)
+            ),
+            Event::ToolResult { path, result } => write!(
+                f,
+                "  {} {path}: {} = {}",
+                if result.is_error { "⚠" } else { "✓" },
+                result.name,
+                excerpt(&result.content, 120)
+            ),
+            Event::Handoff { path, to } => write!(f, "  ⇒ {path} hands off to {to}"),
+            Event::InputRequested {
+                path,
+                request,
+                prompt,
+            } => write!(f, "  ? {path} asks ({request}): {}", excerpt(prompt, 160)),
+            Event::CheckpointSaved {
+                path,
+                checkpoint,
+                superstep,
+                bytes,
+                ..
+            } => write!(
+                f,
+                "  ⛁ {path}: checkpoint {} after superstep {superstep} ({bytes} bytes)",
+                &checkpoint[checkpoint.len().saturating_sub(8)..]
+            ),
+            Event::Plan { path, plan } => {
+                write!(f, "  ✎ {path} plans:")?;
+                for line in plan.lines() {
+                    write!(f, "\n      {line}")?;
+                }
+                Ok(())
+            }
+            Event::Selected { path, next } => write!(f, "  ☞ {path} selects {}", next.join(", ")),
+            Event::SuperstepStarted {
+                path,
+                superstep,
+                nodes,
+            } => write!(f, "┌ {path}: superstep {superstep} [{}]", nodes.join(", ")),
+            Event::SuperstepCompleted { path, superstep } => {
+                write!(f, "└ {path}: superstep {superstep} done")
+            }
+            Event::Retry {
+                path,
+                attempt,
+                error,
+                delay_ms,
+            } => write!(
+                f,
+                "  ↻ {path}: attempt {attempt} failed ({error}); retrying in {delay_ms:.0} ms"
+            ),
+            Event::Warning { path, text } => write!(f, "  ⚠ {path}: {text}"),
+            Event::EventsDropped { path, count } => write!(
+                f,
+                "  ⚠ {path}: {count} event(s) dropped: the event output could not keep up"
+            ),
+        }
+    }
+}
