@@ -451,3 +451,36 @@ fn a_turn_on_another_node_is_in_the_callers_trace() {
         "the model call on node b is in its turn"
     );
 }
+
+#[test]
+fn the_spans_of_a_run_waiting_for_input_are_flushed_as_it_exits() {
+    let (addr, spans, _rt) = receiver();
+    let dir = tempfile::tempdir().unwrap();
+    let example =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/configs/human_in_the_loop.yaml");
+    let cfg = dir.path().join("human_in_the_loop.yaml");
+    std::fs::copy(&example, &cfg).unwrap();
+    let mut cmd = troupe(
+        dir.path(),
+        &[
+            "run",
+            "--no-input",
+            cfg.to_str().unwrap(),
+            "I was charged twice",
+        ],
+    );
+    cmd.args(["--otlp", &format!("http://{addr}")]);
+    let out = wait(cmd.spawn().unwrap(), Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    // Exported before the exit: nothing is waited for here.
+    let got = spans.lock().unwrap().clone();
+    let run = got
+        .iter()
+        .find(|s| s.name.starts_with("invoke_workflow ") && s.parent.is_empty())
+        .unwrap_or_else(|| panic!("no run span: {:#?}", names(&got)));
+    assert!(
+        run.attrs["troupe.status"].contains("waiting"),
+        "{:?}",
+        run.attrs
+    );
+}
