@@ -12,6 +12,7 @@
 
 use std::future::Future;
 
+use futures::FutureExt;
 use tracing::field::Empty;
 use tracing::{Instrument, Span};
 use troupe_runtime::telemetry::{capture_content, error_type, span_name};
@@ -51,27 +52,41 @@ fn chat_span(parent: &Span, model: &dyn ChatModel, request: &ChatRequest) -> Spa
     span
 }
 
-/// Runs `call`, a call of `model` with `request`, in its `chat {model}`
-/// span under `ctx`'s span; records the response's model, finish reason
-/// and usage, or the error's type.
-pub(crate) async fn traced_chat(
+/// `call`, a call of `model` with `request`, in its `chat {model}` span
+/// under `ctx`'s span; records the response's model, finish reason and
+/// usage, or the error's type.
+///
+/// Not an `async fn`: one would keep `call` twice in its future (as its
+/// argument and as the future it awaits), and this future sits inside
+/// every turn's.
+pub(crate) fn traced_chat<F>(
     ctx: &RunContext,
     model: &dyn ChatModel,
     request: &ChatRequest,
-    call: impl Future<Output = Result<ChatResponse, AgentError>>,
-) -> Result<ChatResponse, AgentError> {
+    call: F,
+) -> impl Future<Output = Result<ChatResponse, AgentError>> + use<F>
+where
+    F: Future<Output = Result<ChatResponse, AgentError>>,
+{
     let span = chat_span(ctx.span(), model, request);
+    let record = span.clone();
+    call.instrument(span).map(move |result| {
+        record_end(&record, &result);
+        result
+    })
+}
+
+/// Records how a model call ended on its span.
+fn record_end(span: &Span, result: &Result<ChatResponse, AgentError>) {
     if span.is_disabled() {
-        return call.await;
+        return;
     }
-    let result = call.instrument(span.clone()).await;
-    match &result {
-        Ok(response) => record_response(&span, response),
+    match result {
+        Ok(response) => record_response(span, response),
         Err(e) => {
             span.record("error.type", model_error_type(e));
         }
     }
-    result
 }
 
 fn record_response(span: &Span, response: &ChatResponse) {
