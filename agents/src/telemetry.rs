@@ -10,11 +10,8 @@
 //! when `TROUPE_CAPTURE_CONTENT=1` ([`capture_content`]), and then only if a
 //! subscriber is interested: nothing is serialized otherwise.
 
-use std::future::Future;
-
-use futures::FutureExt;
+use tracing::Span;
 use tracing::field::Empty;
-use tracing::{Instrument, Span};
 use troupe_runtime::telemetry::{capture_content, error_type, span_name};
 use troupe_runtime::{AgentError, RunContext, ToolCall, ToolResult};
 
@@ -52,32 +49,21 @@ fn chat_span(parent: &Span, model: &dyn ChatModel, request: &ChatRequest) -> Spa
     span
 }
 
-/// `call`, a call of `model` with `request`, in its `chat {model}` span
-/// under `ctx`'s span; records the response's model, finish reason and
-/// usage, or the error's type.
-///
-/// Not an `async fn`: one would keep `call` twice in its future (as its
-/// argument and as the future it awaits), and this future sits inside
-/// every turn's.
-pub(crate) fn traced_chat<F>(
+/// The `chat {model}` span of a call of `model` with `request`, under
+/// `ctx`'s span; [`record_chat_end`] completes it. The call is not
+/// instrumented with it (the span is parented explicitly, and wrapping the
+/// call's future would move it, a cost on every turn).
+pub(crate) fn chat_call_span(
     ctx: &RunContext,
     model: &dyn ChatModel,
     request: &ChatRequest,
-    call: F,
-) -> impl Future<Output = Result<ChatResponse, AgentError>> + use<F>
-where
-    F: Future<Output = Result<ChatResponse, AgentError>>,
-{
-    let span = chat_span(ctx.span(), model, request);
-    let record = span.clone();
-    call.instrument(span).map(move |result| {
-        record_end(&record, &result);
-        result
-    })
+) -> Span {
+    chat_span(ctx.span(), model, request)
 }
 
-/// Records how a model call ended on its span.
-fn record_end(span: &Span, result: &Result<ChatResponse, AgentError>) {
+/// Records how a model call ended on its span: the response's model,
+/// finish reason and usage, or the error's type.
+pub(crate) fn record_chat_end(span: &Span, result: &Result<ChatResponse, AgentError>) {
     if span.is_disabled() {
         return;
     }
