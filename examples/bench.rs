@@ -29,6 +29,7 @@
 //! | `fanin` | a graph: one node fans out to K nodes that fan in to one | µs per node invocation |
 //! | `idle` | K agents of a running workflow, hosted and waiting for input | KiB per agent |
 //! | `idle_spawned` | as `idle`, after one turn each, so every agent's actor is up | KiB per agent |
+//! | `stream` | a server on 127.0.0.1 streams N pieces (SSE) to a `ChatAgent` in a workflow nested in a workflow | µs per piece, client to top-level stream (median; p99 too) |
 //!
 //! troupe spawns an agent's actor when the agent first has work, so `idle`
 //! measures agents that are hosted but have not run yet; `idle_spawned`
@@ -51,7 +52,10 @@ use troupe::{
     FnAgent, Graph, Join, Reply, Router, RunContext, RunResult, StopCondition, Thread, Workflow,
 };
 
-const WORKLOADS: [&str; 10] = [
+#[path = "bench/stream.rs"]
+mod stream;
+
+const WORKLOADS: [&str; 11] = [
     "rr",
     "sel",
     "swarm",
@@ -62,6 +66,7 @@ const WORKLOADS: [&str; 10] = [
     "fanin",
     "idle",
     "idle_spawned",
+    "stream",
 ];
 
 type BoxError = Box<dyn Error>;
@@ -161,6 +166,7 @@ async fn run(args: &Args) -> Result<Value, BoxError> {
         "fanin" => fanin(args.k.unwrap_or(1_000), args.runs.unwrap_or(10)).await,
         "idle" => idle(args.k.unwrap_or(100_000)).await,
         "idle_spawned" => idle_spawned(args.k.unwrap_or(100_000)).await,
+        "stream" => stream::stream(args.n.unwrap_or(2_000)).await,
         other => Err(format!(
             "unknown workload '{other}' (known: {})",
             WORKLOADS.join(", ")

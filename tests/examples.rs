@@ -240,7 +240,7 @@ fn bench_presets_runs_at_small_sizes() {
 fn bench_runs_every_shared_workload_at_small_sizes() {
     // Each workload checks its own result (message counts, handoffs, the
     // gathered sum), so a preset that loses or repeats a message fails here.
-    let runs: [&[&str]; 10] = [
+    let runs: [&[&str]; 11] = [
         &["rr", "--n", "30"],
         &["sel", "--n", "30"],
         &["swarm", "--n", "30"],
@@ -251,6 +251,7 @@ fn bench_runs_every_shared_workload_at_small_sizes() {
         &["fanin", "--k", "20", "--runs", "2"],
         &["idle", "--k", "200"],
         &["idle_spawned", "--k", "200"],
+        &["stream", "--n", "50"],
     ];
     for args in runs {
         let out = stdout_of("bench", &[args, &["--threads", "1"]].concat(), "");

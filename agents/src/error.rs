@@ -244,6 +244,30 @@ pub enum McpError {
         /// The tool.
         tool: String,
     },
+    /// The allow-list names tools the server does not offer.
+    #[error(
+        "MCP server '{server}' has no tool {}: `tools` names it, but the server offers {}",
+        quoted(unknown),
+        quoted(offered)
+    )]
+    UnknownTools {
+        /// The server's configured name.
+        server: String,
+        /// The names it does not offer.
+        unknown: Vec<String>,
+        /// The tools it offers.
+        offered: Vec<String>,
+    },
+    /// The server exited and no restart is left: its tools fail from now on.
+    #[error(
+        "MCP server '{server}' exited and is not started again (restarted {restarts} time(s), as many as allowed): its tools are unavailable"
+    )]
+    Unavailable {
+        /// The server's configured name.
+        server: String,
+        /// How many times it was restarted.
+        restarts: u32,
+    },
     /// The configuration is unusable (bad header, bad URL).
     #[error("MCP server '{server}' configuration: {message}")]
     Config {
@@ -252,6 +276,18 @@ pub enum McpError {
         /// What is wrong.
         message: String,
     },
+}
+
+/// `a`, `b` and `c` as `` `a`, `b`, `c` `` (or "none").
+fn quoted(names: &[String]) -> String {
+    if names.is_empty() {
+        return "none".into();
+    }
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A [`ChatAgent`](crate::ChatAgent) could not be built.

@@ -4,9 +4,10 @@
 //! puts them together.
 //!
 //! - [`model`]: the [`ChatModel`] trait (a completion over messages and tool
-//!   definitions, whole or streamed), an [`OpenAiClient`] for any
-//!   OpenAI-compatible server, and a deterministic [`ScriptedModel`] for
-//!   offline examples and tests.
+//!   definitions, whole or streamed), clients of the providers' APIs — an
+//!   [`OpenAiClient`] for any OpenAI-compatible server, an
+//!   [`OpenAiResponsesClient`] and an [`AnthropicClient`] — and a
+//!   deterministic [`ScriptedModel`] for offline examples and tests.
 //! - [`tool`]: the [`Tool`] trait; Rust functions as tools
 //!   ([`FunctionTool`]), MCP servers' tools ([`McpClient`]), agents and
 //!   workflows as tools ([`AgentTool`]).
@@ -80,14 +81,15 @@ pub use context_policy::ContextPolicy;
 pub use error::{BuildError, McpError, ModelError, NotWaiting, ToolError};
 pub use json_schema::{SchemaError, SchemaErrors, SchemaValidator};
 pub use model::{
-    ChatDelta, ChatMessage, ChatModel, ChatRequest, ChatResponse, ChatStream, FinishReason,
-    OpenAiClient, ResponseFormat, RetryPolicy, ScriptedModel, ScriptedReply, ToolChoice,
-    ToolDefinition,
+    AnthropicClient, ChatDelta, ChatMessage, ChatModel, ChatRequest, ChatResponse, ChatStream,
+    FinishReason, OpenAiClient, OpenAiResponsesClient, ResponseFormat, RetryPolicy, ScriptedModel,
+    ScriptedReply, ToolChoice, ToolDefinition,
 };
 pub use structured::{AnswerRejected, StructuredOutput};
 pub use tool::{
-    ASK_USER, AgentTool, FunctionTool, McpCallResult, McpClient, McpServerConfig, McpTool,
-    McpToolInfo, McpTransport, NeedsApproval, ThreadMode, Tool, ToolContext, ToolOutput,
+    ASK_USER, AgentTool, FunctionTool, MINIMAL_ENV, McpCallResult, McpClient, McpServerConfig,
+    McpTool, McpToolInfo, McpTransport, NeedsApproval, ThreadMode, Tool, ToolContext, ToolOutput,
+    kill_mcp_servers,
 };
 pub use user_proxy::{UserProxy, UserProxyHandle, UserRequest};
 

@@ -3,142 +3,25 @@
 //!
 //! The target has no libtest harness (see Cargo.toml): `main` either serves
 //! MCP on stdio, when the environment asks it to, or runs the tests below
-//! with a small runner (filters by substring, `--list`, a timeout per test).
+//! with a small runner (`mcp_support`).
 
 // No libtest harness, so no function here is a #[test] that clippy would
 // recognise: the tests and their helpers may fail loudly all the same.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::future::Future;
-use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
+#[macro_use]
+mod mcp_support;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ErrorData, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
-use serde::Deserialize;
+use mcp_support::{http_server, stdio_config, wait_until_reaped};
 use serde_json::json;
 use troupe_agents::{
     ChatAgent, McpClient, McpError, McpServerConfig, ScriptedModel, ScriptedReply, Tool,
     ToolContext, ToolError,
 };
-use troupe_runtime::{Agent, CancellationToken, Content, Message, RunContext, Thread};
-
-/// Set in the child's environment to make this binary an MCP server.
-const SERVE: &str = "TROUPE_MCP_TEST_SERVE";
-
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-struct AddArgs {
-    /// The first number.
-    a: i64,
-    /// The second number.
-    b: i64,
-}
-
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-struct SleepArgs {
-    /// How long, in milliseconds.
-    ms: u64,
-}
-
-#[derive(Debug, Clone)]
-struct TestServer {
-    tool_router: ToolRouter<Self>,
-}
-
-#[tool_router]
-impl TestServer {
-    fn new() -> Self {
-        TestServer {
-            tool_router: Self::tool_router(),
-        }
-    }
-
-    #[tool(description = "Adds two integers.")]
-    fn add(&self, Parameters(AddArgs { a, b }): Parameters<AddArgs>) -> String {
-        (a + b).to_string()
-    }
-
-    #[tool(description = "Always fails.")]
-    fn fail(&self) -> Result<CallToolResult, ErrorData> {
-        Ok(CallToolResult::error(vec![ContentBlock::text(
-            "the tool broke",
-        )]))
-    }
-
-    #[tool(description = "Sleeps, then answers.")]
-    async fn sleep(&self, Parameters(SleepArgs { ms }): Parameters<SleepArgs>) -> String {
-        tokio::time::sleep(Duration::from_millis(ms)).await;
-        "woke up".into()
-    }
-
-    #[tool(description = "Makes the server process exit.")]
-    fn crash(&self) -> String {
-        std::process::exit(3)
-    }
-}
-
-#[tool_handler(router = self.tool_router)]
-impl ServerHandler for TestServer {}
-
-fn serve_stdio() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
-        if let Ok(service) = TestServer::new().serve(rmcp::transport::stdio()).await {
-            let _ = service.waiting().await;
-        }
-    });
-    // A pending stdin read would hold the runtime's shutdown: leave now.
-    std::process::exit(0);
-}
-
-/// The stdio server: this binary in server mode.
-fn stdio_config(name: &str) -> McpServerConfig {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    McpServerConfig::stdio(name, exe.to_string_lossy())
-        .env(SERVE, "stdio")
-        .timeout(Duration::from_secs(5))
-}
-
-/// An HTTP server on 127.0.0.1; returns its URL, a token that stops its
-/// sessions, and the task serving it.
-async fn http_server() -> (String, CancellationToken, tokio::task::JoinHandle<()>) {
-    let ct = CancellationToken::new();
-    let service: StreamableHttpService<TestServer, LocalSessionManager> =
-        StreamableHttpService::new(
-            || Ok(TestServer::new()),
-            Default::default(),
-            StreamableHttpServerConfig::default().with_cancellation_token(ct.clone()),
-        );
-    let router = axum::Router::new().nest_service("/mcp", service);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
-    (format!("http://{addr}/mcp"), ct, task)
-}
-
-/// Whether the process is gone and reaped (no zombie left).
-fn reaped(pid: u32) -> bool {
-    !std::path::Path::new(&format!("/proc/{pid}")).exists()
-}
-
-async fn wait_until_reaped(pid: u32) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !reaped(pid) {
-        assert!(Instant::now() < deadline, "process {pid} was not reaped");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
+use troupe_runtime::{Agent, Content, Message, RunContext, Thread};
 
 async fn stdio_lists_and_filters_tools() {
     let client = McpClient::connect(stdio_config("local")).await.unwrap();
@@ -150,7 +33,7 @@ async fn stdio_lists_and_filters_tools() {
         .map(|t| t.name)
         .collect();
     names.sort();
-    assert_eq!(names, ["add", "crash", "fail", "sleep"]);
+    assert_eq!(names, ["add", "crash", "env_names", "fail", "pid", "sleep"]);
     let add = client
         .list_tools()
         .await
@@ -220,11 +103,16 @@ async fn stdio_calls_tools_and_reports_tool_errors() {
         .await
         .unwrap_err();
     assert!(e.to_string().contains("invalid type: string \"x\""), "{e}");
+    // In the model's terms, not Rust's.
+    assert!(e.to_string().contains("expected an integer"), "{e}");
+    assert!(!e.to_string().contains("i64"), "{e}");
     client.close().await;
 }
 
 async fn stdio_server_killed_mid_call_fails_clearly_and_is_reaped() {
-    let client = McpClient::connect(stdio_config("doomed")).await.unwrap();
+    let client = McpClient::connect(stdio_config("doomed").restarts(0))
+        .await
+        .unwrap();
     let pid = client.process_id().expect("a child process");
     let call = tokio::spawn({
         let client = client.clone();
@@ -249,18 +137,25 @@ async fn stdio_server_killed_mid_call_fails_clearly_and_is_reaped() {
         text.contains("MCP server 'doomed' is gone (tools/call sleep)"),
         "{text}"
     );
-    // Later calls fail at once, and the child does not linger as a zombie.
+    // With no restart allowed, later calls fail at once, naming the
+    // server, and the child does not linger as a zombie.
     let e = client
         .call_tool("add", json!({"a": 1, "b": 1}))
         .await
         .unwrap_err();
-    assert!(matches!(e, McpError::Disconnected { .. }), "{e:?}");
+    assert!(matches!(e, McpError::Unavailable { .. }), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        "MCP server 'doomed' exited and is not started again (restarted 0 time(s), as many as allowed): its tools are unavailable"
+    );
     assert!(client.is_closed());
     wait_until_reaped(pid).await;
 }
 
 async fn stdio_server_crashing_during_a_call() {
-    let client = McpClient::connect(stdio_config("fragile")).await.unwrap();
+    let client = McpClient::connect(stdio_config("fragile").restarts(0))
+        .await
+        .unwrap();
     let pid = client.process_id().unwrap();
     let e = client.call_tool("crash", json!({})).await.unwrap_err();
     assert!(matches!(e, McpError::Disconnected { .. }), "{e:?}");
@@ -312,7 +207,7 @@ async fn a_server_that_cannot_start_or_never_answers() {
     // `sleep` reads no MCP: initialization never completes.
     let config = McpServerConfig::stdio("mute", "sleep")
         .arg("30")
-        .connect_timeout(Duration::from_millis(300));
+        .startup_timeout(Duration::from_millis(300));
     let started = Instant::now();
     let e = McpClient::connect(config).await.unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(3));
@@ -336,7 +231,7 @@ async fn http_lists_calls_and_reports_tool_errors() {
         .map(|t| t.name)
         .collect();
     names.sort();
-    assert_eq!(names, ["add", "crash", "fail", "sleep"]);
+    assert_eq!(names, ["add", "crash", "env_names", "fail", "pid", "sleep"]);
     assert_eq!(
         client
             .call_tool("add", json!({"a": 20, "b": 22}))
@@ -382,7 +277,7 @@ async fn http_server_gone_mid_call_fails_within_the_timeout() {
     assert!(e.to_string().contains("MCP server 'remote'"), "{e}");
 
     let e = McpClient::connect(
-        McpServerConfig::http("nobody", &url).connect_timeout(Duration::from_secs(3)),
+        McpServerConfig::http("nobody", &url).startup_timeout(Duration::from_secs(3)),
     )
     .await
     .unwrap_err();
@@ -425,15 +320,7 @@ async fn a_chat_agent_uses_mcp_tools() {
     client.close().await;
 }
 
-type Test = fn() -> Pin<Box<dyn Future<Output = ()> + Send>>;
-
-macro_rules! tests {
-    ($($name:ident),* $(,)?) => {
-        &[$((stringify!($name), (|| Box::pin($name())) as Test)),*]
-    };
-}
-
-const TESTS: &[(&str, Test)] = tests![
+const TESTS: &[(&str, mcp_support::Test)] = tests![
     stdio_lists_and_filters_tools,
     stdio_calls_tools_and_reports_tool_errors,
     stdio_server_killed_mid_call_fails_clearly_and_is_reaped,
@@ -447,69 +334,5 @@ const TESTS: &[(&str, Test)] = tests![
 ];
 
 fn main() {
-    if std::env::var(SERVE).as_deref() == Ok("stdio") {
-        serve_stdio();
-        return;
-    }
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|a| a == "--list") {
-        for (name, _) in TESTS {
-            println!("{name}: test");
-        }
-        return;
-    }
-    let exact = args.iter().any(|a| a == "--exact");
-    let filters: Vec<&str> = args
-        .iter()
-        .filter(|a| !a.starts_with('-'))
-        .map(String::as_str)
-        .collect();
-    let selected: Vec<&(&str, Test)> = TESTS
-        .iter()
-        .filter(|(name, _)| {
-            filters.is_empty()
-                || filters
-                    .iter()
-                    .any(|f| if exact { name == f } else { name.contains(f) })
-        })
-        .collect();
-    let count = selected.len();
-    println!("\nrunning {count} tests");
-    let started = Instant::now();
-    let mut failed = Vec::new();
-    for (name, test) in selected {
-        let test_started = Instant::now();
-        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("runtime");
-            runtime.block_on(async {
-                tokio::time::timeout(Duration::from_secs(30), test())
-                    .await
-                    .expect("the test hung")
-            });
-            runtime.shutdown_timeout(Duration::from_secs(5));
-        }));
-        println!(
-            "test {name} ... {} ({:.2}s)",
-            if outcome.is_ok() { "ok" } else { "FAILED" },
-            test_started.elapsed().as_secs_f64()
-        );
-        if outcome.is_err() {
-            failed.push(*name);
-        }
-    }
-    println!(
-        "\ntest result: {}. {} passed; {} failed; finished in {:.2}s\n",
-        if failed.is_empty() { "ok" } else { "FAILED" },
-        count - failed.len(),
-        failed.len(),
-        started.elapsed().as_secs_f64()
-    );
-    if !failed.is_empty() {
-        println!("failures: {failed:?}");
-        std::process::exit(101);
-    }
+    mcp_support::main(TESTS);
 }

@@ -128,10 +128,10 @@ fn cases() -> Vec<Case> {
         ),
         case(
             "unknown provider",
-            "version: 1\nmodels:\n  m: {provider: anthropic}\n",
+            "version: 1\nmodels:\n  m: {provider: gemini}\n",
             "t.yaml:3:17",
             "models.m.provider",
-            "unknown value `anthropic`",
+            "unknown value `gemini`",
         ),
         case(
             "openai model without name",

@@ -63,6 +63,7 @@ mod message;
 mod panic;
 mod retry;
 mod run_error;
+pub mod secrets;
 mod session;
 mod sink;
 mod state;
@@ -87,7 +88,7 @@ pub use message::{Content, Handoff, Message, MessageId, ToolCall, ToolResult, US
 pub use panic::panic_text;
 pub use retry::{Backoff, ErrorPattern, RetryPolicy};
 pub use run_error::{AgentError, BoxError, ErrorKind, RunError, Sourced};
-pub use session::{Session, SessionError};
+pub use session::{Session, SessionError, SessionStream};
 pub use sink::{ConsoleLines, EventOutput, EventSink, EventWriter, JsonLines};
 pub use state::{StateDelta, StateSnapshot};
 pub use stop::{ParseStopError, STOP_KINDS, StopCondition, StopHandle, StopReason};

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, Weak};
 
-use crate::context::RunContext;
+use crate::context::{EventSink, EventStream, RunContext};
+use crate::event::EventRecord;
 use crate::message::Message;
 use crate::run_error::RunError;
 use crate::store::{StoreError, ThreadStore, check_conversation_id};
@@ -208,6 +209,58 @@ impl Session {
         }
     }
 
+    /// Runs one user turn of `conversation` in the background, streaming
+    /// its events live — the answer's pieces as the model writes them
+    /// ([`Event::TextDelta`](crate::Event::TextDelta)), from whatever
+    /// depth they come — then its result, as [`Session::send`] gives it.
+    /// The events also go wherever the session's context sends them.
+    ///
+    /// The turn goes on if the stream is dropped (as a
+    /// [`RunStream`](crate::RunStream)'s run does); cancel it through the
+    /// session's context.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use troupe_runtime::store::MemoryStore;
+    /// use troupe_runtime::{Event, FnAgent, Session, Thread, Workflow};
+    ///
+    /// let echo = FnAgent::sync("echo", |_: &Thread| Ok("hello"));
+    /// let session = Session::new(Workflow::builder().participant(echo).build()?, MemoryStore::new());
+    /// let mut turn = session.send_stream("alice", "hi");
+    /// let mut spoke = false;
+    /// while let Some(record) = turn.next().await {
+    ///     spoke |= matches!(record.event, Event::MessageProduced { .. });
+    /// }
+    /// assert!(spoke);
+    /// assert_eq!(turn.result().await?.final_text(), "hello");
+    /// # Ok(()) }
+    /// ```
+    pub fn send_stream(&self, conversation: &str, text: impl Into<String>) -> SessionStream {
+        self.send_message_stream(conversation, Message::user(text))
+    }
+
+    /// [`Session::send_stream`] with any message.
+    pub fn send_message_stream(&self, conversation: &str, message: Message) -> SessionStream {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let sink = match self.ctx.sink() {
+            EventSink::None => EventSink::Channel(tx),
+            other => EventSink::Many(vec![other.clone(), EventSink::Channel(tx)]),
+        };
+        // A clone shares the turn locks: turns stay one at a time.
+        let session = Session {
+            ctx: self.ctx.with_events(sink),
+            ..self.clone()
+        };
+        let id = conversation.to_string();
+        let handle = tokio::spawn(async move { session.send_message(&id, message).await });
+        SessionStream {
+            conversation: conversation.to_string(),
+            events: EventStream::from_receiver(rx),
+            handle,
+        }
+    }
+
     /// The stored thread of `conversation` (empty if it has none).
     pub async fn history(&self, conversation: &str) -> Result<Thread, SessionError> {
         self.store
@@ -253,5 +306,47 @@ impl Session {
             locks.sweep_at = (locks.map.len() * 2).max(64);
         }
         lock
+    }
+}
+
+/// A [`Session`] turn running in the background ([`Session::send_stream`]):
+/// its events as they happen, then its result.
+#[derive(Debug)]
+pub struct SessionStream {
+    conversation: String,
+    events: EventStream,
+    handle: tokio::task::JoinHandle<Result<RunResult, SessionError>>,
+}
+
+impl SessionStream {
+    /// The next event; `None` once the turn is over and every event was
+    /// read.
+    pub async fn next(&mut self) -> Option<EventRecord> {
+        self.events.next().await
+    }
+
+    /// Waits for the turn's result (events not read yet are dropped).
+    pub async fn result(self) -> Result<RunResult, SessionError> {
+        match self.handle.await {
+            Ok(result) => result,
+            Err(e) => Err(SessionError::Run {
+                conversation: self.conversation,
+                source: RunError::Runtime {
+                    workflow: String::new(),
+                    reason: format!("the turn's task ended abnormally: {e}"),
+                },
+                save_error: None,
+            }),
+        }
+    }
+}
+
+impl futures::Stream for SessionStream {
+    type Item = EventRecord;
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<EventRecord>> {
+        std::pin::Pin::new(&mut self.events).poll_next(cx)
     }
 }

@@ -35,8 +35,8 @@ pub(crate) enum EndLine {
         /// The last checkpoint saved, if the config has a store.
         #[serde(skip_serializing_if = "Option::is_none")]
         checkpoint: Option<String>,
-        /// The questions waiting for an answer (`--answer ID=TEXT`).
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        /// The questions waiting for an answer (`--answer ID=TEXT`);
+        /// empty unless the run waits.
         requests: Vec<Question>,
     },
     /// The run failed.

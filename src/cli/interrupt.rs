@@ -62,8 +62,10 @@ impl Interrupt {
     }
 }
 
-/// Exits at once with code 130.
+/// Exits at once with code 130, killing the MCP servers first (an exit
+/// drops nothing, and each runs in a process group of its own).
 fn quit(hint: Option<&str>) -> ! {
+    troupe::agents::kill_mcp_servers();
     eprintln!("aborted");
     if let Some(h) = hint {
         eprintln!("{h}");

@@ -1,5 +1,23 @@
 //! The `troupe` command line.
 
+// Everything the CLI prints to stderr goes through the secrets registry
+// (`troupe::secrets`): these two shadow the standard macros in every
+// module of the CLI declared below, so no message can print a key.
+macro_rules! eprintln {
+    () => { ::std::eprintln!() };
+    ($($arg:tt)*) => {{
+        let line = ::std::format!($($arg)*);
+        ::std::eprintln!("{}", ::troupe::secrets::redact(&line));
+    }};
+}
+
+macro_rules! eprint {
+    ($($arg:tt)*) => {{
+        let text = ::std::format!($($arg)*);
+        ::std::eprint!("{}", ::troupe::secrets::redact(&text));
+    }};
+}
+
 mod chat;
 mod cluster;
 mod end_line;
@@ -210,11 +228,11 @@ pub(crate) fn write_failed(e: &std::io::Error) -> u8 {
     FAILED
 }
 
-/// Writes `text` to stdout and flushes it, returning any error rather than
-/// panicking as `print!` does.
+/// Writes `text` to stdout (registered secrets masked) and flushes it,
+/// returning any error rather than panicking as `print!` does.
 pub(crate) fn write_out(text: &str) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
+    out.write_all(troupe::secrets::redact(text).as_bytes())?;
     out.flush()
 }
 

@@ -1,6 +1,7 @@
 //! The console view of a run: who speaks, tool calls folded to a line
-//! each, handoffs, timings and token usage; a spinner on stderr while a
-//! model is thinking; colour only on a terminal.
+//! each, handoffs, timings and token usage; answers printed as they are
+//! generated when the model streams; a spinner on stderr while a model is
+//! thinking; colour only on a terminal.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{IsTerminal, Write};
@@ -22,6 +23,17 @@ struct State {
     /// time and how many messages.
     finished: BTreeMap<String, (f64, usize)>,
     parents: BTreeSet<String>,
+    /// The agent whose streamed answer is being printed; its line may be
+    /// open (the spinner waits meanwhile, not to wipe it).
+    live: Option<String>,
+    /// Whether the streamed output stands at the start of a line.
+    line_start: bool,
+    /// The agent named by the latest line printed, when that line was its
+    /// streamed text.
+    speaker: Option<String>,
+    /// Agents whose turn printed streamed text (their header is out, their
+    /// answer need not be printed again).
+    streamed: BTreeSet<String>,
     spinner_shown: bool,
     frame: usize,
 }
@@ -49,6 +61,10 @@ impl Console {
             pending: BTreeMap::new(),
             finished: BTreeMap::new(),
             parents: BTreeSet::new(),
+            live: None,
+            line_start: true,
+            speaker: None,
+            streamed: BTreeSet::new(),
             spinner_shown: false,
             frame: 0,
         }));
@@ -92,6 +108,9 @@ fn spin(state: &Mutex<State>, stop: &AtomicBool) {
     while !stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(90));
         let mut s = lock(state);
+        if s.live.is_some() {
+            continue;
+        }
         if s.running.is_empty() {
             clear_spinner(&mut s);
             continue;
@@ -175,19 +194,109 @@ fn header(s: &State, path: &str, elapsed_ms: f64, usage: &Usage) -> String {
 fn print(s: &mut State, lines: &[String]) {
     clear_spinner(s);
     let mut out = std::io::stdout().lock();
+    close_live(s, &mut out);
+    s.speaker = None;
     for l in lines {
-        let _ = writeln!(out, "{l}");
+        let _ = writeln!(out, "{}", troupe::secrets::redact(l));
     }
     let _ = out.flush();
+}
+
+/// Ends the line of streamed text, if one is open.
+fn close_live(s: &mut State, out: &mut impl Write) {
+    if s.live.take().is_some() && !s.line_start {
+        let _ = writeln!(out);
+    }
+    s.line_start = true;
+}
+
+/// Prints a piece of `path`'s streamed answer, after naming the agent when
+/// the speaker changes (the first time in a turn, with the tool calls it
+/// made before).
+fn stream_text(s: &mut State, path: &str, text: &str) {
+    if s.live.as_deref() != Some(path) {
+        // An agent called as a tool speaks under its caller's path: the
+        // caller's calls so far come first.
+        let mut at = 0;
+        while let Some(i) = path[at..].find('/') {
+            at += i + 1;
+            let caller = &path[..at - 1];
+            if s.pending.contains_key(caller) && !s.parents.contains(caller) {
+                s.streamed.insert(caller.to_string());
+                let lines = s.pending.remove(caller).unwrap_or_default();
+                say(s, caller, &lines);
+            }
+        }
+        let lines = if s.streamed.insert(path.to_string()) {
+            s.pending.remove(path).unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        say(s, path, &lines);
+        s.live = Some(path.to_string());
+    }
+    clear_spinner(s);
+    // Masked piece by piece: a secret the model spells out whole in one
+    // piece is caught; the final message is masked whole when printed.
+    let text = troupe::secrets::redact(text);
+    let mut out = std::io::stdout().lock();
+    for piece in text.split_inclusive('\n') {
+        if s.line_start {
+            let _ = out.write_all(b"  ");
+        }
+        let _ = out.write_all(piece.as_bytes());
+        s.line_start = piece.ends_with('\n');
+    }
+    let _ = out.flush();
+}
+
+/// Prints `lines` about `path`, naming it first unless the latest lines
+/// were its own.
+fn say(s: &mut State, path: &str, lines: &[String]) {
+    let mut out = Vec::with_capacity(lines.len() + 1);
+    if s.speaker.as_deref() != Some(path) || s.live.as_deref().is_some_and(|l| l != path) {
+        out.push(paint(
+            s.color,
+            "1;36",
+            &format!("● {}", short(&s.root, path)),
+        ));
+    }
+    out.extend_from_slice(lines);
+    print(s, &out);
+    s.speaker = Some(path.to_string());
+}
+
+/// `  · 1.2s · 340 tokens`: what a streamed turn took, right after its
+/// text; `● agent · 1.2s · 340 tokens` when something else was printed
+/// since.
+fn streamed_meta(s: &State, path: &str, elapsed_ms: f64, usage: &Usage) -> String {
+    if s.speaker.as_deref() != Some(path) {
+        return header(s, path, elapsed_ms, usage);
+    }
+    let mut meta = vec![elapsed(elapsed_ms)];
+    if usage.total() > 0 {
+        meta.push(format!("{} tokens", usage.total()));
+    }
+    paint(s.color, "2", &format!("  · {}", meta.join(" · ")))
 }
 
 fn handle(state: &Mutex<State>, event: &Event) {
     let mut s = lock(state);
     let c = s.color;
     let path = event.path().to_string();
-    // Every ancestor of a path is a workflow.
+    // Every ancestor of a path that takes turns or runs is a workflow (an
+    // agent called as a tool streams under its caller's path, which stays
+    // an agent).
+    let concerns_a_model = matches!(
+        event,
+        Event::TextDelta { .. }
+            | Event::ToolArgumentsDelta { .. }
+            | Event::ModelCallStarted { .. }
+            | Event::ModelCallFinished { .. }
+            | Event::ModelCallRetry { .. }
+    );
     let mut p = path.as_str();
-    while let Some(i) = p.rfind('/') {
+    while !concerns_a_model && let Some(i) = p.rfind('/') {
         p = &p[..i];
         s.parents.insert(p.to_string());
     }
@@ -200,7 +309,9 @@ fn handle(state: &Mutex<State>, event: &Event) {
         Event::AgentStarted { .. } => {
             s.running.insert(path.clone(), Instant::now());
             s.finished.remove(&path);
+            s.streamed.remove(&path);
         }
+        Event::TextDelta { text, .. } => stream_text(&mut s, &path, text),
         // Handoffs are shown as such, not as the tool call behind them.
         Event::ToolCall { call, .. } if !call.name.starts_with("transfer_to_") => {
             let line = paint(
@@ -208,7 +319,11 @@ fn handle(state: &Mutex<State>, event: &Event) {
                 "33",
                 &format!("  ↳ {}({})", call.name, one_line(&call.arguments, 100)),
             );
-            s.pending.entry(path).or_default().push(line);
+            if s.streamed.contains(&path) {
+                say(&mut s, &path, &[line]);
+            } else {
+                s.pending.entry(path).or_default().push(line);
+            }
         }
         Event::ToolResult { result, .. } if !result.name.starts_with("transfer_to_") => {
             let mark = if result.is_error { "✗" } else { "=" };
@@ -217,7 +332,11 @@ fn handle(state: &Mutex<State>, event: &Event) {
                 "2",
                 &format!("    {mark} {}", one_line(&result.content, 100)),
             );
-            s.pending.entry(path).or_default().push(line);
+            if s.streamed.contains(&path) {
+                say(&mut s, &path, &[line]);
+            } else {
+                s.pending.entry(path).or_default().push(line);
+            }
         }
         Event::AgentFinished {
             produced,
@@ -225,7 +344,11 @@ fn handle(state: &Mutex<State>, event: &Event) {
             ..
         } => {
             s.running.remove(&path);
-            if *produced == 0 {
+            if *produced == 0 && s.streamed.remove(&path) {
+                let mut out = s.pending.remove(&path).unwrap_or_default();
+                out.push(streamed_meta(&s, &path, *elapsed_ms, &Usage::default()));
+                print(&mut s, &out);
+            } else if *produced == 0 {
                 let mut out = vec![header(&s, &path, *elapsed_ms, &Usage::default())];
                 out.extend(s.pending.remove(&path).unwrap_or_default());
                 print(&mut s, &out);
@@ -237,7 +360,24 @@ fn handle(state: &Mutex<State>, event: &Event) {
         Event::MessageProduced { message, .. } => {
             let (elapsed_ms, left) = s.finished.get(&path).copied().unwrap_or((0.0, 1));
             let mut out = Vec::new();
-            if s.parents.contains(&path) {
+            let streamed = s.streamed.contains(&path);
+            if streamed {
+                // The answer was printed as it came: what is left is a
+                // handoff, and at the turn's last message its cost.
+                out.extend(s.pending.remove(&path).unwrap_or_default());
+                if let Content::Handoff(h) = &message.content {
+                    out.push(handoff_line(c, &h.target, &h.reason));
+                }
+                if left <= 1 {
+                    s.streamed.remove(&path);
+                    out.push(streamed_meta(
+                        &s,
+                        &path,
+                        elapsed_ms,
+                        &message.usage.unwrap_or_default(),
+                    ));
+                }
+            } else if s.parents.contains(&path) {
                 // A nested workflow: its agents spoke for it already.
                 let usage = message.usage.unwrap_or_default();
                 let mut meta = vec![elapsed(elapsed_ms)];
@@ -258,19 +398,7 @@ fn handle(state: &Mutex<State>, event: &Event) {
                 out.push(head);
                 out.extend(s.pending.remove(&path).unwrap_or_default());
                 match &message.content {
-                    Content::Handoff(h) => out.push(paint(
-                        c,
-                        "35",
-                        &format!(
-                            "  ⇒ hands off to {}{}",
-                            h.target,
-                            if h.reason.is_empty() {
-                                String::new()
-                            } else {
-                                format!(": {}", one_line(&h.reason, 160))
-                            }
-                        ),
-                    )),
+                    Content::Handoff(h) => out.push(handoff_line(c, &h.target, &h.reason)),
                     _ => out.extend(message.text_content().lines().map(|l| format!("  {l}"))),
                 }
             }
@@ -300,6 +428,25 @@ fn handle(state: &Mutex<State>, event: &Event) {
                 "33",
                 &format!(
                     "↻ {}: attempt {attempt} failed ({}); retrying in {}",
+                    short(&s.root, &path),
+                    one_line(error, 100),
+                    elapsed(*delay_ms)
+                ),
+            );
+            print(&mut s, &[line]);
+        }
+        Event::ModelCallRetry {
+            model,
+            attempt,
+            error,
+            delay_ms,
+            ..
+        } => {
+            let line = paint(
+                c,
+                "33",
+                &format!(
+                    "↻ {}: {model} call, attempt {attempt} failed ({}); retrying in {}",
                     short(&s.root, &path),
                     one_line(error, 100),
                     elapsed(*delay_ms)
@@ -371,4 +518,20 @@ fn handle(state: &Mutex<State>, event: &Event) {
         }
         _ => {}
     }
+}
+
+/// `  ⇒ hands off to target: reason`
+fn handoff_line(color: bool, target: &str, reason: &str) -> String {
+    paint(
+        color,
+        "35",
+        &format!(
+            "  ⇒ hands off to {target}{}",
+            if reason.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", one_line(reason, 160))
+            }
+        ),
+    )
 }

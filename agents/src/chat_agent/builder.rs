@@ -30,7 +30,7 @@ pub struct ChatAgentBuilder {
     structured_retries: usize,
     context: ContextPolicy,
     tool_timeout: Option<Duration>,
-    streaming: bool,
+    streaming: Option<bool>,
     temperature: Option<f32>,
     max_tokens: Option<u32>,
     tool_messages: ToolMessages,
@@ -65,7 +65,7 @@ impl ChatAgentBuilder {
             structured_retries: 1,
             context: ContextPolicy::default(),
             tool_timeout: None,
-            streaming: false,
+            streaming: None,
             temperature: None,
             max_tokens: None,
             tool_messages: ToolMessages::default(),
@@ -196,9 +196,17 @@ impl ChatAgentBuilder {
         self
     }
 
-    /// Whether to call the model in streaming mode (the answer is the same).
+    /// Whether to call the model in streaming mode. Streamed, each piece
+    /// of the answer is an event as it arrives ([`Event::TextDelta`],
+    /// [`Event::ToolArgumentsDelta`]); the answer is the same either way.
+    /// Not set, a turn streams when somebody listens to its events
+    /// ([`RunContext::events_enabled`]).
+    ///
+    /// [`Event::TextDelta`]: troupe_runtime::Event::TextDelta
+    /// [`Event::ToolArgumentsDelta`]: troupe_runtime::Event::ToolArgumentsDelta
+    /// [`RunContext::events_enabled`]: troupe_runtime::RunContext::events_enabled
     pub fn streaming(mut self, streaming: bool) -> Self {
-        self.streaming = streaming;
+        self.streaming = Some(streaming);
         self
     }
 

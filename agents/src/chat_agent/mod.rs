@@ -3,6 +3,7 @@
 
 mod builder;
 mod human;
+mod model_call;
 mod tool_round;
 
 use std::collections::HashMap;
@@ -18,9 +19,7 @@ use troupe_runtime::{
 
 use crate::context_policy::ContextPolicy;
 use crate::conversation::ASSISTANT_TEXT;
-use crate::model::{
-    ChatMessage, ChatModel, ChatRequest, ChatResponse, ToolChoice, ToolDefinition, collect_stream,
-};
+use crate::model::{ChatMessage, ChatModel, ChatRequest, ToolChoice, ToolDefinition};
 use crate::structured::StructuredOutput;
 use crate::tool::Tool;
 use human::Resumed;
@@ -84,6 +83,16 @@ pub enum ToolMessages {
 /// [`Content::Structured`]), and a wrong answer is sent back to the model
 /// with what is wrong, `structured_retries` times, before the turn fails.
 ///
+/// **Streaming**: with [`ChatAgentBuilder::streaming`] — or, not set,
+/// whenever somebody listens to the run's events — the model answers as a
+/// stream, and each piece is an event at the agent's path as it arrives
+/// ([`Event::TextDelta`], [`Event::ToolArgumentsDelta`]), before the turn
+/// ends; the answer is the same. Every model call is reported
+/// ([`Event::ModelCallStarted`], [`Event::ModelCallFinished`]), retries of
+/// the client as they happen ([`Event::ModelCallRetry`]); a call whose
+/// server reported no usage counts an estimate, marked so in its
+/// `ModelCallFinished`.
+///
 /// The turn's tool-call and tool-result messages are kept in the agent's
 /// own thread, or put in the reply before the answer ([`ToolMessages`]);
 /// either way later turns see the history and trim raw results down to
@@ -121,7 +130,8 @@ pub struct ChatAgent {
     structured_retries: usize,
     context: ContextPolicy,
     tool_timeout: Option<Duration>,
-    streaming: bool,
+    /// Stream model calls; `None`: when somebody listens to events.
+    streaming: Option<bool>,
     temperature: Option<f32>,
     max_tokens: Option<u32>,
     tool_messages: ToolMessages,
@@ -221,15 +231,6 @@ impl ChatAgent {
         request.temperature = self.temperature;
         request.max_tokens = self.max_tokens;
         request
-    }
-
-    async fn call_model(&self, request: &ChatRequest) -> Result<ChatResponse, AgentError> {
-        let response = if self.streaming {
-            collect_stream(self.model.stream(request).await?).await?
-        } else {
-            self.model.complete(request).await?
-        };
-        Ok(response)
     }
 
     /// The reply of a turn whose tool messages are `internal` and whose
@@ -350,7 +351,7 @@ impl Agent for ChatAgent {
             let response = tokio::select! {
                 biased;
                 _ = ctx.cancelled() => return Err(self.cancelled()),
-                response = self.call_model(&request) => response,
+                response = self.call_model(&request, &ctx) => response,
             };
             crate::telemetry::record_chat_end(&span, &response);
             drop(span); // the call's span ends with the call

@@ -1,8 +1,14 @@
 //! Chat models: the [`ChatModel`] trait and the request, response and
-//! stream deltas it speaks, independent of any provider's wire format.
+//! stream deltas it speaks, independent of any provider's wire format; and
+//! the clients of each provider's API ([`OpenAiClient`],
+//! [`OpenAiResponsesClient`], [`AnthropicClient`]), one [`HttpModel`] each.
 
+mod anthropic;
+mod http;
+mod observer;
 mod openai;
 mod openai_wire;
+mod responses;
 mod retry;
 mod scripted;
 mod scripted_reply;
@@ -19,7 +25,14 @@ use troupe_runtime::{ToolCall, Usage};
 
 use crate::error::ModelError;
 
-pub use openai::{DEFAULT_BASE_URL, OpenAiClient, OpenAiClientBuilder};
+pub use observer::{CallObserver, NoObserver};
+pub use anthropic::{
+    ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, AnthropicClient, AnthropicClientBuilder,
+    AnthropicMessages, DEFAULT_MAX_TOKENS,
+};
+pub use http::{Dialect, HttpModel, HttpModelBuilder};
+pub use openai::{DEFAULT_BASE_URL, OpenAiChat, OpenAiClient, OpenAiClientBuilder};
+pub use responses::{OpenAiResponses, OpenAiResponsesClient, OpenAiResponsesClientBuilder};
 pub use retry::RetryPolicy;
 pub use scripted::{Position, ScriptedModel, WhenExhausted};
 pub use scripted_reply::ScriptedReply;
@@ -317,6 +330,29 @@ pub trait ChatModel: Send + Sync + 'static {
             response_deltas(&response).into_iter().map(Ok),
         )))
     }
+
+    /// [`complete`](Self::complete), telling `observer` about each attempt
+    /// and retry. By default the call is one attempt; a model that retries
+    /// on its own (as [`OpenAiClient`] does) says so.
+    async fn complete_observed(
+        &self,
+        request: &ChatRequest,
+        observer: &dyn CallObserver,
+    ) -> Result<ChatResponse, ModelError> {
+        observer.attempt_started(1);
+        self.complete(request).await
+    }
+
+    /// [`stream`](Self::stream), telling `observer` about each attempt and
+    /// retry (of opening the stream).
+    async fn stream_observed(
+        &self,
+        request: &ChatRequest,
+        observer: &dyn CallObserver,
+    ) -> Result<ChatStream, ModelError> {
+        observer.attempt_started(1);
+        self.stream(request).await
+    }
 }
 
 #[async_trait]
@@ -332,6 +368,20 @@ impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
     }
     async fn stream(&self, request: &ChatRequest) -> Result<ChatStream, ModelError> {
         (**self).stream(request).await
+    }
+    async fn complete_observed(
+        &self,
+        request: &ChatRequest,
+        observer: &dyn CallObserver,
+    ) -> Result<ChatResponse, ModelError> {
+        (**self).complete_observed(request, observer).await
+    }
+    async fn stream_observed(
+        &self,
+        request: &ChatRequest,
+        observer: &dyn CallObserver,
+    ) -> Result<ChatStream, ModelError> {
+        (**self).stream_observed(request, observer).await
     }
 }
 

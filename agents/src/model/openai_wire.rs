@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use troupe_runtime::{ToolCall, Usage};
 
+use super::http::wire::WireError;
 use super::{
     ChatDelta, ChatMessage, ChatRequest, ChatResponse, FinishReason, ResponseFormat, ToolCallDelta,
     ToolChoice,
@@ -180,15 +181,6 @@ impl WireUsage {
             completion_tokens: self.completion_tokens.unwrap_or(0),
         }
     }
-}
-
-/// What reading a body or chunk found wrong.
-#[derive(Debug)]
-pub(crate) enum WireError {
-    /// Not JSON, or JSON of the wrong shape.
-    Malformed(String),
-    /// The server put an error object in the body.
-    Api(String),
 }
 
 fn parse(text: &str) -> Result<WireCompletion, WireError> {

@@ -44,6 +44,8 @@ pub struct StreamAccumulator {
     calls: Vec<PartialCall>,
     finish: Option<FinishReason>,
     usage: Option<Usage>,
+    /// The index of the call the latest tool-call piece went to.
+    last_call: Option<usize>,
 }
 
 impl StreamAccumulator {
@@ -91,6 +93,7 @@ impl StreamAccumulator {
             }
         };
         let call = &mut self.calls[slot];
+        self.last_call = Some(call.index);
         if let Some(id) = d.id.filter(|id| !id.is_empty())
             && call.id.is_empty()
         {
@@ -102,6 +105,17 @@ impl StreamAccumulator {
             call.name.push_str(&name);
         }
         call.arguments.push_str(&d.arguments);
+    }
+
+    /// The index of the call the latest tool-call piece was put in (its
+    /// own `index`, or the one it was given when it had none).
+    pub fn last_call_index(&self) -> Option<usize> {
+        self.last_call
+    }
+
+    /// Whether the server reported token usage so far.
+    pub fn has_usage(&self) -> bool {
+        self.usage.is_some()
     }
 
     fn new_call(&mut self, index: usize) -> usize {

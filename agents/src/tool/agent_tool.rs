@@ -8,7 +8,9 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use troupe_runtime::{Agent, Content, Message, Thread};
 
-use super::{Tool, ToolContext, ToolOutput, parse_arguments, sanitize_tool_name};
+use super::{
+    Tool, ToolContext, ToolOutput, invalid_arguments, parse_arguments, sanitize_tool_name,
+};
 use crate::error::ToolError;
 use crate::model::ToolDefinition;
 
@@ -144,11 +146,8 @@ impl Tool for AgentTool {
 
     async fn call(&self, arguments: &str, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let value = parse_arguments(&self.definition.name, arguments)?;
-        let Request { request } =
-            serde_json::from_value(value).map_err(|e| ToolError::InvalidArguments {
-                tool: self.definition.name.clone(),
-                message: e.to_string(),
-            })?;
+        let Request { request } = serde_json::from_value(value)
+            .map_err(|e| invalid_arguments(&self.definition.name, &e))?;
         // Messages only: the caller's child threads and workflow state (if
         // any) are not the callee's.
         let mut thread = Thread::new();

@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde::de::DeserializeOwned;
 
-use super::{Tool, ToolContext, ToolOutput, parse_arguments};
+use super::{Tool, ToolContext, ToolOutput, invalid_arguments, parse_arguments};
 use crate::error::ToolError;
 use crate::model::ToolDefinition;
 
@@ -111,10 +111,7 @@ impl FunctionTool {
                     Box::pin(async move { fut.await.map(Into::into).map_err(into_tool_error) })
                 }
                 Err(e) => {
-                    let error = ToolError::InvalidArguments {
-                        tool: tool_name.clone(),
-                        message: e.to_string(),
-                    };
+                    let error = invalid_arguments(&tool_name, &e);
                     Box::pin(async move { Err(error) })
                 }
             }

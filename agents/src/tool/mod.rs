@@ -6,6 +6,7 @@
 
 mod agent_tool;
 mod approval;
+pub(crate) mod arguments;
 mod function;
 mod mcp;
 
@@ -20,9 +21,13 @@ use crate::model::ToolDefinition;
 
 pub use agent_tool::{AgentTool, ThreadMode};
 pub use approval::NeedsApproval;
+pub(crate) use arguments::{invalid_arguments, parse_arguments};
 pub use function::FunctionTool;
 pub(crate) use function::schema_for;
-pub use mcp::{McpCallResult, McpClient, McpServerConfig, McpTool, McpToolInfo, McpTransport};
+pub use mcp::{
+    MINIMAL_ENV, McpCallResult, McpClient, McpServerConfig, McpTool, McpToolInfo, McpTransport,
+    kill_mcp_servers,
+};
 
 /// What a tool call is given besides its arguments.
 #[derive(Clone)]
@@ -212,18 +217,6 @@ pub(crate) fn is_valid_tool_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
-/// The arguments as a JSON value; empty text counts as `{}` (some models
-/// send nothing for a call without arguments).
-pub(crate) fn parse_arguments(tool: &str, arguments: &str) -> Result<serde_json::Value, ToolError> {
-    if arguments.trim().is_empty() {
-        return Ok(serde_json::Value::Object(Default::default()));
-    }
-    serde_json::from_str(arguments).map_err(|e| ToolError::InvalidArguments {
-        tool: tool.to_string(),
-        message: format!("the arguments are not valid JSON ({e})"),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,12 +248,5 @@ mod tests {
             ToolOutput::text("x").with_memory("m").memory.as_deref(),
             Some("m")
         );
-    }
-
-    #[test]
-    fn empty_arguments_are_an_empty_object() {
-        assert_eq!(parse_arguments("t", " ").unwrap(), serde_json::json!({}));
-        let e = parse_arguments("t", "{oops").unwrap_err();
-        assert!(e.to_string().contains("not valid JSON"), "{e}");
     }
 }

@@ -1,5 +1,7 @@
-//! An in-process fake of an OpenAI-compatible server on 127.0.0.1: real
-//! HTTP, real JSON and SSE, answers scripted per request, requests recorded.
+//! An in-process fake of a model server on 127.0.0.1: real HTTP, real JSON
+//! and SSE, answers scripted per request, requests (and their paths)
+//! recorded. It answers a POST to any path, so the Anthropic and Responses
+//! tests use it too (`tests/anthropic`, `tests/openai_responses`).
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -8,9 +10,8 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::Response;
-use axum::routing::post;
 use serde_json::Value;
 
 /// One piece of a streamed body.
@@ -20,6 +21,8 @@ pub enum Piece {
     Raw(String),
     /// Breaks the connection off mid-body.
     Break,
+    /// Sends nothing more until the test opens the gate.
+    Gate(Arc<tokio::sync::Notify>),
 }
 
 /// How the server answers one request.
@@ -73,6 +76,8 @@ impl Answer {
 /// A request the server received.
 #[derive(Debug, Clone)]
 pub struct Recorded {
+    /// The path and query asked for (`/v1/chat/completions`).
+    pub path: String,
     pub headers: HeaderMap,
     pub body: Value,
 }
@@ -97,7 +102,7 @@ impl FakeOpenAi {
             requests: Mutex::new(Vec::new()),
         });
         let app = axum::Router::new()
-            .route("/v1/chat/completions", post(handle))
+            .fallback(handle)
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -115,13 +120,22 @@ impl FakeOpenAi {
     }
 }
 
-async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn handle(
+    State(shared): State<Arc<Shared>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    shared
-        .requests
-        .lock()
-        .unwrap()
-        .push(Recorded { headers, body });
+    let path = uri
+        .path_and_query()
+        .map(|p| p.to_string())
+        .unwrap_or_default();
+    shared.requests.lock().unwrap().push(Recorded {
+        path,
+        headers,
+        body,
+    });
     let answer = shared.answers.lock().unwrap().pop_front();
     match answer {
         None => Response::builder()
@@ -141,11 +155,16 @@ async fn handle(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
         }
         Some(Answer::Stream { pieces, gap }) => {
             let stream = futures::stream::unfold(pieces.into_iter(), move |mut rest| async move {
-                let piece = rest.next()?;
+                let mut piece = rest.next()?;
+                while let Piece::Gate(gate) = &piece {
+                    gate.notified().await;
+                    piece = rest.next()?;
+                }
                 tokio::time::sleep(gap).await;
                 let item: Result<Bytes, std::io::Error> = match piece {
                     Piece::Raw(text) => Ok(Bytes::from(text)),
                     Piece::Break => Err(std::io::Error::other("connection cut")),
+                    Piece::Gate(_) => unreachable!("gates are waited for above"),
                 };
                 Some((item, rest))
             });

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod fake_server;
+mod streaming;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,7 +24,7 @@ use troupe_agents::{
 use troupe_runtime::{Agent, AgentError, Content, Message, RunContext, Thread};
 
 /// Every test is bounded: a hang is a failure, not a stuck suite.
-async fn bounded<T>(f: impl std::future::Future<Output = T>) -> T {
+pub(crate) async fn bounded<T>(f: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(20), f)
         .await
         .expect("the test hung")
@@ -78,6 +79,7 @@ async fn json_completion_with_tools_on_the_wire() {
         assert_eq!(response.model.as_deref(), Some("fake-model-0613"));
 
         let sent = &server.requests()[0];
+        assert_eq!(sent.path, "/v1/chat/completions");
         assert_eq!(sent.headers["authorization"], "Bearer sk-test-SECRET");
         assert_eq!(sent.headers["content-type"], "application/json");
         assert_eq!(sent.body["model"], "fake-model");

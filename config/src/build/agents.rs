@@ -60,6 +60,7 @@ impl Ctx<'_> {
             structured: spec.structured_output.clone(),
             temperature: spec.temperature.or(model_spec.temperature),
             max_tokens: spec.max_tokens.or(model_spec.max_tokens),
+            stream: model_spec.stream,
             tool_timeout: spec.tool_timeout.as_ref().map(|d| d.duration),
             context: spec.context.map(|c| match (c.last, c.max_tokens) {
                 (Some(n), _) => ContextPolicy::LastN(n),
@@ -107,6 +108,7 @@ struct Recipe {
     structured: Option<serde_json::Value>,
     temperature: Option<f32>,
     max_tokens: Option<u32>,
+    stream: Option<bool>,
     tool_timeout: Option<Duration>,
     context: Option<ContextPolicy>,
 }
@@ -137,6 +139,9 @@ impl Recipe {
         }
         if let Some(n) = self.max_tokens {
             b = b.max_tokens(n);
+        }
+        if let Some(s) = self.stream {
+            b = b.streaming(s);
         }
         if let Some(t) = self.tool_timeout {
             b = b.tool_timeout(t);

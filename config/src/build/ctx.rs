@@ -106,6 +106,37 @@ impl<'a> Ctx<'a> {
         expand(text, &|k| self.env(k)).map_err(|e| self.invalid(field, format!("{what}: {e}")))
     }
 
+    /// Like [`expand`](Self::expand), for a string that may carry a
+    /// secret (a header, a URL, an MCP server's `env`): every value read
+    /// from the environment is registered with the secrets registry, so
+    /// that everything troupe prints masks it — except a whole URL (its
+    /// password and query values are registered by the client that uses
+    /// it; masking it whole would hide the endpoint from every error).
+    pub(super) fn expand_secret(
+        &self,
+        what: &str,
+        field: &FieldPath,
+        text: &str,
+    ) -> Result<String, ConfigError> {
+        let read = std::cell::RefCell::new(Vec::new());
+        let expanded = expand(text, &|k| {
+            let value = self.env(k);
+            if let Some(v) = &value {
+                read.borrow_mut().push(v.clone());
+            }
+            value
+        })
+        .map_err(|e| self.invalid(field, format!("{what}: {e}")))?;
+        for value in read.into_inner() {
+            if value.contains("://") {
+                troupe_runtime::secrets::register_url(&value);
+            } else {
+                troupe_runtime::secrets::register(&value);
+            }
+        }
+        Ok(expanded)
+    }
+
     /// Checks only that `text`'s `${…}` references are well formed (a
     /// string the run will not expand, such as an offline model's).
     pub(super) fn check_references(

@@ -1,11 +1,14 @@
-//! Models: an OpenAI-compatible client when a model runs against a
+//! Models: a client of the provider's API (OpenAI chat completions,
+//! OpenAI Responses, Anthropic Messages) when a model runs against a
 //! server, else a [`ScriptedModel`] playing the config's replies.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use troupe_agents::model::Position;
-use troupe_agents::{ChatModel, OpenAiClient, ScriptedModel, ScriptedReply};
+use troupe_agents::model::{
+    AnthropicMessages, Dialect, HttpModel, OpenAiChat, OpenAiResponses, Position,
+};
+use troupe_agents::{ChatModel, ScriptedModel, ScriptedReply};
 
 use super::ctx::{Ctx, build_error};
 use crate::error::ConfigError;
@@ -25,7 +28,7 @@ impl<'a> Ctx<'a> {
     /// Whether a model runs against a server.
     fn online(&self, spec: &ModelSpec) -> bool {
         match spec.provider {
-            Provider::Openai => true,
+            Provider::Openai | Provider::OpenaiResponses | Provider::Anthropic => true,
             Provider::Scripted => false,
             Provider::Auto => {
                 let key = spec.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY");
@@ -49,7 +52,15 @@ impl<'a> Ctx<'a> {
         let spec = self.model_spec(model_name)?;
         self.used.insert(format!("models.{model_name}"));
         if self.online(spec) {
-            return self.openai(model_name, spec);
+            return match spec.provider {
+                Provider::Anthropic => {
+                    self.client::<AnthropicMessages>(model_name, spec, ANTHROPIC)
+                }
+                Provider::OpenaiResponses => {
+                    self.client::<OpenAiResponses>(model_name, spec, OPENAI)
+                }
+                _ => self.client::<OpenAiChat>(model_name, spec, OPENAI),
+            };
         }
         if self.options.check {
             // Not expanded offline, but a malformed reference is wrong
@@ -100,30 +111,36 @@ impl<'a> Ctx<'a> {
         Ok(Arc::new(model))
     }
 
-    fn openai(&mut self, name: &str, spec: &ModelSpec) -> Result<Arc<dyn ChatModel>, ConfigError> {
+    /// A client of the API `W` speaks, with the provider's `defaults`.
+    fn client<W: Dialect + Default>(
+        &mut self,
+        name: &str,
+        spec: &ModelSpec,
+        defaults: Defaults,
+    ) -> Result<Arc<dyn ChatModel>, ConfigError> {
         let what = format!("model `{name}`");
         let at = FieldPath::root().key("models").key(name);
         let model = self.expand(
             &what,
             &at.key("model"),
-            spec.model.as_deref().unwrap_or("gpt-4o-mini"),
+            spec.model.as_deref().unwrap_or(defaults.model),
         )?;
-        let mut b = OpenAiClient::builder(model.clone());
+        let mut b = HttpModel::<W>::builder(model.clone());
         let base = match &spec.base_url {
-            Some(u) => Some(self.expand(&what, &at.key("base_url"), u)?),
-            None => self.env("OPENAI_BASE_URL").filter(|v| !v.is_empty()),
+            Some(u) => Some(self.expand_secret(&what, &at.key("base_url"), u)?),
+            None => self.env(defaults.base_url_env).filter(|v| !v.is_empty()),
         };
         if let Some(u) = &base {
             b = b.base_url(u.clone());
         }
-        let key_var = spec.api_key_env.as_deref().unwrap_or("OPENAI_API_KEY");
+        let key_var = spec.api_key_env.as_deref().unwrap_or(defaults.key_env);
         if let Some(key) = self.env(key_var).filter(|k| !k.is_empty()) {
             b = b.api_key(key);
         }
         for (k, v) in &spec.headers {
             b = b.header(
                 k.clone(),
-                self.expand(&what, &at.key("headers").key(k.clone()), v)?,
+                self.expand_secret(&what, &at.key("headers").key(k.clone()), v)?,
             );
         }
         if let Some(t) = &spec.timeout {
@@ -141,6 +158,26 @@ impl<'a> Ctx<'a> {
         Ok(Arc::new(client))
     }
 }
+
+/// What a provider's models use unless the config says otherwise.
+#[derive(Clone, Copy)]
+struct Defaults {
+    model: &'static str,
+    base_url_env: &'static str,
+    key_env: &'static str,
+}
+
+const OPENAI: Defaults = Defaults {
+    model: "gpt-4o-mini",
+    base_url_env: "OPENAI_BASE_URL",
+    key_env: "OPENAI_API_KEY",
+};
+
+const ANTHROPIC: Defaults = Defaults {
+    model: "claude-sonnet-4-5",
+    base_url_env: "ANTHROPIC_BASE_URL",
+    key_env: "ANTHROPIC_API_KEY",
+};
 
 /// A scripted reply as the scripted model takes it.
 fn scripted_reply(reply: &ReplyForm) -> ScriptedReply {

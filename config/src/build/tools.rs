@@ -114,8 +114,12 @@ impl Ctx<'_> {
                 for (k, v) in &m.env {
                     c = c.env(
                         k.clone(),
-                        self.expand(&what, &field.key("env").key(k.clone()), v)?,
+                        self.expand_secret(&what, &field.key("env").key(k.clone()), v)?,
                     );
+                }
+                c = c.inherit_env(m.inherit_env.iter().cloned());
+                if let Some(n) = m.restarts {
+                    c = c.restarts(n);
                 }
                 if let Some(dir) = &m.cwd {
                     c = c.current_dir(self.config.resolve_path(&self.expand(
@@ -129,12 +133,12 @@ impl Ctx<'_> {
             (None, Some(url)) => {
                 let mut c = McpServerConfig::http(
                     name.clone(),
-                    self.expand(&what, &field.key("url"), url)?,
+                    self.expand_secret(&what, &field.key("url"), url)?,
                 );
                 for (k, v) in &m.headers {
                     c = c.header(
                         k.clone(),
-                        self.expand(&what, &field.key("headers").key(k.clone()), v)?,
+                        self.expand_secret(&what, &field.key("headers").key(k.clone()), v)?,
                     );
                 }
                 c
@@ -154,6 +158,9 @@ impl Ctx<'_> {
         }
         if let Some(t) = &m.timeout {
             cfg = cfg.timeout(t.duration);
+        }
+        if let Some(t) = &m.startup_timeout {
+            cfg = cfg.startup_timeout(t.duration);
         }
         let client = McpClient::connect(cfg)
             .await

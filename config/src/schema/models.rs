@@ -13,9 +13,14 @@ use crate::duration::HumanDuration;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Provider {
-    /// An OpenAI-compatible chat-completions server (OpenAI, Ollama, vLLM,
-    /// llama.cpp, LM Studio…).
+    /// An OpenAI-compatible chat-completions server (OpenAI, Azure OpenAI,
+    /// Ollama, vLLM, llama.cpp, LM Studio…).
     Openai,
+    /// The OpenAI Responses API (`{base_url}/responses`), used statelessly.
+    OpenaiResponses,
+    /// The Anthropic Messages API (`{base_url}/v1/messages`; key from
+    /// `ANTHROPIC_API_KEY` unless `api_key_env` names another).
+    Anthropic,
     /// Replies listed in the config: offline and deterministic.
     Scripted,
     /// `openai` when `OPENAI_BASE_URL` or the key variable (`api_key_env`)
@@ -24,23 +29,39 @@ pub enum Provider {
     Auto,
 }
 
+impl Provider {
+    /// Whether the model always runs against a server (never scripted).
+    pub fn is_server(self) -> bool {
+        matches!(
+            self,
+            Provider::Openai | Provider::OpenaiResponses | Provider::Anthropic
+        )
+    }
+}
+
 /// A model configuration.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSpec {
-    /// `openai`, `scripted` or `auto` (default).
+    /// `openai`, `openai_responses`, `anthropic`, `scripted` or `auto`
+    /// (default).
     #[serde(default)]
     pub provider: Provider,
     /// The model's name on the server (`gpt-4o-mini`, `llama3.2`).
     /// `${VAR}` and `${VAR:-default}` are expanded from the environment.
     #[serde(default)]
     pub model: Option<String>,
-    /// The server's base URL (requests go to `{base_url}/chat/completions`);
-    /// default `$OPENAI_BASE_URL`, else `https://api.openai.com/v1`.
+    /// The server's base URL. `openai`: requests go to
+    /// `{base_url}/chat/completions`, default `$OPENAI_BASE_URL`, else
+    /// `https://api.openai.com/v1`; `openai_responses`: to
+    /// `{base_url}/responses`, same default; `anthropic`: to
+    /// `{base_url}/v1/messages`, default `$ANTHROPIC_BASE_URL`, else
+    /// `https://api.anthropic.com`. A query (`?api-version=…`) is kept.
     #[serde(default)]
     pub base_url: Option<String>,
     /// The environment variable holding the API key (default
-    /// `OPENAI_API_KEY`). The key itself never appears in a config.
+    /// `OPENAI_API_KEY`; `ANTHROPIC_API_KEY` for `anthropic`). The key
+    /// itself never appears in a config.
     #[serde(default)]
     pub api_key_env: Option<String>,
     /// Extra HTTP headers (values expand `${VAR}`).
@@ -52,6 +73,13 @@ pub struct ModelSpec {
     /// Cap on completion tokens per call.
     #[serde(default)]
     pub max_tokens: Option<u32>,
+    /// Stream the answers: `true` shows each piece as it is generated
+    /// (`troupe run` prints tokens live; `--events jsonl` writes
+    /// `text_delta` lines), `false` waits for whole answers. Default: stream
+    /// when the run's events are watched (the console, `--events jsonl`),
+    /// not with `--quiet`.
+    #[serde(default)]
+    pub stream: Option<bool>,
     /// Time allowed for one model call (default 120s).
     #[serde(default)]
     pub timeout: Option<HumanDuration>,

@@ -305,6 +305,8 @@ impl JsonSchema for McpApproval {
 /// An MCP server: a child process over stdio (`command`) or a
 /// streamable-HTTP endpoint (`url`). Strings expand `${VAR}` and
 /// `${VAR:-default}`; `${TROUPE_EXE}` is the running `troupe` binary.
+/// Values read from the environment into `env`, `headers` and `url` are
+/// masked in every message and event troupe prints.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct McpSpec {
@@ -317,9 +319,16 @@ pub struct McpSpec {
     /// stdio: its arguments.
     #[serde(default)]
     pub args: Vec<String>,
-    /// stdio: environment variables to add.
+    /// stdio: environment variables to set. The server sees only these,
+    /// the ones `inherit_env` names, and a minimal set (`PATH`, `HOME`,
+    /// `USER`, `LOGNAME`, `SHELL`, `TERM`, `LANG`, `LC_*`, `TMPDIR`,
+    /// `TZ`) — never troupe's API keys.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// stdio: variables of troupe's environment passed on to the server
+    /// as they are (when set), beside the minimal set.
+    #[serde(default)]
+    pub inherit_env: Vec<String>,
     /// stdio: its working directory (relative to the config file).
     #[serde(default)]
     pub cwd: Option<String>,
@@ -335,9 +344,19 @@ pub struct McpSpec {
     /// Prefix for the tool names the model sees (`<prefix>_<tool>`).
     #[serde(default)]
     pub prefix: Option<String>,
-    /// Time allowed for each request (default 30s).
+    /// Time allowed for each request, and for startup unless
+    /// `startup_timeout` is set (default 30s).
     #[serde(default)]
     pub timeout: Option<HumanDuration>,
+    /// Time allowed to start the server and initialize the session
+    /// (default: `timeout`). A server that does not answer in time is
+    /// killed with every process it started.
+    #[serde(default)]
+    pub startup_timeout: Option<HumanDuration>,
+    /// stdio: how many times a server that exits or crashes is started
+    /// again before its tools fail (default 1; 0: never).
+    #[serde(default)]
+    pub restarts: Option<u32>,
     /// Tools whose calls wait for the user's yes or no: `true` (all),
     /// or a list of the server's tool names.
     #[serde(default)]

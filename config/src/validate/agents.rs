@@ -157,9 +157,7 @@ fn check_agent_model(
         ),
         None => {}
         Some(model)
-            if model.provider != Provider::Openai
-                && agent.script.is_none()
-                && model.replies.is_none() =>
+            if !model.provider.is_server() && agent.script.is_none() && model.replies.is_none() =>
         {
             c.error(
                 base,

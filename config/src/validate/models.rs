@@ -15,7 +15,7 @@ pub(super) fn check_model(c: &mut Checker<'_>, name: &str, m: &ModelSpec) {
             Some("`model:` such as `gpt-4o-mini` (or `provider: scripted`)".into()),
         );
     }
-    if m.provider == Provider::Openai {
+    if m.provider.is_server() {
         for (field, given) in [
             ("replies", m.replies.is_some()),
             ("when_exhausted", m.when_exhausted.is_some()),

@@ -11,7 +11,7 @@ use troupe_runtime::USER;
 use super::checker::{Checker, Defined, at_least_one, expected_names};
 use super::participants::check_participants;
 use super::plan_text::{PlanText, column_of_id, column_of_position, first_column};
-use crate::schema::{ConfigFile, PlanSectionSpec, Provider};
+use crate::schema::{ConfigFile, PlanSectionSpec};
 use crate::tree::FieldPath;
 
 /// Checks the plan at `base`; returns the participants it runs.
@@ -168,9 +168,7 @@ pub(super) fn check_plan(
                 names.expected_models(),
             ),
             Some(m)
-                if m.provider != Provider::Openai
-                    && m.replies.is_none()
-                    && planner.script.is_none() =>
+                if !m.provider.is_server() && m.replies.is_none() && planner.script.is_none() =>
             {
                 c.error(
                     &path,

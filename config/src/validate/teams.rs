@@ -6,7 +6,7 @@ use super::checker::{Checker, Defined, at_least_one, expected_names};
 use super::humans;
 use super::participants::{check_participants, ids, plain_or_remote, uses_step_templates};
 use crate::refs::ref_id;
-use crate::schema::{ConfigFile, MapReduceSpec, PlacementSpec, Provider, WorkflowSpec};
+use crate::schema::{ConfigFile, MapReduceSpec, PlacementSpec, WorkflowSpec};
 use crate::tree::FieldPath;
 
 /// Checks the preset kinds workflow `w` at `base` names; each one checked
@@ -42,7 +42,7 @@ pub(super) fn check_teams(
                 names.expected_models(),
             );
         } else if let Some(m) = spec.models.get(&s.model)
-            && m.provider != Provider::Openai
+            && !m.provider.is_server()
             && m.replies.is_none()
         {
             c.error(

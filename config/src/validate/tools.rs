@@ -111,12 +111,30 @@ fn check_mcp(c: &mut Checker<'_>, path: &FieldPath, m: &McpSpec) {
             None,
         );
     }
-    if m.command.is_none() && (!m.args.is_empty() || !m.env.is_empty()) {
+    if m.command.is_none()
+        && (!m.args.is_empty()
+            || !m.env.is_empty()
+            || !m.inherit_env.is_empty()
+            || m.restarts.is_some())
+    {
         c.error(
             path,
-            "`args` and `env` are for stdio servers (`command`)",
+            "`args`, `env`, `inherit_env` and `restarts` are for stdio servers (`command`)",
             None,
         );
+    }
+    for (i, name) in m.inherit_env.iter().enumerate() {
+        let valid = !name.is_empty()
+            && name
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || ch == '_');
+        if !valid {
+            c.value_error(
+                &path.key("inherit_env").index(i),
+                format!("`{name}` is not an environment variable name"),
+                Some("letters, digits and `_`".into()),
+            );
+        }
     }
     if m.tools.as_ref().is_some_and(Vec::is_empty) {
         c.error(

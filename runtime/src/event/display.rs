@@ -142,6 +142,57 @@ impl fmt::Display for Event {
                 f,
                 "  ⚠ {path}: {count} event(s) dropped: the event output could not keep up"
             ),
+            Event::TextDelta { path, text } => write!(f, "  … {path}: {}", excerpt(text, 160)),
+            Event::ToolArgumentsDelta {
+                path,
+                index,
+                name,
+                arguments,
+                ..
+            } => write!(
+                f,
+                "  … {path}: call {index}{} {}",
+                name.as_deref().map_or(String::new(), |n| format!(" ({n})")),
+                excerpt(arguments, 120)
+            ),
+            Event::ModelCallStarted {
+                path,
+                model,
+                attempt,
+            } => write!(f, "  ⇢ {path}: {model} (attempt {attempt})"),
+            Event::ModelCallFinished {
+                path,
+                model,
+                attempt,
+                latency_ms,
+                usage,
+                usage_estimated,
+                error,
+            } => {
+                write!(
+                    f,
+                    "  ⇠ {path}: {model} attempt {attempt} in {latency_ms:.1} ms"
+                )?;
+                if let Some(u) = usage {
+                    let about = if *usage_estimated { "~" } else { "" };
+                    write!(f, " ({about}{} tokens)", u.total())?;
+                }
+                match error {
+                    Some(e) => write!(f, ", failed: {}", excerpt(e, 160)),
+                    None => Ok(()),
+                }
+            }
+            Event::ModelCallRetry {
+                path,
+                model,
+                attempt,
+                error,
+                delay_ms,
+            } => write!(
+                f,
+                "  ↻ {path}: {model} attempt {attempt} failed ({}); retrying in {delay_ms:.0} ms",
+                excerpt(error, 160)
+            ),
         }
     }
 }

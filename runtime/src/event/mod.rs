@@ -213,6 +213,76 @@ pub enum Event {
         /// How many were dropped here.
         count: u64,
     },
+    /// A piece of a model's answer text, as it streamed in (before the
+    /// agent's turn ends). The pieces of one model call, joined, are the
+    /// text of its answer.
+    TextDelta {
+        /// The agent's path.
+        path: Arc<str>,
+        /// The piece of text.
+        text: String,
+    },
+    /// A piece of a tool call the model is writing, as it streamed in.
+    ToolArgumentsDelta {
+        /// The agent's path.
+        path: Arc<str>,
+        /// Which call of the answer it belongs to (from 0).
+        index: usize,
+        /// The call's id, on the piece that carries it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+        /// The tool's name, on the piece that carries it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        /// A piece of the arguments' JSON text.
+        arguments: String,
+    },
+    /// An agent sent a request to its model (each attempt of a call that
+    /// is retried starts anew).
+    ModelCallStarted {
+        /// The agent's path.
+        path: Arc<str>,
+        /// The model's name.
+        model: String,
+        /// The attempt (1 for the first).
+        attempt: u32,
+    },
+    /// A model call ended: answered (read to its end, when streamed), or
+    /// failed for good.
+    ModelCallFinished {
+        /// The agent's path.
+        path: Arc<str>,
+        /// The model's name.
+        model: String,
+        /// The attempt that ended it (1 for the first).
+        attempt: u32,
+        /// From the start of that attempt to the end of the answer, in
+        /// milliseconds.
+        latency_ms: f64,
+        /// Tokens used, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+        /// Whether `usage` is an estimate (the server did not say).
+        #[serde(default)]
+        usage_estimated: bool,
+        /// Why the call failed, if it did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// A model call's attempt failed and will be tried again (an HTTP
+    /// error, a timeout), as it happens.
+    ModelCallRetry {
+        /// The agent's path.
+        path: Arc<str>,
+        /// The model's name.
+        model: String,
+        /// The attempt that failed (1 for the first).
+        attempt: u32,
+        /// Why it failed.
+        error: String,
+        /// The wait before the next attempt, in milliseconds.
+        delay_ms: f64,
+    },
 }
 
 impl Event {
@@ -239,7 +309,12 @@ impl Event {
             | Event::SuperstepCompleted { path, .. }
             | Event::Retry { path, .. }
             | Event::Warning { path, .. }
-            | Event::EventsDropped { path, .. } => path,
+            | Event::EventsDropped { path, .. }
+            | Event::TextDelta { path, .. }
+            | Event::ToolArgumentsDelta { path, .. }
+            | Event::ModelCallStarted { path, .. }
+            | Event::ModelCallFinished { path, .. }
+            | Event::ModelCallRetry { path, .. } => path,
         }
     }
 }

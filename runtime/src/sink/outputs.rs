@@ -4,12 +4,14 @@
 use std::io::Write;
 
 use super::EventOutput;
-use crate::event::EventRecord;
+use crate::event::{Event, EventRecord};
+use crate::secrets;
 
 /// Writes each event as one line of JSON (the record's stamp, then the
 /// event, whose `type` field names the kind) into any writer: a file,
 /// stdout, a pipe. The format is stable: `schema/events.schema.json`
-/// describes a line.
+/// describes a line. Registered secrets are masked
+/// ([`secrets`](crate::secrets)).
 ///
 /// ```
 /// use troupe_runtime::{Event, EventOutput, EventRecord, JsonLines};
@@ -40,7 +42,14 @@ impl<W: Write + Send + 'static> JsonLines<W> {
 
 impl<W: Write + Send + 'static> EventOutput for JsonLines<W> {
     fn write(&mut self, event: &EventRecord) -> std::io::Result<()> {
-        serde_json::to_writer(&mut self.writer, event)?;
+        if !secrets::any() {
+            serde_json::to_writer(&mut self.writer, event)?;
+            return self.writer.write_all(b"\n");
+        }
+        // Masked inside string literals only: the line stays valid JSON.
+        let line = serde_json::to_string(event)?;
+        self.writer
+            .write_all(secrets::redact_json_text(&line).as_bytes())?;
         self.writer.write_all(b"\n")
     }
 
@@ -50,13 +59,23 @@ impl<W: Write + Send + 'static> EventOutput for JsonLines<W> {
 }
 
 /// Prints each event on stdout as one readable line (the event's
-/// `Display` form).
+/// `Display` form), registered secrets masked; the pieces of streamed
+/// answers are left out (the answer is printed whole with its message).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ConsoleLines;
 
 impl EventOutput for ConsoleLines {
     fn write(&mut self, event: &EventRecord) -> std::io::Result<()> {
-        writeln!(std::io::stdout().lock(), "{event}")
+        // A line per token is no reading: the answer shows whole when
+        // its message is produced.
+        if matches!(
+            event.event,
+            Event::TextDelta { .. } | Event::ToolArgumentsDelta { .. }
+        ) {
+            return Ok(());
+        }
+        let line = event.to_string();
+        writeln!(std::io::stdout().lock(), "{}", secrets::redact(&line))
     }
 
     fn flush(&mut self) -> std::io::Result<()> {

@@ -1,17 +1,25 @@
 //! Reading a streamed answer: server-sent events decoded into
-//! [`ChatDelta`]s as they arrive, up to `[DONE]`, the end of the body, or
-//! the first error (after which the rest is ignored).
+//! [`ChatDelta`]s (by the provider's [`Dialect`]) as they arrive, up to the
+//! event that ends the stream, the end of the body, or the first error
+//! (after which the rest is ignored).
 
 use std::collections::VecDeque;
 
-use super::{OpenAiClient, error_chain};
+use super::wire::EventReader;
+use super::{Dialect, HttpModel, error_chain};
 use crate::error::ModelError;
 use crate::model::sse::{SseDecoder, SseEvent};
-use crate::model::{ChatDelta, ChatStream, openai_wire};
+use crate::model::{ChatDelta, ChatRequest, ChatStream};
 
-/// The deltas of a streamed `response` of `client`, read as they arrive.
-pub(super) fn stream(client: OpenAiClient, response: reqwest::Response) -> ChatStream {
+/// The deltas of a streamed `response` of `client` to `request`, read as
+/// they arrive.
+pub(super) fn stream<W: Dialect>(
+    client: HttpModel<W>,
+    request: &ChatRequest,
+    response: reqwest::Response,
+) -> ChatStream {
     let reader = SseReader {
+        events: client.inner.dialect.stream_reader(request),
         client,
         response: Some(response),
         decoder: SseDecoder::new(),
@@ -23,14 +31,16 @@ pub(super) fn stream(client: OpenAiClient, response: reqwest::Response) -> ChatS
 }
 
 /// The state of a streamed response being read.
-struct SseReader {
-    client: OpenAiClient,
+struct SseReader<W: Dialect> {
+    client: HttpModel<W>,
+    /// What the events read so far told (the wire format's reader).
+    events: W::Stream,
     response: Option<reqwest::Response>,
     decoder: SseDecoder,
     pending: VecDeque<Result<ChatDelta, ModelError>>,
 }
 
-impl SseReader {
+impl<W: Dialect> SseReader<W> {
     /// The next delta, or `None` at the end.
     async fn next(&mut self) -> Option<Result<ChatDelta, ModelError>> {
         loop {
@@ -48,7 +58,7 @@ impl SseReader {
                     }
                 }
                 Ok(Ok(None)) => {
-                    // Servers that end without `[DONE]` are accepted.
+                    // Servers that end without their closing event are accepted.
                     if let Some(event) = self.decoder.finish() {
                         self.take_event(event);
                     }
@@ -68,21 +78,21 @@ impl SseReader {
 
     fn take_event(&mut self, event: SseEvent) {
         if self.response.is_none() {
-            return; // after `[DONE]` or an error, the rest is ignored
+            return; // after the end or an error, the rest is ignored
         }
-        let data = event.data.trim();
-        if data.is_empty() {
+        if event.data.trim().is_empty() {
             return;
         }
-        if data == "[DONE]" {
-            self.response = None;
-            return;
-        }
-        match openai_wire::parse_chunk(data) {
-            Ok(deltas) => self.pending.extend(deltas.into_iter().map(Ok)),
+        match self.events.event(&event) {
+            Ok(step) => {
+                self.pending.extend(step.deltas.into_iter().map(Ok));
+                if step.done {
+                    self.response = None;
+                }
+            }
             Err(e) => {
-                self.pending
-                    .push_back(Err(self.client.decode_error(e, data)));
+                let error = self.client.decode_error(e, event.data.trim());
+                self.pending.push_back(Err(error));
                 self.response = None;
             }
         }

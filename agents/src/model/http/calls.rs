@@ -1,4 +1,4 @@
-//! What an [`OpenAiClient`] sends and how it reads the answer: the request
+//! What an [`HttpModel`] sends and how it reads the answer: the request
 //! body, one attempt and its status, retries with backoff, and the
 //! [`ChatModel`] implementation (a whole answer, or a stream handed to
 //! `sse_reader`).
@@ -6,22 +6,23 @@
 use std::future::Future;
 
 use async_trait::async_trait;
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE};
+use reqwest::header::CONTENT_TYPE;
 
-use super::{OpenAiClient, sse_reader};
+use super::{Dialect, HttpModel, sse_reader};
 use crate::error::ModelError;
 use crate::model::{
-    ChatModel, ChatRequest, ChatResponse, ChatStream, openai_wire, response_deltas, retry,
+    CallObserver, ChatModel, ChatRequest, ChatResponse, ChatStream, NoObserver, response_deltas,
+    retry,
 };
 
-impl OpenAiClient {
+impl<W: Dialect> HttpModel<W> {
     fn body(&self, request: &ChatRequest, stream: bool) -> Result<Vec<u8>, ModelError> {
-        serde_json::to_vec(&openai_wire::request_body(
-            &self.inner.model,
-            request,
-            stream,
-        ))
-        .map_err(|e| ModelError::Config(format!("cannot encode the request: {e}")))
+        let body = self
+            .inner
+            .dialect
+            .request_body(&self.inner.model, request, stream);
+        serde_json::to_vec(&body)
+            .map_err(|e| ModelError::Config(format!("cannot encode the request: {e}")))
     }
 
     /// Sends one attempt; an error status becomes [`ModelError::Status`].
@@ -33,8 +34,8 @@ impl OpenAiClient {
             .header(CONTENT_TYPE, "application/json")
             .headers(inner.headers.clone())
             .body(body);
-        if let Some(auth) = &inner.authorization {
-            request = request.header(AUTHORIZATION, auth.clone());
+        if let Some((name, value)) = &inner.authorization {
+            request = request.header(name.clone(), value.clone());
         }
         let response = request.send().await.map_err(|e| self.transport_error(e))?;
         let status = response.status();
@@ -53,7 +54,11 @@ impl OpenAiClient {
 
     /// Runs `attempt` until it succeeds, fails for good, or the retry
     /// policy gives up.
-    async fn with_retries<T, F, Fut>(&self, mut attempt: F) -> Result<T, ModelError>
+    async fn with_retries<T, F, Fut>(
+        &self,
+        observer: &dyn CallObserver,
+        mut attempt: F,
+    ) -> Result<T, ModelError>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, ModelError>>,
@@ -61,6 +66,7 @@ impl OpenAiClient {
         let policy = &self.inner.retry;
         let mut n = 1;
         loop {
+            observer.attempt_started(n);
             match attempt().await {
                 Ok(v) => return Ok(v),
                 Err(e) if e.is_retryable() && n < policy.max_attempts => {
@@ -72,6 +78,7 @@ impl OpenAiClient {
                         error = %e,
                         "model call failed; retrying"
                     );
+                    observer.retrying(n, wait, &e);
                     tokio::time::sleep(wait).await;
                     n += 1;
                 }
@@ -87,7 +94,11 @@ impl OpenAiClient {
         }
     }
 
-    async fn complete_once(&self, body: Vec<u8>) -> Result<ChatResponse, ModelError> {
+    async fn complete_once(
+        &self,
+        request: &ChatRequest,
+        body: Vec<u8>,
+    ) -> Result<ChatResponse, ModelError> {
         let attempt = async {
             let response = self.send(body).await?;
             let bytes = response
@@ -95,7 +106,10 @@ impl OpenAiClient {
                 .await
                 .map_err(|e| self.transport_error(e))?;
             let text = String::from_utf8_lossy(&bytes);
-            openai_wire::parse_response(&text).map_err(|e| self.decode_error(e, &text))
+            self.inner
+                .dialect
+                .parse_response(request, &text)
+                .map_err(|e| self.decode_error(e, &text))
         };
         tokio::time::timeout(self.inner.timeout, attempt)
             .await
@@ -110,28 +124,47 @@ impl OpenAiClient {
 }
 
 #[async_trait]
-impl ChatModel for OpenAiClient {
+impl<W: Dialect> ChatModel for HttpModel<W> {
     fn model_name(&self) -> &str {
         &self.inner.model
     }
 
     fn provider_name(&self) -> &str {
-        "openai"
+        W::PROVIDER
     }
 
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
+        self.complete_observed(request, &NoObserver).await
+    }
+
+    async fn stream(&self, request: &ChatRequest) -> Result<ChatStream, ModelError> {
+        self.stream_observed(request, &NoObserver).await
+    }
+
+    async fn complete_observed(
+        &self,
+        request: &ChatRequest,
+        observer: &dyn CallObserver,
+    ) -> Result<ChatResponse, ModelError> {
         let body = self.body(request, false)?;
-        tracing::debug!(endpoint = %self.inner.endpoint, model = %self.inner.model, "chat completion");
-        self.with_retries(|| self.complete_once(body.clone())).await
+        tracing::debug!(endpoint = %self.inner.endpoint, model = %self.inner.model, api = W::NAME, "model call");
+        self.with_retries(observer, || self.complete_once(request, body.clone()))
+            .await
     }
 
     /// Streams the answer. Retries cover opening the stream; a stream that
     /// breaks off midway ends with [`ModelError::Stream`]. A server that
     /// ignores `stream: true` and answers with plain JSON is read as a whole.
-    async fn stream(&self, request: &ChatRequest) -> Result<ChatStream, ModelError> {
+    async fn stream_observed(
+        &self,
+        request: &ChatRequest,
+        observer: &dyn CallObserver,
+    ) -> Result<ChatStream, ModelError> {
         let body = self.body(request, true)?;
-        tracing::debug!(endpoint = %self.inner.endpoint, model = %self.inner.model, "streamed chat completion");
-        let response = self.with_retries(|| self.open_stream(body.clone())).await?;
+        tracing::debug!(endpoint = %self.inner.endpoint, model = %self.inner.model, api = W::NAME, "streamed model call");
+        let response = self
+            .with_retries(observer, || self.open_stream(body.clone()))
+            .await?;
         let is_json = response
             .headers()
             .get(CONTENT_TYPE)
@@ -143,12 +176,15 @@ impl ChatModel for OpenAiClient {
                 .map_err(|_| self.timeout_error())?
                 .map_err(|e| self.transport_error(e))?;
             let text = String::from_utf8_lossy(&bytes);
-            let whole =
-                openai_wire::parse_response(&text).map_err(|e| self.decode_error(e, &text))?;
+            let whole = self
+                .inner
+                .dialect
+                .parse_response(request, &text)
+                .map_err(|e| self.decode_error(e, &text))?;
             return Ok(Box::pin(futures::stream::iter(
                 response_deltas(&whole).into_iter().map(Ok),
             )));
         }
-        Ok(sse_reader::stream(self.clone(), response))
+        Ok(sse_reader::stream(self.clone(), request, response))
     }
 }

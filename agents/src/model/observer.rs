@@ -1,0 +1,37 @@
+//! [`CallObserver`]: what a caller learns about a model call while it
+//! happens — each attempt as it starts, each failed attempt that will be
+//! retried — so retries inside a client are seen as they happen, not only
+//! in the final error.
+
+use std::time::Duration;
+
+use crate::error::ModelError;
+
+/// Watches one model call ([`ChatModel::complete_observed`],
+/// [`ChatModel::stream_observed`]). Called on the task making the call:
+/// keep it quick.
+///
+/// A [`ChatAgent`](crate::ChatAgent) passes one that turns these into
+/// events ([`Event::ModelCallStarted`](troupe_runtime::Event::ModelCallStarted),
+/// [`Event::ModelCallRetry`](troupe_runtime::Event::ModelCallRetry)).
+///
+/// [`ChatModel::complete_observed`]: super::ChatModel::complete_observed
+/// [`ChatModel::stream_observed`]: super::ChatModel::stream_observed
+pub trait CallObserver: Send + Sync {
+    /// Attempt `attempt` (1 for the first) is being sent.
+    fn attempt_started(&self, attempt: u32) {
+        let _ = attempt;
+    }
+
+    /// Attempt `attempt` failed with `error`; the next one is sent after
+    /// `delay`.
+    fn retrying(&self, attempt: u32, delay: Duration, error: &ModelError) {
+        let _ = (attempt, delay, error);
+    }
+}
+
+/// An observer that does nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoObserver;
+
+impl CallObserver for NoObserver {}

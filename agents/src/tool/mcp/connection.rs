@@ -1,0 +1,264 @@
+//! One connection to an MCP server: starting (stdio) or reaching (HTTP)
+//! it under the startup timeout, requests under the request timeout with
+//! failures put in plain words, and closing it with its process group.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::service::{ClientInitializeError, Peer, RoleClient, RunningService, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use troupe_runtime::secrets;
+
+use super::config::{McpServerConfig, McpTransport};
+use super::process::{Launch, ProcessGroup, spawn};
+use crate::error::McpError;
+use crate::tool::arguments::readable;
+
+/// A live session with a server.
+pub(super) struct Connection {
+    pub(super) peer: Peer<RoleClient>,
+    /// Held so that dropping the connection closes it; taken by `close`.
+    service: Mutex<Option<RunningService<RoleClient, ()>>>,
+    /// A stdio server's process group, killed when the connection goes.
+    group: Mutex<Option<ProcessGroup>>,
+    pub(super) pid: Option<u32>,
+}
+
+impl Connection {
+    /// Starts or reaches the server and initializes the session, all within
+    /// the startup timeout; on any failure a started process group is
+    /// killed.
+    pub(super) async fn open(config: &McpServerConfig) -> Result<Connection, McpError> {
+        let limit = config.startup_limit();
+        match tokio::time::timeout(limit, Self::open_unbounded(config)).await {
+            Ok(result) => result,
+            // The startup future is dropped, and the group guard with it.
+            Err(_) => Err(McpError::Timeout {
+                server: config.name.clone(),
+                operation: "initialize".into(),
+                after: limit,
+            }),
+        }
+    }
+
+    async fn open_unbounded(config: &McpServerConfig) -> Result<Connection, McpError> {
+        let connect_error = |message: String| McpError::Connect {
+            server: config.name.clone(),
+            message: secrets::redact(&message).into_owned(),
+        };
+        match &config.transport {
+            McpTransport::Stdio {
+                command,
+                args,
+                env,
+                inherit_env,
+                cwd,
+            } => {
+                let launch = Launch {
+                    command,
+                    args,
+                    env,
+                    inherit_env,
+                    cwd: cwd.as_ref(),
+                };
+                let (transport, group) = spawn(&launch)
+                    .map_err(|e| connect_error(format!("cannot start '{command}': {e}")))?;
+                let pid = group.id().and_then(|p| u32::try_from(p).ok());
+                let service = ().serve(transport).await.map_err(|e| {
+                    connect_error(format!(
+                        "'{command}' did not start an MCP session: {}",
+                        describe_init(&e)
+                    ))
+                })?;
+                Ok(Connection::new(service, Some(group), pid))
+            }
+            McpTransport::Http { url, headers } => {
+                secrets::register_url(url);
+                let mut custom = HashMap::new();
+                for (name, value) in headers {
+                    secrets::register_header(name, value);
+                    let config_error = |message: String| McpError::Config {
+                        server: config.name.clone(),
+                        message,
+                    };
+                    let header = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                        .map_err(|_| config_error(format!("invalid header name '{name}'")))?;
+                    // The value is not quoted: it may be a credential.
+                    let mut value = reqwest::header::HeaderValue::from_str(value)
+                        .map_err(|_| config_error(format!("invalid value for header '{name}'")))?;
+                    value.set_sensitive(true);
+                    custom.insert(header, value);
+                }
+                crate::tls::ensure_crypto_provider();
+                let transport = StreamableHttpClientTransport::from_config(
+                    StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                        .custom_headers(custom),
+                );
+                let service = ().serve(transport).await.map_err(|e| {
+                    connect_error(format!("{}: {}", secrets::mask_url(url), describe_init(&e)))
+                })?;
+                Ok(Connection::new(service, None, None))
+            }
+        }
+    }
+
+    fn new(
+        service: RunningService<RoleClient, ()>,
+        group: Option<ProcessGroup>,
+        pid: Option<u32>,
+    ) -> Self {
+        Connection {
+            peer: service.peer().clone(),
+            service: Mutex::new(Some(service)),
+            group: Mutex::new(group),
+            pid,
+        }
+    }
+
+    /// Whether the connection is gone (closed, or the server went away).
+    pub(super) fn is_closed(&self) -> bool {
+        self.peer.is_transport_closed()
+    }
+
+    /// Runs one request under the timeout, naming failures clearly.
+    pub(super) async fn request<T>(
+        &self,
+        config: &McpServerConfig,
+        operation: &str,
+        request: impl Future<Output = Result<T, ServiceError>>,
+    ) -> Result<T, McpError> {
+        let disconnected = |message: String| McpError::Disconnected {
+            server: config.name.clone(),
+            operation: operation.to_string(),
+            message: secrets::redact(&message).into_owned(),
+        };
+        let refused = |message: String| McpError::Server {
+            server: config.name.clone(),
+            operation: operation.to_string(),
+            message: secrets::redact(&message).into_owned(),
+        };
+        if self.is_closed() {
+            return Err(disconnected("the connection is closed".into()));
+        }
+        match tokio::time::timeout(config.timeout, request).await {
+            Err(_) => Err(McpError::Timeout {
+                server: config.name.clone(),
+                operation: operation.to_string(),
+                after: config.timeout,
+            }),
+            Ok(Ok(value)) => Ok(value),
+            // A Rust server's message may name Rust types: put as JSON kinds.
+            Ok(Err(ServiceError::McpError(e))) => Err(refused(readable(&e.message))),
+            Ok(Err(ServiceError::Timeout { timeout })) => Err(McpError::Timeout {
+                server: config.name.clone(),
+                operation: operation.to_string(),
+                after: timeout,
+            }),
+            Ok(Err(e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
+                Err(disconnected(describe_service(&e)))
+            }
+            Ok(Err(e)) if self.is_closed() => Err(disconnected(describe_service(&e))),
+            Ok(Err(e)) => Err(refused(describe_service(&e))),
+        }
+    }
+
+    /// Closes the session: a stdio server is asked to exit (its stdin
+    /// closed), then terminated, then killed, and its whole process group
+    /// is killed after it.
+    pub(super) async fn close(&self) {
+        // The locks are held only to take the values out: a poisoned lock
+        // still holds either the value or nothing, both fine to take.
+        let service = self
+            .service
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(mut service) = service {
+            let _ = service.close_with_timeout(Duration::from_secs(10)).await;
+        }
+        self.kill();
+    }
+
+    /// Kills a stdio server's process group at once.
+    pub(super) fn kill(&self) {
+        let group = self.group.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(mut group) = group {
+            group.kill();
+        }
+    }
+}
+
+/// A request's failure in words: the transport's own error, without the
+/// Rust type rmcp names it by.
+fn describe_service(e: &ServiceError) -> String {
+    match e {
+        ServiceError::TransportSend(t) => format!("cannot send the request: {}", t.error),
+        ServiceError::TransportClosed => "the connection closed".into(),
+        ServiceError::McpError(e) => e.message.to_string(),
+        ServiceError::Cancelled { reason } => match reason {
+            Some(r) => format!("the request was cancelled: {r}"),
+            None => "the request was cancelled".into(),
+        },
+        ServiceError::UnexpectedResponse => "the server answered with something else".into(),
+        other => strip_type_names(&other.to_string()),
+    }
+}
+
+/// An initialization's failure in words.
+fn describe_init(e: &ClientInitializeError) -> String {
+    match e {
+        ClientInitializeError::ConnectionClosed(_) => {
+            "the connection closed before the server answered `initialize`".into()
+        }
+        ClientInitializeError::TransportError { error, context } => {
+            format!("{} ({context})", error.error)
+        }
+        ClientInitializeError::JsonRpcError(e) => {
+            format!("the server refused `initialize`: {}", e.message)
+        }
+        ClientInitializeError::ExpectedInitResponse(_)
+        | ClientInitializeError::ExpectedInitResult(_) => {
+            "the server did not answer `initialize` as MCP requires".into()
+        }
+        other => strip_type_names(&other.to_string()),
+    }
+}
+
+/// `text` without rmcp's `Transport [some::rust::Type] error: ` prefixes.
+fn strip_type_names(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("Transport [") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i..];
+        match after.find("] error: ") {
+            Some(end) => rest = &after[end + "] error: ".len()..],
+            None => {
+                out.push_str(after);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip_type_names;
+
+    #[test]
+    fn rust_type_names_are_stripped() {
+        assert_eq!(
+            strip_type_names(
+                "Send message error Transport [rmcp::transport::child_process::TokioChildProcess] error: Broken pipe, when send initialize"
+            ),
+            "Send message error Broken pipe, when send initialize"
+        );
+        assert_eq!(strip_type_names("plain"), "plain");
+    }
+}

@@ -1,0 +1,49 @@
+//! MCP tools: a client of a Model Context Protocol server (over stdio to a
+//! child process, or streamable HTTP), built on the official `rmcp` crate,
+//! whose tools become [`Tool`](crate::Tool)s.
+//!
+//! What a stdio server is allowed: a minimal environment plus what its
+//! configuration passes (`env`), a process group of its own that is killed
+//! whole, a startup and a request timeout, and a number of restarts.
+//!
+//! - `config`: [`McpServerConfig`], [`McpTransport`];
+//! - `env`: the environment a stdio server starts with;
+//! - `process`: its process group and the guard that kills it;
+//! - `connection`: one session, its timeouts and its errors in words;
+//! - `client`: [`McpClient`], restarts and the allow-list;
+//! - `tool`: [`McpTool`].
+
+mod client;
+mod config;
+mod connection;
+mod env;
+mod process;
+mod tool;
+
+use serde_json::Value;
+
+pub use client::McpClient;
+pub use config::{McpServerConfig, McpTransport};
+pub use env::MINIMAL_ENV;
+pub use process::kill_mcp_servers;
+pub use tool::McpTool;
+
+/// A tool an MCP server offers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpToolInfo {
+    /// The server's name for it.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// JSON schema of its arguments.
+    pub input_schema: Value,
+}
+
+/// What a tool call on an MCP server gave back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpCallResult {
+    /// The result's content as text (non-text blocks are described).
+    pub text: String,
+    /// Whether the server flagged it as an error.
+    pub is_error: bool,
+}
