@@ -25,12 +25,12 @@ use troupe_runtime::{ToolCall, Usage};
 
 use crate::error::ModelError;
 
-pub use observer::{CallObserver, NoObserver};
 pub use anthropic::{
     ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, AnthropicClient, AnthropicClientBuilder,
     AnthropicMessages, DEFAULT_MAX_TOKENS,
 };
 pub use http::{Dialect, HttpModel, HttpModelBuilder};
+pub use observer::{CallObserver, NoObserver};
 pub use openai::{DEFAULT_BASE_URL, OpenAiChat, OpenAiClient, OpenAiClientBuilder};
 pub use responses::{OpenAiResponses, OpenAiResponsesClient, OpenAiResponsesClientBuilder};
 pub use retry::RetryPolicy;
