@@ -17,6 +17,11 @@
 //! `agent@node`, `placement: spread`) are found. Nodes prove a shared
 //! cookie, read from the `TROUPE_COOKIE` environment variable only.
 //!
+//! Every command takes `--log-level FILTER` (logs on stderr; default
+//! `RUST_LOG`, else warn) and `--otlp URL` (spans over OTLP/HTTP; default
+//! `OTEL_EXPORTER_OTLP_ENDPOINT`); `TROUPE_CAPTURE_CONTENT=1` puts message
+//! contents in spans.
+//!
 //! Exit codes: 0 done (or a node stopped by Ctrl-C / SIGTERM), 1 run
 //! failed, 2 invalid config (or usage, or no cookie, or an unknown run or
 //! request id, or a checkpoint of a changed config), 3 waiting for input,

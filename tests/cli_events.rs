@@ -25,7 +25,12 @@ fn committed() -> serde_json::Value {
 /// Runs `args` and checks every stdout line against the schema; the lines.
 fn lines_of(dir: &Path, args: &[&str], code: i32) -> Vec<serde_json::Value> {
     let out = run(dir, args);
-    assert_eq!(out.status.code(), Some(code), "{args:?}: {}", text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{args:?}: {}",
+        text(&out.stderr)
+    );
     let schema = committed();
     let validator = jsonschema::validator_for(&schema).expect("a valid JSON Schema");
     let lines: Vec<serde_json::Value> = text(&out.stdout)
@@ -82,17 +87,26 @@ fn every_line_of_a_run_is_valid_stamped_and_in_sequence() {
     assert!(!run_id.is_empty());
     let mut seqs = HashSet::new();
     for e in events {
-        assert_eq!(e["run_id"], run_id.as_str(), "one run id for nested runs too: {e}");
-        assert!(seqs.insert(e["seq"].as_u64().expect("a number")), "seq twice: {e}");
+        assert_eq!(
+            e["run_id"],
+            run_id.as_str(),
+            "one run id for nested runs too: {e}"
+        );
+        assert!(
+            seqs.insert(e["seq"].as_u64().expect("a number")),
+            "seq twice: {e}"
+        );
         let time = e["time"].as_str().expect("a time");
         assert!(time.ends_with('Z') && time.contains('T'), "{time}");
     }
     // Numbers 0..n, each once (they may be written slightly out of order).
     assert_eq!(seqs, (0..events.len() as u64).collect::<HashSet<_>>());
     // Events of the nested workflow say so in their paths.
-    assert!(events.iter().any(|e| e["path"]
-        .as_str()
-        .is_some_and(|p| p.matches('/').count() >= 2)));
+    assert!(events.iter().any(|e| {
+        e["path"]
+            .as_str()
+            .is_some_and(|p| p.matches('/').count() >= 2)
+    }));
     // Message ids are strings of hex digits, never numbers.
     let ids: Vec<&serde_json::Value> = events
         .iter()
@@ -156,7 +170,11 @@ fn a_failed_and_a_waiting_run_end_with_valid_lines() {
 
     // A copy: the example keeps its store next to itself.
     let hitl = dir.path().join("human_in_the_loop.yaml");
-    std::fs::copy(root().join("examples/configs/human_in_the_loop.yaml"), &hitl).unwrap();
+    std::fs::copy(
+        root().join("examples/configs/human_in_the_loop.yaml"),
+        &hitl,
+    )
+    .unwrap();
     let lines = lines_of(
         dir.path(),
         &[

@@ -66,6 +66,7 @@ mod error;
 mod json_schema;
 pub mod model;
 mod structured;
+mod telemetry;
 mod tls;
 pub mod tool;
 mod user_proxy;

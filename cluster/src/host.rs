@@ -16,8 +16,10 @@ use std::time::Duration;
 use futures::FutureExt;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio_util::sync::CancellationToken;
-use troupe_runtime::{Agent, EventSink, RunContext, panic_text};
+use tracing::{Instrument, Span};
+use troupe_runtime::{Agent, EventSink, RunContext, panic_text, telemetry};
 
+use crate::trace_context;
 use crate::wire::{
     CallReply, CallRequest, CancelRequest, HostMsg, Outcome, StatusReply, StatusRequest, WireError,
     WireReply, pack, unpack,
@@ -152,15 +154,24 @@ impl HostState {
             ctx = ctx.with_run_id(run_id);
         }
         let agent = self.args.agent.clone();
+        // The turn's span here is a child of the caller's, across nodes:
+        // its parent comes from the wire, never from this task.
+        let span = telemetry::agent_span(&Span::none(), agent.name(), &path);
+        trace_context::restore_parent(&span, request.traceparent.as_deref());
+        let ctx = telemetry::with_parent(ctx, &span);
         let thread = Arc::new(request.thread);
         tokio::spawn(async move {
-            let turn_future = AssertUnwindSafe(agent.run(thread, ctx)).catch_unwind();
+            let turn_future =
+                AssertUnwindSafe(agent.run(thread, ctx).instrument(span.clone())).catch_unwind();
             let outcome = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => Outcome::Failed(WireError::Cancelled),
                 r = turn_future => match r {
                     Ok(Ok(reply)) => Outcome::Done(Box::new(WireReply::from(reply))),
-                    Ok(Err(e)) => Outcome::Failed(WireError::from_agent(&e, &path)),
+                    Ok(Err(e)) => {
+                        telemetry::record_error(&span, e.kind());
+                        Outcome::Failed(WireError::from_agent(&e, &path))
+                    }
                     Err(panic) => Outcome::Failed(WireError::Panicked(panic_text(panic))),
                 },
             };

@@ -107,6 +107,7 @@ mod placement;
 mod remote_agent;
 mod serve;
 mod sessions;
+mod trace_context;
 mod wire;
 
 pub use builder::{NodeBuilder, Tls};

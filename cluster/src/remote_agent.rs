@@ -269,6 +269,7 @@ impl RemoteAgent {
             }),
             events: ctx.events_enabled(),
             thread,
+            traceparent: crate::trace_context::traceparent(ctx.span()),
         };
         let bytes = pack(&request)
             .map_err(|e| AgentError::failed(format!("cannot encode the turn: {e}")))?;

@@ -20,7 +20,8 @@ use troupe_runtime::{
 /// 2: a reply carries the questions open in a nested run and the turn's
 /// change to the run's state; a thread's scheduler state the counters of a
 /// run not finished and the run's state values.
-pub(crate) const WIRE_VERSION: u32 = 2;
+/// 3: a turn carries the caller's W3C trace context (`traceparent`).
+pub(crate) const WIRE_VERSION: u32 = 3;
 
 /// A turn for the agent host.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,6 +43,9 @@ pub(crate) struct CallRequest {
     pub(crate) events: bool,
     /// The agent's thread for the turn.
     pub(crate) thread: Thread,
+    /// The caller's span as a W3C `traceparent`, when the caller exports
+    /// spans: the host's span of the turn is its child.
+    pub(crate) traceparent: Option<String>,
 }
 
 /// The borrowed twin of [`CallRequest`], so sending a turn never clones
@@ -56,6 +60,7 @@ pub(crate) struct CallRequestRef<'a> {
     pub(crate) deadline_ms: Option<u64>,
     pub(crate) events: bool,
     pub(crate) thread: &'a Thread,
+    pub(crate) traceparent: Option<String>,
 }
 
 /// A question about a request under way (the caller's heartbeat).
@@ -361,6 +366,7 @@ mod tests {
             deadline_ms: Some(1500),
             events: true,
             thread: thread(),
+            traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
         };
         assert_eq!(unpack::<CallRequest>(&pack(&call).unwrap()).unwrap(), call);
         let by_ref = CallRequestRef {
@@ -372,6 +378,7 @@ mod tests {
             deadline_ms: call.deadline_ms,
             events: call.events,
             thread: &call.thread,
+            traceparent: call.traceparent.clone(),
         };
         assert_eq!(pack(&by_ref).unwrap(), pack(&call).unwrap());
 

@@ -76,6 +76,9 @@ struct Inner {
     /// Where the turn this context runs under records what it spends
     /// (see [`crate::RunStats`]); none outside a workflow run.
     meter: Option<Meter>,
+    /// The tracing span what this context starts is parented under (see
+    /// `telemetry`): carried explicitly, as runs and turns go on other tasks.
+    span: tracing::Span,
 }
 
 /// What a run (and every agent turn in it) is given: the event sink,
@@ -150,6 +153,7 @@ impl RunContext {
                 progress: None,
                 state: StateSnapshot::default(),
                 meter: None,
+                span: tracing::Span::current(),
             }),
         }
     }
@@ -190,6 +194,24 @@ impl RunContext {
         // A turn's progress hook is never copied into another context.
         inner.progress = None;
         edit(&mut inner);
+        RunContext {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The tracing span that runs and turns started under this context are
+    /// children of: the span current where the context was made, or one
+    /// given with [`RunContext::with_span`] (a run's supervisor gives each
+    /// turn its run's or superstep's span).
+    pub fn span(&self) -> &tracing::Span {
+        &self.inner.span
+    }
+
+    /// The same context parenting what it starts under `span` (a turn's
+    /// context keeps its progress hook: it is still the same turn's).
+    pub fn with_span(&self, span: tracing::Span) -> Self {
+        let mut inner = (*self.inner).clone();
+        inner.span = span;
         RunContext {
             inner: Arc::new(inner),
         }

@@ -70,6 +70,7 @@ mod state;
 mod stats;
 mod stop;
 pub mod store;
+pub mod telemetry;
 mod thread;
 mod workflow;
 

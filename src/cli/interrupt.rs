@@ -70,6 +70,8 @@ fn quit(hint: Option<&str>) -> ! {
     if let Some(h) = hint {
         eprintln!("{h}");
     }
+    // The spans of the run so far still go out.
+    super::telemetry::shutdown();
     std::process::exit(i32::from(INTERRUPTED))
 }
 

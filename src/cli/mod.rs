@@ -27,6 +27,7 @@ mod render;
 mod run;
 mod runs;
 mod store;
+pub(crate) mod telemetry;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -50,6 +51,17 @@ pub(crate) const INTERRUPTED: u8 = 130;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Which logs to print on stderr: a level (error, warn, info, debug,
+    /// trace) or a filter (`troupe=debug,rmcp=warn`). Default: RUST_LOG,
+    /// else warn.
+    #[arg(long, global = true, value_name = "FILTER")]
+    log_level: Option<String>,
+    /// Exports spans over OTLP/HTTP to this collector (its base URL, e.g.
+    /// http://localhost:4318). Default: OTEL_EXPORTER_OTLP_ENDPOINT, if
+    /// set. Message contents are included only with
+    /// TROUPE_CAPTURE_CONTENT=1.
+    #[arg(long, global = true, value_name = "URL")]
+    otlp: Option<String>,
 }
 
 /// How events are shown.
@@ -148,7 +160,19 @@ pub(crate) fn main() -> u8 {
             return if e.use_stderr() { INVALID } else { OK };
         }
     };
-    match cli.command {
+    if let Err(e) = telemetry::init(cli.log_level.as_deref(), cli.otlp.as_deref()) {
+        eprintln!("troupe: {e}");
+        return INVALID;
+    }
+    let code = dispatch(cli.command);
+    // Spans still batched go out before the exit, whatever the exit code.
+    telemetry::shutdown();
+    code
+}
+
+/// Runs one command; returns the exit code.
+fn dispatch(command: Command) -> u8 {
+    match command {
         Command::Schema { events: false } => emit(&format!("{}\n", schema_text())),
         Command::Schema { events: true } => emit(&format!(
             "{}\n",

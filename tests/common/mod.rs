@@ -71,6 +71,11 @@ pub fn troupe(dir: &Path, args: &[&str]) -> Command {
         .env_remove("OPENAI_API_KEY")
         .env_remove("OPENAI_BASE_URL")
         .env_remove("OPENAI_MODEL")
+        // Logs and span export only where a test asks for them.
+        .env_remove("RUST_LOG")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env_remove("TROUPE_CAPTURE_CONTENT")
         .env("NO_COLOR", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

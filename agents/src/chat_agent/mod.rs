@@ -361,11 +361,15 @@ impl Agent for ChatAgent {
             }
             let tools_allowed = rounds < self.max_tool_iterations;
             let request = self.request(&thread, &produced, &corrections, tools_allowed);
+            let span = crate::telemetry::chat_call_span(&ctx, &*self.model, &request);
             let response = tokio::select! {
                 biased;
                 _ = ctx.cancelled() => return Err(self.cancelled()),
-                response = self.call_model(&request, &ctx) => response?,
+                response = self.call_model(&request, &ctx) => response,
             };
+            crate::telemetry::record_chat_end(&span, &response);
+            drop(span); // the call's span ends with the call
+            let response = response?;
             self.record_model_call(&ctx, response.usage);
             add_usage(&mut usage, response.usage);
             add_usage(&mut total, response.usage);

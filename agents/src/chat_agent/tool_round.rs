@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures::FutureExt;
+use tracing::Instrument;
 use troupe_runtime::{
     AgentError, Event, Handoff, Message, RunContext, Thread, ToolCall, ToolResult,
 };
@@ -159,11 +160,14 @@ impl ChatAgent {
                 ),
             ));
         };
+        // Its `execute_tool` span parents what the tool starts (an agent
+        // as a tool's turn).
+        let span = crate::telemetry::tool_span(ctx, &self.name, call);
         let tool_ctx = ToolContext {
             agent: self.name.clone(),
             call_id: call.id.clone(),
             thread,
-            run: ctx.clone(),
+            run: troupe_runtime::telemetry::with_parent(ctx.clone(), &span),
         };
         ctx.record_tool_call();
         ctx.emit_with(|| Event::ToolCallStarted {
@@ -172,7 +176,7 @@ impl ChatAgent {
             name: call.name.clone(),
         });
         let started = Instant::now();
-        let result = self.call_tool(index, call, tool_ctx).await;
+        let result = self.call_tool(index, call, tool_ctx, &span).await;
         ctx.emit_with(|| Event::ToolCallFinished {
             path: ctx.path().clone(),
             call_id: call.id.clone(),
@@ -184,18 +188,22 @@ impl ChatAgent {
                 Err(e) => Some(e.to_string()),
             },
         });
+        crate::telemetry::record_tool_end(&span, result.as_ref().map_err(|_| "fatal"));
         result
     }
 
-    /// Calls tool `index` (with the timeout, catching a panic).
+    /// Calls tool `index` (with the timeout, catching a panic) inside its
+    /// `execute_tool` span.
     async fn call_tool(
         &self,
         index: usize,
         call: &ToolCall,
         tool_ctx: ToolContext,
+        span: &tracing::Span,
     ) -> Result<ToolResult, AgentError> {
-        let run =
-            AssertUnwindSafe(self.tools[index].call(&call.arguments, tool_ctx)).catch_unwind();
+        let run = AssertUnwindSafe(self.tools[index].call(&call.arguments, tool_ctx))
+            .catch_unwind()
+            .instrument(span.clone());
         let outcome = match self.tool_timeout {
             Some(after) => match tokio::time::timeout(after, run).await {
                 Ok(outcome) => outcome,

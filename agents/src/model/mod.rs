@@ -26,12 +26,12 @@ use troupe_runtime::{ToolCall, Usage};
 
 use crate::error::ModelError;
 
-pub use observer::{CallObserver, NoObserver};
 pub use anthropic::{
     ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, AnthropicClient, AnthropicClientBuilder,
     AnthropicMessages, DEFAULT_MAX_TOKENS,
 };
 pub use http::{Dialect, HttpModel, HttpModelBuilder};
+pub use observer::{CallObserver, NoObserver};
 pub use openai::{DEFAULT_BASE_URL, OpenAiChat, OpenAiClient, OpenAiClientBuilder};
 pub use pricing::Pricing;
 pub use responses::{OpenAiResponses, OpenAiResponsesClient, OpenAiResponsesClientBuilder};
@@ -315,6 +315,13 @@ pub trait ChatModel: Send + Sync + 'static {
     /// The model's name (for logs and events).
     fn model_name(&self) -> &str;
 
+    /// Who serves the model, as the `gen_ai.provider.name` of its spans
+    /// names it (`openai` for OpenAI-compatible servers); by default
+    /// `unknown`.
+    fn provider_name(&self) -> &str {
+        "unknown"
+    }
+
     /// Answers the request.
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError>;
 
@@ -354,6 +361,9 @@ pub trait ChatModel: Send + Sync + 'static {
 impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
     fn model_name(&self) -> &str {
         (**self).model_name()
+    }
+    fn provider_name(&self) -> &str {
+        (**self).provider_name()
     }
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
         (**self).complete(request).await

@@ -25,6 +25,7 @@ pub struct OpenAiChat;
 impl Wire for OpenAiChat {
     type Stream = ChunkReader;
     const NAME: &'static str = "OpenAI chat completions";
+    const PROVIDER: &'static str = "openai";
     const DEFAULT_BASE_URL: &'static str = DEFAULT_BASE_URL;
     const PATH: &'static str = "chat/completions";
 

@@ -323,6 +323,10 @@ impl ChatModel for ScriptedModel {
         &self.name
     }
 
+    fn provider_name(&self) -> &str {
+        "troupe.scripted"
+    }
+
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
         if let Some(delay) = self.delay {
             tokio::time::sleep(delay).await;

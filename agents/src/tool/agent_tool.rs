@@ -155,9 +155,13 @@ impl Tool for AgentTool {
             thread.extend_shared(ctx.thread.messages().iter().cloned());
         }
         thread.push(Message::user(request));
-        let reply = self
-            .agent
-            .run(Arc::new(thread), ctx.run.child(self.agent.name()))
+        // A turn in its own `invoke_agent` span, under the call's.
+        let turn = troupe_runtime::telemetry::agent_turn(
+            self.agent.clone(),
+            Arc::new(thread),
+            ctx.run.child(self.agent.name()),
+        );
+        let reply = turn
             .await
             .map_err(|e| ToolError::Failed(format!("agent '{}' failed: {e}", self.agent.name())))?;
         if let Some(question) = &reply.request {

@@ -59,10 +59,10 @@ impl Actor for AgentActor {
                     report(&run, index, TurnOutcome::Cancelled, started);
                     return Ok(());
                 }
-                let agent = state.agent.clone();
-                let mut turn = Box::pin(
-                    AssertUnwindSafe(async move { agent.run(thread, ctx).await }).catch_unwind(),
-                );
+                // In its `invoke_agent` span, a child of the span the
+                // supervisor put in the turn's context.
+                let turn = crate::telemetry::agent_turn(state.agent.clone(), thread, ctx);
+                let mut turn = Box::pin(AssertUnwindSafe(turn).catch_unwind());
                 // Most turns of function agents finish on their first poll:
                 // those report straight away, without a task of their own.
                 // A turn that waits moves to a task, so this actor stays

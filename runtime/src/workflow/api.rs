@@ -259,6 +259,7 @@ impl Workflow {
                 })?;
         }
         let (tx, rx) = oneshot::channel();
+        let span = crate::telemetry::workflow_span(ctx.span(), &self.spec.name, ctx.path());
         let run_path = ctx.path().to_string();
         // If the caller stops awaiting, the run must not go on unseen.
         let guard = ctx.cancellation().clone().drop_guard();
@@ -270,6 +271,7 @@ impl Workflow {
             top_level,
             resumed,
             progress,
+            span,
         };
         let spawned = Actor::spawn(None, RunActor, args).await;
         let result = match spawned {

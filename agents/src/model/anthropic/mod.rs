@@ -73,6 +73,7 @@ impl OutputTool {
 impl Wire for AnthropicMessages {
     type Stream = stream::StreamState;
     const NAME: &'static str = "Anthropic Messages";
+    const PROVIDER: &'static str = "anthropic";
     const DEFAULT_BASE_URL: &'static str = ANTHROPIC_BASE_URL;
     const PATH: &'static str = "v1/messages";
 

@@ -129,6 +129,10 @@ impl<W: Dialect> ChatModel for HttpModel<W> {
         &self.inner.model
     }
 
+    fn provider_name(&self) -> &str {
+        W::PROVIDER
+    }
+
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
         self.complete_observed(request, &NoObserver).await
     }

@@ -52,6 +52,9 @@ pub trait Wire: Clone + Send + Sync + 'static {
 
     /// The API's name, for documentation and notes (`OpenAI chat completions`).
     const NAME: &'static str;
+    /// The provider as the `gen_ai.provider.name` of a model call's span
+    /// names it (`openai`, `anthropic`).
+    const PROVIDER: &'static str;
     /// The base URL used when none is given.
     const DEFAULT_BASE_URL: &'static str;
     /// The path appended to the base URL (`chat/completions`).

@@ -26,6 +26,7 @@ pub struct OpenAiResponses;
 impl Wire for OpenAiResponses {
     type Stream = stream::StreamState;
     const NAME: &'static str = "OpenAI Responses";
+    const PROVIDER: &'static str = "openai";
     const DEFAULT_BASE_URL: &'static str = DEFAULT_BASE_URL;
     const PATH: &'static str = "responses";
 

@@ -162,6 +162,20 @@ impl RunState {
         if let Some(meter) = self.ctx.meter() {
             meter.record_all(&self.tally.stats.since(&self.tally.base));
         }
+        // The run's span ends before the caller hears of it, so whoever
+        // flushes spans next finds it closed.
+        tracing::debug!(
+            target: "troupe::run",
+            path = %self.ctx.path(),
+            turns = self.tally.turns,
+            ok = result.is_ok(),
+            "run finished"
+        );
+        crate::telemetry::record_run_end(&self.span, result.as_ref().map(|r| &r.status));
+        if let Some(g) = &mut self.graph {
+            g.close_span();
+        }
+        self.span = tracing::Span::none();
         // The caller may have stopped waiting; then the result has no taker.
         let _ = reply.send(result);
         // A run that ended cleanly hands its idle actors on; the rest stop

@@ -16,6 +16,8 @@ pub(super) struct GraphRun {
     current: Vec<usize>,
     /// Supersteps: a superstep is under way.
     open: bool,
+    /// Supersteps: the span of the superstep under way (see `telemetry`).
+    span: tracing::Span,
 }
 
 /// How a superstep ended at its barrier.
@@ -68,6 +70,7 @@ impl GraphRun {
             buffered: Vec::new(),
             current: Vec::new(),
             open: false,
+            span: tracing::Span::none(),
         }
     }
 
@@ -84,6 +87,8 @@ impl GraphRun {
         if !std::mem::take(&mut self.open) {
             return Barrier::None;
         }
+        // The superstep's span ends at its barrier.
+        self.span = tracing::Span::none();
         let mut replies = std::mem::take(&mut self.buffered);
         let current = std::mem::take(&mut self.current);
         // A node without a reply was cut short (a nested run stopped
@@ -104,9 +109,11 @@ impl GraphRun {
         }
     }
 
-    /// Opens the next superstep: its number and its nodes, in node order.
-    pub(super) fn open_superstep(&mut self) -> (u64, Vec<usize>) {
+    /// Opens the next superstep, its span a child of `run`: its number
+    /// and its nodes, in node order.
+    pub(super) fn open_superstep(&mut self, run: &tracing::Span) -> (u64, Vec<usize>) {
         self.cursor.superstep += 1;
+        self.span = crate::telemetry::superstep_span(run, self.cursor.superstep);
         let nodes = self.cursor.take_next();
         self.current.clone_from(&nodes);
         self.open = true;
@@ -130,6 +137,18 @@ impl GraphRun {
             return Some(cursor);
         }
         (self.cursor.has_next() || questions_open).then(|| self.cursor.clone())
+    }
+
+    /// The span of the superstep under way, the parent of its turns; `None`
+    /// outside one (or when nobody listens).
+    #[inline]
+    pub(super) fn superstep_span(&self) -> Option<&tracing::Span> {
+        (self.open && !self.span.is_disabled()).then_some(&self.span)
+    }
+
+    /// Ends the span of a superstep the run ends in (failed or cancelled).
+    pub(super) fn close_span(&mut self) {
+        self.span = tracing::Span::none();
     }
 
     /// The last superstep completed.

@@ -77,6 +77,8 @@ pub(crate) struct RunArgs {
     /// Where a nested run reports its progress (see `progress`), if the
     /// run above checkpoints.
     pub(crate) progress: Option<Progress>,
+    /// The run's `invoke_workflow` span (see `telemetry`).
+    pub(crate) span: tracing::Span,
 }
 
 /// The supervisor actor of one run.
@@ -101,6 +103,9 @@ pub(crate) struct RunState {
     /// Turns to start on the next drive, on the thread they have: retries
     /// whose backoff is over, and turns a checkpoint says were under way.
     restart: Vec<usize>,
+    /// The run's span, the parent of its supersteps and turns; closed
+    /// when the result is handed back.
+    span: tracing::Span,
 }
 
 impl Actor for RunActor {

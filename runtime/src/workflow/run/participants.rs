@@ -246,7 +246,7 @@ impl Participants {
 
     /// The message lending participant `i` `thread` for a new turn of run
     /// `run`, seeing run state `state` (with a progress hook if the run
-    /// hands them out).
+    /// hands them out), its span a child of `parent`.
     #[inline]
     pub(super) fn turn(
         &mut self,
@@ -254,6 +254,7 @@ impl Participants {
         thread: Arc<Thread>,
         run: &ActorRef<RunMsg>,
         state: &StateSnapshot,
+        parent: &tracing::Span,
     ) -> AgentMsg {
         // The context is made again only when the state changed.
         if !self.parts[i].ctx.state().same_as(state) {
@@ -278,6 +279,7 @@ impl Participants {
         } else {
             part.ctx.clone()
         };
+        let ctx = crate::telemetry::with_parent(ctx, parent);
         AgentMsg::Turn {
             thread,
             ctx,

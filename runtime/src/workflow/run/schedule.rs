@@ -134,7 +134,7 @@ impl RunState {
             self.fail(Failure::SuperstepLimit { limit });
             return;
         }
-        let (superstep, nodes) = run.open_superstep();
+        let (superstep, nodes) = run.open_superstep(&self.span);
         self.ctx.emit_with(|| Event::SuperstepStarted {
             path: self.ctx.path().clone(),
             superstep,

@@ -41,6 +41,7 @@ impl RunState {
             top_level,
             resumed,
             progress,
+            span,
         } = args;
         let (thread, resumed_from, run_id) = match resumed {
             Some(r) => {
@@ -57,6 +58,9 @@ impl RunState {
                 (thread, None, id)
             }
         };
+        if !span.is_disabled() {
+            span.record("troupe.run.id", run_id.as_str());
+        }
         // Every event of the run (and of the runs nested in it) carries
         // its id.
         let ctx = if ctx.run_id().is_none() {
@@ -94,6 +98,7 @@ impl RunState {
             reply: Some(reply),
             spec,
             ctx,
+            span,
         };
         if run.checkpoints.enabled() {
             run.parts.hand_out_hooks();

@@ -71,9 +71,14 @@ impl RunState {
         }
         self.checkpoints.touch();
         let state = self.threads.values();
+        let parent = self
+            .graph
+            .as_ref()
+            .and_then(|g| g.superstep_span())
+            .unwrap_or(&self.span);
         let mut turn = self
             .parts
-            .turn(i, self.threads.slot(slot).clone(), myself, state);
+            .turn(i, self.threads.slot(slot).clone(), myself, state, parent);
         if let Err(e) = actor.cast(turn) {
             // A kept actor may have died with the runtime that ran it (a
             // workflow reused under another runtime): one fresh spawn.
@@ -81,8 +86,13 @@ impl RunState {
                 ractor::MessagingErr::SendErr(turn) => turn,
                 _ => {
                     let state = self.threads.values();
+                    let parent = self
+                        .graph
+                        .as_ref()
+                        .and_then(|g| g.superstep_span())
+                        .unwrap_or(&self.span);
                     self.parts
-                        .turn(i, self.threads.slot(slot).clone(), myself, state)
+                        .turn(i, self.threads.slot(slot).clone(), myself, state, parent)
                 }
             };
             self.parts.forget_actor(i);
