@@ -147,7 +147,9 @@ async fn run() -> Result<(), Box<dyn Error>> {
         )
         .build()?;
 
-    let result = workflow.run_task(question, &RunContext::console()).await?;
+    let console = RunContext::console();
+    let result = workflow.run_task(question, &console).await?;
+    console.sink().flush().await; // its events are all printed first
     println!("\nanswer: {}", result.final_text());
     println!(
         "tokens: {} prompt + {} completion",

@@ -105,12 +105,14 @@ async fn run() -> Result<(), Box<dyn Error>> {
         .reducer(decider()?)
         .build()?;
 
+    let console = RunContext::console();
     let result = team
         .run_task(
             "Where should our 14-person team hold its May offsite: Lisbon, Kraków or Valencia?",
-            &RunContext::console(),
+            &console,
         )
         .await?;
+    console.sink().flush().await; // its events are all printed first
     println!("\nfinal response: {}", result.final_text());
     println!("status: {}", result.status);
     Ok(())

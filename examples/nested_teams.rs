@@ -144,12 +144,14 @@ async fn run() -> Result<(), Box<dyn Error>> {
         .max_turns(8)
         .build()?;
 
+    let console = RunContext::console();
     let result = team
         .run_task(
             "Brief the city council on subsidising 5,000 residential heat pumps.",
-            &RunContext::console(),
+            &console,
         )
         .await?;
+    console.sink().flush().await; // its events are all printed first
     // The briefing is what the research team said, round after round.
     let briefing: Vec<String> = result
         .messages

@@ -176,10 +176,10 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     let rt = tokio::runtime::Runtime::new()?;
     let started = Instant::now();
-    let result = rt.block_on(workflow.run_task(
-        "Should we build our agent runtime in Rust?",
-        &RunContext::console(),
-    ))?;
+    let console = RunContext::console();
+    let result =
+        rt.block_on(workflow.run_task("Should we build our agent runtime in Rust?", &console))?;
+    console.sink().flush().await; // its events are all printed first
     let elapsed = started.elapsed();
 
     println!();

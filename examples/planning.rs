@@ -103,12 +103,11 @@ async fn main() -> Result<(), Box<dyn Error>> {
         .name("errands")
         .participant(planner)
         .build()?;
+    let console = RunContext::console();
     let result = team
-        .run_task(
-            "Get me a Starbucks drink and a McDonald's lunch.",
-            &RunContext::console(),
-        )
+        .run_task("Get me a Starbucks drink and a McDonald's lunch.", &console)
         .await?;
+    console.sink().flush().await; // its events are all printed first
 
     // The first answer did not make a plan: the model was told why.
     let requests = model.requests();

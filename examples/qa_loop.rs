@@ -191,10 +191,10 @@ fn main() -> Result<(), Box<dyn Error>> {
     let workflow = Workflow::builder().name("qa_loop").graph(graph).build()?;
 
     let rt = tokio::runtime::Runtime::new()?;
-    let result = rt.block_on(workflow.run_task(
-        "Write a short welcome note for new members.",
-        &RunContext::console(),
-    ))?;
+    let console = RunContext::console();
+    let result =
+        rt.block_on(workflow.run_task("Write a short welcome note for new members.", &console))?;
+    console.sink().flush().await; // its events are all printed first
 
     // Each REJECT took the back-edge once.
     let iterations = result

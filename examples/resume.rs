@@ -76,9 +76,11 @@ async fn main() -> Result<(), Box<dyn Error>> {
     );
 
     // 2. A fresh workflow value resumes from the latest checkpoint.
+    let console = RunContext::console();
     let resumed = pipeline(store.clone())?
-        .resume("edition-42", &RunContext::console())
+        .resume("edition-42", &console)
         .await?;
+    console.sink().flush().await; // its events are all printed first
     println!("\nresumed run: {}", resumed.status);
 
     // 3. The same work, never interrupted, for comparison.

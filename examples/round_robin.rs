@@ -80,12 +80,14 @@ async fn run() -> Result<(), Box<dyn Error>> {
         .max_turns(10)
         .build()?;
 
+    let console = RunContext::console();
     let result = team
         .run_task(
             "Write the message shown when a card payment is declined.",
-            &RunContext::console(),
+            &console,
         )
         .await?;
+    console.sink().flush().await; // its events are all printed first
     // The approval ends the run, so the approved draft is the writer's
     // last message, just before it.
     let approved = result

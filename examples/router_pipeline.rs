@@ -134,7 +134,9 @@ async fn main() -> Result<(), Box<dyn Error>> {
         Message::user("#1043 Please send the invoice for order 88"),
     ]);
 
-    let result = desk.run(inbox, &RunContext::console()).await?;
+    let console = RunContext::console();
+    let result = desk.run(inbox, &console).await?;
+    console.sink().flush().await; // its events are all printed first
 
     println!();
     println!("final response:\n{}", result.final_text());

@@ -99,12 +99,14 @@ async fn run() -> Result<(), Box<dyn Error>> {
         .max_turns(10)
         .build()?;
 
+    let console = RunContext::console();
     let result = team
         .run_task(
             "Alert: checkout page p95 latency above 4 s for 10 minutes.",
-            &RunContext::console(),
+            &console,
         )
         .await?;
+    console.sink().flush().await; // its events are all printed first
     println!(
         "\nselector model calls: {} (no retries needed)",
         selector_model.requests().len()

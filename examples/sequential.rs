@@ -123,12 +123,14 @@ async fn run() -> Result<(), Box<dyn Error>> {
         .flow(StepFlow::AllPrior)
         .build()?;
 
+    let console = RunContext::console();
     let result = pipeline
         .run_task(
             "Write a three-sentence launch post for the Aria 2 headphones.",
-            &RunContext::console(),
+            &console,
         )
         .await?;
+    console.sink().flush().await; // its events are all printed first
     println!("\nfinal response: {}", result.final_text());
     println!("status: {}", result.status);
     Ok(())

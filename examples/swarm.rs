@@ -176,12 +176,14 @@ async fn run() -> Result<(), Box<dyn Error>> {
         .build()?;
 
     println!("— run 1: the customer writes in —");
+    let console = RunContext::console();
     let first = swarm
         .run_task(
             "Hi, I was charged twice for my March subscription (account acct_5521).",
-            &RunContext::console(),
+            &console,
         )
         .await?;
+    console.sink().flush().await; // its events are all printed first
     report(&first);
 
     // Runs are stateless: continue from the returned thread with the
@@ -190,7 +192,9 @@ async fn run() -> Result<(), Box<dyn Error>> {
     println!("\n— run 2: the customer replies {reply:?} —");
     let mut thread = first.thread;
     thread.push(Message::user(reply));
-    let second = swarm.run(thread, &RunContext::console()).await?;
+    let console2 = RunContext::console();
+    let second = swarm.run(thread, &console2).await?;
+    console2.sink().flush().await; // its events are all printed first
     report(&second);
     Ok(())
 }
