@@ -198,9 +198,21 @@ impl Meter {
         }
     }
 
-    /// Takes what was recorded since the last take.
-    pub(crate) fn take(&self) -> RunStats {
-        std::mem::take(&mut *self.lock())
+    /// Hands what was recorded since the last drain to `f`, agent by
+    /// agent, and starts again from zero. The keys stay: a participant's
+    /// next turns record without allocating.
+    pub(crate) fn drain(&self, mut f: impl FnMut(&str, AgentStats)) {
+        let mut spent = self.lock();
+        if spent.total.is_empty() {
+            return;
+        }
+        spent.total = AgentStats::default();
+        for (path, stats) in spent.agents.iter_mut() {
+            let stats = std::mem::take(stats);
+            if !stats.is_empty() {
+                f(path, stats);
+            }
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, RunStats> {

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use crate::agent::Reply;
 use crate::message::{Message, Usage};
-use crate::stats::{AgentStats, RunStats};
+use crate::stats::{AgentStats, Meter, RunStats};
 use crate::store::CheckpointId;
 use crate::thread::Thread;
 use crate::workflow::request::InputRequest;
@@ -81,19 +81,25 @@ impl Tally {
         }
     }
 
-    /// Folds what a turn of the agent at `path` spent: `spent` from its
-    /// meter, or — when it recorded no model call and no token — the
+    /// Folds what a turn of the agent at `path` spent: what its `meter`
+    /// recorded, or — when it recorded no model call and no token — the
     /// usage on its reply's messages (an agent that does not meter);
     /// `ended` counts the turn (it ended with a reply or an error).
     pub(super) fn fold_turn(
         &mut self,
         path: &str,
-        spent: Option<RunStats>,
+        meter: Option<&Meter>,
         reply: Option<&Reply>,
         ended: bool,
     ) {
-        let spent = spent.unwrap_or_default();
-        let metered = spent.total.model_calls > 0 || spent.total.tokens() > 0;
+        let mut metered = false;
+        if let Some(meter) = meter {
+            let stats = &mut self.stats;
+            meter.drain(|at, spent| {
+                metered |= spent.model_calls > 0 || spent.tokens() > 0;
+                stats.add(at, spent);
+            });
+        }
         let mut own = AgentStats {
             turns: u64::from(ended),
             ..AgentStats::default()
@@ -108,7 +114,6 @@ impl Tally {
             own.input_tokens = usage.prompt_tokens;
             own.output_tokens = usage.completion_tokens;
         }
-        self.stats.merge(&spent);
         self.stats.add(path, own);
     }
 }

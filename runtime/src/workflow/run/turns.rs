@@ -15,7 +15,6 @@ use crate::agent::{ErrorKind, Reply};
 use crate::event::Event;
 use crate::graph::node_input;
 use crate::message::Message;
-use crate::stats::Meter;
 use crate::stop::Trigger;
 use crate::workflow::protocol::{RunMsg, TurnOutcome};
 use crate::workflow::result::RunStatus;
@@ -218,9 +217,7 @@ impl RunState {
     /// and stops the run if that exhausts a budget.
     fn fold_spend(&mut self, index: usize, reply: Option<&Reply>, ended: bool) {
         let ctx = self.parts.ctx(index);
-        let spent = ctx.meter().map(Meter::take);
-        let path = ctx.path().clone();
-        self.tally.fold_turn(&path, spent, reply, ended);
+        self.tally.fold_turn(ctx.path(), ctx.meter(), reply, ended);
         let total = self.tally.stats.total;
         if let Some(reason) = self.observe(Trigger::Spent(&total)) {
             self.phase.stop_gracefully(RunStatus::Stopped(reason));
