@@ -4,6 +4,7 @@
 mod builder;
 mod human;
 mod model_call;
+mod on_length;
 mod tool_round;
 
 use std::collections::HashMap;
@@ -25,6 +26,7 @@ use crate::tool::Tool;
 use human::Resumed;
 
 pub use builder::ChatAgentBuilder;
+pub use on_length::{CONTINUE_PROMPT, OnLength};
 
 /// An agent this one may hand the conversation to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,6 +139,7 @@ pub struct ChatAgent {
     tool_messages: ToolMessages,
     ask_user: bool,
     pricing: Option<Pricing>,
+    on_length: OnLength,
 }
 
 impl fmt::Debug for ChatAgent {
@@ -364,7 +367,7 @@ impl Agent for ChatAgent {
             let response = tokio::select! {
                 biased;
                 _ = ctx.cancelled() => return Err(self.cancelled()),
-                response = self.call_model(&request, &ctx) => response?,
+                response = self.answer(&request, &ctx) => response?,
             };
             self.record_model_call(&ctx, response.usage);
             add_usage(&mut usage, response.usage);
