@@ -62,7 +62,11 @@ impl fmt::Debug for FallbackModel {
         f.debug_struct("FallbackModel")
             .field(
                 "models",
-                &self.models.iter().map(|m| m.model_name()).collect::<Vec<_>>(),
+                &self
+                    .models
+                    .iter()
+                    .map(|m| m.model_name())
+                    .collect::<Vec<_>>(),
             )
             .field("cooldown", &self.cooldown)
             .finish()

@@ -28,17 +28,17 @@ use troupe_runtime::{ToolCall, Usage};
 
 use crate::error::ModelError;
 
-pub use observer::{CallObserver, NoObserver};
 pub use anthropic::{
     ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, AnthropicClient, AnthropicClientBuilder,
     AnthropicMessages, DEFAULT_MAX_TOKENS,
 };
+pub use fallback::{DEFAULT_COOLDOWN, FallbackModel};
 pub use http::{Dialect, HttpModel, HttpModelBuilder};
+pub use observer::{CallObserver, NoObserver};
 pub use openai::{DEFAULT_BASE_URL, OpenAiChat, OpenAiClient, OpenAiClientBuilder};
 pub use pricing::Pricing;
-pub use responses::{OpenAiResponses, OpenAiResponsesClient, OpenAiResponsesClientBuilder};
-pub use fallback::{DEFAULT_COOLDOWN, FallbackModel};
 pub use rate_limit::{LocalRateLimiter, Permit, RateLimit, RateLimiter, shared_limiter};
+pub use responses::{OpenAiResponses, OpenAiResponsesClient, OpenAiResponsesClientBuilder};
 pub use retry::{RetryOn, RetryPolicy};
 pub use scripted::{Position, ScriptedModel, WhenExhausted};
 pub use scripted_reply::ScriptedReply;

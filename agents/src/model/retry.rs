@@ -284,7 +284,10 @@ mod tests {
         let mut h = HeaderMap::new();
         assert_eq!(rate_limit_reset(&h), None);
         h.insert("x-ratelimit-reset-requests", HeaderValue::from_static("1s"));
-        h.insert("x-ratelimit-reset-tokens", HeaderValue::from_static("1m2.5s"));
+        h.insert(
+            "x-ratelimit-reset-tokens",
+            HeaderValue::from_static("1m2.5s"),
+        );
         assert_eq!(rate_limit_reset(&h), Some(Duration::from_secs_f64(62.5)));
         h.insert("x-ratelimit-reset-tokens", HeaderValue::from_static("20ms"));
         assert_eq!(rate_limit_reset(&h), Some(Duration::from_secs(1)));

@@ -227,7 +227,11 @@ impl<W: Dialect> ChatModel for HttpModel<W> {
 /// Tokens a request may use, for the rate limiter: its text at about four
 /// characters a token, and the answer's cap when it sets one.
 fn estimated_tokens(request: &ChatRequest) -> u64 {
-    let chars: usize = request.messages.iter().map(|m| m.text().len()).sum::<usize>()
+    let chars: usize = request
+        .messages
+        .iter()
+        .map(|m| m.text().len())
+        .sum::<usize>()
         + request
             .tools
             .iter()
