@@ -79,7 +79,7 @@ impl Ctx<'_> {
                     "model `{model_name}`: `fallback` names the model itself"
                 )));
             }
-            if self.config.spec().models.get(next).is_none() {
+            if !self.config.spec().models.contains_key(next) {
                 return Err(build_error(format!(
                     "model `{model_name}`: `fallback` names unknown model `{next}`"
                 )));
