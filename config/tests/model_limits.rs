@@ -31,6 +31,7 @@ async fn a_failing_model_falls_back_and_a_cut_off_answer_goes_on() {
         Answer::status(500, "primary down"),
         answer("Once upon ", "length"),
         answer("a time.", "stop"),
+        answer("Edited.", "stop"),
     ])
     .await;
     // The key variable must be set without touching the environment:
@@ -59,8 +60,11 @@ agents:
   writer:
     model: primary
     instructions: Tell a story.
+  editor:
+    model: primary
+    instructions: Edit it.
 workflow:
-  sequential: {{participants: [writer]}}
+  sequential: {{participants: [writer, editor]}}
 ",
         base = server.base_url
     );
@@ -75,7 +79,12 @@ workflow:
     .expect("the run hung")
     .unwrap();
     assert_eq!(result.status, RunStatus::Completed);
-    assert_eq!(result.final_text(), "Once upon a time.");
+    assert_eq!(result.final_text(), "Edited.");
+    let story = result
+        .messages
+        .iter()
+        .find(|m| m.text_content() == "Once upon a time.");
+    assert!(story.is_some(), "{:?}", result.messages);
 
     let requests = server.requests();
     let models: Vec<&str> = requests
@@ -83,10 +92,17 @@ workflow:
         .map(|r| r.body["model"].as_str().unwrap())
         .collect();
     // The primary's two attempts, then the backup; the primary cools down,
-    // so the continuation goes to the backup straight away.
+    // so the continuation goes to the backup straight away, and so does the
+    // editor (another agent on the same model).
     assert_eq!(
         models,
-        ["big-model", "big-model", "small-model", "small-model"]
+        [
+            "big-model",
+            "big-model",
+            "small-model",
+            "small-model",
+            "small-model"
+        ]
     );
     let last = requests[3].body["messages"].as_array().unwrap();
     assert_eq!(last[last.len() - 2]["content"], "Once upon ");

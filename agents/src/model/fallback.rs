@@ -1,6 +1,7 @@
 //! [`FallbackModel`]: a model that, when its first choice fails for good,
 //! asks the next one, and rests a model that keeps failing.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,6 +15,26 @@ use crate::model::retry::RetryOn;
 
 /// How long a failed model is skipped by default.
 pub const DEFAULT_COOLDOWN: Duration = Duration::from_secs(60);
+
+/// Which models of a fallback chain are cooling down, and until when
+/// (by their place in the chain). Chains of the same models may share one
+/// ([`FallbackModel::with_cooldowns`]), so that a model one agent found
+/// failing is skipped by the others too.
+#[derive(Debug, Default)]
+pub struct Cooldowns {
+    until: Mutex<HashMap<usize, Instant>>,
+}
+
+impl Cooldowns {
+    /// No model cooling down.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Cooldowns::default())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<usize, Instant>> {
+        self.until.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
 
 /// A chain of models: the first answers unless it fails for good (after
 /// its own retries) on a failure that may pass — a rate limit, a server
@@ -54,7 +75,7 @@ pub struct FallbackModel {
     models: Vec<Arc<dyn ChatModel>>,
     cooldown: Duration,
     /// Until when each model is skipped.
-    resting: Mutex<Vec<Option<Instant>>>,
+    resting: Arc<Cooldowns>,
 }
 
 impl fmt::Debug for FallbackModel {
@@ -81,7 +102,7 @@ impl FallbackModel {
             name: models
                 .first()
                 .map_or_else(String::new, |m| m.model_name().to_string()),
-            resting: Mutex::new(vec![None; models.len()]),
+            resting: Cooldowns::new(),
             models,
             cooldown: DEFAULT_COOLDOWN,
         }
@@ -93,13 +114,20 @@ impl FallbackModel {
         self
     }
 
+    /// Shares `cooldowns` with other chains of the same models (in the
+    /// same order): a model resting in one rests in all.
+    pub fn with_cooldowns(mut self, cooldowns: Arc<Cooldowns>) -> Self {
+        self.resting = cooldowns;
+        self
+    }
+
     /// The models in the order they are asked, those cooling down last
     /// (and asked only when every model is).
     fn order(&self) -> Vec<usize> {
         let now = Instant::now();
-        let resting = self.resting.lock().unwrap_or_else(|p| p.into_inner());
+        let resting = self.resting.lock();
         let ready: Vec<usize> = (0..self.models.len())
-            .filter(|&i| resting.get(i).copied().flatten().is_none_or(|t| t <= now))
+            .filter(|i| resting.get(i).is_none_or(|t| *t <= now))
             .collect();
         if ready.is_empty() {
             (0..self.models.len()).collect()
@@ -109,9 +137,11 @@ impl FallbackModel {
     }
 
     fn rest(&self, index: usize, failed: bool) {
-        let mut resting = self.resting.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(slot) = resting.get_mut(index) {
-            *slot = failed.then(|| Instant::now() + self.cooldown);
+        let mut resting = self.resting.lock();
+        if failed {
+            resting.insert(index, Instant::now() + self.cooldown);
+        } else {
+            resting.remove(&index);
         }
     }
 

@@ -32,7 +32,7 @@ pub use anthropic::{
     ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, AnthropicClient, AnthropicClientBuilder,
     AnthropicMessages, DEFAULT_MAX_TOKENS,
 };
-pub use fallback::{DEFAULT_COOLDOWN, FallbackModel};
+pub use fallback::{Cooldowns, DEFAULT_COOLDOWN, FallbackModel};
 pub use http::{Dialect, HttpModel, HttpModelBuilder};
 pub use observer::{CallObserver, NoObserver};
 pub use openai::{DEFAULT_BASE_URL, OpenAiChat, OpenAiClient, OpenAiClientBuilder};

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use troupe_agents::ChatModel;
-use troupe_agents::model::{FallbackModel, Position, RateLimit, RetryOn, RetryPolicy};
+use troupe_agents::model::{Cooldowns, FallbackModel, Position, RateLimit, RetryOn, RetryPolicy};
 
 use super::ctx::{Ctx, build_error};
 use crate::error::ConfigError;
@@ -87,7 +87,13 @@ impl Ctx<'_> {
             chain.push(self.single_model(next, user, None, position)?);
         }
         let cooldown = spec.cooldown.as_ref().map(|d| d.duration);
-        let mut model = FallbackModel::new(chain);
+        // Every agent on this model skips a model another found failing.
+        let cooldowns = self
+            .cooldowns
+            .entry(model_name.to_string())
+            .or_insert_with(Cooldowns::new)
+            .clone();
+        let mut model = FallbackModel::new(chain).with_cooldowns(cooldowns);
         if let Some(d) = cooldown {
             model = model.cooldown(d);
         }
