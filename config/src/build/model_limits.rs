@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use troupe_agents::ChatModel;
-use troupe_agents::model::{Cooldowns, FallbackModel, Position, RateLimit, RetryOn, RetryPolicy};
+use troupe_agents::model::{FallbackModel, Position, RateLimit, RetryOn, RetryPolicy};
 
 use super::ctx::{Ctx, build_error};
 use crate::error::ConfigError;
@@ -91,7 +91,7 @@ impl Ctx<'_> {
         let cooldowns = self
             .cooldowns
             .entry(model_name.to_string())
-            .or_insert_with(Cooldowns::new)
+            .or_default()
             .clone();
         let mut model = FallbackModel::new(chain).with_cooldowns(cooldowns);
         if let Some(d) = cooldown {
