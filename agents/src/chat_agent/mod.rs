@@ -91,7 +91,8 @@ pub enum ToolMessages {
 /// ([`Event::TextDelta`], [`Event::ToolArgumentsDelta`]), before the turn
 /// ends; the answer is the same. Every model call is reported
 /// ([`Event::ModelCallStarted`], [`Event::ModelCallFinished`]), retries of
-/// the client as they happen ([`Event::ModelCallRetry`]); a call whose
+/// the client as they happen ([`Event::ModelCallRetry`]), waits for the
+/// model's shared rate limit ([`Event::ModelCallThrottled`]); a call whose
 /// server reported no usage counts an estimate, marked so in its
 /// `ModelCallFinished`.
 ///
