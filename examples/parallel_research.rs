@@ -179,7 +179,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let console = RunContext::console();
     let result =
         rt.block_on(workflow.run_task("Should we build our agent runtime in Rust?", &console))?;
-    console.sink().flush().await; // its events are all printed first
+    rt.block_on(console.sink().flush()); // its events are all printed first
     let elapsed = started.elapsed();
 
     println!();

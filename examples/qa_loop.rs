@@ -194,7 +194,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let console = RunContext::console();
     let result =
         rt.block_on(workflow.run_task("Write a short welcome note for new members.", &console))?;
-    console.sink().flush().await; // its events are all printed first
+    rt.block_on(console.sink().flush()); // its events are all printed first
 
     // Each REJECT took the back-edge once.
     let iterations = result

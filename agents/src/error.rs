@@ -78,6 +78,25 @@ pub enum ModelError {
         /// The last attempt's error.
         last: Box<ModelError>,
     },
+    /// The answer was cut off at the token limit (`finish_reason: length`).
+    #[error(
+        "the answer of model '{model}' was cut off at {} (finish_reason: length): raise `max_tokens`, or set `on_length: continue` on the model to have it go on",
+        match max_tokens { Some(n) => format!("max_tokens ({n})"), None => "the model's token limit".to_string() }
+    )]
+    Truncated {
+        /// The model that answered.
+        model: String,
+        /// The cap the request set, if it set one.
+        max_tokens: Option<u32>,
+    },
+    /// Every model of a fallback chain failed (or was cooling down).
+    #[error("every model failed: {}", tried.join("; "))]
+    FallbackExhausted {
+        /// Each model tried, with how it failed (`name: error`), in order.
+        tried: Vec<String>,
+        /// The last model's error.
+        last: Box<ModelError>,
+    },
     /// The client is misconfigured (missing key, bad URL, bad header).
     #[error("model client configuration: {0}")]
     Config(String),
@@ -116,7 +135,8 @@ impl ModelError {
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
             ModelError::Status { retry_after, .. } => *retry_after,
-            ModelError::RetriesExhausted { last, .. } => last.retry_after(),
+            ModelError::RetriesExhausted { last, .. }
+            | ModelError::FallbackExhausted { last, .. } => last.retry_after(),
             _ => None,
         }
     }
@@ -146,7 +166,14 @@ impl ModelError {
 /// ```
 impl From<ModelError> for AgentError {
     fn from(e: ModelError) -> Self {
-        let error = if e.is_retryable() || matches!(e, ModelError::RetriesExhausted { .. }) {
+        let passing = match &e {
+            ModelError::RetriesExhausted { .. } => true,
+            ModelError::FallbackExhausted { last, .. } => {
+                last.is_retryable() || matches!(**last, ModelError::RetriesExhausted { .. })
+            }
+            other => other.is_retryable(),
+        };
+        let error = if passing {
             AgentError::Transient(format!("model call failed: {e}"))
         } else {
             AgentError::Model(e.to_string())

@@ -76,7 +76,9 @@ pub use async_trait::async_trait;
 pub use schemars;
 pub use troupe_runtime::FnAgent;
 
-pub use chat_agent::{ChatAgent, ChatAgentBuilder, HandoffTarget, ToolMessages};
+pub use chat_agent::{
+    CONTINUE_PROMPT, ChatAgent, ChatAgentBuilder, HandoffTarget, OnLength, ToolMessages,
+};
 pub use context_policy::ContextPolicy;
 pub use error::{BuildError, McpError, ModelError, NotWaiting, ToolError};
 pub use json_schema::{SchemaError, SchemaErrors, SchemaValidator};

@@ -271,7 +271,15 @@ mod tests {
             ..AgentStats::default()
         };
         meter.clone().record("x", s);
-        assert_eq!(meter.take().total.tool_calls, 2);
-        assert!(meter.take().agents.is_empty());
+        let drained = |m: &Meter| {
+            let mut out = RunStats::default();
+            m.drain(|path, s| out.add(path, s));
+            out
+        };
+        assert_eq!(drained(&meter).agents["x"].tool_calls, 2);
+        assert!(drained(&meter).agents.is_empty());
+        // The key stays for the next turn, its count back at zero.
+        meter.record("x", s);
+        assert_eq!(drained(&meter).total.tool_calls, 2);
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use troupe_runtime::Agent;
 
-use super::{ChatAgent, HandoffTarget, ToolMessages};
+use super::{ChatAgent, HandoffTarget, OnLength, ToolMessages};
 use crate::context_policy::ContextPolicy;
 use crate::error::BuildError;
 use crate::json_schema::SchemaError;
@@ -36,6 +36,7 @@ pub struct ChatAgentBuilder {
     tool_messages: ToolMessages,
     ask_user: bool,
     pricing: Option<Pricing>,
+    on_length: OnLength,
 }
 
 impl fmt::Debug for ChatAgentBuilder {
@@ -72,6 +73,7 @@ impl ChatAgentBuilder {
             tool_messages: ToolMessages::default(),
             ask_user: false,
             pricing: None,
+            on_length: OnLength::default(),
         }
     }
 
@@ -232,6 +234,14 @@ impl ChatAgentBuilder {
         self
     }
 
+    /// What to do with an answer cut off at the token limit
+    /// (`finish_reason: length`): fail, naming the model and the cap (the
+    /// default), or ask the model to go on ([`OnLength`]).
+    pub fn on_length(mut self, on_length: OnLength) -> Self {
+        self.on_length = on_length;
+        self
+    }
+
     /// Where the turn's tool calls and results go (default: the agent's
     /// own thread only).
     pub fn tool_messages(mut self, policy: ToolMessages) -> Self {
@@ -310,6 +320,7 @@ impl ChatAgentBuilder {
             tool_messages: self.tool_messages,
             ask_user: self.ask_user,
             pricing: self.pricing,
+            on_length: self.on_length,
         })
     }
 }

@@ -4,6 +4,7 @@
 mod builder;
 mod human;
 mod model_call;
+mod on_length;
 mod tool_round;
 
 use std::collections::HashMap;
@@ -25,6 +26,7 @@ use crate::tool::Tool;
 use human::Resumed;
 
 pub use builder::ChatAgentBuilder;
+pub use on_length::{CONTINUE_PROMPT, OnLength};
 
 /// An agent this one may hand the conversation to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,7 +91,8 @@ pub enum ToolMessages {
 /// ([`Event::TextDelta`], [`Event::ToolArgumentsDelta`]), before the turn
 /// ends; the answer is the same. Every model call is reported
 /// ([`Event::ModelCallStarted`], [`Event::ModelCallFinished`]), retries of
-/// the client as they happen ([`Event::ModelCallRetry`]); a call whose
+/// the client as they happen ([`Event::ModelCallRetry`]), waits for the
+/// model's shared rate limit ([`Event::ModelCallThrottled`]); a call whose
 /// server reported no usage counts an estimate, marked so in its
 /// `ModelCallFinished`.
 ///
@@ -137,6 +140,7 @@ pub struct ChatAgent {
     tool_messages: ToolMessages,
     ask_user: bool,
     pricing: Option<Pricing>,
+    on_length: OnLength,
 }
 
 impl fmt::Debug for ChatAgent {
@@ -365,12 +369,12 @@ impl Agent for ChatAgent {
             let response = tokio::select! {
                 biased;
                 _ = ctx.cancelled() => return Err(self.cancelled()),
-                response = self.call_model(&request, &ctx) => response,
+                response = self.answer(&request, &ctx) => response,
             };
             crate::telemetry::record_chat_end(&span, &response);
             drop(span); // the call's span ends with the call
+            // `answer` counted each model call in the turn's meter.
             let response = response?;
-            self.record_model_call(&ctx, response.usage);
             add_usage(&mut usage, response.usage);
             add_usage(&mut total, response.usage);
 

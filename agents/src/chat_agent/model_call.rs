@@ -185,4 +185,12 @@ impl CallObserver for CallEvents<'_> {
             delay_ms: delay.as_secs_f64() * 1000.0,
         });
     }
+
+    fn waiting_for_capacity(&self, waited: Duration) {
+        self.ctx.emit_with(|| Event::ModelCallThrottled {
+            path: self.ctx.path().clone(),
+            model: self.model.to_string(),
+            waited_ms: waited.as_secs_f64() * 1000.0,
+        });
+    }
 }

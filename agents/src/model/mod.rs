@@ -4,11 +4,13 @@
 //! [`OpenAiResponsesClient`], [`AnthropicClient`]), one [`HttpModel`] each.
 
 mod anthropic;
+mod fallback;
 mod http;
 mod observer;
 mod openai;
 mod openai_wire;
 mod pricing;
+mod rate_limit;
 mod responses;
 mod retry;
 mod scripted;
@@ -30,12 +32,14 @@ pub use anthropic::{
     ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, AnthropicClient, AnthropicClientBuilder,
     AnthropicMessages, DEFAULT_MAX_TOKENS,
 };
+pub use fallback::{Cooldowns, DEFAULT_COOLDOWN, FallbackModel};
 pub use http::{Dialect, HttpModel, HttpModelBuilder};
 pub use observer::{CallObserver, NoObserver};
 pub use openai::{DEFAULT_BASE_URL, OpenAiChat, OpenAiClient, OpenAiClientBuilder};
 pub use pricing::Pricing;
+pub use rate_limit::{LocalRateLimiter, Permit, RateLimit, RateLimiter, shared_limiter};
 pub use responses::{OpenAiResponses, OpenAiResponsesClient, OpenAiResponsesClientBuilder};
-pub use retry::RetryPolicy;
+pub use retry::{RetryOn, RetryPolicy};
 pub use scripted::{Position, ScriptedModel, WhenExhausted};
 pub use scripted_reply::ScriptedReply;
 pub use stream::{StreamAccumulator, collect_stream, response_deltas};

@@ -13,7 +13,8 @@ use crate::error::ModelError;
 ///
 /// A [`ChatAgent`](crate::ChatAgent) passes one that turns these into
 /// events ([`Event::ModelCallStarted`](troupe_runtime::Event::ModelCallStarted),
-/// [`Event::ModelCallRetry`](troupe_runtime::Event::ModelCallRetry)).
+/// [`Event::ModelCallRetry`](troupe_runtime::Event::ModelCallRetry),
+/// [`Event::ModelCallThrottled`](troupe_runtime::Event::ModelCallThrottled)).
 ///
 /// [`ChatModel::complete_observed`]: super::ChatModel::complete_observed
 /// [`ChatModel::stream_observed`]: super::ChatModel::stream_observed
@@ -27,6 +28,12 @@ pub trait CallObserver: Send + Sync {
     /// `delay`.
     fn retrying(&self, attempt: u32, delay: Duration, error: &ModelError) {
         let _ = (attempt, delay, error);
+    }
+
+    /// The call waited `waited` for the model's rate limit
+    /// ([`RateLimiter`](super::RateLimiter)) before its attempt was sent.
+    fn waiting_for_capacity(&self, waited: Duration) {
+        let _ = waited;
     }
 }
 

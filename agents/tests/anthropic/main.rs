@@ -208,6 +208,7 @@ async fn rate_limited_and_overloaded_are_retried_honouring_retry_after() {
                 max_backoff: Duration::from_millis(10),
                 max_retry_after: Duration::from_secs(5),
                 jitter: false,
+                ..RetryPolicy::default()
             })
             .build()
             .unwrap();

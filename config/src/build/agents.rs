@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use troupe_agents::model::Position;
-use troupe_agents::{ChatAgent, ChatModel, ContextPolicy, Pricing, Tool, UserProxy};
+use troupe_agents::{ChatAgent, ChatModel, ContextPolicy, OnLength, Pricing, Tool, UserProxy};
 use troupe_runtime::{Agent, AgentError, Reply, RunContext, Thread};
 
 use super::ctx::{Ctx, build_error};
 use crate::error::ConfigError;
 use crate::plan::Blocks;
-use crate::schema::{AgentSpec, BuiltinTool, ToolSpec};
+use crate::schema::{AgentSpec, BuiltinTool, OnLengthSpec, ToolSpec};
 use crate::template::{Board, Template};
 
 impl Ctx<'_> {
@@ -77,6 +77,10 @@ impl Ctx<'_> {
             temperature: spec.temperature.or(model_spec.temperature),
             max_tokens: spec.max_tokens.or(model_spec.max_tokens),
             stream: model_spec.stream,
+            on_length: match model_spec.on_length.unwrap_or_default() {
+                OnLengthSpec::Error => OnLength::Error,
+                OnLengthSpec::Continue => OnLength::continue_up_to_3(),
+            },
             tool_timeout: spec.tool_timeout.as_ref().map(|d| d.duration),
             pricing,
             context: spec.context.map(|c| match (c.last, c.max_tokens) {
@@ -129,6 +133,7 @@ struct Recipe {
     tool_timeout: Option<Duration>,
     pricing: Option<Pricing>,
     context: Option<ContextPolicy>,
+    on_length: OnLength,
 }
 
 impl Recipe {
@@ -170,7 +175,7 @@ impl Recipe {
         if let Some(p) = self.pricing {
             b = b.pricing(p);
         }
-        b.build()
+        b.on_length(self.on_length).build()
     }
 }
 

@@ -49,6 +49,9 @@ pub(super) struct Ctx<'a> {
     pub(super) warnings: Vec<Diagnostic>,
     /// The models and agents (local or remote) the build asked for.
     pub(super) used: std::collections::BTreeSet<String>,
+    /// The models resting in each model's fallback chain, shared by every
+    /// agent using that model.
+    pub(super) cooldowns: BTreeMap<String, Arc<troupe_agents::model::Cooldowns>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -77,6 +80,7 @@ impl<'a> Ctx<'a> {
             notes: Vec::new(),
             warnings: Vec::new(),
             used: std::collections::BTreeSet::new(),
+            cooldowns: BTreeMap::new(),
         }
     }
 

@@ -3,7 +3,6 @@
 //! server, else a [`ScriptedModel`] playing the config's replies.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use troupe_agents::model::{
     AnthropicMessages, Dialect, HttpModel, OpenAiChat, OpenAiResponses, Position,
@@ -39,10 +38,10 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// A model for `user` (an agent or the selector): a client, or a
-    /// script (the agent's own, else the model's) whose replies go by
-    /// `position`.
-    pub(super) fn model(
+    /// One model for `user` (an agent or the selector), its fallbacks
+    /// aside: a client, or a script (the agent's own, else the model's)
+    /// whose replies go by `position`.
+    pub(super) fn single_model(
         &mut self,
         model_name: &str,
         user: &str,
@@ -146,11 +145,11 @@ impl<'a> Ctx<'a> {
         if let Some(t) = &spec.timeout {
             b = b.timeout(t.duration);
         }
-        if let Some(n) = spec.retries {
-            b = b.retry(troupe_agents::RetryPolicy::new(
-                n,
-                Duration::from_millis(500),
-            ));
+        if let Some(policy) = super::model_limits::retry_policy(spec) {
+            b = b.retry(policy);
+        }
+        if let Some(limit) = super::model_limits::rate_limit(spec) {
+            b = b.rate_limit(limit);
         }
         let client = b.build().map_err(|e| build_error(format!("{what}: {e}")))?;
         self.notes

@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use troupe_agents::model::WhenExhausted;
 
+use super::model_limits::{ModelRetrySpec, OnLengthSpec, RateLimitSpec};
 use super::replies::ReplySpec;
 use crate::duration::HumanDuration;
 
@@ -83,9 +84,30 @@ pub struct ModelSpec {
     /// Time allowed for one model call (default 120s).
     #[serde(default)]
     pub timeout: Option<HumanDuration>,
-    /// Attempts per call, the first included (default 3).
+    /// Attempts per call, the first included (default 3): shorthand for
+    /// `retry: {attempts: n}`.
     #[serde(default)]
     pub retries: Option<u32>,
+    /// How failed calls are tried again (attempts, backoff, which
+    /// failures).
+    #[serde(default)]
+    pub retry: Option<ModelRetrySpec>,
+    /// How fast the model may be called, shared by every agent using it.
+    #[serde(default)]
+    pub rate_limit: Option<RateLimitSpec>,
+    /// Models asked in turn when this one fails for good (after its
+    /// retries) with a rate limit, a server error, a timeout or a lost
+    /// connection. A fallback's own `fallback` is not followed.
+    #[serde(default)]
+    pub fallback: Vec<String>,
+    /// How long a model that failed for good is skipped in favour of its
+    /// fallbacks (default 60s).
+    #[serde(default)]
+    pub cooldown: Option<HumanDuration>,
+    /// An answer cut off at `max_tokens`: `error` (default) fails the
+    /// turn saying so, `continue` asks the model to go on.
+    #[serde(default)]
+    pub on_length: Option<OnLengthSpec>,
     /// Scripted replies: each agent using this model gets its own copy of
     /// the list (an agent's own `script` replaces it).
     #[serde(default)]

@@ -14,6 +14,7 @@ mod context;
 mod graph;
 mod humans;
 mod loops;
+mod model_limits;
 mod models;
 mod participants;
 mod plan;
@@ -63,6 +64,7 @@ pub(crate) fn check(
 
     for (name, model) in &spec.models {
         check_model(&mut c, name, model);
+        model_limits::check_model_limits(&mut c, &names, name, model);
     }
 
     // Every id a template may name: steps, graph nodes, participants.

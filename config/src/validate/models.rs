@@ -34,6 +34,8 @@ pub(super) fn check_model(c: &mut Checker<'_>, name: &str, m: &ModelSpec) {
         for (field, given) in [
             ("base_url", m.base_url.is_some()),
             ("api_key_env", m.api_key_env.is_some()),
+            ("rate_limit", m.rate_limit.is_some()),
+            ("retry", m.retry.is_some()),
         ] {
             if given {
                 c.error(

@@ -223,6 +223,14 @@ impl fmt::Display for Event {
                     None => Ok(()),
                 }
             }
+            Event::ModelCallThrottled {
+                path,
+                model,
+                waited_ms,
+            } => write!(
+                f,
+                "  ⧗ {path}: {model} waited {waited_ms:.0} ms for its rate limit"
+            ),
         }
     }
 }

@@ -315,6 +315,17 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+    /// A model call waited for its model's shared rate limit
+    /// (`rate_limit:`, or a server's `Retry-After` that holds every
+    /// caller) before its attempt was sent.
+    ModelCallThrottled {
+        /// The agent's path.
+        path: Arc<str>,
+        /// The model's name.
+        model: String,
+        /// How long it waited, in milliseconds.
+        waited_ms: f64,
+    },
 }
 
 impl Event {
@@ -348,7 +359,8 @@ impl Event {
             | Event::ModelCallFinished { path, .. }
             | Event::ModelCallRetry { path, .. }
             | Event::ToolCallStarted { path, .. }
-            | Event::ToolCallFinished { path, .. } => path,
+            | Event::ToolCallFinished { path, .. }
+            | Event::ModelCallThrottled { path, .. } => path,
         }
     }
 }

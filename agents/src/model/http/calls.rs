@@ -10,6 +10,7 @@ use reqwest::header::CONTENT_TYPE;
 
 use super::{Dialect, HttpModel, sse_reader};
 use crate::error::ModelError;
+use crate::model::rate_limit::Permit;
 use crate::model::{
     CallObserver, ChatModel, ChatRequest, ChatResponse, ChatStream, NoObserver, response_deltas,
     retry,
@@ -42,7 +43,11 @@ impl<W: Dialect> HttpModel<W> {
         if status.is_success() {
             return Ok(response);
         }
-        let retry_after = retry::retry_after(response.headers());
+        let retry_after = retry::retry_after(response.headers()).or_else(|| {
+            (status.as_u16() == 429)
+                .then(|| retry::rate_limit_reset(response.headers()))
+                .flatten()
+        });
         let body = response.text().await.unwrap_or_default();
         Err(ModelError::Status {
             endpoint: inner.endpoint.clone(),
@@ -52,13 +57,26 @@ impl<W: Dialect> HttpModel<W> {
         })
     }
 
+    /// Waits for the rate limiter (if any) to let an attempt of about
+    /// `tokens` tokens go, telling `observer` when it had to wait.
+    async fn admit(&self, tokens: u64, observer: &dyn CallObserver) -> Option<Permit> {
+        let permit = self.inner.limiter.as_ref()?.acquire(tokens).await;
+        if permit.waited() >= std::time::Duration::from_millis(1) {
+            observer.waiting_for_capacity(permit.waited());
+        }
+        Some(permit)
+    }
+
     /// Runs `attempt` until it succeeds, fails for good, or the retry
-    /// policy gives up.
+    /// policy gives up; each attempt waits for the rate limiter first, and
+    /// a rate-limited one holds back every caller of the limiter. The
+    /// permit of the attempt that succeeded is returned with its result.
     async fn with_retries<T, F, Fut>(
         &self,
         observer: &dyn CallObserver,
+        tokens: u64,
         mut attempt: F,
-    ) -> Result<T, ModelError>
+    ) -> Result<(T, Option<Permit>), ModelError>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, ModelError>>,
@@ -66,10 +84,18 @@ impl<W: Dialect> HttpModel<W> {
         let policy = &self.inner.retry;
         let mut n = 1;
         loop {
+            let permit = self.admit(tokens, observer).await;
             observer.attempt_started(n);
-            match attempt().await {
-                Ok(v) => return Ok(v),
-                Err(e) if e.is_retryable() && n < policy.max_attempts => {
+            let outcome = attempt().await;
+            if let (Err(e), Some(limiter)) = (&outcome, &self.inner.limiter)
+                && retry::RetryOn::of(e) == Some(retry::RetryOn::RateLimit)
+            {
+                limiter.penalize(e.retry_after().unwrap_or_else(|| policy.delay(n, None)));
+            }
+            match outcome {
+                Ok(v) => return Ok((v, permit)),
+                Err(e) if policy.retries(&e) && n < policy.max_attempts => {
+                    drop(permit);
                     let wait = policy.delay(n, e.retry_after());
                     tracing::warn!(
                         endpoint = %self.inner.endpoint,
@@ -148,8 +174,12 @@ impl<W: Dialect> ChatModel for HttpModel<W> {
     ) -> Result<ChatResponse, ModelError> {
         let body = self.body(request, false)?;
         tracing::debug!(endpoint = %self.inner.endpoint, model = %self.inner.model, api = W::NAME, "model call");
-        self.with_retries(observer, || self.complete_once(request, body.clone()))
-            .await
+        let tokens = estimated_tokens(request);
+        self.with_retries(observer, tokens, || {
+            self.complete_once(request, body.clone())
+        })
+        .await
+        .map(|(response, _permit)| response)
     }
 
     /// Streams the answer. Retries cover opening the stream; a stream that
@@ -162,8 +192,9 @@ impl<W: Dialect> ChatModel for HttpModel<W> {
     ) -> Result<ChatStream, ModelError> {
         let body = self.body(request, true)?;
         tracing::debug!(endpoint = %self.inner.endpoint, model = %self.inner.model, api = W::NAME, "streamed model call");
-        let response = self
-            .with_retries(observer, || self.open_stream(body.clone()))
+        let tokens = estimated_tokens(request);
+        let (response, permit) = self
+            .with_retries(observer, tokens, || self.open_stream(body.clone()))
             .await?;
         let is_json = response
             .headers()
@@ -185,6 +216,30 @@ impl<W: Dialect> ChatModel for HttpModel<W> {
                 response_deltas(&whole).into_iter().map(Ok),
             )));
         }
-        Ok(sse_reader::stream(self.clone(), request, response))
+        let stream = sse_reader::stream(self.clone(), request, response);
+        // A stream is a call in flight until it ends.
+        Ok(match permit {
+            Some(permit) => Box::pin(futures::StreamExt::map(stream, move |delta| {
+                let _held = &permit;
+                delta
+            })),
+            None => stream,
+        })
     }
+}
+
+/// Tokens a request may use, for the rate limiter: its text at about four
+/// characters a token, and the answer's cap when it sets one.
+fn estimated_tokens(request: &ChatRequest) -> u64 {
+    let chars: usize = request
+        .messages
+        .iter()
+        .map(|m| m.text().len())
+        .sum::<usize>()
+        + request
+            .tools
+            .iter()
+            .map(|t| t.description.len() + t.parameters.to_string().len())
+            .sum::<usize>();
+    (chars as u64).div_ceil(4) + u64::from(request.max_tokens.unwrap_or(0))
 }

@@ -15,6 +15,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::error::ModelError;
+use crate::model::rate_limit::{RateLimit, RateLimiter, shared_limiter};
 use crate::model::retry::RetryPolicy;
 
 mod calls;
@@ -63,6 +64,8 @@ pub struct HttpModelBuilder<W: Dialect> {
     timeout: Duration,
     connect_timeout: Duration,
     retry: RetryPolicy,
+    rate_limit: Option<RateLimit>,
+    limiter: Option<Arc<dyn RateLimiter>>,
     pub(crate) dialect: W,
 }
 
@@ -80,11 +83,29 @@ impl<W: Dialect> fmt::Debug for HttpModelBuilder<W> {
             )
             .field("timeout", &self.timeout)
             .field("retry", &self.retry)
+            .field("rate_limit", &self.rate_limit)
             .finish()
     }
 }
 
 impl<W: Dialect> HttpModelBuilder<W> {
+    /// Limits the calls of this model (requests and tokens per minute,
+    /// calls in flight), shared by every client built in this process for
+    /// the same model name and endpoint: every agent, run and session
+    /// using it waits its turn, and a 429's `Retry-After` holds them all.
+    pub fn rate_limit(mut self, limit: RateLimit) -> Self {
+        self.rate_limit = (!limit.is_unlimited()).then_some(limit);
+        self
+    }
+
+    /// Uses `limiter` for this client (a limiter shared wider than the
+    /// process, or one the caller shares by hand); replaces
+    /// [`rate_limit`](Self::rate_limit).
+    pub fn rate_limiter(mut self, limiter: Arc<dyn RateLimiter>) -> Self {
+        self.limiter = Some(limiter);
+        self
+    }
+
     /// Sets the base URL (requests go to `{base_url}/{path}`: the path is
     /// `chat/completions`, `responses` or `v1/messages` by API). A query in
     /// it (Azure's `?api-version=…`) is kept.
@@ -163,6 +184,14 @@ impl<W: Dialect> HttpModelBuilder<W> {
             }
             None => None,
         };
+        let endpoint = shown_url(&url);
+        let limiter = match (self.limiter, self.rate_limit) {
+            (Some(limiter), _) => Some(limiter),
+            (None, Some(limit)) => {
+                Some(shared_limiter(&self.model, &endpoint, limit) as Arc<dyn RateLimiter>)
+            }
+            (None, None) => None,
+        };
         crate::tls::ensure_crypto_provider();
         let http = reqwest::Client::builder()
             .connect_timeout(self.connect_timeout)
@@ -171,7 +200,7 @@ impl<W: Dialect> HttpModelBuilder<W> {
         Ok(HttpModel {
             http,
             inner: Arc::new(Inner {
-                endpoint: shown_url(&url),
+                endpoint,
                 url,
                 model: self.model,
                 api_key: self.api_key,
@@ -179,6 +208,7 @@ impl<W: Dialect> HttpModelBuilder<W> {
                 headers,
                 timeout: self.timeout,
                 retry: self.retry,
+                limiter,
                 dialect: self.dialect,
             }),
         })
@@ -232,6 +262,7 @@ struct Inner<W> {
     headers: HeaderMap,
     timeout: Duration,
     retry: RetryPolicy,
+    limiter: Option<Arc<dyn RateLimiter>>,
     dialect: W,
 }
 
@@ -279,6 +310,8 @@ impl<W: Dialect + Default> HttpModel<W> {
             timeout: Duration::from_secs(120),
             connect_timeout: Duration::from_secs(10),
             retry: RetryPolicy::default(),
+            rate_limit: None,
+            limiter: None,
             dialect: W::default(),
         }
     }
