@@ -179,43 +179,66 @@ impl RunStats {
 /// context derived from the turn's (an agent used as a tool records under
 /// its own path), drained by the run's supervisor when the turn ends. A
 /// participant has one turn under way at a time, so one meter per
-/// participant serves all its turns.
-#[derive(Debug, Clone, Default)]
+/// participant serves all its turns. What the participant itself spends
+/// is counted in a slot of its own (no map, no key); what agents under it
+/// spend (as tools, in nested runs) by their paths.
+#[derive(Debug, Clone)]
 pub(crate) struct Meter {
-    spent: Arc<Mutex<RunStats>>,
+    owner: Arc<str>,
+    spent: Arc<Mutex<Spent>>,
+}
+
+#[derive(Debug, Default)]
+struct Spent {
+    own: AgentStats,
+    others: RunStats,
 }
 
 impl Meter {
+    /// A meter for the participant at `owner`.
+    pub(crate) fn new(owner: Arc<str>) -> Self {
+        Meter {
+            owner,
+            spent: Arc::default(),
+        }
+    }
+
     /// Records `stats` spent by the agent at `path`.
     pub(crate) fn record(&self, path: &str, stats: AgentStats) {
-        self.lock().add(path, stats);
+        let mut spent = self.lock();
+        if path == &*self.owner {
+            spent.own += stats;
+        } else {
+            spent.others.add(path, stats);
+        }
     }
 
     /// Records everything a nested run spent.
     pub(crate) fn record_all(&self, stats: &RunStats) {
-        if !stats.agents.is_empty() {
-            self.lock().merge(stats);
+        for (path, stats) in &stats.agents {
+            self.record(path, *stats);
         }
     }
 
-    /// Hands what was recorded since the last drain to `f`, agent by
-    /// agent, and starts again from zero. The keys stay: a participant's
-    /// next turns record without allocating.
-    pub(crate) fn drain(&self, mut f: impl FnMut(&str, AgentStats)) {
+    /// Hands what agents under the participant recorded since the last
+    /// drain to `f`, agent by agent, and returns what the participant
+    /// itself spent; starts again from zero. The keys stay: the next
+    /// turns record without allocating.
+    pub(crate) fn drain(&self, mut f: impl FnMut(&str, AgentStats)) -> AgentStats {
         let mut spent = self.lock();
-        if spent.total.is_empty() {
-            return;
-        }
-        spent.total = AgentStats::default();
-        for (path, stats) in spent.agents.iter_mut() {
-            let stats = std::mem::take(stats);
-            if !stats.is_empty() {
-                f(path, stats);
+        if !spent.others.total.is_empty() {
+            spent.others.total = AgentStats::default();
+            for (path, stats) in spent.others.agents.iter_mut() {
+                let stats = std::mem::take(stats);
+                if !stats.is_empty() {
+                    f(path, stats);
+                }
             }
         }
+        std::mem::take(&mut spent.own)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, RunStats> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Spent> {
         // A panic while adding numbers leaves them usable.
         self.spent.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -265,21 +288,26 @@ mod tests {
 
     #[test]
     fn a_meter_hands_over_what_was_recorded_once() {
-        let meter = Meter::default();
+        let meter = Meter::new("team/x".into());
         let s = AgentStats {
             tool_calls: 2,
             ..AgentStats::default()
         };
-        meter.clone().record("x", s);
+        meter.clone().record("team/x", s);
+        meter.record("team/x/tool", s);
         let drained = |m: &Meter| {
             let mut out = RunStats::default();
-            m.drain(|path, s| out.add(path, s));
+            let own = m.drain(|path, s| out.add(path, s));
+            out.add("team/x", own);
             out
         };
-        assert_eq!(drained(&meter).agents["x"].tool_calls, 2);
+        let first = drained(&meter);
+        assert_eq!(first.agents["team/x"].tool_calls, 2);
+        assert_eq!(first.agents["team/x/tool"].tool_calls, 2);
+        assert_eq!(first.total.tool_calls, 4);
         assert!(drained(&meter).agents.is_empty());
-        // The key stays for the next turn, its count back at zero.
-        meter.record("x", s);
+        // The keys stay for the next turn, their counts back at zero.
+        meter.record("team/x/tool", s);
         assert_eq!(drained(&meter).total.tool_calls, 2);
     }
 }

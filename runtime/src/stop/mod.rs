@@ -246,6 +246,22 @@ impl StopCondition {
         }
     }
 
+    /// Whether the condition reads what turns spend (tokens, cost, model
+    /// or tool calls): only then is it judged again when a turn's spend
+    /// is counted.
+    pub(crate) fn reads_spend(&self) -> bool {
+        match self {
+            StopCondition::Any(v) | StopCondition::All(v) => v.iter().any(Self::reads_spend),
+            StopCondition::TokenBudget(_)
+            | StopCondition::PromptTokens(_)
+            | StopCondition::CompletionTokens(_)
+            | StopCondition::MaxCost(_)
+            | StopCondition::MaxModelCalls(_)
+            | StopCondition::MaxToolCalls(_) => true,
+            _ => false,
+        }
+    }
+
     pub(crate) fn node_count(&self) -> usize {
         match self {
             StopCondition::Any(v) | StopCondition::All(v) => {

@@ -40,6 +40,9 @@ pub(crate) struct StopTracker {
     /// What the run's turns spent in all (kept in the run's own
     /// counters, not here).
     spent: AgentStats,
+    /// Whether the condition reads `spent` (else a turn's spend changes
+    /// nothing it judges).
+    reads_spend: bool,
 }
 
 /// What a [`StopTracker`] has counted, as kept in checkpoints. Its token
@@ -85,6 +88,7 @@ impl StopTracker {
     }
 
     pub(crate) fn new(condition: StopCondition) -> Self {
+        let reads_spend = condition.reads_spend();
         StopTracker {
             latched: vec![false; condition.node_count()],
             condition,
@@ -95,6 +99,7 @@ impl StopTracker {
             completion_tokens: 0,
             timed_out: false,
             spent: AgentStats::default(),
+            reads_spend,
         }
     }
 
@@ -116,7 +121,12 @@ impl StopTracker {
                 }
             }
             Trigger::Turn => self.turns += 1,
-            Trigger::Spent(total) => self.spent = *total,
+            Trigger::Spent(total) => {
+                self.spent = *total;
+                if !self.reads_spend {
+                    return None;
+                }
+            }
             Trigger::Timeout => self.timed_out = true,
             Trigger::External | Trigger::Inner(_) => {}
         }

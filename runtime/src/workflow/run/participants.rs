@@ -91,9 +91,11 @@ impl Participants {
                 attempts: 0,
                 // A meter of its own: what its turns spend is folded in
                 // when each ends (see `Tally::fold_turn`).
-                ctx: ctx
-                    .derive(ctx.child_path(name), turns.clone(), ctx.deadline())
-                    .with_meter(Meter::default()),
+                ctx: {
+                    let path = ctx.child_path(name);
+                    ctx.derive(path.clone(), turns.clone(), ctx.deadline())
+                        .with_meter(Meter::new(path))
+                },
                 seq: 0,
                 progress: None,
             })

@@ -92,18 +92,20 @@ impl Tally {
         reply: Option<&Reply>,
         ended: bool,
     ) {
-        let mut metered = false;
-        if let Some(meter) = meter {
-            let stats = &mut self.stats;
-            meter.drain(|at, spent| {
-                metered |= spent.model_calls > 0 || spent.tokens() > 0;
-                stats.add(at, spent);
-            });
-        }
         let mut own = AgentStats {
             turns: u64::from(ended),
             ..AgentStats::default()
         };
+        let mut metered = false;
+        if let Some(meter) = meter {
+            let stats = &mut self.stats;
+            let mine = meter.drain(|at, spent| {
+                metered |= spent.model_calls > 0 || spent.tokens() > 0;
+                stats.add(at, spent);
+            });
+            metered |= mine.model_calls > 0 || mine.tokens() > 0;
+            own += mine;
+        }
         if !metered && let Some(reply) = reply {
             let usage = reply
                 .messages
