@@ -12,7 +12,6 @@ use troupe_runtime::secrets;
 
 use super::config::{McpServerConfig, McpTransport};
 use super::connection::Connection;
-use super::tool::McpTool;
 use super::{McpCallResult, McpToolInfo};
 use crate::error::McpError;
 
@@ -202,16 +201,6 @@ impl McpClient {
                 description: t.description.map(|d| d.to_string()).unwrap_or_default(),
                 input_schema: Value::Object((*t.input_schema).clone()),
             })
-            .collect())
-    }
-
-    /// The server's (allowed) tools, as tools an agent can use.
-    pub async fn tools(&self) -> Result<Vec<McpTool>, McpError> {
-        Ok(self
-            .list_tools()
-            .await?
-            .into_iter()
-            .map(|info| McpTool::new(self.clone(), info))
             .collect())
     }
 

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 
 use super::McpToolInfo;
 use super::client::McpClient;
-use crate::error::ToolError;
+use crate::error::{McpError, ToolError};
 use crate::model::ToolDefinition;
 use crate::tool::arguments::readable;
 use crate::tool::{Tool, ToolContext, ToolOutput, parse_arguments};
@@ -17,8 +17,20 @@ pub struct McpTool {
     definition: ToolDefinition,
 }
 
+impl McpClient {
+    /// The server's (allowed) tools, as tools an agent can use.
+    pub async fn tools(&self) -> Result<Vec<McpTool>, McpError> {
+        Ok(self
+            .list_tools()
+            .await?
+            .into_iter()
+            .map(|info| McpTool::new(self.clone(), info))
+            .collect())
+    }
+}
+
 impl McpTool {
-    pub(super) fn new(client: McpClient, info: McpToolInfo) -> Self {
+    fn new(client: McpClient, info: McpToolInfo) -> Self {
         let name = match &client.config().tool_prefix {
             Some(prefix) => format!("{prefix}_{}", info.name),
             None => info.name.clone(),
