@@ -47,7 +47,7 @@ impl RunState {
     fn counters(&self) -> RunCounters {
         RunCounters {
             stop: self.tracker.as_ref().map(|t| t.state()),
-            stats: self.tally.stats.clone(),
+            stats: self.tally.stats(),
             turns: self.tally.turns,
             last: self.tally.last.as_ref().map(|m| m.id),
             start_len: self.tally.start_len,
@@ -74,7 +74,7 @@ impl RunState {
         let snapshot = Snapshot {
             thread,
             stop: self.tracker.as_ref().map(|t| t.state()),
-            stats: self.tally.stats.clone(),
+            stats: self.tally.stats(),
             turns: self.tally.turns,
             last: self.tally.last.as_ref().map(|m| m.id),
             start_len: self.tally.start_len,
@@ -135,7 +135,7 @@ impl RunState {
         }
         let (run_id, checkpoint) = (self.checkpoints.run_id(), self.checkpoints.parent());
         let status = match (std::mem::replace(&mut self.phase, Phase::Running), open) {
-            (Phase::Failing(f), _) => Err(f.into_error(thread, self.tally.stats.clone())),
+            (Phase::Failing(f), _) => Err(f.into_error(thread, self.tally.stats())),
             (_, Some(open)) => Ok((thread, RunStatus::WaitingForInput(open))),
             (Phase::Stopping(status), None) => Ok((thread, status)),
             (Phase::Running, None) => Ok((thread, RunStatus::Completed)),
@@ -153,14 +153,14 @@ impl RunState {
                 detail,
                 usage: self.tally.stats.total.usage(),
                 turns: self.tally.turns,
-                stats: self.tally.stats.clone(),
+                stats: self.tally.stats(),
                 elapsed_ms: self.tally.started.elapsed().as_secs_f64() * 1e3,
             }
         });
         // What this run spent reaches the turn it runs under (a nested
         // run's, failed or not) before that turn ends.
         if let Some(meter) = self.ctx.meter() {
-            meter.record_all(&self.tally.stats.since(&self.tally.base));
+            meter.record_all(&self.tally.stats().since(&self.tally.base));
         }
         // The run's span ends before the caller hears of it, so whoever
         // flushes spans next finds it closed.

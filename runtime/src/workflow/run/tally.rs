@@ -23,8 +23,13 @@ pub(super) struct Tally {
     /// Messages produced in this run, in order.
     pub(super) produced: Vec<Arc<Message>>,
     /// What the run spent, per agent and in total (the one source of its
-    /// usage: see [`crate::stats`]).
+    /// usage: see [`crate::stats`]) — but for what participants spent
+    /// themselves in this run, kept in `own` (see [`Tally::stats`]);
+    /// `stats.total` counts everything.
     pub(super) stats: RunStats,
+    /// What each participant (by index) spent itself in this run: a slot
+    /// per participant, so folding a turn looks nothing up by path.
+    own: Vec<Option<(Arc<str>, AgentStats)>>,
     /// What `stats` held when this run started (counted on from a
     /// checkpoint or an unfinished run): a nested run hands the run
     /// above only what it spent itself.
@@ -48,6 +53,7 @@ impl Default for Tally {
             last: None,
             produced: Vec::new(),
             stats: RunStats::default(),
+            own: Vec::new(),
             base: RunStats::default(),
             turns: 0,
             waiting: Vec::new(),
@@ -75,7 +81,7 @@ impl Tally {
             status,
             usage: self.stats.total.usage(),
             turns: self.turns,
-            stats: self.stats.clone(),
+            stats: self.stats(),
             run_id: run_id.to_string(),
             checkpoint,
         }
@@ -87,7 +93,8 @@ impl Tally {
     /// `ended` counts the turn (it ended with a reply or an error).
     pub(super) fn fold_turn(
         &mut self,
-        path: &str,
+        index: usize,
+        path: &Arc<str>,
         meter: Option<&Meter>,
         reply: Option<&Reply>,
         ended: bool,
@@ -116,6 +123,25 @@ impl Tally {
             own.input_tokens = usage.prompt_tokens;
             own.output_tokens = usage.completion_tokens;
         }
-        self.stats.add(path, own);
+        if own.is_empty() {
+            return;
+        }
+        self.stats.total += own;
+        if self.own.len() <= index {
+            self.own.resize(index + 1, None);
+        }
+        match &mut self.own[index] {
+            Some((_, slot)) => *slot += own,
+            slot @ None => *slot = Some((path.clone(), own)),
+        }
+    }
+
+    /// What the run spent, per agent and in total.
+    pub(super) fn stats(&self) -> RunStats {
+        let mut stats = self.stats.clone();
+        for (path, own) in self.own.iter().flatten() {
+            *stats.agents.entry(path.to_string()).or_default() += *own;
+        }
+        stats
     }
 }

@@ -217,7 +217,8 @@ impl RunState {
     /// and stops the run if that exhausts a budget.
     fn fold_spend(&mut self, index: usize, reply: Option<&Reply>, ended: bool) {
         let ctx = self.parts.ctx(index);
-        self.tally.fold_turn(ctx.path(), ctx.meter(), reply, ended);
+        self.tally
+            .fold_turn(index, ctx.path(), ctx.meter(), reply, ended);
         let total = self.tally.stats.total;
         if let Some(reason) = self.observe(Trigger::Spent(&total)) {
             self.phase.stop_gracefully(RunStatus::Stopped(reason));
