@@ -6,26 +6,14 @@
 #![allow(clippy::expect_used)]
 
 mod common;
-use common::wait;
 
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::time::Duration;
 
+/// `troupe args` run from the crate's root, offline (see `common::run`).
 fn troupe(args: &[&str]) -> Output {
-    let child = Command::new(env!("CARGO_BIN_EXE_troupe"))
-        .args(args)
-        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")))
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("OPENAI_MODEL")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start troupe");
-    wait(child, Duration::from_secs(30))
+    common::run(&PathBuf::from(env!("CARGO_MANIFEST_DIR")), args)
 }
 
 #[test]

@@ -7,26 +7,13 @@
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 
 mod common;
-use common::wait;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+use std::process::Output;
 
+/// `troupe args` run from the crate's root, offline (see `common::run`).
 fn troupe(args: &[&str]) -> Output {
-    let child = Command::new(env!("CARGO_BIN_EXE_troupe"))
-        .args(args)
-        .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")))
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("OPENAI_MODEL")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start troupe");
-    wait(child, Duration::from_secs(30))
+    common::run(&PathBuf::from(env!("CARGO_MANIFEST_DIR")), args)
 }
 
 /// A priced writer that calls the calculator twice and then meets `last`.
