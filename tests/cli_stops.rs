@@ -9,7 +9,6 @@ mod common;
 
 use std::path::PathBuf;
 use std::process::Output;
-use std::time::Duration;
 
 /// `troupe args` run from the crate's root, offline (see `common::run`).
 fn troupe(args: &[&str]) -> Output {
