@@ -273,12 +273,26 @@ fn the_console_chats_streams_shows_the_tree_and_answers_a_question() {
              && texts.includes('Reviewed: the refund is right.')
              && document.getElementById('run-status').dataset.status === 'completed';",
     );
-    // The session is listed with the messages it holds.
+    // The session is listed, and reopened shows the conversation it holds.
+    let session_item = format!("[data-testid=session-item][data-session-id={session}]");
     page.wait_for(
         "the session in the sessions list",
-        &format!(
-            "return !!document.querySelector('[data-testid=session-item][data-session-id={}]')",
-            session
+        &format!("return !!document.querySelector('{session_item}')"),
+    );
+    page.click("[data-testid=new-chat]");
+    page.click(&format!("{session_item} button"));
+    page.wait_for(
+        "the session's messages",
+        "const texts = [...document.querySelectorAll('[data-testid=chat-message] .text')].map(t => t.textContent);
+         return texts.includes('I was charged twice')
+             && texts.includes('Reviewed: the refund is right.');",
+    );
+    assert_eq!(
+        page.js(
+            "return document.getElementById('session-input').value",
+            json!([])
         ),
+        session,
+        "the next message continues the session"
     );
 }
