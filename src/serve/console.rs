@@ -2,9 +2,10 @@
 //! `src/serve/console/`) built into the binary, served at `/` and
 //! `/console/{file}`.
 //!
-//! The page talks to the server only through the HTTP API (`/team`,
-//! `/runs`, `/sessions`), sending `Authorization: Bearer` when it was opened
-//! with `?token=`. A browser loading `<script src>` and `<link href>` cannot
+//! The page talks to the server only through the HTTP API (`team`, `runs`,
+//! `sessions`, beside the page: its links and requests are relative, so the
+//! routes may be nested under a prefix), sending `Authorization: Bearer`
+//! when it was opened with `?token=`. A browser loading `<script src>` and `<link href>` cannot
 //! add that header, so when the page itself is asked for with `?token=`, the
 //! token is carried onto its asset links (the server accepts the query
 //! parameter on `/` and the assets only).
@@ -152,8 +153,8 @@ fn url_safe(value: &str) -> String {
 /// The page with `?token=TOKEN` on every asset link.
 fn with_token(page: &str, token: &str) -> String {
     ASSETS.iter().fold(page.to_string(), |page, a| {
-        let link = format!("\"/console/{}\"", a.name);
-        let with = format!("\"/console/{}?token={token}\"", a.name);
+        let link = format!("\"console/{}\"", a.name);
+        let with = format!("\"console/{}?token={token}\"", a.name);
         page.replace(&link, &with)
     })
 }
@@ -166,7 +167,7 @@ mod tests {
     fn every_asset_the_page_links_is_served() {
         for a in ASSETS {
             assert!(
-                INDEX.contains(&format!("\"/console/{}\"", a.name)),
+                INDEX.contains(&format!("\"console/{}\"", a.name)),
                 "index.html does not link {}",
                 a.name
             );
@@ -179,8 +180,8 @@ mod tests {
         let token = token_param("x=1&token=ab%2Fc\"><script>").unwrap_or_default();
         assert_eq!(token, "ab%2Fc%22%3E%3Cscript%3E");
         let page = with_token(INDEX, &token);
-        assert!(page.contains("\"/console/app.js?token=ab%2Fc%22%3E%3Cscript%3E\""));
-        assert!(page.contains("\"/console/style.css?token=ab%2Fc%22%3E%3Cscript%3E\""));
+        assert!(page.contains("\"console/app.js?token=ab%2Fc%22%3E%3Cscript%3E\""));
+        assert!(page.contains("\"console/style.css?token=ab%2Fc%22%3E%3Cscript%3E\""));
         assert_eq!(token_param("token=&a=b"), None);
         assert_eq!(token_param("a=b"), None);
     }

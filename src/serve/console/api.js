@@ -9,6 +9,13 @@
 
 (function () {
   const KEY = "troupe.token";
+  // The API sits beside the page: `/runs` for a page at `/`, `/a/runs` for
+  // one at `/a/` (paths below are given from the API's root).
+  const BASE = window.location.pathname.replace(/[^/]*$/, "");
+
+  function url(path) {
+    return BASE + path.replace(/^\//, "");
+  }
 
   // Moves `?token=` from the address into sessionStorage.
   function adoptToken() {
@@ -64,7 +71,7 @@
       init.headers["Content-Type"] = "application/json";
       init.body = JSON.stringify(body);
     }
-    const res = await fetch(path, init);
+    const res = await fetch(url(path), init);
     if (!res.ok) throw await failure(res);
     const text = await res.text();
     return text ? JSON.parse(text) : null;
@@ -76,7 +83,7 @@
   async function stream(path, options) {
     const h = headers({ Accept: "text/event-stream" });
     if (options.lastEventId) h["Last-Event-ID"] = options.lastEventId;
-    const res = await fetch(path, { headers: h, signal: options.signal, cache: "no-store" });
+    const res = await fetch(url(path), { headers: h, signal: options.signal, cache: "no-store" });
     if (!res.ok) throw await failure(res);
     const reader = res.body.getReader();
     const decoder = new TextDecoder();
