@@ -99,6 +99,15 @@ fn api(port: u16, path: &str) -> Value {
     serde_json::from_str(&body).unwrap_or_else(|e| panic!("GET {path}: {e}: {body}"))
 }
 
+/// Saves a screenshot of the page as `target/tmp/NAME`.
+fn save(page: &webdriver::Browser<'_>, name: &str) {
+    let png = page.screenshot();
+    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::write(&shot, &png).expect("write the screenshot");
+    eprintln!("screenshot: {}", shot.display());
+}
+
 #[test]
 fn the_console_chats_streams_shows_the_tree_and_answers_a_question() {
     for tool in [CHROMIUM, CHROMEDRIVER] {
@@ -159,6 +168,7 @@ fn the_console_chats_streams_shows_the_tree_and_answers_a_question() {
         "return !!document.querySelector(
              '[data-testid=tree-node][data-path=\"help-desk/clerk\"] [data-type=input_requested]')",
     );
+    save(&page, "serve_console_question.png");
     page.type_into("[data-testid=input-answer]", "order A-1001");
     page.click("[data-testid=input-submit]");
 
@@ -247,11 +257,7 @@ fn the_console_chats_streams_shows_the_tree_and_answers_a_question() {
     assert_eq!(api(port, &format!("/runs/{id}"))["requests"], json!([]));
 
     // The screenshot, for the README (docs/console.png is a copy).
-    let png = page.screenshot();
-    assert!(png.starts_with(b"\x89PNG"), "not a PNG");
-    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve_console.png");
-    std::fs::write(&shot, &png).expect("write the screenshot");
-    eprintln!("screenshot: {}", shot.display());
+    save(&page, "serve_console.png");
 
     // Reopened from the runs list, the run replays: its task and its answers.
     page.wait_for(
