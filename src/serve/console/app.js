@@ -230,7 +230,10 @@
           if (name === "end") {
             ended = true;
             onRun(JSON.parse(data));
-          } else {
+          } else if (name === "status") {
+            // The run began or stopped waiting for input.
+            onRun(JSON.parse(data));
+          } else if (name === "message") {
             onEvent(JSON.parse(data));
           }
         },
