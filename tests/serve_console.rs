@@ -185,14 +185,37 @@ fn the_console_chats_streams_shows_the_tree_and_answers_a_question() {
              streaming: b.classList.contains('streaming') }))",
         json!([]),
     );
+    // Each message once: a streamed answer's bubble is the message it made.
     let said = |agent: &str, text: &str| {
-        chat.as_array()
+        let found: Vec<&Value> = chat
+            .as_array()
             .expect("chat messages")
             .iter()
-            .find(|m| m["agent"] == agent && m["text"] == text)
-            .unwrap_or_else(|| panic!("no `{text}` from {agent} in the chat: {chat:#}"))
-            .clone()
+            .filter(|m| m["agent"] == agent && m["text"] == text)
+            .collect();
+        assert_eq!(
+            found.len(),
+            1,
+            "`{text}` from {agent} in the chat: {chat:#}"
+        );
+        found[0].clone()
     };
+    let order: Vec<&str> = chat
+        .as_array()
+        .expect("chat messages")
+        .iter()
+        .filter_map(|m| m["text"].as_str())
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "I was charged twice",
+            "order A-1001",
+            "Refunded 49.99 on the order you named.",
+            "Reviewed: the refund is right."
+        ],
+        "the chat in the order it happened"
+    );
     assert_eq!(said("you", "I was charged twice")["role"], "user");
     assert_eq!(said("you → clerk", "order A-1001")["role"], "user");
     for (agent, text) in [

@@ -5,7 +5,7 @@
 "use strict";
 
 (function () {
-  const { api, graph, Timeline, contentText } = window.troupe;
+  const { api, graph, Timeline, contentText, isText } = window.troupe;
   const $ = (id) => document.getElementById(id);
   const TERMINAL = ["completed", "stopped", "failed", "cancelled", "interrupted"];
 
@@ -72,6 +72,14 @@
     return b;
   }
 
+  // Ends the bubble `path`'s model was streaming into: what comes next
+  // from it starts a new one.
+  function settle(path) {
+    const b = state.bubbles.get(path);
+    if (b) b.classList.remove("streaming");
+    state.bubbles.delete(path);
+  }
+
   function setStatus(status, text) {
     state.status = status;
     const box = $("run-status");
@@ -121,21 +129,24 @@
   async function answerRequest(id, asker, text, form) {
     const runId = state.runId;
     for (const c of form.elements) c.disabled = true;
+    // Shown before it is sent: the run goes on at once, and its answers
+    // may stream in before the POST returns.
+    const b = bubble("user", "you → " + asker, text);
+    b.dataset.answer = id;
     try {
       await api.json("POST", "/runs/" + encodeURIComponent(runId) + "/input", {
         request_id: id,
         answer: text,
       });
     } catch (err) {
+      b.remove();
       for (const c of form.elements) c.disabled = false;
       showError(err);
       return;
     }
     form.remove();
     state.requests.delete(id);
-    const b = bubble("user", "you → " + asker, text);
-    b.dataset.answer = id;
-    setStatus("running", "running");
+    if (state.status === "waiting_for_input") setStatus("running", "running");
     // A run that ended its stream to wait is read on from where it stopped.
     if (!state.stream && state.runId === runId) follow(runId);
   }
@@ -149,15 +160,19 @@
       case "agent_started":
         graph.highlight($("graph"), leaf(path), true);
         $("speaking").textContent = leaf(path) + " is speaking…";
+        settle(path);
         break;
       case "agent_finished":
-      case "agent_failed":
+      case "agent_failed": {
         graph.highlight($("graph"), leaf(path), false);
         $("speaking").textContent = "";
-        state.bubbles.delete(path);
+        // The message the streamed answer makes comes after the turn ends.
+        const b = state.bubbles.get(path);
+        if (b) b.classList.remove("streaming");
         break;
+      }
       case "model_call_started":
-        state.bubbles.delete(path);
+        settle(path);
         break;
       case "input_requested":
         addRequest({ id: ev.request, path: path, prompt: ev.prompt });
@@ -177,13 +192,14 @@
     } else if (ev.type === "message_produced") {
       const content = ev.message && ev.message.content;
       const text = contentText(content);
-      const shown = content && ("Text" in content || "Structured" in content || "Stop" in content);
       const b = state.bubbles.get(path);
-      if (b) {
+      if (b && isText(content)) {
+        // The streamed bubble becomes the message it made.
         b.lastChild.textContent = text;
-        b.classList.remove("streaming");
-        state.bubbles.delete(path);
-      } else if (shown && text) {
+        settle(path);
+      } else if (b) {
+        settle(path);
+      } else if (isText(content) && text) {
         bubble("agent", leaf(path), text);
       }
     } else if (ev.type === "handoff") {
@@ -401,7 +417,9 @@
         const li = el("li");
         li.dataset.agent = a.name;
         li.appendChild(el("span", "label", a.name));
-        const model = a.model ? a.model.provider + " · " + a.model.model : "you (user)";
+        const model = a.model
+          ? [a.model.provider, a.model.model].filter((x) => x).join(" · ")
+          : "you (user)";
         const tools = a.tools && a.tools.length ? " · tools: " + a.tools.join(", ") : "";
         li.appendChild(el("span", "detail", model + tools));
         if (a.description) li.title = a.description;

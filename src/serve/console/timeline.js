@@ -50,6 +50,11 @@
     return JSON.stringify(content);
   }
 
+  // Whether a message's content is words (an answer), not calls or results.
+  function isText(content) {
+    return !!content && typeof content === "object" && ("Text" in content || "Structured" in content || "Stop" in content);
+  }
+
   // What one event says, as [css class, text]; null when it is not a line
   // of its own (the pieces of a tool call's arguments).
   function describe(ev) {
@@ -213,12 +218,14 @@
         case "agent_started":
           n.li.classList.add("speaking");
           n.state.textContent = "speaking";
+          n.stream = null;
           break;
         case "agent_finished":
         case "agent_failed":
           n.li.classList.remove("speaking");
           n.state.textContent = ev.type === "agent_failed" ? "failed" : "";
-          n.stream = null;
+          // The message a streamed answer makes comes after the turn ends.
+          if (n.stream) n.stream.classList.remove("streaming");
           break;
         case "input_requested":
           n.state.textContent = "waiting for input";
@@ -240,7 +247,7 @@
           }
           return;
         case "message_produced":
-          if (n.stream) {
+          if (n.stream && isText(ev.message && ev.message.content)) {
             // The streamed line becomes the message it made.
             n.stream.className = "ev said";
             n.stream.dataset.type = ev.type;
@@ -248,6 +255,8 @@
             n.stream = null;
             return;
           }
+          if (n.stream) n.stream.classList.remove("streaming");
+          n.stream = null;
           break;
       }
       this.line(n, ev, cls, text);
@@ -257,4 +266,5 @@
   window.troupe = window.troupe || {};
   window.troupe.Timeline = Timeline;
   window.troupe.contentText = contentText;
+  window.troupe.isText = isText;
 })();
