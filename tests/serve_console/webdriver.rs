@@ -175,7 +175,7 @@ impl Driver {
                     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                     "--no-first-run", "--disable-background-networking",
                     "--disable-component-update", "--disable-sync",
-                    "--disable-dev-shm-usage", "--window-size=1440,900",
+                    "--disable-dev-shm-usage", "--window-size=1440,1000",
                     format!("--user-data-dir={}", profile.display()),
                 ],
             },
