@@ -73,7 +73,11 @@ fn main() -> Result<(), Box<dyn Error>> {
     let base = loop {
         let line = lines.next().ok_or("the server exited before listening")??;
         if let Some(at) = line.find("http://") {
-            break line[at..].split_whitespace().next().unwrap_or("").to_string();
+            break line[at..]
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .to_string();
         }
     };
     std::thread::spawn(move || for _ in lines {});
@@ -92,7 +96,9 @@ fn main() -> Result<(), Box<dyn Error>> {
     let pct = |p: f64| latencies[((latencies.len() as f64 - 1.0) * p).round() as usize];
     let over = |d: Duration| d.saturating_sub(SIMULATED).as_secs_f64() * 1e3;
     let requests = latencies.len();
-    println!("sessions: {sessions}, user turns each: {turns}, requests: {requests} (all answered and stored)");
+    println!(
+        "sessions: {sessions}, user turns each: {turns}, requests: {requests} (all answered and stored)"
+    );
     println!("wall time: {:.2} s", elapsed.as_secs_f64());
     println!(
         "throughput: {:.0} user turns/s ({:.0} agent turns/s)",
@@ -168,7 +174,12 @@ async fn drive(
     }
     let elapsed = start.elapsed();
     // Nothing lost: every conversation is stored with every turn.
-    let listed: Value = client.get(format!("{base}/sessions")).send().await?.json_text().await?;
+    let listed: Value = client
+        .get(format!("{base}/sessions"))
+        .send()
+        .await?
+        .json_text()
+        .await?;
     let stored = listed.as_array().map_or(0, Vec::len);
     if stored != sessions {
         return Err(format!("{stored} sessions stored, {sessions} expected").into());
@@ -180,7 +191,12 @@ async fn drive(
         .filter(|s| s["messages"].as_u64() != Some(4 * turns as u64))
         .collect();
     if !short.is_empty() {
-        return Err(format!("{} sessions are missing messages: {:?}", short.len(), short.first()).into());
+        return Err(format!(
+            "{} sessions are missing messages: {:?}",
+            short.len(),
+            short.first()
+        )
+        .into());
     }
     Ok((all, elapsed))
 }

@@ -173,9 +173,15 @@ fn a_run_streams_its_events_resumes_after_last_event_id_and_reports_its_result()
     for (i, (n, e)) in events.iter().enumerate() {
         assert_eq!(*n, i);
         assert_eq!(e["run_id"], id.as_str());
-        assert!(e["type"].is_string() && e["seq"].is_u64() && e["time"].is_string(), "{e}");
+        assert!(
+            e["type"].is_string() && e["seq"].is_u64() && e["time"].is_string(),
+            "{e}"
+        );
     }
-    let types: Vec<&str> = events.iter().map(|(_, e)| e["type"].as_str().unwrap()).collect();
+    let types: Vec<&str> = events
+        .iter()
+        .map(|(_, e)| e["type"].as_str().unwrap())
+        .collect();
     assert!(types.contains(&"tool_call"), "{types:?}");
     assert_eq!(*types.last().unwrap(), "run_finished", "{types:?}");
 
@@ -201,7 +207,12 @@ fn a_run_streams_its_events_resumes_after_last_event_id_and_reports_its_result()
     assert_eq!(listed[0]["task"], "write a line");
     let missing = c.get(s.url("/runs/nope")).send().unwrap();
     assert_eq!(missing.status(), 404);
-    assert!(json_of(missing)["error"]["message"].as_str().unwrap().contains("nope"));
+    assert!(
+        json_of(missing)["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nope")
+    );
 }
 
 #[test]
@@ -231,12 +242,51 @@ fn a_question_is_answered_over_http_and_the_run_goes_on() {
         .send()
         .unwrap();
     assert_eq!(wrong.status(), 404);
+    // A stream opened while the run waits stays open through the answer.
+    let live = c.get(s.url(&format!("/runs/{id}/events"))).send().unwrap();
+    let live = std::thread::spawn(move || frames(live));
+    std::thread::sleep(Duration::from_millis(200));
     let answered = c
         .post(s.url(&format!("/runs/{id}/input")))
         .json(&json!({"request_id": q["id"], "answer": "order A-1001"}))
         .send()
         .unwrap();
     assert_eq!(answered.status(), 202);
+    let live = live.join().unwrap();
+    let marks: Vec<(&str, String)> = live
+        .iter()
+        .filter_map(|f| {
+            let e = f.event.as_deref()?;
+            let v: Value = serde_json::from_str(&f.data).unwrap();
+            Some((e, v["status"].as_str().unwrap().to_string()))
+        })
+        .collect();
+    // Waiting, then (unless the run finished before the stream looked)
+    // running again, then the end.
+    assert_eq!(
+        marks[0],
+        ("status", "waiting_for_input".to_string()),
+        "{marks:?}"
+    );
+    assert_eq!(
+        marks[marks.len() - 1],
+        ("end", "completed".to_string()),
+        "{marks:?}"
+    );
+    assert!(
+        marks[1..marks.len() - 1].is_empty()
+            || marks[1..marks.len() - 1] == [("status", "running".to_string())],
+        "{marks:?}"
+    );
+    let ids: Vec<usize> = live
+        .iter()
+        .filter_map(|f| f.id.as_deref()?.parse().ok())
+        .collect();
+    assert_eq!(
+        ids,
+        (0..ids.len()).collect::<Vec<_>>(),
+        "ids without a gap across the answer"
+    );
     let run = settled(&s, &id);
     assert_eq!(run["status"], "completed", "{run}");
     assert_eq!(run["response"], "Refunded the order you named.");
@@ -253,7 +303,10 @@ fn a_question_is_answered_over_http_and_the_run_goes_on() {
         .filter(|f| f.event.is_none())
         .map(|f| serde_json::from_str(&f.data).unwrap())
         .collect();
-    assert!(data.iter().any(|e| e["type"] == "input_requested"), "{data:?}");
+    assert!(
+        data.iter().any(|e| e["type"] == "input_requested"),
+        "{data:?}"
+    );
     assert_eq!(data.last().unwrap()["type"], "run_finished");
 }
 
@@ -263,7 +316,12 @@ fn a_run_is_cancelled_over_http() {
     write(dir.path(), "slow.yaml", SLOW);
     let s = Server::start(dir.path(), &["slow.yaml"], &[]);
     let c = client();
-    let id = json_of(c.post(s.url("/runs")).json(&json!({"task": "go"})).send().unwrap())["id"]
+    let id = json_of(
+        c.post(s.url("/runs"))
+            .json(&json!({"task": "go"}))
+            .send()
+            .unwrap(),
+    )["id"]
         .as_str()
         .unwrap()
         .to_string();
@@ -303,7 +361,12 @@ fn a_session_carries_on_across_runs_and_is_listed() {
     assert_eq!(users.len(), 2, "{alice}");
     assert_eq!(users[1]["content"], "second");
     assert_eq!(messages.last().unwrap()["content"], "final two");
-    assert!(messages.last().unwrap()["time"].as_str().unwrap().ends_with('Z'));
+    assert!(
+        messages.last().unwrap()["time"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z')
+    );
     let list = json_of(c.get(s.url("/sessions")).send().unwrap());
     assert_eq!(list[0]["id"], "alice");
     assert_eq!(list[0]["messages"], messages.len());
@@ -334,7 +397,10 @@ fn the_openai_endpoint_answers_whole_and_streamed_with_usage() {
         .send()
         .unwrap();
     assert_eq!(whole.status(), 200);
-    let run_id = whole.headers()["x-troupe-run"].to_str().unwrap().to_string();
+    let run_id = whole.headers()["x-troupe-run"]
+        .to_str()
+        .unwrap()
+        .to_string();
     let whole = json_of(whole);
     assert_eq!(whole["object"], "chat.completion");
     assert_eq!(whole["choices"][0]["message"]["content"], "final one");
@@ -352,8 +418,10 @@ fn the_openai_endpoint_answers_whole_and_streamed_with_usage() {
 
     let streamed = c
         .post(s.url("/v1/chat/completions"))
-        .json(&json!({"model": "desk", "stream": true, "stream_options": {"include_usage": true},
-            "messages": [{"role": "user", "content": "again"}]}))
+        .json(
+            &json!({"model": "desk", "stream": true, "stream_options": {"include_usage": true},
+            "messages": [{"role": "user", "content": "again"}]}),
+        )
         .send()
         .unwrap();
     assert_eq!(streamed.status(), 200);
@@ -370,11 +438,22 @@ fn the_openai_endpoint_answers_whole_and_streamed_with_usage() {
     // Stateless: the scripted editor sees a fresh conversation again.
     assert_eq!(content, "final one");
     assert_eq!(chunks[0]["choices"][0]["delta"]["role"], "assistant");
-    assert!(chunks.iter().all(|c| c["object"] == "chat.completion.chunk"));
-    assert!(chunks.iter().any(|c| c["choices"][0]["finish_reason"] == "stop"));
+    assert!(
+        chunks
+            .iter()
+            .all(|c| c["object"] == "chat.completion.chunk")
+    );
+    assert!(
+        chunks
+            .iter()
+            .any(|c| c["choices"][0]["finish_reason"] == "stop")
+    );
     let last = chunks.last().unwrap();
     assert_eq!(last["choices"], json!([]));
-    assert!(last["usage"]["total_tokens"].as_u64().unwrap() > 0, "{last}");
+    assert!(
+        last["usage"]["total_tokens"].as_u64().unwrap() > 0,
+        "{last}"
+    );
 
     // Stored session by header: the second request carries on the first
     // (the scripted editor, seeing its earlier reply, gives its second).
@@ -382,7 +461,9 @@ fn the_openai_endpoint_answers_whole_and_streamed_with_usage() {
         let r = json_of(
             c.post(s.url("/v1/chat/completions"))
                 .header("X-Troupe-Session", "carol")
-                .json(&json!({"model": "anything", "messages": [{"role": "user", "content": said}]}))
+                .json(
+                    &json!({"model": "anything", "messages": [{"role": "user", "content": said}]}),
+                )
                 .send()
                 .unwrap(),
         );
@@ -419,7 +500,10 @@ fn the_team_is_described_without_secrets() {
     assert_eq!(team["agents"][1]["tools"], json!(["calculator"]));
     assert_eq!(team["agents"][1]["model"]["provider"], "auto");
     assert_eq!(team["agents"][1]["model"]["model"], "gpt-test");
-    assert!(team["mermaid"].as_str().unwrap().starts_with("flowchart"), "{team}");
+    assert!(
+        team["mermaid"].as_str().unwrap().starts_with("flowchart"),
+        "{team}"
+    );
     assert!(team["mermaid"].as_str().unwrap().contains("writer"));
     assert_eq!(team["models"][0]["name"], "m");
 }
@@ -437,7 +521,10 @@ fn a_non_loopback_bind_without_a_token_refuses_to_start() {
     );
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
-    assert!(err.contains("refusing to listen on 0.0.0.0:0 without a token"), "{err}");
+    assert!(
+        err.contains("refusing to listen on 0.0.0.0:0 without a token"),
+        "{err}"
+    );
     assert!(err.contains("TROUPE_SERVE_TOKEN"), "{err}");
 }
 
@@ -445,11 +532,36 @@ fn a_non_loopback_bind_without_a_token_refuses_to_start() {
 fn every_route_needs_the_token_when_one_is_set() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "desk.yaml", DESK);
-    let s = Server::start(dir.path(), &["desk.yaml"], &[("TROUPE_SERVE_TOKEN", "t0ken")]);
+    let s = Server::start(
+        dir.path(),
+        &["desk.yaml"],
+        &[("TROUPE_SERVE_TOKEN", "t0ken")],
+    );
     let c = client();
-    let gets = ["/", "/console/app.js", "/team", "/v1/models", "/runs", "/runs/x", "/runs/x/events", "/sessions", "/sessions/x", "/nowhere"];
-    let posts = ["/v1/chat/completions", "/runs", "/runs/x/input", "/runs/x/cancel"];
-    for auth in [None, Some("Bearer wrong"), Some("Bearer t0ke"), Some("t0ken")] {
+    let gets = [
+        "/",
+        "/console/app.js",
+        "/team",
+        "/v1/models",
+        "/runs",
+        "/runs/x",
+        "/runs/x/events",
+        "/sessions",
+        "/sessions/x",
+        "/nowhere",
+    ];
+    let posts = [
+        "/v1/chat/completions",
+        "/runs",
+        "/runs/x/input",
+        "/runs/x/cancel",
+    ];
+    for auth in [
+        None,
+        Some("Bearer wrong"),
+        Some("Bearer t0ke"),
+        Some("t0ken"),
+    ] {
         let with = |r: reqwest::blocking::RequestBuilder| match auth {
             Some(a) => r.header("Authorization", a),
             None => r,
@@ -466,7 +578,10 @@ fn every_route_needs_the_token_when_one_is_set() {
         }
     }
     // A token in the query opens no API route.
-    assert_eq!(c.get(s.url("/team?token=t0ken")).send().unwrap().status(), 401);
+    assert_eq!(
+        c.get(s.url("/team?token=t0ken")).send().unwrap().status(),
+        401
+    );
     let ok = c.get(s.url("/team")).bearer_auth("t0ken").send().unwrap();
     assert_eq!(ok.status(), 200);
     let r = c
@@ -482,7 +597,11 @@ fn every_route_needs_the_token_when_one_is_set() {
 fn an_oversized_body_is_413_and_runs_beyond_the_limit_are_429() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "slow.yaml", SLOW);
-    let s = Server::start(dir.path(), &["slow.yaml", "--max-body", "1000", "--max-runs", "1"], &[]);
+    let s = Server::start(
+        dir.path(),
+        &["slow.yaml", "--max-body", "1000", "--max-runs", "1"],
+        &[],
+    );
     let c = client();
     let big = json!({"task": "x".repeat(2000)});
     let r = c.post(s.url("/runs")).json(&big).send().unwrap();
@@ -494,11 +613,24 @@ fn an_oversized_body_is_413_and_runs_beyond_the_limit_are_429() {
         .send()
         .unwrap();
     assert_eq!(r.status(), 413);
-    let first = c.post(s.url("/runs")).json(&json!({"task": "go"})).send().unwrap();
+    let first = c
+        .post(s.url("/runs"))
+        .json(&json!({"task": "go"}))
+        .send()
+        .unwrap();
     assert_eq!(first.status(), 201);
-    let second = c.post(s.url("/runs")).json(&json!({"task": "go"})).send().unwrap();
+    let second = c
+        .post(s.url("/runs"))
+        .json(&json!({"task": "go"}))
+        .send()
+        .unwrap();
     assert_eq!(second.status(), 429);
-    assert!(json_of(second)["error"]["message"].as_str().unwrap().contains("--max-runs"));
+    assert!(
+        json_of(second)["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--max-runs")
+    );
     let bad = c.post(s.url("/runs")).body("not json").send().unwrap();
     assert_eq!(bad.status(), 400);
 }
@@ -509,11 +641,26 @@ fn cors_is_off_unless_an_origin_is_given() {
     write(dir.path(), "desk.yaml", DESK);
     let c = client();
     let off = Server::start(dir.path(), &["desk.yaml"], &[]);
-    let r = c.get(off.url("/team")).header("Origin", "https://a.example").send().unwrap();
+    let r = c
+        .get(off.url("/team"))
+        .header("Origin", "https://a.example")
+        .send()
+        .unwrap();
     assert!(r.headers().get("access-control-allow-origin").is_none());
-    let on = Server::start(dir.path(), &["desk.yaml", "--cors", "https://a.example"], &[]);
-    let r = c.get(on.url("/team")).header("Origin", "https://a.example").send().unwrap();
-    assert_eq!(r.headers()["access-control-allow-origin"], "https://a.example");
+    let on = Server::start(
+        dir.path(),
+        &["desk.yaml", "--cors", "https://a.example"],
+        &[],
+    );
+    let r = c
+        .get(on.url("/team"))
+        .header("Origin", "https://a.example")
+        .send()
+        .unwrap();
+    assert_eq!(
+        r.headers()["access-control-allow-origin"],
+        "https://a.example"
+    );
     let pre = c
         .request(reqwest::Method::OPTIONS, on.url("/v1/chat/completions"))
         .header("Origin", "https://a.example")
@@ -521,7 +668,79 @@ fn cors_is_off_unless_an_origin_is_given() {
         .send()
         .unwrap();
     assert!(pre.status().is_success());
-    assert!(pre.headers()["access-control-allow-headers"].to_str().unwrap().contains("authorization"));
-    let other = c.get(on.url("/team")).header("Origin", "https://evil.example").send().unwrap();
+    assert!(
+        pre.headers()["access-control-allow-headers"]
+            .to_str()
+            .unwrap()
+            .contains("authorization")
+    );
+    let other = c
+        .get(on.url("/team"))
+        .header("Origin", "https://evil.example")
+        .send()
+        .unwrap();
     assert!(other.headers().get("access-control-allow-origin").is_none());
+}
+
+/// Two steps of 1.5 s each, checkpointed in SQLite.
+const DURABLE: &str = "version: 1
+name: durable
+models:
+  m: {provider: scripted, delay: 1500ms, when_exhausted: repeat_last}
+agents:
+  first: {model: m, script: [\"one\"]}
+  second: {model: m, script: [\"two\"]}
+workflow:
+  steps:
+    - agent: first
+    - agent: second
+checkpoint: {store: sqlite, path: state/runs.db}
+";
+
+#[test]
+fn sigterm_stops_accepting_checkpoints_the_runs_under_way_and_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "durable.yaml", DURABLE);
+    let mut s = Server::start(dir.path(), &["durable.yaml"], &[]);
+    let c = client();
+    let id = json_of(
+        c.post(s.url("/runs"))
+            .json(&json!({"task": "go"}))
+            .send()
+            .unwrap(),
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let events = c.get(s.url(&format!("/runs/{id}/events"))).send().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &s.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    // The stream open on the run ends with it: interrupted, after the
+    // first turn finished.
+    let all = frames(events);
+    let end: Value = serde_json::from_str(&all.last().unwrap().data).unwrap();
+    assert_eq!(end["status"], "interrupted", "{end}");
+    let t = Instant::now();
+    let code = loop {
+        if let Some(status) = s.child.try_wait().unwrap() {
+            break status.code();
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the server did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(code, Some(0));
+    assert!(c.get(s.url("/runs")).send().is_err(), "still accepting");
+    let said: Vec<String> = s.stderr.try_iter().collect();
+    assert!(said.iter().any(|l| l.contains("stopping")), "{said:?}");
+    // The checkpoint carries the run on, from the second step.
+    let resumed = common::run(dir.path(), &["run", "-q", "durable.yaml", "--resume", &id]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed.stderr));
+    assert_eq!(text(&resumed.stdout).trim(), "two");
 }

@@ -27,8 +27,8 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
                 ApiError::new(status, format!("cannot read the request body: {e}"))
             }
         })?;
-        serde_json::from_slice(&bytes)
-            .map(JsonBody)
-            .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON here: {e}")))
+        serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| {
+            ApiError::bad_request(format!("the request body is not valid JSON here: {e}"))
+        })
     }
 }

@@ -57,9 +57,14 @@ pub(crate) async fn apply(Axum(cors): Axum<Arc<Cors>>, req: Request, next: Next)
             );
             h.insert(
                 header::ACCESS_CONTROL_ALLOW_HEADERS,
-                HeaderValue::from_static("authorization, content-type, last-event-id, x-troupe-session"),
+                HeaderValue::from_static(
+                    "authorization, content-type, last-event-id, x-troupe-session",
+                ),
             );
-            h.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
+            h.insert(
+                header::ACCESS_CONTROL_MAX_AGE,
+                HeaderValue::from_static("600"),
+            );
         }
     }
     response

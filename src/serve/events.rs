@@ -78,11 +78,19 @@ async fn next_event(c: &mut Cursor) -> Option<Event> {
         }
         if status.ended() {
             c.done = true;
-            return Some(Event::default().event("end").data(c.run.detail().to_string()));
+            return Some(
+                Event::default()
+                    .event("end")
+                    .data(c.run.detail().to_string()),
+            );
         }
         if status != c.told {
             c.told = status;
-            return Some(Event::default().event("status").data(c.run.detail().to_string()));
+            return Some(
+                Event::default()
+                    .event("status")
+                    .data(c.run.detail().to_string()),
+            );
         }
         if c.changes.changed().await.is_err() {
             return None;

@@ -101,7 +101,10 @@ pub(crate) async fn serve(args: ServeArgs) -> u8 {
     let listener = match tokio::net::TcpListener::bind(args.listen).await {
         Ok(l) => l,
         Err(e) => {
-            say(&format!("troupe serve: cannot listen on {}: {e}", args.listen));
+            say(&format!(
+                "troupe serve: cannot listen on {}: {e}",
+                args.listen
+            ));
             return FAILED;
         }
     };

@@ -285,13 +285,20 @@ fn stream(
                         meta.chunk(json!({"content": a.content}), None),
                         meta.chunk(json!({}), Some("stop")),
                     ],
-                    if include_usage { Step::Usage } else { Step::Done },
+                    if include_usage {
+                        Step::Usage
+                    } else {
+                        Step::Done
+                    },
                     Some(a.usage),
                 ),
                 Err(e) => (
-                    vec![Event::default().data(
-                        json!({"error": {"message": e.message, "type": "server_error"}}).to_string(),
-                    )],
+                    vec![
+                        Event::default().data(
+                            json!({"error": {"message": e.message, "type": "server_error"}})
+                                .to_string(),
+                        ),
+                    ],
                     Step::Done,
                     usage,
                 ),
@@ -300,7 +307,11 @@ fn stream(
                 let mut c = meta.object("chat.completion.chunk");
                 c["choices"] = json!([]);
                 c["usage"] = usage.clone().unwrap_or(Value::Null);
-                (vec![Event::default().data(c.to_string())], Step::Done, usage)
+                (
+                    vec![Event::default().data(c.to_string())],
+                    Step::Done,
+                    usage,
+                )
             }
             Step::Done => (vec![Event::default().data("[DONE]")], Step::Over, usage),
             Step::Over => return None,

@@ -14,8 +14,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, watch};
 use troupe::{
-    EventOutput, EventRecord, EventSink, InputRequest, JsonLines, RunContext, RunResult,
-    RunStatus, Thread, Workflow,
+    EventOutput, EventRecord, EventSink, InputRequest, JsonLines, RunContext, RunResult, RunStatus,
+    Thread, Workflow,
 };
 
 use super::app::Shared;
@@ -234,12 +234,19 @@ pub(crate) fn usage_json(u: troupe::Usage) -> Value {
 /// The runs, by id and in the order they started.
 #[derive(Default)]
 pub(crate) struct Registry {
-    runs: Mutex<(BTreeMap<String, Arc<Run>>, VecDeque<String>)>,
+    runs: Mutex<Table>,
     counter: AtomicU64,
 }
 
+/// The runs by id, and their ids oldest first.
+#[derive(Default)]
+struct Table {
+    map: BTreeMap<String, Arc<Run>>,
+    order: VecDeque<String>,
+}
+
 impl Registry {
-    fn lock(&self) -> MutexGuard<'_, (BTreeMap<String, Arc<Run>>, VecDeque<String>)> {
+    fn lock(&self) -> MutexGuard<'_, Table> {
         self.runs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -252,7 +259,7 @@ impl Registry {
         let id = format!("run-{millis}-{n}");
         let run = Run::new(id.clone(), team.to_string(), task.to_string(), session);
         let mut guard = self.lock();
-        let (map, order) = &mut *guard;
+        let Table { map, order } = &mut *guard;
         map.insert(id.clone(), run.clone());
         order.push_back(id);
         if order.len() > KEPT {
@@ -273,7 +280,7 @@ impl Registry {
     /// The run `id`, or 404.
     pub(crate) fn get(&self, id: &str) -> Result<Arc<Run>, ApiError> {
         self.lock()
-            .0
+            .map
             .get(id)
             .cloned()
             .ok_or_else(|| ApiError::not_found(format!("no run `{id}`")))
@@ -282,7 +289,12 @@ impl Registry {
     /// Every run, newest first.
     pub(crate) fn all(&self) -> Vec<Arc<Run>> {
         let guard = self.lock();
-        guard.1.iter().rev().filter_map(|id| guard.0.get(id).cloned()).collect()
+        guard
+            .order
+            .iter()
+            .rev()
+            .filter_map(|id| guard.map.get(id).cloned())
+            .collect()
     }
 }
 
@@ -313,7 +325,10 @@ async fn drive(state: &Shared, run: &Run, start: Start) -> Result<RunResult, Str
     let team = state.team(Some(&run.team)).map_err(|e| e.message)?;
     let workflow = &team.built.workflow;
     match (start, &run.session) {
-        (Start::Thread(thread), _) => workflow.run(thread, &run.ctx).await.map_err(|e| e.to_string()),
+        (Start::Thread(thread), _) => workflow
+            .run(thread, &run.ctx)
+            .await
+            .map_err(|e| e.to_string()),
         (Start::Session(text), Some(id)) => team
             .session
             .clone()
@@ -325,7 +340,14 @@ async fn drive(state: &Shared, run: &Run, start: Start) -> Result<RunResult, Str
             .run_task(text, &run.ctx)
             .await
             .map_err(|e| e.to_string()),
-        (Start::Answer { request, answer, thread }, session) => {
+        (
+            Start::Answer {
+                request,
+                answer,
+                thread,
+            },
+            session,
+        ) => {
             let r = workflow
                 .respond_in_thread(thread, &request, answer, &run.ctx)
                 .await
@@ -380,7 +402,9 @@ pub(crate) async fn start(
 
 /// `GET /runs`: newest first.
 pub(crate) async fn list(Axum(state): Axum<Shared>) -> Json<Value> {
-    Json(Value::Array(state.runs.all().iter().map(|r| r.summary()).collect()))
+    Json(Value::Array(
+        state.runs.all().iter().map(|r| r.summary()).collect(),
+    ))
 }
 
 /// `GET /runs/{id}`.
@@ -421,7 +445,12 @@ pub(crate) async fn input(
             Some(r) => inner.requests.iter().find(|q| &q.id == r).ok_or_else(|| {
                 ApiError::not_found(format!(
                     "run `{id}` has no open request `{r}`; open: {}",
-                    inner.requests.iter().map(|q| q.id.as_str()).collect::<Vec<_>>().join(", ")
+                    inner
+                        .requests
+                        .iter()
+                        .map(|q| q.id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ))
             })?,
             None => inner
@@ -432,7 +461,9 @@ pub(crate) async fn input(
         .id
         .clone();
         let Some(thread) = inner.thread.take() else {
-            return Err(ApiError::conflict(format!("run `{id}` is being answered already")));
+            return Err(ApiError::conflict(format!(
+                "run `{id}` is being answered already"
+            )));
         };
         inner.status = Some(Status::Running);
         inner.requests.clear();
@@ -444,7 +475,10 @@ pub(crate) async fn input(
     };
     run.bump();
     spawn(state.clone(), run.clone(), start, slot);
-    Ok((StatusCode::ACCEPTED, Json(json!({"id": run.id, "status": "running"}))))
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({"id": run.id, "status": "running"})),
+    ))
 }
 
 /// `POST /runs/{id}/cancel`: cancels a run under way or waiting; 202.
@@ -476,5 +510,8 @@ pub(crate) async fn cancel(
         run.ctx.cancel();
     }
     run.bump();
-    Ok((StatusCode::ACCEPTED, Json(json!({"id": run.id, "status": status.as_str()}))))
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({"id": run.id, "status": status.as_str()})),
+    ))
 }

@@ -83,7 +83,9 @@ pub(crate) async fn show(
                     })
                 })
                 .collect();
-            return Ok(Json(json!({"id": id, "team": team.name, "messages": messages})));
+            return Ok(Json(
+                json!({"id": id, "team": team.name, "messages": messages}),
+            ));
         }
     }
     Err(ApiError::not_found(format!("no session `{id}`")))

@@ -21,13 +21,20 @@ const DRAIN: Duration = Duration::from_secs(2);
 
 /// Serves `router` on `listener` until a signal, then shuts down; the exit
 /// code.
-pub(crate) async fn run(listener: TcpListener, router: Router, state: Shared, grace: Duration) -> u8 {
+pub(crate) async fn run(
+    listener: TcpListener,
+    router: Router,
+    state: Shared,
+    grace: Duration,
+) -> u8 {
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     let signalled = {
         let state = state.clone();
         async move {
             signal().await;
-            say("troupe serve: stopping: no new requests; letting the runs under way finish their turns");
+            say(
+                "troupe serve: stopping: no new requests; letting the runs under way finish their turns",
+            );
             stop_runs(&state, grace).await;
             let _ = tx.send(());
         }

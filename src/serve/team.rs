@@ -9,9 +9,9 @@ use axum::Json;
 use axum::extract::State as Axum;
 use axum::http::Uri;
 use serde_json::{Value, json};
-use troupe::config::{BuiltinTool, Provider, ToolSpec};
-use troupe::config::{BuildOptions, Built, Config, Store, StoreKind};
 use troupe::Session;
+use troupe::config::{BuildOptions, Built, Config, Store, StoreKind};
+use troupe::config::{BuiltinTool, Provider, ToolSpec};
 
 use super::app::{Shared, query_param};
 use super::error::ApiError;
@@ -60,16 +60,16 @@ pub(crate) async fn load_all(
 ) -> Result<BTreeMap<String, Team>, LoadError> {
     let files = if path.is_dir() {
         let entries = std::fs::read_dir(path).map_err(|e| LoadError {
-            message: format!("troupe serve: cannot read directory {}: {e}", path.display()),
+            message: format!(
+                "troupe serve: cannot read directory {}: {e}",
+                path.display()
+            ),
             code: INVALID,
         })?;
         let mut files: Vec<_> = entries
             .filter_map(Result::ok)
             .map(|e| e.path())
-            .filter(|p| {
-                p.extension()
-                    .is_some_and(|x| x == "yaml" || x == "yml")
-            })
+            .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
             .collect();
         files.sort();
         if files.is_empty() {
@@ -142,9 +142,9 @@ pub(crate) async fn describe(Axum(state): Axum<Shared>, uri: Uri) -> Result<Json
 pub(crate) fn description(team: &Team) -> Value {
     let spec = team.config.spec();
     let model_of = |name: &str| {
-        spec.models.get(name).map(|m| {
-            json!({"provider": provider(m.provider), "model": m.model})
-        })
+        spec.models
+            .get(name)
+            .map(|m| json!({"provider": provider(m.provider), "model": m.model}))
     };
     let agents: Vec<Value> = spec
         .agents

@@ -21,6 +21,8 @@ pub struct Server {
 impl Server {
     /// Starts `troupe serve ARGS --listen 127.0.0.1:0` in `dir` with
     /// `envs` set, and waits until it listens.
+    // The child is waited for when the server is dropped.
+    #[allow(clippy::zombie_processes)]
     pub fn start(dir: &Path, args: &[&str], envs: &[(&str, &str)]) -> Server {
         // Every `provider: auto` model runs scripted, whatever the environment.
         let mut all = vec!["serve", "--offline"];
@@ -59,7 +61,10 @@ impl Server {
                 }
                 Err(_) => {
                     let _ = child.kill();
-                    panic!("troupe serve never said where it listens:\n{}", seen.join("\n"));
+                    panic!(
+                        "troupe serve never said where it listens:\n{}",
+                        seen.join("\n")
+                    );
                 }
             }
         }
