@@ -311,6 +311,30 @@ fn a_question_is_answered_over_http_and_the_run_goes_on() {
 }
 
 #[test]
+fn in_a_chat_session_the_next_message_answers_the_teams_question() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "asking.yaml", ASKING);
+    let s = Server::start(dir.path(), &["asking.yaml"], &[]);
+    let c = client();
+    let say = |text: &str| {
+        json_of(
+            c.post(s.url("/v1/chat/completions"))
+                .json(&json!({"user": "dave", "messages": [{"role": "user", "content": text}]}))
+                .send()
+                .unwrap(),
+        )["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(say("I was charged twice"), "clerk asks: Which order?");
+    assert_eq!(say("order A-1001"), "Refunded the order you named.");
+    let dave = json_of(c.get(s.url("/sessions/dave")).send().unwrap());
+    let text = dave.to_string();
+    assert!(text.contains("order A-1001") && text.contains("Refunded"), "{dave}");
+}
+
+#[test]
 fn a_run_is_cancelled_over_http() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "slow.yaml", SLOW);

@@ -127,3 +127,25 @@ fn percent_decode(s: &str) -> String {
     }
     String::from_utf8_lossy(&out).into_owned()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_parameters_are_found_and_decoded() {
+        let uri: Uri = "/?a=1&token=t%2Bk+n%zz&empty&team=d%C3%A9sk"
+            .parse()
+            .unwrap();
+        assert_eq!(query_param(&uri, "token").as_deref(), Some("t+k n%zz"));
+        assert_eq!(query_param(&uri, "team").as_deref(), Some("désk"));
+        assert_eq!(query_param(&uri, "empty").as_deref(), Some(""));
+        assert_eq!(query_param(&uri, "b"), None);
+        assert_eq!(query_param(&"/x".parse().unwrap(), "a"), None);
+        // A `%` at the very end is kept as it is.
+        assert_eq!(
+            query_param(&"/?t=a%".parse().unwrap(), "t").as_deref(),
+            Some("a%")
+        );
+    }
+}

@@ -69,3 +69,23 @@ pub(crate) async fn apply(Axum(cors): Axum<Arc<Cors>>, req: Request, next: Next)
     }
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_origin_is_a_scheme_and_host_or_a_star() {
+        assert!(Cors::new("https://chat.example.com").is_ok());
+        assert!(Cors::new("http://localhost:3000").is_ok());
+        assert!(Cors::new("*").is_ok());
+        for bad in ["chat.example.com", "https://chat.example.com/", "", "https://a\nb"] {
+            let err = Cors::new(bad).unwrap_err();
+            assert!(err.contains("--cors takes an origin"), "{bad}: {err}");
+        }
+        let c = Cors::new("https://a.example").unwrap();
+        assert!(c.allows(Some(&HeaderValue::from_static("https://a.example"))));
+        assert!(!c.allows(Some(&HeaderValue::from_static("https://b.example"))));
+        assert!(!c.allows(None));
+    }
+}

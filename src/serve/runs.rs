@@ -329,13 +329,36 @@ async fn drive(state: &Shared, run: &Run, start: Start) -> Result<RunResult, Str
             .run(thread, &run.ctx)
             .await
             .map_err(|e| e.to_string()),
-        (Start::Session(text), Some(id)) => team
-            .session
-            .clone()
-            .with_context(run.ctx.clone())
-            .send(id, text)
-            .await
-            .map_err(|e| e.to_string()),
+        (Start::Session(text), Some(id)) => {
+            // A session whose last turn asked a question: this message is
+            // the answer (the oldest question open), as a chat user gives it.
+            let stored = team
+                .store
+                .threads
+                .load_thread(id)
+                .await
+                .map_err(|e| format!("cannot read session `{id}`: {e}"))?;
+            let asked = stored
+                .as_ref()
+                .and_then(|t| Workflow::pending_requests(t).into_iter().next());
+            match (stored, asked) {
+                (Some(thread), Some(q)) => {
+                    let r = workflow
+                        .respond_in_thread(thread, &q.id, text, &run.ctx)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    save(team, id, &r.thread).await?;
+                    Ok(r)
+                }
+                _ => team
+                    .session
+                    .clone()
+                    .with_context(run.ctx.clone())
+                    .send(id, text)
+                    .await
+                    .map_err(|e| e.to_string()),
+            }
+        }
         (Start::Session(text), None) => workflow
             .run_task(text, &run.ctx)
             .await
@@ -353,15 +376,20 @@ async fn drive(state: &Shared, run: &Run, start: Start) -> Result<RunResult, Str
                 .await
                 .map_err(|e| e.to_string())?;
             if let Some(id) = session {
-                team.store
-                    .threads
-                    .save_thread(id, &r.thread)
-                    .await
-                    .map_err(|e| format!("the answer ran but session `{id}` was not saved: {e}"))?;
+                save(team, id, &r.thread).await?;
             }
             Ok(r)
         }
     }
+}
+
+/// Saves the thread an answer ran on as session `id`.
+async fn save(team: &super::team::Team, id: &str, thread: &Thread) -> Result<(), String> {
+    team.store
+        .threads
+        .save_thread(id, thread)
+        .await
+        .map_err(|e| format!("the answer ran but session `{id}` was not saved: {e}"))
 }
 
 /// `POST /runs`'s body.
