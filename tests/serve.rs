@@ -331,7 +331,10 @@ fn in_a_chat_session_the_next_message_answers_the_teams_question() {
     assert_eq!(say("order A-1001"), "Refunded the order you named.");
     let dave = json_of(c.get(s.url("/sessions/dave")).send().unwrap());
     let text = dave.to_string();
-    assert!(text.contains("order A-1001") && text.contains("Refunded"), "{dave}");
+    assert!(
+        text.contains("order A-1001") && text.contains("Refunded"),
+        "{dave}"
+    );
 }
 
 #[test]
@@ -743,6 +746,9 @@ fn sigterm_stops_accepting_checkpoints_the_runs_under_way_and_exits() {
         .status()
         .unwrap();
     assert!(killed.success());
+    // No new connection is taken while the run finishes its turn.
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(c.get(s.url("/runs")).send().is_err(), "still accepting");
     // The stream open on the run ends with it: interrupted, after the
     // first turn finished.
     let all = frames(events);
@@ -760,7 +766,6 @@ fn sigterm_stops_accepting_checkpoints_the_runs_under_way_and_exits() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(code, Some(0));
-    assert!(c.get(s.url("/runs")).send().is_err(), "still accepting");
     let said: Vec<String> = s.stderr.try_iter().collect();
     assert!(said.iter().any(|l| l.contains("stopping")), "{said:?}");
     // The checkpoint carries the run on, from the second step.

@@ -79,7 +79,12 @@ mod tests {
         assert!(Cors::new("https://chat.example.com").is_ok());
         assert!(Cors::new("http://localhost:3000").is_ok());
         assert!(Cors::new("*").is_ok());
-        for bad in ["chat.example.com", "https://chat.example.com/", "", "https://a\nb"] {
+        for bad in [
+            "chat.example.com",
+            "https://chat.example.com/",
+            "",
+            "https://a\nb",
+        ] {
             let err = Cors::new(bad).unwrap_err();
             assert!(err.contains("--cors takes an origin"), "{bad}: {err}");
         }

@@ -28,41 +28,45 @@ pub(crate) async fn run(
     grace: Duration,
 ) -> u8 {
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let signalled = {
-        let state = state.clone();
-        async move {
-            signal().await;
-            say(
-                "troupe serve: stopping: no new requests; letting the runs under way finish their turns",
-            );
-            stop_runs(&state, grace).await;
-            let _ = tx.send(());
-        }
-    };
-    let server = axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            let _ = rx.await;
-        })
-        .into_future();
-    tokio::pin!(server);
+    let mut server = tokio::spawn(
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                let _ = rx.await;
+            })
+            .into_future(),
+    );
     tokio::select! {
         r = &mut server => return ended(r),
-        () = signalled => {}
+        () = signal() => {}
     }
-    tokio::select! {
-        r = &mut server => ended(r),
-        () = tokio::time::sleep(DRAIN) => {
+    say(
+        "troupe serve: stopping: no new connections; letting the runs under way finish their turns",
+    );
+    // The listener closes at once; the connections open (a run's event
+    // stream, an answer being computed) end as their runs do.
+    let _ = tx.send(());
+    stop_runs(&state, grace).await;
+    match tokio::time::timeout(DRAIN, &mut server).await {
+        Ok(r) => ended(r),
+        Err(_) => {
             say("troupe serve: connections still open after the runs ended; closing them");
+            server.abort();
             OK
         }
     }
 }
 
-fn ended(r: std::io::Result<()>) -> u8 {
+fn ended(r: Result<std::io::Result<()>, tokio::task::JoinError>) -> u8 {
     match r {
-        Ok(()) => OK,
-        Err(e) => {
+        Ok(Ok(())) => OK,
+        Ok(Err(e)) => {
             say(&format!("troupe serve: the server failed: {e}"));
+            FAILED
+        }
+        Err(e) => {
+            say(&format!(
+                "troupe serve: the server's task ended abnormally: {e}"
+            ));
             FAILED
         }
     }
