@@ -8,6 +8,7 @@
 //! troupe validate FILE           check a config
 //! troupe schema                  print the config's JSON Schema
 //! troupe graph FILE              print the workflow as Mermaid
+//! troupe serve FILE|DIR          serve the team(s) over HTTP (OpenAI API, runs API)
 //! troupe node --config FILE --name NODE --listen ADDR [--connect ADDR]...
 //!                                host the agents placed on NODE until Ctrl-C
 //! ```
@@ -28,6 +29,7 @@
 //! 130 interrupted.
 
 mod cli;
+mod serve;
 
 fn main() -> std::process::ExitCode {
     std::process::ExitCode::from(cli::main())

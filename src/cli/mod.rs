@@ -146,6 +146,11 @@ enum Command {
         /// The config file.
         file: PathBuf,
     },
+    /// Serves the team (or every config of a directory) over HTTP until
+    /// Ctrl-C or SIGTERM: an OpenAI-compatible endpoint, a runs API with
+    /// live events, stored sessions. Loopback unless told otherwise;
+    /// anything else needs TROUPE_SERVE_TOKEN.
+    Serve(crate::serve::ServeArgs),
     /// Serves a small demo MCP server on stdio (for the MCP example).
     #[command(hide = true)]
     McpDemo,
@@ -204,6 +209,7 @@ fn dispatch(command: Command) -> u8 {
             }
         }),
         Command::Node(args) => with_runtime(|| cluster::node(args)),
+        Command::Serve(args) => with_runtime(|| crate::serve::serve(args)),
     }
 }
 

@@ -1,0 +1,323 @@
+//! The team as an OpenAI model: `GET /v1/models` and `POST
+//! /v1/chat/completions`, streaming (SSE chunks, `data: [DONE]`, a usage
+//! chunk when `stream_options.include_usage`) and not.
+//!
+//! The conversation is the messages sent (stateless), or, when the request
+//! names a session (the `X-Troupe-Session` header, else the `user` field),
+//! the stored conversation, continued with the last user message sent.
+//! The answer is the team's final response; what the agents said to each
+//! other on the way, and the tool calls they made, stay inside (they are
+//! in the run's events: `GET /runs/{id}/events`, the run id being in the
+//! `X-Troupe-Run` header).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::Json;
+use axum::extract::State as Axum;
+use axum::http::{HeaderMap, HeaderValue};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use troupe::{Message, Thread};
+
+use super::app::Shared;
+use super::body::JsonBody;
+use super::error::ApiError;
+use super::runs::{self, Run, Start, Status, usage_json};
+use super::sessions::check_id;
+
+/// The header naming a stored session.
+const SESSION_HEADER: &str = "x-troupe-session";
+
+/// A chat completion request (fields not listed are accepted and ignored:
+/// the team's own models and settings apply).
+#[derive(Deserialize)]
+pub(crate) struct ChatRequest {
+    #[serde(default)]
+    model: Option<String>,
+    messages: Vec<ChatMessage>,
+    #[serde(default)]
+    stream: bool,
+    #[serde(default)]
+    stream_options: Option<StreamOptions>,
+    #[serde(default)]
+    user: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ChatMessage {
+    role: String,
+    #[serde(default)]
+    content: Option<Value>,
+}
+
+#[derive(Deserialize, Default)]
+struct StreamOptions {
+    #[serde(default)]
+    include_usage: bool,
+}
+
+impl ChatMessage {
+    /// The text: a string, or the text parts of a list of parts.
+    fn text(&self) -> Result<String, ApiError> {
+        match &self.content {
+            None | Some(Value::Null) => Ok(String::new()),
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(Value::Array(parts)) => Ok(parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n")),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "a message's `content` is a string or a list of parts, not {other}"
+            ))),
+        }
+    }
+}
+
+/// `GET /v1/models`: every team, as a model.
+pub(crate) async fn models(Axum(state): Axum<Shared>) -> Json<Value> {
+    let data: Vec<Value> = state
+        .teams
+        .keys()
+        .map(|name| json!({"id": name, "object": "model", "created": 0, "owned_by": "troupe"}))
+        .collect();
+    Json(json!({"object": "list", "data": data}))
+}
+
+/// `POST /v1/chat/completions`.
+pub(crate) async fn completions(
+    Axum(state): Axum<Shared>,
+    headers: HeaderMap,
+    JsonBody(request): JsonBody<ChatRequest>,
+) -> Result<Response, ApiError> {
+    let team = pick_team(&state, request.model.as_deref())?;
+    let session = headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .or(request.user.clone())
+        .filter(|s| !s.is_empty());
+    if let Some(s) = &session {
+        check_id(s)?;
+    }
+    let last_user = request
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == "user")
+        .map(ChatMessage::text)
+        .transpose()?
+        .ok_or_else(|| ApiError::bad_request("`messages` holds no user message".into()))?;
+    let start = match &session {
+        Some(_) => Start::Session(last_user.clone()),
+        None => Start::Thread(thread_of(&request.messages)?),
+    };
+    let slot = state.limits.run_slot()?;
+    let run = state.runs.create(&team, &last_user, session);
+    runs::spawn(state.clone(), run.clone(), start, slot);
+    let meta = Meta {
+        id: format!("chatcmpl-{}", run.id),
+        created: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        model: team,
+    };
+    let run_header = HeaderValue::from_str(&run.id).ok();
+    let mut response = if request.stream {
+        let usage = request.stream_options.unwrap_or_default().include_usage;
+        stream(run, meta, usage).into_response()
+    } else {
+        let answer = settle(&run).await?;
+        let mut body = meta.object("chat.completion");
+        body["choices"] = json!([{
+            "index": 0,
+            "message": {"role": "assistant", "content": answer.content},
+            "finish_reason": "stop",
+        }]);
+        body["usage"] = answer.usage;
+        Json(body).into_response()
+    };
+    if let Some(h) = run_header {
+        response.headers_mut().insert("x-troupe-run", h);
+    }
+    Ok(response)
+}
+
+/// The team `model` names; any name when only one team is served.
+fn pick_team(state: &Shared, model: Option<&str>) -> Result<String, ApiError> {
+    match model.filter(|m| state.teams.contains_key(*m)) {
+        Some(m) => Ok(m.to_string()),
+        None if state.teams.len() == 1 => Ok(state.team(None)?.name.clone()),
+        None => Err(ApiError::not_found(format!(
+            "no model `{}`; served: {}",
+            model.unwrap_or(""),
+            state.teams.keys().cloned().collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}
+
+/// The thread of a stateless request: its messages, in order (tool
+/// messages are left out: the team has tools of its own).
+fn thread_of(messages: &[ChatMessage]) -> Result<Thread, ApiError> {
+    let mut thread = Thread::new();
+    for m in messages {
+        let text = m.text()?;
+        let message = match m.role.as_str() {
+            "user" => Message::user(text),
+            "system" | "developer" => Message::text("system", text),
+            "assistant" => Message::text("assistant", text),
+            "tool" | "function" => continue,
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "unknown message role `{other}` (user, assistant, system, developer, tool)"
+                )));
+            }
+        };
+        thread.push(message);
+    }
+    Ok(thread)
+}
+
+/// What every response and chunk repeats.
+struct Meta {
+    id: String,
+    created: u64,
+    model: String,
+}
+
+impl Meta {
+    fn object(&self, object: &str) -> Value {
+        json!({"id": self.id, "object": object, "created": self.created, "model": self.model})
+    }
+
+    fn chunk(&self, delta: Value, finish: Option<&str>) -> Event {
+        let mut c = self.object("chat.completion.chunk");
+        c["choices"] = json!([{"index": 0, "delta": delta, "finish_reason": finish}]);
+        Event::default().data(c.to_string())
+    }
+}
+
+/// A settled run's answer.
+struct Answer {
+    content: String,
+    usage: Value,
+}
+
+/// Waits for the run to stop running; its answer (the questions it asks,
+/// when it waits for input), or the error it failed with.
+async fn settle(run: &Run) -> Result<Answer, ApiError> {
+    let mut changes = run.watch();
+    loop {
+        changes.borrow_and_update();
+        {
+            let inner = run.inner();
+            let usage = inner.usage.map(usage_json).unwrap_or_else(|| {
+                usage_json(troupe::Usage {
+                    prompt_tokens: 0,
+                    completion_tokens: 0,
+                })
+            });
+            match inner.status() {
+                Status::Running => {}
+                Status::Failed => {
+                    return Err(ApiError::internal(format!(
+                        "the team's run `{}` failed: {}",
+                        run.id,
+                        inner.error.as_deref().unwrap_or("unknown error")
+                    )));
+                }
+                Status::WaitingForInput => {
+                    let questions: Vec<String> = inner
+                        .requests
+                        .iter()
+                        .map(|q| format!("{} asks: {}", q.agent, q.prompt))
+                        .collect();
+                    return Ok(Answer {
+                        content: questions.join("\n"),
+                        usage,
+                    });
+                }
+                _ => {
+                    return Ok(Answer {
+                        content: inner.response.clone().unwrap_or_default(),
+                        usage,
+                    });
+                }
+            }
+        }
+        if changes.changed().await.is_err() {
+            return Err(ApiError::internal(format!("run `{}` went away", run.id)));
+        }
+    }
+}
+
+/// Where a streamed answer stands.
+enum Step {
+    Role,
+    Answer,
+    Usage,
+    Done,
+    Over,
+}
+
+/// The streamed answer: the role, then (once the team is done) the content,
+/// the finish, the usage when asked for, and `[DONE]`.
+fn stream(
+    run: Arc<Run>,
+    meta: Meta,
+    include_usage: bool,
+) -> Sse<impl futures::Stream<Item = Result<Event, Infallible>>> {
+    let state = (run, Arc::new(meta), Step::Role, None::<Value>);
+    let events = futures::stream::unfold(state, move |(run, meta, step, usage)| async move {
+        let (events, next, usage) = match step {
+            Step::Role => (
+                vec![meta.chunk(json!({"role": "assistant", "content": ""}), None)],
+                Step::Answer,
+                usage,
+            ),
+            Step::Answer => match settle(&run).await {
+                Ok(a) => (
+                    vec![
+                        meta.chunk(json!({"content": a.content}), None),
+                        meta.chunk(json!({}), Some("stop")),
+                    ],
+                    if include_usage {
+                        Step::Usage
+                    } else {
+                        Step::Done
+                    },
+                    Some(a.usage),
+                ),
+                Err(e) => (
+                    vec![
+                        Event::default().data(
+                            json!({"error": {"message": e.message, "type": "server_error"}})
+                                .to_string(),
+                        ),
+                    ],
+                    Step::Done,
+                    usage,
+                ),
+            },
+            Step::Usage => {
+                let mut c = meta.object("chat.completion.chunk");
+                c["choices"] = json!([]);
+                c["usage"] = usage.clone().unwrap_or(Value::Null);
+                (
+                    vec![Event::default().data(c.to_string())],
+                    Step::Done,
+                    usage,
+                )
+            }
+            Step::Done => (vec![Event::default().data("[DONE]")], Step::Over, usage),
+            Step::Over => return None,
+        };
+        let items = futures::stream::iter(events.into_iter().map(Ok));
+        Some((items, (run, meta, next, usage)))
+    });
+    Sse::new(futures::StreamExt::flatten(events)).keep_alive(KeepAlive::default())
+}

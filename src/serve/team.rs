@@ -1,0 +1,201 @@
+//! The teams a server serves, loaded from a config file or a directory of
+//! them, and `GET /team`: a team's description (agents, the workflow as
+//! Mermaid text, models) without secrets.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use axum::Json;
+use axum::extract::State as Axum;
+use axum::http::Uri;
+use serde_json::{Value, json};
+use troupe::Session;
+use troupe::config::{BuildOptions, Built, Config, Store, StoreKind};
+use troupe::config::{BuiltinTool, Provider, ToolSpec};
+
+use super::app::{Shared, query_param};
+use super::error::ApiError;
+use super::{FAILED, INVALID};
+
+/// One served config, built.
+pub(crate) struct Team {
+    /// Its name (the config's `name`, else the file's stem).
+    pub(crate) name: String,
+    /// The config, for its description.
+    pub(crate) config: Config,
+    /// The workflow and its store.
+    pub(crate) built: Built,
+    /// Where conversations are kept: the config's store, else memory.
+    pub(crate) store: Store,
+    /// Stored conversations (one turn at a time per conversation).
+    pub(crate) session: Session,
+}
+
+/// Why the teams could not be loaded, and the exit code it makes.
+pub(crate) struct LoadError {
+    /// What to print.
+    pub(crate) message: String,
+    /// The exit code.
+    pub(crate) code: u8,
+}
+
+impl LoadError {
+    fn config(e: &troupe::config::ConfigError) -> Self {
+        let code = match e {
+            troupe::config::ConfigError::Build(_) => FAILED,
+            _ => INVALID,
+        };
+        LoadError {
+            message: e.to_string(),
+            code,
+        }
+    }
+}
+
+/// The teams of `path`: one config file, or every `*.yaml`/`*.yml` in a
+/// directory, by name.
+pub(crate) async fn load_all(
+    path: &Path,
+    offline: bool,
+) -> Result<BTreeMap<String, Team>, LoadError> {
+    let files = if path.is_dir() {
+        let entries = std::fs::read_dir(path).map_err(|e| LoadError {
+            message: format!(
+                "troupe serve: cannot read directory {}: {e}",
+                path.display()
+            ),
+            code: INVALID,
+        })?;
+        let mut files: Vec<_> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+            .collect();
+        files.sort();
+        if files.is_empty() {
+            return Err(LoadError {
+                message: format!(
+                    "troupe serve: no config (*.yaml, *.yml) in directory {}",
+                    path.display()
+                ),
+                code: INVALID,
+            });
+        }
+        files
+    } else {
+        vec![path.to_path_buf()]
+    };
+    let mut teams = BTreeMap::new();
+    for file in files {
+        let team = load(&file, offline).await?;
+        if teams.contains_key(&team.name) {
+            return Err(LoadError {
+                message: format!(
+                    "troupe serve: two configs are named `{}` ({} is the second); give each its own `name:`",
+                    team.name,
+                    file.display()
+                ),
+                code: INVALID,
+            });
+        }
+        teams.insert(team.name.clone(), team);
+    }
+    Ok(teams)
+}
+
+async fn load(file: &Path, offline: bool) -> Result<Team, LoadError> {
+    let config = Config::load(file).map_err(|e| LoadError::config(&e))?;
+    let options = BuildOptions {
+        offline,
+        troupe_exe: std::env::current_exe().ok(),
+        ..BuildOptions::default()
+    };
+    let built = config
+        .build(&options)
+        .await
+        .map_err(|e| LoadError::config(&e))?;
+    let store = match &built.store {
+        Some(s) => s.clone(),
+        None => Store::open(StoreKind::Memory, None).map_err(|e| LoadError::config(&e))?,
+    };
+    let session = Session::new(built.workflow.clone(), store.threads.clone());
+    let name = config.spec().name.clone().unwrap_or_else(|| {
+        file.file_stem()
+            .map_or_else(|| "team".into(), |s| s.to_string_lossy().into_owned())
+    });
+    Ok(Team {
+        name,
+        config,
+        built,
+        store,
+        session,
+    })
+}
+
+/// `GET /team[?team=NAME]`.
+pub(crate) async fn describe(Axum(state): Axum<Shared>, uri: Uri) -> Result<Json<Value>, ApiError> {
+    let team = state.team(query_param(&uri, "team").as_deref())?;
+    Ok(Json(description(team)))
+}
+
+/// A team as JSON: never a key, header or environment value.
+pub(crate) fn description(team: &Team) -> Value {
+    let spec = team.config.spec();
+    let model_of = |name: &str| {
+        spec.models
+            .get(name)
+            .map(|m| json!({"provider": provider(m.provider), "model": m.model}))
+    };
+    let agents: Vec<Value> = spec
+        .agents
+        .iter()
+        .map(|(name, a)| {
+            json!({
+                "name": name,
+                "description": a.description,
+                "model": a.model.as_deref().and_then(model_of),
+                "tools": a.tools.iter().map(tool_name).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let models: Vec<Value> = spec
+        .models
+        .iter()
+        .map(|(name, m)| json!({"name": name, "provider": provider(m.provider), "model": m.model}))
+        .collect();
+    json!({
+        "name": team.name,
+        "description": spec.description,
+        "agents": agents,
+        "mermaid": team.config.mermaid(),
+        "models": models,
+    })
+}
+
+fn provider(p: Provider) -> &'static str {
+    match p {
+        Provider::Openai => "openai",
+        Provider::OpenaiResponses => "openai_responses",
+        Provider::Anthropic => "anthropic",
+        Provider::Scripted => "scripted",
+        Provider::Auto => "auto",
+    }
+}
+
+fn tool_name(t: &ToolSpec) -> String {
+    match t {
+        ToolSpec::Builtin(b, _) => match b {
+            BuiltinTool::Calculator => "calculator",
+            BuiltinTool::CurrentTime => "current_time",
+            BuiltinTool::WordCount => "word_count",
+            BuiltinTool::AskUser => "ask_user",
+        }
+        .into(),
+        ToolSpec::Mcp(m) => format!("mcp:{}", m.name.as_deref().unwrap_or("mcp")),
+        ToolSpec::Agent(a) => a
+            .agent
+            .clone()
+            .or_else(|| a.workflow.clone())
+            .unwrap_or_else(|| "agent".into()),
+    }
+}
