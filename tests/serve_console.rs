@@ -99,6 +99,20 @@ fn api(port: u16, path: &str) -> Value {
     serde_json::from_str(&body).unwrap_or_else(|e| panic!("GET {path}: {e}: {body}"))
 }
 
+/// Clicks the list item `css` selects, found and clicked in one step in
+/// the page: the lists are redrawn whenever a run ends, so an element found
+/// first and clicked after may be gone.
+fn pick(page: &webdriver::Browser<'_>, css: &str) {
+    let clicked = page.js(
+        "const item = document.querySelector(arguments[0] + ' button');
+         if (!item) return false;
+         item.click();
+         return true;",
+        json!([css]),
+    );
+    assert_eq!(clicked, true, "no list item `{css}`");
+}
+
 /// Saves a screenshot of the page as `target/tmp/NAME`.
 fn save(page: &webdriver::Browser<'_>, name: &str) {
     let png = page.screenshot();
@@ -292,9 +306,10 @@ fn the_console_chats_streams_shows_the_tree_and_answers_a_question() {
         "an empty chat",
         "return !document.querySelector('[data-testid=chat-message]')",
     );
-    page.click(&format!(
-        "[data-testid=run-item][data-run-id=\"{id}\"] button"
-    ));
+    pick(
+        &page,
+        &format!("[data-testid=run-item][data-run-id=\"{id}\"]"),
+    );
     page.wait_for(
         "the run replayed",
         "const texts = [...document.querySelectorAll('[data-testid=chat-message] .text')].map(t => t.textContent);
@@ -309,7 +324,7 @@ fn the_console_chats_streams_shows_the_tree_and_answers_a_question() {
         &format!("return !!document.querySelector('{session_item}')"),
     );
     page.click("[data-testid=new-chat]");
-    page.click(&format!("{session_item} button"));
+    pick(&page, &session_item);
     page.wait_for(
         "the session's messages",
         "const texts = [...document.querySelectorAll('[data-testid=chat-message] .text')].map(t => t.textContent);
