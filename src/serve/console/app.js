@@ -18,6 +18,7 @@
     requests: new Map(), // request id → its form
     runs: [],
     chat: true, // whether the run's events also write the chat
+    team: null, // the team talked to, when the server serves several
   };
   let timeline;
 
@@ -297,6 +298,7 @@
     try {
       const run = await api.json("GET", "/runs/" + encodeURIComponent(id));
       $("chat-log").textContent = "";
+      showTeam(run.team);
       if (run.session) setSession(run.session);
       bubble("user", "you", run.task);
       openRun(id, true);
@@ -311,7 +313,7 @@
     bubble("user", "you", task);
     setStatus("running", "starting");
     try {
-      const run = await api.json("POST", "/runs", { task: task, session: session });
+      const run = await api.json("POST", "/runs", { task: task, session: session, team: state.team || undefined });
       openRun(run.id, true);
       loadLists();
     } catch (err) {
@@ -338,6 +340,7 @@
       if (state.stream) state.stream.abort();
       $("chat-log").textContent = "";
       dropRequests(null);
+      showTeam(session.team);
       setSession(id);
       for (const m of session.messages || []) {
         const text = typeof m.content === "string" ? m.content : contentText(m.content);
@@ -404,9 +407,37 @@
     }
   }
 
+  // A server of several teams (a directory of configs) gets a picker.
+  async function loadTeams() {
+    try {
+      const models = await api.json("GET", "/v1/models");
+      const names = ((models && models.data) || []).map((m) => m.id);
+      const select = $("team-select");
+      select.textContent = "";
+      for (const name of names) select.appendChild(el("option", "", name));
+      select.hidden = names.length < 2;
+      if (names.length) state.team = names[0];
+      $("team-name").hidden = !select.hidden;
+    } catch (err) {
+      showError(err);
+    }
+    await loadTeam();
+  }
+
+  // Switches to team `name` (a reopened run's or session's), if served.
+  function showTeam(name) {
+    if (!name || name === state.team) return;
+    const select = $("team-select");
+    if (![...select.options].some((o) => o.value === name)) return;
+    state.team = name;
+    select.value = name;
+    loadTeam();
+  }
+
   async function loadTeam() {
     try {
-      const team = await api.json("GET", "/team");
+      const query = state.team ? "?team=" + encodeURIComponent(state.team) : "";
+      const team = await api.json("GET", "/team" + query);
       $("conn-status").textContent = "connected";
       $("team-name").textContent = team.name || "team";
       $("team-description").textContent = team.description || "";
@@ -451,6 +482,11 @@
         $("chat-form").requestSubmit();
       }
     });
+    $("team-select").addEventListener("change", (e) => {
+      state.team = e.target.value;
+      loadTeam();
+      $("new-chat").click();
+    });
     $("new-chat").addEventListener("click", () => {
       if (state.stream) state.stream.abort();
       state.runId = null;
@@ -474,7 +510,7 @@
     $("show-all").addEventListener("change", (e) => {
       $("timeline").classList.toggle("show-all", e.target.checked);
     });
-    loadTeam();
+    loadTeams();
     loadLists();
   }
 
