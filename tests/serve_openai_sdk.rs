@@ -12,30 +12,8 @@ mod common;
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::serve::Server;
+use common::serve::{DESK, Server};
 use common::{text, write};
-
-const DESK: &str = "version: 1
-name: desk
-models:
-  m: {provider: scripted}
-agents:
-  writer:
-    model: m
-    tools: [calculator]
-    script:
-      - tool_call: {name: calculator, arguments: {expression: \"6 * 7\"}}
-      - \"draft\"
-      - \"draft\"
-      - \"draft\"
-  editor:
-    model: m
-    script: [\"final one\", \"final two\", \"final three\"]
-workflow:
-  steps:
-    - agent: writer
-    - agent: editor
-";
 
 fn python() -> Option<PathBuf> {
     let venv = std::env::var_os("TROUPE_PY_VENV").map_or_else(

@@ -29,11 +29,17 @@ const KEPT: usize = 1000;
 /// Where a run stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Status {
+    /// Under way.
     Running,
+    /// Ended asking questions (`requests`); an answer runs it on.
     WaitingForInput,
+    /// Done: nothing left to do.
     Completed,
+    /// Its stop condition held.
     Stopped,
+    /// It failed (`error` says why).
     Failed,
+    /// Cancelled (`POST /runs/{id}/cancel`).
     Cancelled,
     /// Stopped gracefully when the server shut down (checkpointed when the
     /// config has a store).
@@ -62,9 +68,13 @@ impl Status {
 
 /// One run.
 pub(crate) struct Run {
+    /// Its id (`run-<millis>-<n>`), also the engine's run id (checkpoints).
     pub(crate) id: String,
+    /// The team it runs.
     pub(crate) team: String,
+    /// The task (the user's message).
     pub(crate) task: String,
+    /// The stored conversation it is a turn of, if any.
     pub(crate) session: Option<String>,
     started_at: SystemTime,
     /// Its context: events into its log; cancel and stop through it.
@@ -77,10 +87,15 @@ pub(crate) struct Run {
 /// What changes as a run goes.
 #[derive(Default)]
 pub(crate) struct Inner {
+    /// Where it stands (`None`: running).
     pub(crate) status: Option<Status>,
+    /// The final response of its last stretch.
     pub(crate) response: Option<String>,
+    /// The tokens it spent.
     pub(crate) usage: Option<troupe::Usage>,
+    /// Why it failed.
     pub(crate) error: Option<String>,
+    /// The questions it waits on.
     pub(crate) requests: Vec<InputRequest>,
     /// The thread of a run waiting for input, to answer it in.
     thread: Option<Thread>,
@@ -306,8 +321,11 @@ pub(crate) enum Start {
     Session(String),
     /// An answer to request `request` in the thread of a run waiting.
     Answer {
+        /// The request's id.
         request: String,
+        /// The answer.
         answer: String,
+        /// The thread the run ended waiting with.
         thread: Thread,
     },
 }
