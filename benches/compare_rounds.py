@@ -198,7 +198,8 @@ def ckpt_table(rows) -> list[str]:
         goal = CKPT_TARGET_US[store] if durability == "process" else None
         by_key = {p.key: p for p in row.peers}
         cands = [(peer_overhead(p, by_key), p) for p in row.peers if p.role != "baseline"]
-        cands = [(v, p) for v, p in cands if v is not None]
+        # A negative difference is noise (the baseline's runs were slower): not a best.
+        cands = [(v, p) for v, p in cands if v is not None and v > 0]
         if cands:
             v, p = min(cands, key=lambda c: c[0])
             best = f"{p.label}: {us(v)}"
