@@ -33,6 +33,9 @@ import subprocess
 import sys
 import time
 
+import compare_rounds as rounds
+from compare_host import loadavg, machine, sh
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEGIN = "<!-- compare:begin -->"
 END = "<!-- compare:end -->"
@@ -42,7 +45,9 @@ TARGET_FACTOR = 300
 # under 256 MiB.
 IDLE_TARGET_KIB = 256 * 1024 / 100_000
 
-WORKLOADS = ["rr", "sel", "swarm", "fan", "rpc", "pub", "chain", "fanin", "idle"]
+WORKLOADS = ["rr", "sel", "swarm", "fan", "rpc", "pub", "chain", "fanin", "idle", "ckpt", "conc"]
+# Workloads with tables of their own (compare_rounds.py), not the 300x table.
+OWN_TABLES = ("ckpt", "conc")
 
 # Sizes per workload. Full = every size in WORKLOADS.md; quick = the small ones
 # (rpc/pub at 10,000 because the peers take ~0.3-0.5 ms per message).
@@ -56,6 +61,9 @@ FULL_SIZES = {
     "chain": [10],
     "fanin": [100, 1000, 10000],
     "idle": [100000],
+    "ckpt": [200, 1000, 2000],
+    # The peers run up to K=10,000 (minutes per process); 100,000 is troupe's alone.
+    "conc": [1000, 10000, 100000],
 }
 QUICK_SIZES = {
     "rr": [200],
@@ -67,6 +75,8 @@ QUICK_SIZES = {
     "chain": [10],
     "fanin": [100],
     "idle": [10000],
+    "ckpt": [200],
+    "conc": [100],
 }
 # Graph runs per process (the peers' scripts count the cold run among them).
 CHAIN_RUNS = 200
@@ -83,6 +93,8 @@ UNITS = {
     "chain": ("time", "superstep"),
     "fanin": ("time", "node"),
     "idle": ("mem", "agent"),
+    "ckpt": ("time", "superstep"),
+    "conc": ("ratio", "ideal"),
 }
 # troupe's bench prints `unit`; it must mean the same as the peers' field.
 TROUPE_UNITS = {
@@ -95,6 +107,8 @@ TROUPE_UNITS = {
     "chain": "µs/superstep",
     "fanin": "µs/node invocation",
     "idle": "KiB/agent",
+    "ckpt": "µs/superstep overhead",
+    "conc": "× ideal",
 }
 WHAT = {
     "rr": "RoundRobin, 3 agents",
@@ -106,6 +120,8 @@ WHAT = {
     "chain": "graph chain of 10 nodes",
     "fanin": "graph fan-out/fan-in, K branches",
     "idle": "K idle agents hosted",
+    "ckpt": "checkpoint after every superstep, 10-agent ring",
+    "conc": "K concurrent 3-agent round robins at 20 ms a model call",
 }
 PEER_PACKAGES = ["autogen-agentchat", "autogen-core", "autogen-ext", "agent-framework-core", "langgraph", "langchain-core"]
 
@@ -128,11 +144,14 @@ class Side:
     skip: str | None = None  # "not run" reason
     reused: bool = False  # the runs of the same command in an earlier row
     runs: list[dict] = dataclasses.field(default_factory=list)
+    positive: bool = True  # the figure must be > 0 (ckpt's overhead may be <= 0 within noise)
+    role: str = ""  # "baseline": a peer's no-checkpoint run (ckpt)
+    baseline: str | None = None  # the key of this side's baseline (ckpt)
 
     def value(self, rec: dict) -> float | None:
         """The run's figure: this side's field of its JSON line, if a positive number."""
         v = rec.get("result", {}).get(self.field)
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and v > 0:
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and (v > 0 or not self.positive):
             return float(v)
         return None
 
@@ -172,10 +191,11 @@ class Row:
     troupe: Side
     peers: list[Side]
     note: str = ""
+    extra: dict = dataclasses.field(default_factory=dict)
 
 
 def size_label(workload: str, size: int) -> str:
-    letter = {"rr": "N", "sel": "N", "swarm": "N", "rpc": "n", "pub": "n", "chain": "L"}.get(workload, "K")
+    letter = {"rr": "N", "sel": "N", "swarm": "N", "rpc": "n", "pub": "n", "chain": "L", "ckpt": "N"}.get(workload, "K")
     s = f"{letter}={size:,}"
     if workload == "chain":
         s += f", {CHAIN_RUNS} runs"
@@ -190,8 +210,12 @@ class Plan:
         self.bench = args.bench
         self.peers = args.peers_dir
         self.py = sys.executable
-        self.sizes = QUICK_SIZES if args.quick else FULL_SIZES
+        self.sizes = {**(QUICK_SIZES if args.quick else FULL_SIZES), **args.sizes}
         self.cache: dict[str, Side] = {}
+        self.lg_label = f"LangGraph {pkg('langgraph')}"
+        self.maf_label = f"MAF {pkg('agent-framework-core')}"
+        self.ag_label = f"AutoGen {pkg('autogen-agentchat')}"
+        self.fsync = False
 
     def troupe(self, workload: str, *flags: str | int) -> Side:
         # One thread, as each peer runs on one asyncio loop; a multi-thread
@@ -207,16 +231,23 @@ class Plan:
         shown = " ".join(["python", script, *map(str, flags)])
         return Side(key=shown, label=label, argv=argv, shown=shown, field=field, cwd=self.peers, skip=skip)
 
-    def rows(self, only: str | None) -> list[Row]:
+    def rows(self, only: list[str] | None) -> list[Row]:
         ag = f"AutoGen {pkg('autogen-agentchat')}"
         core = f"AutoGen core {pkg('autogen-core')}"
         maf = f"MAF {pkg('agent-framework-core')}"
         lg = f"LangGraph {pkg('langgraph')}"
         out: list[Row] = []
+        if (not only or "ckpt" in only) and self.sizes["ckpt"]:
+            self.fsync = rounds.fsync_supported(self.bench)
         for w in WORKLOADS:
-            if only and w != only:
+            if only and w not in only:
                 continue
             for size in self.sizes[w]:
+                if w in OWN_TABLES:
+                    made = (rounds.ckpt_rows(self, size, os.path.join(REPO, "target", "compare", "ckpt-work"), self.fsync)
+                            if w == "ckpt" else rounds.conc_rows(self, size))
+                    out += [Row(w, size, label, t, peers, note, extra) for label, t, peers, note, extra in made]
+                    continue
                 note = ""
                 label = size_label(w, size)
                 if w in ("rr", "sel", "swarm"):
@@ -355,6 +386,8 @@ def fmt(workload: str, value: float) -> str:
     kind, per = UNITS[workload]
     if kind == "mem":
         return f"{value:.3g} KiB/{per}"
+    if kind == "ratio":
+        return f"{value:.3g}× {per}"
     if value >= 1000:
         return f"{value / 1000:.3g} ms/{per}"
     return f"{value:.3g} µs/{per}"
@@ -414,44 +447,9 @@ def details(rows: list[Row]) -> list[str]:
                 rss = side.rss()
                 head = f"{fmt(w, m)}{runs_note(side)} (runs: {vals}" + (f"; peak RSS {rss:.0f} MiB" if rss else "") + ")"
             if side.reused:
-                head += "; the same processes as the fan row above"
+                head += "; the same processes as in a row above"
             out.append(f"  - {side.label}: {head} — `{side.shown}`")
     return out
-
-
-def sh(cmd: list[str]) -> str:
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=30).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "?"
-
-
-def machine() -> str:
-    cpu = "?"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    mem = "?"
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    mem = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB RAM"
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, {mem}, {platform.system()} {platform.release()}"
-
-
-def loadavg() -> str:
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "?"
 
 
 def block(rows: list[Row], args: argparse.Namespace, started: dt.datetime, took: float, load0: str) -> str:
@@ -462,7 +460,9 @@ def block(rows: list[Row], args: argparse.Namespace, started: dt.datetime, took:
     peers = ", ".join(f"{p} {pkg(p)}" for p in PEER_PACKAGES)
     mode = "quick (small sizes only)" if args.quick else "full (every size in WORKLOADS.md)"
     if args.only:
-        mode += f", only `{args.only}`"
+        mode += f", only `{','.join(args.only)}`"
+    if args.sizes:
+        mode += ", sizes " + "; ".join(f"{w}={','.join(map(str, v))}" for w, v in args.sizes.items())
     lines = [
         BEGIN,
         "<!-- Generated by benches/compare.sh; rerun it rather than editing this block. -->",
@@ -475,7 +475,7 @@ def block(rows: list[Row], args: argparse.Namespace, started: dt.datetime, took:
         f"{sh(['rustc', '--version'])}; `target/release/examples/bench` on a tokio "
         f"{'current-thread runtime' if threads == 1 else f'multi-thread runtime with {threads} workers'}.",
         f"- **Peers:** CPython {platform.python_version()}; {peers}; a venv built from "
-        f"`../shared/bench/peers/requirements.lock.txt`; scripts from `../shared/bench/peers/`.",
+        f"`../shared/bench/peers/requirements.lock.txt` (and `ckpt/venv-freeze.txt`: langgraph-checkpoint-sqlite); scripts from `../shared/bench/peers/`.",
         "- **Method:** one process per run; for each workload and size, troupe then every peer, repeated "
         f"{args.pairs} times (A B A B); each side's figure is the median of its runs. Best peer = lowest "
         "median; ratio = best peer / troupe (how many times faster, or lighter for `idle`, troupe is). "
@@ -484,8 +484,8 @@ def block(rows: list[Row], args: argparse.Namespace, started: dt.datetime, took:
         "Every model is scripted and every node a plain function, so the figures are orchestration "
         "overhead only. Raw records: `target/compare/raw.jsonl`.",
         "",
-        *table(rows),
-        "",
+        *(table(shared) + [""] if (shared := [r for r in rows if r.workload not in OWN_TABLES]) else []),
+        *rounds.own_tables(rows, WHAT, args.fsync),
         "Each side's median, its runs and the exact command (troupe's from the project root, the peers' "
         "from `../shared/bench/peers` with the venv's `python`):",
         "",
@@ -493,7 +493,8 @@ def block(rows: list[Row], args: argparse.Namespace, started: dt.datetime, took:
         "",
         "Reproduce: `benches/compare.sh --quick` (small sizes, a few minutes) or `benches/compare.sh` "
         "(every size; long: the peers need minutes per size at N=10,000 and n=100,000). "
-        "`--only <workload>` runs one workload, `--pairs N` changes the number of pairs, "
+        "`--only <workload>[,<workload>...]` runs some workloads, `--sizes conc=1000` chooses a workload's sizes, "
+        "`--pairs N` changes the number of pairs, "
         "`--no-write` prints the table without touching this file.",
         END,
     ]
@@ -521,8 +522,11 @@ def write_benchmarks(path: str, text: str) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small sizes only (a few minutes)")
-    ap.add_argument("--only", choices=WORKLOADS,
-                    help="one workload (the block written holds only that workload; add --no-write to keep the old one)")
+    ap.add_argument("--only", type=lambda v: [w.strip() for w in v.split(",") if w.strip()],
+                    help="workloads, comma-separated (the block written holds only those; add --no-write to keep the old one)")
+    ap.add_argument("--sizes", action="append", default=[],
+                    help="WORKLOAD=N[,N...] (repeatable, or ';'-separated; default from $COMPARE_SIZES), e.g. "
+                         "'conc=1000' to skip the peers' K=10,000 (minutes each); an empty list skips the workload")
     ap.add_argument("--pairs", type=int, default=3, help="alternating troupe/peer rounds (default 3)")
     ap.add_argument("--no-write", action="store_true", help="print the table; leave BENCHMARKS.md alone")
     ap.add_argument("--timeout", type=float, default=None,
@@ -534,6 +538,13 @@ def main() -> int:
     args = ap.parse_args()
     if args.pairs < 1:
         ap.error("--pairs must be at least 1")
+    bad = [w for w in args.only or [] if w not in WORKLOADS]
+    if bad:
+        ap.error(f"--only {','.join(bad)}: not one of {', '.join(WORKLOADS)}")
+    try:
+        args.sizes = rounds.parse_sizes(args.sizes or [os.environ.get("COMPARE_SIZES", "")], WORKLOADS)
+    except ValueError as e:
+        ap.error(str(e))
     timeout = args.timeout or (120.0 if args.quick else 1800.0)
     for p, what in ((args.bench, "troupe's bench binary"), (args.peers_dir, "the peers' directory")):
         if not os.path.exists(p):
@@ -547,7 +558,9 @@ def main() -> int:
     run_id = started.strftime("%Y%m%dT%H%M%SZ")
     load0 = loadavg()
     t0 = time.monotonic()
-    rows = Plan(args).rows(args.only)
+    plan = Plan(args)
+    rows = plan.rows(args.only)
+    args.fsync = plan.fsync
     with open(os.path.join(out_dir, "raw.jsonl"), "a", encoding="utf-8") as raw:
         measure(rows, args.pairs, timeout, raw, run_id)
     took = time.monotonic() - t0

@@ -6,6 +6,8 @@
 #   benches/compare.sh --quick          # small sizes only, a few minutes
 #   benches/compare.sh                  # every workload and size (long)
 #   benches/compare.sh --only chain     # one workload
+#   benches/compare.sh --only ckpt,conc # several (issue 18's two: checkpoints, concurrent runs)
+#   benches/compare.sh --sizes conc=1000 --sizes ckpt=200,1000  # sizes of a workload (repeatable)
 #   benches/compare.sh --pairs 5        # alternating troupe/peer rounds (default 3)
 #   benches/compare.sh --no-write       # print the table, leave BENCHMARKS.md alone
 #   benches/compare.sh --no-build       # use target/release/examples/bench as it is
@@ -14,7 +16,10 @@
 # Environment: PEERS_DIR (default <repo>/../shared/bench/peers), PEERS_VENV
 # (default <repo>/target/peers-venv, created with `python3 -m venv` and the
 # peers' requirements.lock.txt if missing), PYTHON (the interpreter used to
-# create the venv, default python3).
+# create the venv, default python3), COMPARE_SIZES (the --sizes default, as
+# 'conc=1000;ckpt=200'). The full sizes of conc are K=1,000 and 10,000 for
+# troupe and the peers (the peers take 2-6 min a process at 10,000) and
+# 100,000 for troupe alone; --quick runs K=100 and ckpt N=200.
 #
 # Not part of CI.
 set -euo pipefail
@@ -24,14 +29,14 @@ peers_dir="${PEERS_DIR:-$repo/../shared/bench/peers}"
 venv="${PEERS_VENV:-$repo/target/peers-venv}"
 python="${PYTHON:-python3}"
 
-usage() { sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 build=1
 args=()
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --quick | --no-write) args+=("$1") ;;
-        --only | --pairs | --timeout)
+        --only | --pairs | --timeout | --sizes)
             [[ $# -ge 2 ]] || { echo "compare.sh: $1 needs a value" >&2; exit 2; }
             args+=("$1" "$2")
             shift
@@ -46,10 +51,13 @@ done
 # Checked here too, so that a typo fails before the venv and the build.
 for ((i = 0; i < ${#args[@]}; i++)); do
     if [[ "${args[i]}" == --only ]]; then
-        case "${args[i + 1]}" in
-            rr | sel | swarm | fan | rpc | pub | chain | fanin | idle) ;;
-            *) echo "compare.sh: --only ${args[i + 1]}: one of rr sel swarm fan rpc pub chain fanin idle" >&2; exit 2 ;;
-        esac
+        IFS=, read -ra only <<< "${args[i + 1]}"
+        for w in "${only[@]}"; do
+            case "$w" in
+                rr | sel | swarm | fan | rpc | pub | chain | fanin | idle | ckpt | conc) ;;
+                *) echo "compare.sh: --only $w: one of rr sel swarm fan rpc pub chain fanin idle ckpt conc" >&2; exit 2 ;;
+            esac
+        done
     fi
 done
 
@@ -59,8 +67,12 @@ if [[ ! -f "$peers_dir/requirements.lock.txt" ]]; then
 fi
 peers_dir="$(cd "$peers_dir" && pwd)"
 
-# The peers' virtualenv: created if missing, (re)installed if the lock file
+# The peers' virtualenv: created if missing, (re)installed if the lock files
 # changed or an earlier install did not finish (the stamp is written last).
+# ckpt's LangGraph side needs langgraph-checkpoint-sqlite besides the lock:
+# peers/ckpt/venv-freeze.txt is the lock plus it, pinned.
+locks=("$peers_dir/requirements.lock.txt")
+[[ ! -f "$peers_dir/ckpt/venv-freeze.txt" ]] || locks+=("$peers_dir/ckpt/venv-freeze.txt")
 stamp="$venv/.compare-requirements.lock.txt"
 if [[ ! -x "$venv/bin/python" ]]; then
     echo "compare.sh: creating the peers' venv at $venv" >&2
@@ -69,10 +81,12 @@ if [[ ! -x "$venv/bin/python" ]]; then
         exit 1
     fi
 fi
-if ! cmp -s "$peers_dir/requirements.lock.txt" "$stamp"; then
+if ! cat "${locks[@]}" | cmp -s - "$stamp"; then
     echo "compare.sh: installing the peers' packages into $venv" >&2
-    "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$peers_dir/requirements.lock.txt"
-    cp "$peers_dir/requirements.lock.txt" "$stamp"
+    for lock in "${locks[@]}"; do
+        "$venv/bin/python" -m pip install --disable-pip-version-check -q -r "$lock"
+    done
+    cat "${locks[@]}" > "$stamp"
 fi
 
 if [[ $build -eq 1 ]]; then
@@ -90,6 +104,7 @@ fi
 invoked=""
 [[ -z "${PEERS_DIR:-}" ]] || invoked+="PEERS_DIR=$(printf '%q' "$PEERS_DIR") "
 [[ -z "${PEERS_VENV:-}" ]] || invoked+="PEERS_VENV=$(printf '%q' "$PEERS_VENV") "
+[[ -z "${COMPARE_SIZES:-}" ]] || invoked+="COMPARE_SIZES=$(printf '%q' "$COMPARE_SIZES") "
 invoked+="benches/compare.sh"
 for a in ${args[@]+"${args[@]}"}; do invoked+=" $(printf '%q' "$a")"; done
 [[ $build -eq 1 ]] || invoked+=" --no-build"

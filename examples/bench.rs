@@ -8,6 +8,8 @@
 //! cargo run --release --example bench -- fan --k 1000
 //! cargo run --release --example bench -- chain --runs 200
 //! cargo run --release --example bench -- idle --k 100000
+//! cargo run --release --example bench -- ckpt --store sqlite --n 1000
+//! cargo run --release --example bench -- conc --k 10000 --threads 1
 //! ```
 //!
 //! Each run measures one workload at one size and prints one JSON line
@@ -29,6 +31,8 @@
 //! | `fanin` | a graph: one node fans out to K nodes that fan in to one | µs per node invocation |
 //! | `idle` | K agents of a running workflow, hosted and waiting for input | KiB per agent |
 //! | `idle_spawned` | as `idle`, after one turn each, so every agent's actor is up | KiB per agent |
+//! | `ckpt` | the 10-agent ring of function agents, N supersteps, a checkpoint after each into a `--store` (`memory`, `file`, `sqlite`; `--durability process\|fsync`), `--reps` runs with and without | µs per superstep, with minus without (bytes written, last checkpoint, load time too) |
+//! | `conc` | K concurrent runs of one `RoundRobinGroupChat` of 3 `ChatAgent`s whose model waits `--latency-ms` (20) per call, each until `--m` (10) messages | wall time / the ideal (M−1)×L (overhead per run, KiB per run too) |
 //! | `stream` | a server on 127.0.0.1 streams N pieces (SSE) to a `ChatAgent` in a workflow nested in a workflow | µs per piece, client to top-level stream (median; p99 too) |
 //!
 //! troupe spawns an agent's actor when the agent first has work, so `idle`
@@ -39,10 +43,12 @@
 //! (AutoGen's unbounded context); the default shows the last 2 messages,
 //! as the peers' buffered context does. `--threads 1` runs on a
 //! current-thread runtime instead of the default multi-thread one.
+//!
+//! `conc` defaults to K = 1,000; K = 100,000 (`--k 100000`) takes about
+//! half a minute and several GB of RAM on today's code. `ckpt` defaults to
+//! `--store sqlite --n 1000 --reps 5`.
 
 use std::error::Error;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -52,10 +58,23 @@ use troupe::{
     FnAgent, Graph, Join, Reply, Router, RunContext, RunResult, StopCondition, Thread, Workflow,
 };
 
+#[path = "bench/args.rs"]
+mod args;
+#[path = "bench/ckpt.rs"]
+mod ckpt;
+#[path = "bench/conc.rs"]
+mod conc;
+#[path = "bench/idle.rs"]
+mod idle;
+#[path = "bench/ring.rs"]
+mod ring;
 #[path = "bench/stream.rs"]
 mod stream;
 
-const WORKLOADS: [&str; 11] = [
+use args::{Args, parse_args};
+use idle::{idle, idle_spawned};
+
+const WORKLOADS: [&str; 13] = [
     "rr",
     "sel",
     "swarm",
@@ -67,61 +86,11 @@ const WORKLOADS: [&str; 11] = [
     "idle",
     "idle_spawned",
     "stream",
+    "ckpt",
+    "conc",
 ];
 
 type BoxError = Box<dyn Error>;
-
-/// The command line: a workload and its sizes.
-struct Args {
-    workload: String,
-    n: Option<u64>,
-    k: Option<usize>,
-    runs: Option<usize>,
-    whole_context: bool,
-    threads: Option<usize>,
-}
-
-fn parse_args() -> Result<Args, BoxError> {
-    let mut args = std::env::args().skip(1);
-    let Some(workload) = args.next() else {
-        return Err(format!(
-            "usage: bench <workload> [--n N] [--k K] [--runs R] [--context buffered|whole] [--threads T]\n\
-             workloads: {}",
-            WORKLOADS.join(", ")
-        )
-        .into());
-    };
-    let mut parsed = Args {
-        workload,
-        n: None,
-        k: None,
-        runs: None,
-        whole_context: false,
-        threads: None,
-    };
-    while let Some(flag) = args.next() {
-        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        let number = || {
-            value
-                .replace('_', "")
-                .parse::<u64>()
-                .map_err(|e| format!("{flag} {value}: {e}"))
-        };
-        match flag.as_str() {
-            "--n" => parsed.n = Some(number()?),
-            "--k" => parsed.k = Some(number()? as usize),
-            "--runs" => parsed.runs = Some(number()? as usize),
-            "--threads" => parsed.threads = Some(number()? as usize),
-            "--context" => match value.as_str() {
-                "buffered" => parsed.whole_context = false,
-                "whole" | "unbounded" => parsed.whole_context = true,
-                other => return Err(format!("--context {other}: buffered or whole").into()),
-            },
-            other => return Err(format!("unknown flag {other}").into()),
-        }
-    }
-    Ok(parsed)
-}
 
 fn main() -> Result<(), BoxError> {
     let args = parse_args()?;
@@ -167,6 +136,24 @@ async fn run(args: &Args) -> Result<Value, BoxError> {
         "idle" => idle(args.k.unwrap_or(100_000)).await,
         "idle_spawned" => idle_spawned(args.k.unwrap_or(100_000)).await,
         "stream" => stream::stream(args.n.unwrap_or(2_000)).await,
+        "ckpt" => {
+            ckpt::ckpt(&ckpt::Ckpt {
+                n: args.n.unwrap_or(1_000),
+                store: &args.store,
+                durability: &args.durability,
+                reps: args.reps,
+            })
+            .await
+        }
+        "conc" => {
+            conc::conc(&conc::Conc {
+                k: args.k.unwrap_or(1_000),
+                m: args.m,
+                latency: Duration::from_secs_f64(args.latency_ms / 1e3),
+                context: context(args),
+            })
+            .await
+        }
         other => Err(format!(
             "unknown workload '{other}' (known: {})",
             WORKLOADS.join(", ")
@@ -492,97 +479,6 @@ async fn fanin(k: usize, runs: usize) -> Result<Value, BoxError> {
         "per_invocation_us": us(run) / invocations as f64,
         "figure": us(run) / invocations as f64,
         "unit": "µs/node invocation",
-    }))
-}
-
-async fn idle(k: usize) -> Result<Value, BoxError> {
-    let rss_before = current_rss_kib();
-    let started = Instant::now();
-    // The probe runs while every other agent is hosted and waiting; it
-    // reads the RSS then and says nothing, so nobody is woken.
-    let seen = Arc::new(AtomicU64::new(0));
-    let probe = {
-        let seen = seen.clone();
-        FnAgent::sync("probe", move |_: &Thread| {
-            seen.store(current_rss_kib() as u64, Ordering::Relaxed);
-            Ok(Reply::empty())
-        })
-    };
-    let mut router = Router::builder().add_route(Router::USER, "probe");
-    let mut flow = Workflow::builder().name("idle").participant(probe);
-    for i in 0..k {
-        let name = format!("idle{i}");
-        // Reachable (so the router accepts them) but never sent anything.
-        router = router.add_route("probe", name.clone()).output(name.clone());
-        flow = flow.participant(FnAgent::sync(name, |_: &Thread| Ok(Reply::empty())));
-    }
-    let flow = flow.router(router).build()?;
-    let built = started.elapsed();
-    let result = flow.run_task("measure", &RunContext::new()).await?;
-    let wall = started.elapsed();
-    if result.turns != 1 {
-        return Err(format!(
-            "expected the probe's turn alone, got {} turns",
-            result.turns
-        )
-        .into());
-    }
-    let hosting = seen.load(Ordering::Relaxed) as f64;
-    idle_line("idle", k, built, wall, rss_before, hosting)
-}
-
-/// As `idle`, but every agent has taken one turn first, so each has its
-/// own actor (mailbox, task) spawned and waiting when the RSS is read.
-async fn idle_spawned(k: usize) -> Result<Value, BoxError> {
-    let rss_before = current_rss_kib();
-    let started = Instant::now();
-    let mut graph = Graph::builder()
-        .start("wake")
-        .add_agent(FnAgent::sync("wake", |_: &Thread| Ok("wake up")))
-        .add_agent(FnAgent::sync("probe", |_: &Thread| {
-            Ok((current_rss_kib() as u64).to_string())
-        }))
-        .join("probe", Join::All);
-    for i in 0..k {
-        let name = format!("idle{i}");
-        graph = graph
-            .add_agent(FnAgent::sync(name.clone(), |_: &Thread| Ok("ready")))
-            .add_edge("wake", name.clone())
-            .add_edge(name, "probe");
-    }
-    let flow = Workflow::builder()
-        .name("idle")
-        .graph(graph.build()?)
-        .build()?;
-    let built = started.elapsed();
-    let result = flow.run_task("measure", &RunContext::new()).await?;
-    let wall = started.elapsed();
-    let hosting: f64 = result
-        .final_text()
-        .parse()
-        .map_err(|_| format!("probe answered {:?}", result.final_text()))?;
-    idle_line("idle_spawned", k, built, wall, rss_before, hosting)
-}
-
-fn idle_line(
-    bench: &str,
-    k: usize,
-    built: Duration,
-    wall: Duration,
-    rss_before: f64,
-    hosting: f64,
-) -> Result<Value, BoxError> {
-    let per_agent_kib = (hosting - rss_before) / k as f64;
-    Ok(json!({
-        "bench": bench,
-        "k": k,
-        "build_s": built.as_secs_f64(),
-        "wall_s": wall.as_secs_f64(),
-        "rss_before_mib": round1(rss_before / 1024.0),
-        "rss_hosting_mib": round1(hosting / 1024.0),
-        "rss_per_agent_kib": round1(per_agent_kib),
-        "figure": round1(per_agent_kib),
-        "unit": "KiB/agent",
     }))
 }
 

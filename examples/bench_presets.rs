@@ -30,7 +30,8 @@
 //! - `map_reduce`: a split function, 1,000 function workers in parallel,
 //!   a reducer; `n` is the number of workers.
 //! - `checkpoint_none`, `checkpoint_memory`, `checkpoint_file`,
-//!   `checkpoint_sqlite`: a 10-agent round robin (function agents) until
+//!   `checkpoint_sqlite`: a 10-agent round robin (function agents, the ring
+//!   of `examples/bench/ring.rs`, which `bench ckpt` measures in full) until
 //!   1,000 messages, checkpointing after every superstep into each store
 //!   (none is the baseline). Extra fields: the checkpoints' sizes, the
 //!   overhead per superstep against the baseline's median (pass
@@ -39,16 +40,16 @@
 //!   timed directly on the store (median of 10 saves).
 
 use std::error::Error;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use troupe_agents::{ChatAgent, ContextPolicy, ScriptedModel, ScriptedReply};
 use troupe_presets::{MapReduce, RoundRobinGroupChat, SelectorGroupChat};
-use troupe_runtime::store::{Checkpoint, CheckpointStore, FileStore, MemoryStore, SqliteStore};
-use troupe_runtime::{
-    FnAgent, Graph, RouterBuilder, RunContext, RunResult, StopCondition, Thread, Workflow, codec,
-};
+use troupe_runtime::store::Checkpoint;
+use troupe_runtime::{FnAgent, RunContext, RunResult, StopCondition, Thread, Workflow, codec};
+
+#[path = "bench/ring.rs"]
+mod ring;
 
 const WORKLOADS: [&str; 9] = [
     "rr_chat",
@@ -252,42 +253,13 @@ fn check_len(result: &RunResult, n: u64) -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
-/// A 10-agent round robin with a checkpoint after every superstep.
-///
-/// Built by hand as `RoundRobinGroupChat` builds it (a ring and a
-/// broadcast router): the preset's builder has no way to set a checkpoint
-/// store.
-fn ring(n: u64, store: Option<Arc<dyn CheckpointStore>>) -> Result<Workflow, Box<dyn Error>> {
-    let names: Vec<String> = (0..10).map(|i| format!("member{i}")).collect();
-    let mut graph = Graph::builder()
-        .start(names[0].clone())
-        .loop_limit(u32::MAX);
-    for name in &names {
-        graph = graph.add_agent(FnAgent::sync(name.clone(), |_: &Thread| Ok("noted, next")));
-    }
-    for (i, from) in names.iter().enumerate() {
-        graph = graph.add_edge(from.clone(), names[(i + 1) % names.len()].clone());
-    }
-    let mut team = Workflow::builder()
-        .name("rr10")
-        .graph(graph.build()?)
-        .router(RouterBuilder::default())
-        .stop_condition(StopCondition::max_messages(n));
-    if let Some(store) = store {
-        team = team.checkpoint_store(store);
-    }
-    Ok(team.build()?)
-}
-
 async fn checkpoint_workload(workload: &str, n: u64) -> Result<Value, Box<dyn Error>> {
     let dir = tempfile::tempdir()?;
-    let store: Option<Arc<dyn CheckpointStore>> = match workload {
-        "checkpoint_none" => None,
-        "checkpoint_memory" => Some(Arc::new(MemoryStore::new())),
-        "checkpoint_file" => Some(Arc::new(FileStore::open(dir.path().join("files"))?)),
-        _ => Some(Arc::new(SqliteStore::open(dir.path().join("cp.sqlite3"))?)),
+    let store = match workload.strip_prefix("checkpoint_") {
+        Some("none") | None => None,
+        Some(kind) => Some(ring::open_store(kind, dir.path())?),
     };
-    let team = ring(n, store.clone())?;
+    let team = ring::ring(n, store.clone())?;
     let ctx = RunContext::new().with_run_id("bench");
     let (result, wall) = timed(&team, &ctx).await?;
     check_len(&result, n)?;

@@ -237,6 +237,89 @@ fn bench_presets_runs_at_small_sizes() {
 }
 
 #[test]
+fn bench_ckpt_and_conc_report_what_issue_18_compares() {
+    // ckpt: every store, a few supersteps; each run checks its own thread
+    // and the resumed one, so a lost checkpoint fails here.
+    for store in ["memory", "file", "sqlite"] {
+        let args = [
+            "ckpt",
+            "--store",
+            store,
+            "--n",
+            "30",
+            "--reps",
+            "2",
+            "--threads",
+            "1",
+        ];
+        let out = stdout_of("bench", &args, "");
+        let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON line");
+        assert_eq!(
+            (v["bench"].as_str(), v["store"].as_str()),
+            (Some("ckpt"), Some(store)),
+            "{out}"
+        );
+        assert_eq!(v["supersteps"], 30, "{out}");
+        for field in [
+            "bytes_written",
+            "last_checkpoint_bytes",
+            "thread_encoded_bytes",
+        ] {
+            assert!(v[field].as_u64().is_some_and(|b| b > 0), "{field} in {out}");
+        }
+        for field in [
+            "overhead_per_superstep_us",
+            "load_last_ms",
+            "latest_ms",
+            "peak_rss_mib",
+        ] {
+            assert!(
+                v[field].as_f64().is_some_and(f64::is_finite),
+                "{field} in {out}"
+            );
+        }
+        // The ring's messages are the peers' ~35-character ones.
+        assert!(
+            v["avg_message_chars"].as_f64().is_some_and(|c| c > 25.0),
+            "{out}"
+        );
+    }
+    let bad = run_example("bench", &["ckpt", "--store", "tape", "--n", "5"], "");
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("store 'tape'"),
+        "{bad:?}"
+    );
+
+    // conc: 20 runs of 4 messages at 5 ms a call; every run is checked.
+    let args = [
+        "conc",
+        "--k",
+        "20",
+        "--m",
+        "4",
+        "--latency-ms",
+        "5",
+        "--threads",
+        "1",
+    ];
+    let out = stdout_of("bench", &args, "");
+    let v: serde_json::Value = serde_json::from_str(out.trim()).expect("one JSON line");
+    assert_eq!(v["runs_ok"], 20, "{out}");
+    assert_eq!(v["all_runs_exactly_m"], true, "{out}");
+    assert!(
+        (v["ideal_s"].as_f64().unwrap() - 0.015).abs() < 1e-9,
+        "{out}"
+    );
+    // No run can end before its three model calls have waited.
+    assert!(
+        v["overhead_ratio"].as_f64().is_some_and(|r| r >= 1.0),
+        "{out}"
+    );
+    assert!(v["kib_per_run"].as_f64().is_some(), "{out}");
+}
+
+#[test]
 fn bench_runs_every_shared_workload_at_small_sizes() {
     // Each workload checks its own result (message counts, handoffs, the
     // gathered sum), so a preset that loses or repeats a message fails here.
