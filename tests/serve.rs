@@ -409,3 +409,57 @@ fn the_team_is_described_without_secrets() {
     assert!(team["mermaid"].as_str().unwrap().contains("writer"));
     assert_eq!(team["models"][0]["name"], "m");
 }
+
+#[test]
+fn a_directory_serves_each_config_under_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let teams = dir.path().join("teams");
+    std::fs::create_dir(&teams).unwrap();
+    write(&teams, "desk.yaml", DESK);
+    write(&teams, "asking.yaml", ASKING);
+    write(&teams, "notes.txt", "not a config");
+    let s = Server::start(dir.path(), &["teams"], &[]);
+    let c = client();
+    let models = json_of(c.get(s.url("/v1/models")).send().unwrap());
+    let ids: Vec<&str> = models["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["asking", "desk"]);
+    let ask = |model: &str| {
+        c.post(s.url("/v1/chat/completions"))
+            .json(&json!({"model": model, "messages": [{"role": "user", "content": "hi"}]}))
+            .send()
+            .unwrap()
+    };
+    let desk = json_of(ask("desk"));
+    assert_eq!(desk["choices"][0]["message"]["content"], "final one");
+    assert_eq!(desk["model"], "desk");
+    let asking = json_of(ask("asking"));
+    assert_eq!(
+        asking["choices"][0]["message"]["content"],
+        "clerk asks: Which order?"
+    );
+    let unknown = ask("gpt-4o");
+    assert_eq!(unknown.status(), 404);
+    let message = json_of(unknown)["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(message.contains("asking, desk"), "{message}");
+    let team = json_of(c.get(s.url("/team?team=desk")).send().unwrap());
+    assert_eq!(team["name"], "desk");
+    let run = json_of(
+        c.post(s.url("/runs"))
+            .json(&json!({"task": "go", "team": "desk"}))
+            .send()
+            .unwrap(),
+    );
+    assert_eq!(run["team"], "desk");
+    assert_eq!(
+        c.get(s.url("/team?team=nope")).send().unwrap().status(),
+        404
+    );
+}

@@ -96,11 +96,16 @@ fn every_route_needs_the_token_when_one_is_set() {
             assert_eq!(r.status(), 401, "POST {p} with {auth:?}");
         }
     }
-    // A token in the query opens no API route.
+    // A token in the query opens no API route; the console's page and
+    // assets only (a browser opens them from a link).
     assert_eq!(
         c.get(s.url("/team?token=t0ken")).send().unwrap().status(),
         401
     );
+    for page in ["/?token=t0ken", "/console/app.js?token=t0ken"] {
+        assert_ne!(c.get(s.url(page)).send().unwrap().status(), 401, "{page}");
+    }
+    assert_eq!(c.post(s.url("/?token=t0ken")).send().unwrap().status(), 401);
     let ok = c.get(s.url("/team")).bearer_auth("t0ken").send().unwrap();
     assert_eq!(ok.status(), 200);
     let r = c
