@@ -9,6 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::atomic::{is_hidden, sync_dir, write_atomic};
+use super::chain::{keep_bases_before_delete, keep_bases_before_prune};
 use super::checkpoint::{Checkpoint, CheckpointId, CheckpointMeta};
 use super::error::StoreError;
 use super::format::{
@@ -296,6 +297,7 @@ impl CheckpointStore for FileStore {
 
     async fn delete(&self, run_id: &str, id: &CheckpointId) -> Result<bool, StoreError> {
         check_run_id(run_id)?;
+        keep_bases_before_delete(self, run_id, id).await?;
         let (run_id, id) = (run_id.to_string(), *id);
         self.blocking(move |s| {
             let existed = s.remove(&run_id, &id)?;
@@ -309,6 +311,7 @@ impl CheckpointStore for FileStore {
 
     async fn prune(&self, run_id: &str, keep_last: usize) -> Result<usize, StoreError> {
         check_run_id(run_id)?;
+        keep_bases_before_prune(self, run_id, keep_last).await?;
         let run_id = run_id.to_string();
         self.blocking(move |s| {
             let ids = s.ids(&run_id)?;

@@ -48,7 +48,10 @@
 //! ```
 
 mod atomic;
+mod chain;
 mod checkpoint;
+mod delta;
+mod durability;
 mod error;
 mod file;
 mod format;
@@ -58,12 +61,18 @@ mod memory;
 mod sqlite;
 mod traits;
 
-pub use checkpoint::{Checkpoint, CheckpointId, CheckpointMeta, checksum};
+pub use chain::{complete, fold, load_whole};
+pub use checkpoint::{
+    Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta, FIRST_CHAINED_VERSION, checksum,
+    legacy_checksum,
+};
+pub use delta::{ChainPayload, Folded, ThreadOp, ThreadPath};
+pub use durability::{Durability, UnknownDurability};
 pub use error::StoreError;
 pub use file::FileStore;
 pub use key::MAX_ID_LEN;
 pub(crate) use key::check_conversation_id;
-pub use memory::MemoryStore;
+pub use memory::{DEFAULT_KEEP, MemoryStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 pub use traits::{CheckpointStore, ThreadStore};

@@ -27,6 +27,7 @@ mod result;
 mod run;
 pub(crate) mod scheduler_state;
 mod snapshot;
+mod snapshot_delta;
 mod spec;
 mod summary;
 

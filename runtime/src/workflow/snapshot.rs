@@ -13,7 +13,11 @@ use crate::error::CheckpointError;
 use crate::message::MessageId;
 use crate::stats::RunStats;
 use crate::stop::TrackerState;
-use crate::store::{Checkpoint, CheckpointId, CheckpointStore, checksum};
+use super::snapshot_delta::restore;
+use crate::store::{
+    ChainPayload, Checkpoint, CheckpointId, CheckpointStore, FIRST_CHAINED_VERSION, Folded,
+    StoreError, legacy_checksum,
+};
 use crate::thread::Thread;
 
 /// A run's state between two supersteps: its thread (with every child
@@ -57,7 +61,7 @@ pub(crate) struct Resumed {
 /// slots, routes and inbox options, the graph. Two builds of the same
 /// description hash alike; a checkpoint of another shape is refused.
 pub(crate) fn topology_hash(spec_text: &str) -> u64 {
-    checksum(spec_text.as_bytes())
+    legacy_checksum(spec_text.as_bytes())
 }
 
 /// Loads a checkpoint (the latest when `id` is `None`) and checks it
@@ -79,8 +83,9 @@ pub(crate) async fn load(
         run_id: run_id.to_string(),
         id: id.map_or_else(|| "at all".to_string(), |i| i.to_string()),
     })?;
-    let name = || checkpoint.id.to_string();
-    if checkpoint.format_version != codec::FORMAT_VERSION {
+    let target_id = checkpoint.id;
+    let name = || target_id.to_string();
+    if !(OLDEST_READABLE_FORMAT..=codec::FORMAT_VERSION).contains(&checkpoint.format_version) {
         return Err(CheckpointError::UnknownVersion {
             run_id: run_id.to_string(),
             id: name(),
@@ -95,6 +100,17 @@ pub(crate) async fn load(
             reason: e.to_string(),
         });
     }
+    // A delta comes with its chain, folded into one whole checkpoint.
+    let checkpoint = crate::store::complete(store, checkpoint)
+        .await
+        .map_err(|e| match e {
+            StoreError::Corrupt { what, reason } => CheckpointError::Corrupt {
+                run_id: run_id.to_string(),
+                id: name(),
+                reason: format!("{what}: {reason}"),
+            },
+            other => other.into(),
+        })?;
     if checkpoint.topology_hash != spec.topology_hash {
         return Err(CheckpointError::OtherTopology {
             run_id: run_id.to_string(),
@@ -103,12 +119,11 @@ pub(crate) async fn load(
             found: checkpoint.topology_hash,
         });
     }
-    let snapshot: Snapshot =
-        codec::decode(&checkpoint.payload).map_err(|e| CheckpointError::Corrupt {
-            run_id: run_id.to_string(),
-            id: name(),
-            reason: e.to_string(),
-        })?;
+    let snapshot = decode(&checkpoint).map_err(|reason| CheckpointError::Corrupt {
+        run_id: run_id.to_string(),
+        id: name(),
+        reason,
+    })?;
     if let Some(state) = snapshot.thread.state() {
         check_scheduler(&state.scheduler, spec).map_err(|source| {
             CheckpointError::SchedulerState {
@@ -119,6 +134,21 @@ pub(crate) async fn load(
         })?;
     }
     Ok((checkpoint, snapshot))
+}
+
+/// The oldest checkpoint format this build reads: format 4 (a whole
+/// [`Snapshot`], FNV-checksummed) decodes as it was written.
+pub(crate) const OLDEST_READABLE_FORMAT: u32 = 4;
+
+/// The snapshot a whole checkpoint holds, by its format version.
+pub(crate) fn decode(checkpoint: &Checkpoint) -> Result<Snapshot, String> {
+    if checkpoint.format_version < FIRST_CHAINED_VERSION {
+        return codec::decode(&checkpoint.payload).map_err(|e| e.to_string());
+    }
+    let (_, payload) = ChainPayload::decode(&checkpoint.payload).map_err(|e| e.to_string())?;
+    let mut folded = Folded::default();
+    folded.apply(false, payload);
+    restore(&folded)
 }
 
 /// Checks that workflow `spec` can carry on from scheduler state `state`:
@@ -202,16 +232,32 @@ mod tests {
         wf.run_task("go", &RunContext::new().with_run_id("r"))
             .await
             .unwrap();
-        let latest = store.latest("r").await.unwrap().unwrap();
-        let mut snapshot: Snapshot = codec::decode(&latest.payload).unwrap();
+        let latest = crate::store::load_whole(store.as_ref(), "r", None)
+            .await
+            .unwrap()
+            .unwrap();
+        let mut snapshot = decode(&latest).unwrap();
         let state = snapshot.thread.state_mut().as_mut().unwrap();
         damage(state.scheduler.body_mut());
+        let counters = crate::workflow::snapshot_delta::Counters {
+            stop: snapshot.stop.clone(),
+            stats: snapshot.stats.clone(),
+            turns: snapshot.turns,
+            last: snapshot.last,
+            start_len: snapshot.start_len,
+            started_at: snapshot.started_at,
+            status: snapshot.status.clone(),
+        };
+        let tree = crate::workflow::snapshot_delta::TreeView::of(&snapshot.thread);
+        let (payload, _) = crate::workflow::snapshot_delta::DeltaWriter::default()
+            .encode(&tree, &counters)
+            .unwrap();
         let cp = Checkpoint::new(
             "r",
             Some(latest.id),
             latest.superstep,
             latest.topology_hash,
-            codec::encode(&snapshot).unwrap(),
+            payload,
         );
         store.save(&cp).await.unwrap();
         cp.id
