@@ -37,7 +37,9 @@ const THREAD_PREFIX: usize = 20;
 /// checkpoint format 5 left as format 4 had it.
 pub(crate) const THREAD_FORMAT_VERSION: u32 = 4;
 
-/// The header bytes of a checkpoint file (everything before the payload).
+/// The header bytes of a checkpoint file (everything before the payload):
+/// files of this layout are read, no longer written (tests write them).
+#[cfg(test)]
 pub(crate) fn checkpoint_header(cp: &Checkpoint) -> Result<Vec<u8>, StoreError> {
     let meta = codec::encode(&cp.meta()).map_err(|source| StoreError::Encode {
         what: format!("checkpoint {} of run '{}'", cp.id, cp.run_id),

@@ -56,6 +56,7 @@ mod error;
 mod file;
 mod format;
 mod key;
+mod log;
 mod memory;
 #[cfg(feature = "sqlite")]
 mod sqlite;
