@@ -7,6 +7,7 @@ use async_trait::async_trait;
 
 use super::chain::{fold, keep_bases_before_delete};
 use super::checkpoint::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
+use super::durability::Durability;
 use super::error::StoreError;
 use super::key::{check_conversation_id, check_run_id};
 use super::traits::{CheckpointStore, ThreadStore};
@@ -27,6 +28,7 @@ use crate::thread::Thread;
 pub struct MemoryStore {
     inner: Arc<Inner>,
     keep: usize,
+    durability: Durability,
 }
 
 /// How many checkpoints per run a [`MemoryStore`] keeps by default.
@@ -37,6 +39,7 @@ impl Default for MemoryStore {
         MemoryStore {
             inner: Arc::default(),
             keep: DEFAULT_KEEP,
+            durability: Durability::Process,
         }
     }
 }
@@ -78,6 +81,14 @@ impl MemoryStore {
     /// two trims.
     pub fn keep_last(mut self, keep: usize) -> Self {
         self.keep = keep.max(1);
+        self
+    }
+
+    /// The same store with durability `durability`: only
+    /// [`Durability::Exit`] changes anything here (runs checkpoint only
+    /// when they stop); the others keep checkpoints in the process.
+    pub fn with_durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
         self
     }
 }
@@ -189,6 +200,10 @@ impl CheckpointStore for MemoryStore {
             runs.remove(run_id);
         }
         Ok(removed)
+    }
+
+    fn durability(&self) -> Durability {
+        self.durability
     }
 
     async fn runs(&self) -> Result<Vec<String>, StoreError> {
