@@ -12,9 +12,15 @@
 //!
 //! | store | where | notes |
 //! |---|---|---|
-//! | [`MemoryStore`] | in the process | for tests and short-lived runs; clones share the data |
-//! | [`FileStore`] | one file per checkpoint / conversation under a root directory | atomic writes (temp file, fsync, rename, directory fsync) |
-//! | [`SqliteStore`] | one SQLite database (WAL mode) | feature `sqlite`, on by default |
+//! | [`MemoryStore`] | in the process | for tests and short-lived runs; clones share the data; the newest 64 checkpoints per run |
+//! | [`FileStore`] | one append-only log per run, one file per conversation, under a root directory | a checkpoint is one appended record; conversations are written atomically |
+//! | [`SqliteStore`] | one SQLite database (WAL mode, `synchronous=NORMAL`) | feature `sqlite`, on by default |
+//!
+//! A checkpoint is whole or a delta against its parent
+//! ([`Checkpoint::kind`], format 5 on): [`load_whole`] loads one with its
+//! chain folded. What a saved checkpoint survives is the store's
+//! [`Durability`]: by default the process being killed; `fsync` power
+//! loss too; `exit` checkpoints a run only when it stops.
 //!
 //! Run and conversation ids must be one safe path component in every
 //! store (not empty, at most [`MAX_ID_LEN`] bytes, no `/`, `\`, control
