@@ -99,9 +99,13 @@ checkpoint: {{store: dir, path: {}, durability: {durability}}}
         dir.path().display()
     );
     let built = build(&yaml).await;
-    let r = guard(built.workflow.run_task("go", &RunContext::new().with_run_id("r")))
-        .await
-        .unwrap();
+    let r = guard(
+        built
+            .workflow
+            .run_task("go", &RunContext::new().with_run_id("r")),
+    )
+    .await
+    .unwrap();
     assert_eq!(r.final_text(), "second draft");
     let store = built.store.clone().unwrap().checkpoints;
     let saved = store.list("r").await.unwrap().len();

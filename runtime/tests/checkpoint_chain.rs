@@ -36,7 +36,9 @@ fn node(name: &str) -> FnAgent {
 /// every agent's thread.
 fn ring(agents: usize, messages: u64, store: Option<Arc<dyn CheckpointStore>>) -> Workflow {
     let names: Vec<String> = (0..agents).map(|i| format!("m{i}")).collect();
-    let mut g = Graph::builder().start(names[0].clone()).loop_limit(u32::MAX);
+    let mut g = Graph::builder()
+        .start(names[0].clone())
+        .loop_limit(u32::MAX);
     for n in &names {
         g = g.add_agent(node(n));
     }
@@ -154,9 +156,10 @@ async fn pruning_and_deleting_keep_chains_loadable_in_every_store() {
 #[tokio::test]
 async fn the_memory_store_keeps_a_bounded_history() {
     let store = Arc::new(MemoryStore::new().keep_last(4));
-    let whole = guard(ring(3, 40, Some(store.clone())).run_task("go", &RunContext::new().with_run_id("r")))
-        .await
-        .unwrap();
+    let whole =
+        guard(ring(3, 40, Some(store.clone())).run_task("go", &RunContext::new().with_run_id("r")))
+            .await
+            .unwrap();
     let metas = store.list("r").await.unwrap();
     assert!((4..8).contains(&metas.len()), "{} kept", metas.len());
     let oldest = store.load("r", &metas[0].id).await.unwrap().unwrap();
@@ -203,24 +206,36 @@ async fn saved(store: Arc<dyn CheckpointStore>, durability: Option<Durability>) 
 async fn exit_durability_checkpoints_only_when_the_run_stops() {
     let every = saved(Arc::new(MemoryStore::new()), None).await;
     assert!(every > 5, "{every}");
-    assert_eq!(saved(Arc::new(MemoryStore::new()), Some(Durability::Exit)).await, 1);
+    assert_eq!(
+        saved(Arc::new(MemoryStore::new()), Some(Durability::Exit)).await,
+        1
+    );
     let dir = tempfile::tempdir().unwrap();
-    let exit = FileStore::open(dir.path().join("exit")).unwrap().with_durability(Durability::Exit);
+    let exit = FileStore::open(dir.path().join("exit"))
+        .unwrap()
+        .with_durability(Durability::Exit);
     assert_eq!(exit.durability(), Durability::Exit);
     assert_eq!(saved(Arc::new(exit.clone()), None).await, 1);
     // The one checkpoint says how the run ended, and resumes to it.
     let last = load_whole(&exit, "r", None).await.unwrap().unwrap();
     assert_eq!(last.kind(), CheckpointKind::Full);
     // The workflow's choice overrides the store's.
-    let exit = FileStore::open(dir.path().join("again")).unwrap().with_durability(Durability::Exit);
-    assert_eq!(saved(Arc::new(exit), Some(Durability::Process)).await, every);
+    let exit = FileStore::open(dir.path().join("again"))
+        .unwrap()
+        .with_durability(Durability::Exit);
+    assert_eq!(
+        saved(Arc::new(exit), Some(Durability::Process)).await,
+        every
+    );
 }
 
 #[tokio::test]
 async fn fsync_durability_saves_every_superstep() {
     let dir = tempfile::tempdir().unwrap();
     let every = saved(Arc::new(MemoryStore::new()), None).await;
-    let fsync = FileStore::open(dir.path()).unwrap().with_durability(Durability::Fsync);
+    let fsync = FileStore::open(dir.path())
+        .unwrap()
+        .with_durability(Durability::Fsync);
     assert_eq!(saved(Arc::new(fsync), None).await, every);
     #[cfg(feature = "sqlite")]
     {
@@ -243,11 +258,15 @@ async fn damage_to_a_checkpoint_of_the_chain_is_caught() {
     // Inside the first record (the whole base every delta needs).
     bytes[40] ^= 0x01;
     std::fs::write(&path, &bytes).unwrap();
-    let err = guard(ring(3, 20, None).run_from_checkpoint(store.as_ref(), "r", None, &RunContext::new()))
-        .await
-        .unwrap_err();
+    let err =
+        guard(ring(3, 20, None).run_from_checkpoint(store.as_ref(), "r", None, &RunContext::new()))
+            .await
+            .unwrap_err();
     assert!(err.to_string().contains("corrupt"), "{err}");
-    assert!(err.to_string().contains(&path.display().to_string()), "{err}");
+    assert!(
+        err.to_string().contains(&path.display().to_string()),
+        "{err}"
+    );
 }
 
 /// Copies a directory tree.
@@ -314,17 +333,27 @@ async fn a_run_checkpointed_by_format_4_resumes() {
     ];
     let wf = fixture_workflow(store.clone());
     // From the first checkpoint (after a): b, c and d run on this build.
-    let r = guard(wf.run_from_checkpoint(store.as_ref(), "v4-run", Some(metas[0].id), &RunContext::new()))
-        .await
-        .unwrap();
+    let r = guard(wf.run_from_checkpoint(
+        store.as_ref(),
+        "v4-run",
+        Some(metas[0].id),
+        &RunContext::new(),
+    ))
+    .await
+    .unwrap();
     assert_eq!(content(&r.thread), expected);
     // The resumed run wrote format 5 after them, in the log.
     let now = store.list("v4-run").await.unwrap();
     assert!(now.len() > 3);
     assert!(now[3..].iter().all(|m| m.format_version == 5));
     // The last checkpoint of format 4 resumes to the same end.
-    let r = guard(wf.run_from_checkpoint(store.as_ref(), "v4-run", Some(metas[2].id), &RunContext::new()))
-        .await
-        .unwrap();
+    let r = guard(wf.run_from_checkpoint(
+        store.as_ref(),
+        "v4-run",
+        Some(metas[2].id),
+        &RunContext::new(),
+    ))
+    .await
+    .unwrap();
     assert_eq!(content(&r.thread), expected);
 }

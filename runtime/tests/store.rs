@@ -339,7 +339,11 @@ async fn a_torn_record_at_the_end_of_a_log_is_ignored() {
             .unwrap()
             .set_len(cut)
             .unwrap();
-        assert_eq!(store.latest("run").await.unwrap(), Some(a.clone()), "cut {cut}");
+        assert_eq!(
+            store.latest("run").await.unwrap(),
+            Some(a.clone()),
+            "cut {cut}"
+        );
         assert_eq!(store.list("run").await.unwrap(), vec![a.meta()]);
         assert_eq!(store.load("run", &b.id).await.unwrap(), None);
     }

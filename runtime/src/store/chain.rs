@@ -14,8 +14,8 @@ fn what(cp: &Checkpoint) -> String {
 
 /// Applies one checkpoint of a chain to `folded`.
 pub(crate) fn apply(folded: &mut Folded, cp: &Checkpoint) -> Result<(), StoreError> {
-    let (delta, payload) =
-        ChainPayload::decode(&cp.payload).map_err(|e| StoreError::corrupt(what(cp), e.to_string()))?;
+    let (delta, payload) = ChainPayload::decode(&cp.payload)
+        .map_err(|e| StoreError::corrupt(what(cp), e.to_string()))?;
     folded.apply(delta, payload);
     Ok(())
 }
@@ -54,7 +54,11 @@ pub(crate) fn whole(like: &Checkpoint, folded: &Folded) -> Result<Checkpoint, St
 
 /// Checks that `chain` (oldest first) starts whole and that each link
 /// names the one before as its parent; `target` names it in errors.
-pub(crate) fn check_links(chain: &[Checkpoint], run_id: &str, target: &CheckpointId) -> Result<(), StoreError> {
+pub(crate) fn check_links(
+    chain: &[Checkpoint],
+    run_id: &str,
+    target: &CheckpointId,
+) -> Result<(), StoreError> {
     let broken = |reason: String| {
         StoreError::corrupt(format!("checkpoint {target} of run '{run_id}'"), reason)
     };

@@ -12,13 +12,13 @@ use super::atomic::{is_hidden, sync_dir, write_atomic};
 use super::chain::{keep_bases_before_delete, keep_bases_before_prune};
 use super::checkpoint::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use super::durability::Durability;
-use super::log;
 use super::error::StoreError;
 use super::format::{
-    CHECKPOINT_PREFIX, checkpoint_header_info, decode_checkpoint_file,
-    decode_checkpoint_meta, decode_thread, encode_thread,
+    CHECKPOINT_PREFIX, checkpoint_header_info, decode_checkpoint_file, decode_checkpoint_meta,
+    decode_thread, encode_thread,
 };
 use super::key::{check_conversation_id, check_run_id};
+use super::log;
 use super::traits::{CheckpointStore, ThreadStore};
 use crate::thread::Thread;
 
@@ -86,7 +86,7 @@ impl FileStore {
     }
 
     /// Checkpoint `id` of a run from its log, checked and verified.
-    fn from_log(
+    fn in_log(
         &self,
         run_id: &str,
         id: &CheckpointId,
@@ -109,14 +109,18 @@ impl FileStore {
         id: &CheckpointId,
         records: &[Checkpoint],
     ) -> Result<Option<Checkpoint>, StoreError> {
-        match self.from_log(run_id, id, records)? {
+        match self.in_log(run_id, id, records)? {
             Some(cp) => Ok(Some(cp)),
             None => self.read_checkpoint(run_id, id),
         }
     }
 
     /// Every checkpoint id of a run, in the log or in files, sorted.
-    fn all_ids(&self, run_id: &str, records: &[Checkpoint]) -> Result<Vec<CheckpointId>, StoreError> {
+    fn all_ids(
+        &self,
+        run_id: &str,
+        records: &[Checkpoint],
+    ) -> Result<Vec<CheckpointId>, StoreError> {
         let mut ids = self.ids(run_id)?;
         ids.extend(records.iter().map(|c| c.id));
         ids.sort();

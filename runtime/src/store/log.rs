@@ -113,7 +113,10 @@ pub(crate) fn scan(bytes: &[u8], what: &str) -> Result<Vec<Checkpoint>, StoreErr
         return if LOG_MAGIC.starts_with(bytes) {
             Ok(Vec::new())
         } else {
-            Err(StoreError::corrupt(what, "not a troupe checkpoint log (bad magic bytes)"))
+            Err(StoreError::corrupt(
+                what,
+                "not a troupe checkpoint log (bad magic bytes)",
+            ))
         };
     }
     if &bytes[..8] != LOG_MAGIC {
@@ -213,7 +216,11 @@ mod tests {
         let first_end = log(std::slice::from_ref(&a)).len();
         // Every cut inside the second record leaves the first.
         for cut in first_end..bytes.len() {
-            assert_eq!(scan(&bytes[..cut], "log").unwrap(), vec![a.clone()], "cut {cut}");
+            assert_eq!(
+                scan(&bytes[..cut], "log").unwrap(),
+                vec![a.clone()],
+                "cut {cut}"
+            );
         }
         for cut in 0..8 {
             assert!(scan(&bytes[..cut], "log").unwrap().is_empty());

@@ -110,7 +110,9 @@ fn trim(run: &mut BTreeMap<CheckpointId, Checkpoint>, keep: usize) -> Result<usi
         while let Some(id) = next {
             let Some(cp) = run.get(&id) else { break };
             cp.verify()?;
-            next = (cp.kind() == CheckpointKind::Delta).then_some(cp.parent).flatten();
+            next = (cp.kind() == CheckpointKind::Delta)
+                .then_some(cp.parent)
+                .flatten();
             chain.push(cp.clone());
         }
         chain.reverse();

@@ -67,6 +67,8 @@ mod memory;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod traits;
+#[cfg(feature = "sqlite")]
+mod unix_time;
 
 pub use chain::{complete, fold, load_whole};
 pub use checkpoint::{

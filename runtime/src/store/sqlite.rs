@@ -14,6 +14,7 @@ use super::error::StoreError;
 use super::format::{decode_thread, encode_thread};
 use super::key::{check_conversation_id, check_run_id};
 use super::traits::{CheckpointStore, ThreadStore};
+use super::unix_time::{from_unix, to_unix};
 use crate::thread::Thread;
 
 /// Version of the tables below, kept in SQLite's `user_version`.
@@ -169,34 +170,6 @@ impl SqliteStore {
     }
 }
 
-/// `SystemTime` as whole seconds (floored, negative before 1970) and
-/// nanoseconds, so any time round-trips exactly.
-fn to_unix(t: SystemTime) -> (i64, i64) {
-    match t.duration_since(SystemTime::UNIX_EPOCH) {
-        Ok(d) => (d.as_secs() as i64, d.subsec_nanos() as i64),
-        Err(e) => {
-            let d = e.duration();
-            let (secs, nanos) = (d.as_secs() as i64, d.subsec_nanos() as i64);
-            if nanos == 0 {
-                (-secs, 0)
-            } else {
-                (-secs - 1, 1_000_000_000 - nanos)
-            }
-        }
-    }
-}
-
-fn from_unix(secs: i64, nanos: i64) -> Option<SystemTime> {
-    let nanos = Duration::from_nanos(u64::try_from(nanos).ok()?);
-    if secs >= 0 {
-        SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(secs as u64) + nanos)
-    } else {
-        SystemTime::UNIX_EPOCH
-            .checked_sub(Duration::from_secs(secs.unsigned_abs()))?
-            .checked_add(nanos)
-    }
-}
-
 /// Names a row in errors.
 fn row_what(db: &str, run_id: &str, id: &str) -> String {
     format!("checkpoint {id} of run '{run_id}' in SQLite database '{db}'")
@@ -297,15 +270,15 @@ impl CheckpointStore for SqliteStore {
                 )
                 .map_err(sql_error(db))?;
             stmt.execute(params![
-                    meta.run_id,
-                    meta.id.to_string(),
-                    meta.parent.map(|p| p.to_string()),
-                    secs,
-                    nanos,
-                    meta.superstep as i64,
-                    meta.topology_hash as i64,
-                    meta.format_version,
-                    meta.checksum as i64,
+                meta.run_id,
+                meta.id.to_string(),
+                meta.parent.map(|p| p.to_string()),
+                secs,
+                nanos,
+                meta.superstep as i64,
+                meta.topology_hash as i64,
+                meta.format_version,
+                meta.checksum as i64,
                 payload,
             ])
             .map_err(sql_error(db))?;
@@ -417,9 +390,7 @@ impl CheckpointStore for SqliteStore {
                      AND id <= ?2 ORDER BY id DESC"
                 ))
                 .map_err(&err)?;
-            let mut rows = stmt
-                .query(params![run, target.to_string()])
-                .map_err(&err)?;
+            let mut rows = stmt.query(params![run, target.to_string()]).map_err(&err)?;
             let mut chain = Vec::new();
             let mut want = Some(target);
             while let Some(next) = want {
@@ -540,23 +511,6 @@ impl ThreadStore for SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn times_round_trip_either_side_of_the_epoch() {
-        let e = SystemTime::UNIX_EPOCH;
-        for t in [
-            e,
-            e + Duration::new(5, 7),
-            e - Duration::new(5, 7),
-            e - Duration::new(0, 1),
-            e - Duration::new(3, 0),
-            SystemTime::now(),
-        ] {
-            let (s, n) = to_unix(t);
-            assert!((0..1_000_000_000).contains(&n));
-            assert_eq!(from_unix(s, n), Some(t));
-        }
-    }
 
     #[tokio::test]
     async fn a_damaged_row_is_reported_as_corrupt_naming_it() {

@@ -7,13 +7,13 @@ use serde::{Deserialize, Serialize};
 
 use super::result::RunStatus;
 use super::scheduler_state::{SchedulerState, SchedulerStateError};
+use super::snapshot_delta::restore;
 use super::spec::Spec;
 use crate::codec;
 use crate::error::CheckpointError;
 use crate::message::MessageId;
 use crate::stats::RunStats;
 use crate::stop::TrackerState;
-use super::snapshot_delta::restore;
 use crate::store::{
     ChainPayload, Checkpoint, CheckpointId, CheckpointStore, FIRST_CHAINED_VERSION, Folded,
     StoreError, legacy_checksum,

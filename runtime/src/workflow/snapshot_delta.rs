@@ -159,7 +159,13 @@ impl DeltaWriter {
             states: Vec::new(),
         };
         let mut path = Vec::new();
-        self.walk(&mut path, tree.messages, tree.state, &tree.children, &mut out);
+        self.walk(
+            &mut path,
+            tree.messages,
+            tree.state,
+            &tree.children,
+            &mut out,
+        );
         let round = self.round;
         let threads = &mut out.threads;
         self.written.retain(|p, w| {
@@ -205,8 +211,8 @@ impl DeltaWriter {
                 w.seen = round;
                 // Threads only grow: the same message where the last write
                 // ended means the rest was appended.
-                let appended = len >= w.len
-                    && (w.len == 0 || messages.get(w.len - 1).map(|m| m.id) == w.last);
+                let appended =
+                    len >= w.len && (w.len == 0 || messages.get(w.len - 1).map(|m| m.id) == w.last);
                 let op = if !appended {
                     Some((0, true))
                 } else if len > w.len {
