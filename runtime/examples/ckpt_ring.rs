@@ -23,7 +23,9 @@ use troupe_runtime::{
 
 fn ring(n: u64, store: Option<Arc<dyn CheckpointStore>>) -> Result<Workflow, Box<dyn Error>> {
     let names: Vec<String> = (0..10).map(|i| format!("member{i}")).collect();
-    let mut g = Graph::builder().start(names[0].clone()).loop_limit(u32::MAX);
+    let mut g = Graph::builder()
+        .start(names[0].clone())
+        .loop_limit(u32::MAX);
     for name in &names {
         g = g.add_agent(FnAgent::sync(name.clone(), |_: &Thread| Ok("noted, next")));
     }
@@ -76,7 +78,10 @@ fn dir_size(path: &std::path::Path) -> u64 {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn Error>> {
-    let n: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1000);
+    let n: u64 = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(1000);
     let rounds = 5;
     let (base, base_run) = timed(n, rounds, |_| None).await?;
     let supersteps = base_run.turns.max(1) as f64;
@@ -91,10 +96,13 @@ async fn main() -> Result<(), Box<dyn Error>> {
                 Ok(match kind {
                     "memory" => Arc::new(MemoryStore::new().keep_last(usize::MAX)),
                     "file" => Arc::new(FileStore::open(&r)?),
-                    "file-fsync" => Arc::new(FileStore::open(&r)?.with_durability(Durability::Fsync)),
+                    "file-fsync" => {
+                        Arc::new(FileStore::open(&r)?.with_durability(Durability::Fsync))
+                    }
                     "sqlite" => Arc::new(SqliteStore::open(r.with_extension("db"))?),
                     _ => Arc::new(
-                        SqliteStore::open(r.with_extension("db"))?.with_durability(Durability::Fsync)?,
+                        SqliteStore::open(r.with_extension("db"))?
+                            .with_durability(Durability::Fsync)?,
                     ),
                 })
             })
@@ -110,7 +118,9 @@ async fn main() -> Result<(), Box<dyn Error>> {
             _ => dir_size(&root.join("0")),
         };
         let started = Instant::now();
-        let last = load_whole(store.as_ref(), "bench0", None).await?.ok_or("no checkpoint")?;
+        let last = load_whole(store.as_ref(), "bench0", None)
+            .await?
+            .ok_or("no checkpoint")?;
         let load = started.elapsed();
         println!(
             "{{\"store\":\"{kind}\",\"messages\":{n},\"supersteps\":{supersteps},\"overhead_per_superstep_us\":{:.2},\"per_superstep_us\":{:.2},\"baseline_per_superstep_us\":{:.2},\"checkpoints\":{},\"payload_bytes_total\":{payloads},\"bytes_on_disk\":{on_disk},\"last_checkpoint_bytes\":{},\"thread_encoded_once_bytes\":{thread_once},\"load_last_us\":{:.1},\"last_folded_bytes\":{}}}",

@@ -82,31 +82,6 @@ pub(crate) fn check_links(
     Ok(())
 }
 
-/// The chain of checkpoint `id` by loading each parent in turn: the
-/// default of [`CheckpointStore::chain`].
-pub(crate) async fn chain_by_parents<S: CheckpointStore + ?Sized>(
-    store: &S,
-    run_id: &str,
-    id: &CheckpointId,
-) -> Result<Vec<Checkpoint>, StoreError> {
-    let mut chain = Vec::new();
-    let mut next = Some(*id);
-    while let Some(id) = next {
-        let Some(cp) = store.load(run_id, &id).await? else {
-            break;
-        };
-        // Parents are older: a parent that is not stops the walk (the
-        // chain then starts with a delta and is refused), never a loop.
-        next = match cp.kind() {
-            CheckpointKind::Delta => cp.parent.filter(|p| *p < cp.id),
-            CheckpointKind::Full => None,
-        };
-        chain.push(cp);
-    }
-    chain.reverse();
-    Ok(chain)
-}
-
 /// Loads checkpoint `id` of a run (the newest when `None`) as one whole
 /// checkpoint: a delta comes with its chain, folded. `None` if there is
 /// no such checkpoint.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::checkpoint::{Checkpoint, CheckpointId, CheckpointMeta};
+use super::checkpoint::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use super::durability::Durability;
 use super::error::StoreError;
 use crate::thread::Thread;
@@ -59,7 +59,22 @@ pub trait CheckpointStore: Send + Sync {
     ///
     /// [`load`]: CheckpointStore::load
     async fn chain(&self, run_id: &str, id: &CheckpointId) -> Result<Vec<Checkpoint>, StoreError> {
-        super::chain::chain_by_parents(self, run_id, id).await
+        let mut chain = Vec::new();
+        let mut next = Some(*id);
+        while let Some(id) = next {
+            let Some(cp) = self.load(run_id, &id).await? else {
+                break;
+            };
+            // Parents are older: a parent that is not stops the walk (the
+            // chain then starts with a delta and is refused), never a loop.
+            next = match cp.kind() {
+                CheckpointKind::Delta => cp.parent.filter(|p| *p < cp.id),
+                CheckpointKind::Full => None,
+            };
+            chain.push(cp);
+        }
+        chain.reverse();
+        Ok(chain)
     }
 
     /// How durable a saved checkpoint is (see [`Durability`]); the engine

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::result::RunStatus;
 use super::scheduler_state::SchedulerState;
-use super::snapshot::Snapshot;
+use super::snapshot_value::Snapshot;
 use crate::codec::{self, CodecError};
 use crate::message::{IdHash, Message, MessageId};
 use crate::stats::RunStats;
