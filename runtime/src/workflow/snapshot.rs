@@ -162,7 +162,7 @@ mod tests {
     use crate::store::MemoryStore;
     use crate::workflow::Workflow;
     use crate::workflow::scheduler_state::SchedulerBody;
-    use crate::{FnAgent, RunContext, RunError};
+    use crate::{FnAgent, RunContext, RunError, Thread};
     use std::sync::Arc;
 
     fn graph(names: &[&str]) -> Graph {
