@@ -2,8 +2,11 @@
 //! messages, per store, measured with the runtime alone (no model client):
 //!
 //! ```text
-//! cargo run --release -p troupe-runtime --example ckpt_ring -- 1000
+//! cargo run --release -p troupe-runtime --example ckpt_ring -- 1000 [ROUNDS] [fsync]
 //! ```
+//!
+//! Each figure is the median of ROUNDS runs (5 by default); `fsync` adds
+//! the stores with `Durability::Fsync`.
 //!
 //! Prints one JSON line per store: the overhead per superstep against the
 //! same ring without a store, the bytes written in all, the last
@@ -82,12 +85,22 @@ async fn main() -> Result<(), Box<dyn Error>> {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(1000);
-    let rounds = 5;
+    let rounds: usize = std::env::args()
+        .nth(2)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(5)
+        .max(1);
+    let fsync = std::env::args().nth(3).is_some_and(|a| a == "fsync");
+    let kinds: &[&str] = if fsync {
+        &["memory", "file", "sqlite", "file-fsync", "sqlite-fsync"]
+    } else {
+        &["memory", "file", "sqlite"]
+    };
     let (base, base_run) = timed(n, rounds, |_| None).await?;
     let supersteps = base_run.turns.max(1) as f64;
     let thread_once = codec::encode(&base_run.thread)?.len();
     let dir = tempfile::tempdir()?;
-    for kind in ["memory", "file", "sqlite", "file-fsync", "sqlite-fsync"] {
+    for &kind in kinds {
         let root = dir.path().join(kind);
         std::fs::create_dir_all(&root)?;
         let stores: Vec<Arc<dyn CheckpointStore>> = (0..rounds)
