@@ -76,7 +76,12 @@ fn main() -> Result<(), Box<dyn Error>> {
         .iter()
         .position(|a| a == "--workload")
         .and_then(|i| args.get(i + 1).cloned());
-    let sizes = if quick {
+    let messages = args
+        .iter()
+        .position(|a| a == "--messages")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|n| n.parse::<u64>().ok());
+    let mut sizes = if quick {
         Sizes {
             chat_messages: 100,
             workers: 50,
@@ -89,6 +94,9 @@ fn main() -> Result<(), Box<dyn Error>> {
             checkpoint_messages: 1_000,
         }
     };
+    if let Some(n) = messages {
+        sizes.checkpoint_messages = n;
+    }
     match workload {
         Some(w) => {
             let rt = tokio::runtime::Runtime::new()?;
@@ -270,7 +278,12 @@ async fn checkpoint_workload(workload: &str, n: u64) -> Result<Value, Box<dyn Er
         let metas = store.list("bench").await?;
         let sizes: Vec<u64> = metas.iter().map(|m| m.payload_len).collect();
         let total: u64 = sizes.iter().sum();
-        let last = store.latest("bench").await?.ok_or("no checkpoint saved")?;
+        // Loading the last checkpoint as a resume does: its chain, folded.
+        let started = Instant::now();
+        let last = troupe_runtime::store::load_whole(store.as_ref(), "bench", None)
+            .await?
+            .ok_or("no checkpoint saved")?;
+        let load_last = started.elapsed();
         // The store alone, on the largest checkpoint: fresh ids so every
         // save is a new record, as in a run.
         let mut saves = Vec::new();
@@ -301,6 +314,8 @@ async fn checkpoint_workload(workload: &str, n: u64) -> Result<Value, Box<dyn Er
             "save_last_median_us": saves[saves.len() / 2].as_secs_f64() * 1e6,
             "encode_thread_last_us": encode.as_secs_f64() * 1e6,
             "encoded_thread_last_bytes": encoded.len(),
+            "load_last_us": load_last.as_secs_f64() * 1e6,
+            "load_last_whole_bytes": last.payload.len(),
         });
     } else if let Some(obj) = extra.as_object_mut() {
         obj.insert(

@@ -467,6 +467,20 @@ fn cases() -> Vec<Case> {
             "needs a `path`",
         ),
         with_base(
+            "fsync on a memory store",
+            "workflow: {sequential: {participants: [a]}}\ncheckpoint: {store: memory, durability: fsync}\n",
+            "t.yaml:8:29",
+            "checkpoint.durability",
+            "cannot flush checkpoints to a disk",
+        ),
+        with_base(
+            "unknown durability",
+            "workflow: {sequential: {participants: [a]}}\ncheckpoint: {store: memory, durability: sometimes}\n",
+            "t.yaml:8:41",
+            "checkpoint.durability",
+            "unknown value `sometimes` (expected one of `process`, `fsync`, `exit`)",
+        ),
+        with_base(
             "unknown store",
             "workflow: {sequential: {participants: [a]}}\ncheckpoint: {store: s3}\n",
             "t.yaml:8:21",

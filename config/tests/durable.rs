@@ -80,6 +80,51 @@ async fn resume_from_every_checkpoint(yaml: &str) -> (RunResult, usize) {
     (whole, checkpoints.len())
 }
 
+/// How many checkpoints a 3-turn round robin leaves in a `dir` store with
+/// `durability`.
+async fn checkpoints_with(durability: &str) -> usize {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        "version: 1
+models:
+  m: {{provider: scripted}}
+agents:
+  writer: {{model: m, script: [first draft, second draft]}}
+  critic: {{model: m, script: [shorter please]}}
+workflow:
+  round_robin: {{participants: [writer, critic]}}
+  max_turns: 3
+checkpoint: {{store: dir, path: {}, durability: {durability}}}
+",
+        dir.path().display()
+    );
+    let built = build(&yaml).await;
+    let r = guard(
+        built
+            .workflow
+            .run_task("go", &RunContext::new().with_run_id("r")),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.final_text(), "second draft");
+    let store = built.store.clone().unwrap().checkpoints;
+    let saved = store.list("r").await.unwrap().len();
+    // Whatever was saved resumes to the end.
+    let again = guard(build(&yaml).await.workflow.resume("r", &RunContext::new()))
+        .await
+        .unwrap();
+    assert_eq!(said(&again.thread), said(&r.thread));
+    saved
+}
+
+#[tokio::test]
+async fn durability_is_chosen_in_the_config() {
+    let process = checkpoints_with("process").await;
+    assert!(process >= 3, "{process}");
+    assert_eq!(checkpoints_with("fsync").await, process);
+    assert_eq!(checkpoints_with("exit").await, 1);
+}
+
 #[tokio::test]
 async fn a_round_robin_team_checkpoints_every_turn_and_resumes_from_each() {
     let yaml = "version: 1

@@ -20,7 +20,11 @@ use serde::de::DeserializeOwned;
 /// 4: a checkpoint's snapshot and the counters in a scheduler state
 /// (version 3) keep what the run spent per agent ([`crate::RunStats`])
 /// instead of its token usage alone.
-pub const FORMAT_VERSION: u32 = 4;
+/// 5: a checkpoint's payload is tagged whole (`F`) or a delta against its
+/// parent (`D`): messages stored once by id, threads as id lists appended
+/// to or replaced, the small state whole (`store/delta.rs`,
+/// `workflow/snapshot_delta.rs`); checksummed with CRC-32C.
+pub const FORMAT_VERSION: u32 = 5;
 
 /// Encoding or decoding failed.
 #[derive(Debug, thiserror::Error)]
@@ -43,6 +47,13 @@ fn config() -> bincode::config::Configuration {
 /// Encodes a value into bytes.
 pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CodecError> {
     bincode::serde::encode_to_vec(value, config()).map_err(|e| CodecError::Encode(e.to_string()))
+}
+
+/// Encodes a value at the end of `out`.
+pub fn encode_into<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) -> Result<(), CodecError> {
+    bincode::serde::encode_into_std_write(value, out, config())
+        .map(|_| ())
+        .map_err(|e| CodecError::Encode(e.to_string()))
 }
 
 /// Decodes a value from exactly these bytes.

@@ -319,48 +319,74 @@ fn assert_corrupt_naming(e: StoreError, path: &Path) {
 }
 
 #[tokio::test]
-async fn a_truncated_checkpoint_file_is_corrupt_naming_the_file() {
+async fn a_torn_record_at_the_end_of_a_log_is_ignored() {
     let dir = tempfile::tempdir().unwrap();
     let store = FileStore::open(dir.path()).unwrap();
-    let cp = Checkpoint::new("run", None, 1, 1, vec![42; 4096]);
-    store.save(&cp).await.unwrap();
-    let path = store.checkpoint_path("run", &cp.id);
+    let a = Checkpoint::new("run", None, 1, 1, vec![42; 4096]);
+    store.save(&a).await.unwrap();
+    let path = store.log_path("run");
+    let after_a = std::fs::metadata(&path).unwrap().len();
+    let b = Checkpoint::new("run", Some(a.id), 2, 1, vec![43; 4096]);
+    store.save(&b).await.unwrap();
     let len = std::fs::metadata(&path).unwrap().len();
+    assert_eq!(store.latest("run").await.unwrap(), Some(b.clone()));
 
-    for cut in [len - 1, len / 2, 30, 10, 0] {
+    // The process died while appending b: the log ends with a.
+    for cut in [len - 1, (after_a + len) / 2, after_a + 3, after_a] {
         std::fs::OpenOptions::new()
             .write(true)
             .open(&path)
             .unwrap()
             .set_len(cut)
             .unwrap();
-        assert_corrupt_naming(store.load("run", &cp.id).await.unwrap_err(), &path);
-        assert_corrupt_naming(store.latest("run").await.unwrap_err(), &path);
-        assert_corrupt_naming(store.list("run").await.unwrap_err(), &path);
+        assert_eq!(
+            store.latest("run").await.unwrap(),
+            Some(a.clone()),
+            "cut {cut}"
+        );
+        assert_eq!(store.list("run").await.unwrap(), vec![a.meta()]);
+        assert_eq!(store.load("run", &b.id).await.unwrap(), None);
     }
-    // A damaged checkpoint can still be deleted, and the run carries on.
-    assert!(store.delete("run", &cp.id).await.unwrap());
-    assert!(store.list("run").await.unwrap().is_empty());
+    // Saving again appends after the cut: nothing of the torn record stays.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(after_a)
+        .unwrap();
+    store.save(&b).await.unwrap();
+    assert_eq!(store.latest("run").await.unwrap(), Some(b));
 }
 
 #[tokio::test]
-async fn a_flipped_byte_in_a_checkpoint_file_is_corrupt_naming_the_file() {
+async fn a_flipped_byte_inside_a_log_is_corrupt_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let store = FileStore::open(dir.path()).unwrap();
-    let cp = Checkpoint::new("run", None, 1, 1, b"some encoded run state".to_vec());
-    store.save(&cp).await.unwrap();
-    let path = store.checkpoint_path("run", &cp.id);
+    let a = Checkpoint::new("run", None, 1, 1, b"some encoded run state".to_vec());
+    let b = Checkpoint::new("run", Some(a.id), 2, 1, b"more encoded run state".to_vec());
+    store.save(&a).await.unwrap();
+    store.save(&b).await.unwrap();
+    let path = store.log_path("run");
     let good = std::fs::read(&path).unwrap();
 
-    // Payload (the last byte), header (the middle of the metadata), magic.
-    for at in [good.len() - 1, 30, 0] {
+    // The magic bytes, a's record (followed by b's: not a torn tail).
+    for at in [0, 12, 30] {
         let mut bad = good.clone();
         bad[at] ^= 0x10;
         std::fs::write(&path, &bad).unwrap();
-        assert_corrupt_naming(store.load("run", &cp.id).await.unwrap_err(), &path);
+        assert_corrupt_naming(store.load("run", &a.id).await.unwrap_err(), &path);
+        assert_corrupt_naming(store.latest("run").await.unwrap_err(), &path);
+        assert_corrupt_naming(store.list("run").await.unwrap_err(), &path);
     }
     std::fs::write(&path, &good).unwrap();
-    assert_eq!(store.load("run", &cp.id).await.unwrap(), Some(cp));
+    assert_eq!(store.load("run", &a.id).await.unwrap(), Some(a));
+    // A damaged log can still be deleted from.
+    let mut bad = good.clone();
+    bad[30] ^= 0x10;
+    std::fs::write(&path, &bad).unwrap();
+    assert!(store.prune("run", 0).await.is_err());
+    std::fs::remove_file(&path).unwrap();
+    assert!(store.list("run").await.unwrap().is_empty());
 }
 
 #[test]
@@ -395,15 +421,15 @@ async fn a_damaged_thread_file_is_corrupt_naming_the_file() {
 }
 
 #[tokio::test]
-async fn a_checkpoint_file_moved_to_another_run_is_refused() {
+async fn a_checkpoint_log_moved_to_another_run_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let store = FileStore::open(dir.path()).unwrap();
     let cp = Checkpoint::new("one", None, 1, 1, vec![1, 2, 3]);
     store.save(&cp).await.unwrap();
     let other = Checkpoint::new("two", None, 1, 1, vec![4]);
     store.save(&other).await.unwrap();
-    let moved = store.checkpoint_path("two", &cp.id);
-    std::fs::copy(store.checkpoint_path("one", &cp.id), &moved).unwrap();
+    let moved = store.log_path("two");
+    std::fs::copy(store.log_path("one"), &moved).unwrap();
     let e = store.load("two", &cp.id).await.unwrap_err();
     assert_corrupt_naming(e, &moved);
 }

@@ -58,8 +58,12 @@ pub(crate) fn open(config: &Config, what: &str) -> Result<Store, u8> {
     let Some(cp) = &config.spec().checkpoint else {
         return durable(config.path(), None, what).cloned();
     };
-    let store = Store::open(cp.store, cp.path.as_deref().map(|p| config.resolve_path(p)))
-        .map_err(|e| report(&e))?;
+    let store = Store::open_durable(
+        cp.store,
+        cp.path.as_deref().map(|p| config.resolve_path(p)),
+        cp.durability.map_or(Default::default(), |d| d.to_runtime()),
+    )
+    .map_err(|e| report(&e))?;
     durable(config.path(), Some(&store), what)?;
     Ok(store)
 }

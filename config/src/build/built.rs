@@ -93,9 +93,10 @@ impl Config {
                 }
                 Some(Store::open(StoreKind::Memory, None)?)
             }
-            Some(cp) => Some(Store::open(
+            Some(cp) => Some(Store::open_durable(
                 cp.store,
                 cp.path.as_deref().map(|p| self.resolve_path(p)),
+                cp.durability.map_or(Default::default(), |d| d.to_runtime()),
             )?),
             None => None,
         };

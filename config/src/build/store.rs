@@ -4,7 +4,9 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use troupe_runtime::store::{CheckpointStore, FileStore, MemoryStore, SqliteStore, ThreadStore};
+use troupe_runtime::store::{
+    CheckpointStore, Durability, FileStore, MemoryStore, SqliteStore, ThreadStore,
+};
 
 use crate::error::ConfigError;
 use crate::schema::StoreKind;
@@ -44,6 +46,18 @@ impl Store {
     /// # Ok::<(), troupe_config::ConfigError>(())
     /// ```
     pub fn open(kind: StoreKind, location: Option<PathBuf>) -> Result<Store, ConfigError> {
+        Self::open_durable(kind, location, Durability::Process)
+    }
+
+    /// Opens the store a config describes with durability `durability`
+    /// (see [`Durability`]; `fsync` flushes each checkpoint of a `dir` or
+    /// `sqlite` store to the disk, `exit` checkpoints runs only when they
+    /// stop).
+    pub fn open_durable(
+        kind: StoreKind,
+        location: Option<PathBuf>,
+        durability: Durability,
+    ) -> Result<Store, ConfigError> {
         let fail = |e: &dyn fmt::Display| ConfigError::Build(format!("checkpoint store: {e}"));
         fn both<S: CheckpointStore + ThreadStore + 'static>(
             s: S,
@@ -52,13 +66,21 @@ impl Store {
             (s.clone(), s)
         }
         let (checkpoints, threads) = match (kind, &location) {
-            (StoreKind::Memory, _) => both(MemoryStore::new()),
-            (StoreKind::Dir, Some(dir)) => both(FileStore::open(dir).map_err(|e| fail(&e))?),
+            (StoreKind::Memory, _) => both(MemoryStore::new().with_durability(durability)),
+            (StoreKind::Dir, Some(dir)) => both(
+                FileStore::open(dir)
+                    .map_err(|e| fail(&e))?
+                    .with_durability(durability),
+            ),
             (StoreKind::Sqlite, Some(file)) => {
                 if let Some(parent) = file.parent().filter(|p| !p.as_os_str().is_empty()) {
                     std::fs::create_dir_all(parent).map_err(|e| fail(&e))?;
                 }
-                both(SqliteStore::open(file).map_err(|e| fail(&e))?)
+                both(
+                    SqliteStore::open(file)
+                        .and_then(|s| s.with_durability(durability))
+                        .map_err(|e| fail(&e))?,
+                )
             }
             (_, None) => return Err(fail(&"a `dir` or `sqlite` store needs a path")),
         };

@@ -28,4 +28,34 @@ pub struct CheckpointSpec {
     /// Also checkpoint every this many delivered messages (router runs).
     #[serde(default)]
     pub every: Option<u64>,
+    /// What a saved checkpoint survives: `process` (the default: the
+    /// process being killed), `fsync` (power loss too: a disk flush per
+    /// checkpoint; `dir` and `sqlite` stores) or `exit` (checkpoint only
+    /// when the run stops).
+    #[serde(default)]
+    pub durability: Option<DurabilitySpec>,
+}
+
+/// What a saved checkpoint survives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DurabilitySpec {
+    /// Handed to the OS after every superstep: survives `kill -9`.
+    Process,
+    /// Flushed to the disk after every superstep: survives power loss.
+    Fsync,
+    /// Saved only when the run stops.
+    Exit,
+}
+
+impl DurabilitySpec {
+    /// The runtime's durability.
+    pub fn to_runtime(self) -> troupe_runtime::store::Durability {
+        use troupe_runtime::store::Durability;
+        match self {
+            DurabilitySpec::Process => Durability::Process,
+            DurabilitySpec::Fsync => Durability::Fsync,
+            DurabilitySpec::Exit => Durability::Exit,
+        }
+    }
 }

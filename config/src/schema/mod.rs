@@ -28,7 +28,7 @@ mod tools;
 mod workflow;
 
 pub use agents::{AgentSpec, UserSpec};
-pub use checkpoint::{CheckpointSpec, StoreKind};
+pub use checkpoint::{CheckpointSpec, DurabilitySpec, StoreKind};
 pub use conditions::{ConditionForm, ConditionSpec, FieldSpec};
 pub use context::ContextSpec;
 pub use file::{CONFIG_VERSION, ConfigFile, json_schema};

@@ -1,7 +1,7 @@
 //! `checkpoint:`: a file store has a path, a memory store none.
 
 use super::checker::{Checker, at_least_one, p};
-use crate::schema::{CheckpointSpec, StoreKind};
+use crate::schema::{CheckpointSpec, DurabilitySpec, StoreKind};
 
 /// Checks the checkpoint section.
 pub(super) fn check_checkpoint(c: &mut Checker<'_>, cp: &CheckpointSpec) {
@@ -18,6 +18,13 @@ pub(super) fn check_checkpoint(c: &mut Checker<'_>, cp: &CheckpointSpec) {
             Some("`store: dir` or `store: sqlite` to keep checkpoints in a file".into()),
         ),
         _ => {}
+    }
+    if cp.store == StoreKind::Memory && cp.durability == Some(DurabilitySpec::Fsync) {
+        c.error(
+            &base.key("durability"),
+            "a `memory` store cannot flush checkpoints to a disk (`durability: fsync`)",
+            Some("`store: dir` or `store: sqlite`, or `durability: process`".into()),
+        );
     }
     if cp.every == Some(0) {
         at_least_one(c, &base.key("every"));

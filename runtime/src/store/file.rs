@@ -9,32 +9,41 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::atomic::{is_hidden, sync_dir, write_atomic};
-use super::checkpoint::{Checkpoint, CheckpointId, CheckpointMeta};
+use super::chain::{keep_bases_before_delete, keep_bases_before_prune};
+use super::checkpoint::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
+use super::durability::Durability;
 use super::error::StoreError;
 use super::format::{
-    CHECKPOINT_PREFIX, checkpoint_header, checkpoint_header_info, decode_checkpoint_file,
-    decode_checkpoint_meta, decode_thread, encode_thread,
+    CHECKPOINT_PREFIX, checkpoint_header_info, decode_checkpoint_file, decode_checkpoint_meta,
+    decode_thread, encode_thread,
 };
 use super::key::{check_conversation_id, check_run_id};
+use super::log;
 use super::traits::{CheckpointStore, ThreadStore};
 use crate::thread::Thread;
 
 const CHECKPOINT_EXT: &str = ".ckpt";
+const LOG_NAME: &str = "checkpoints.log";
 const THREAD_EXT: &str = ".thread";
 
 /// A store of files under a root directory:
 ///
 /// ```text
-/// <root>/checkpoints/<run id>/<checkpoint id>.ckpt   one file per checkpoint
-/// <root>/threads/<conversation id>.thread            one file per conversation
+/// <root>/checkpoints/<run id>/checkpoints.log       the run's checkpoints, appended (format 5 on)
+/// <root>/checkpoints/<run id>/<checkpoint id>.ckpt  one file per checkpoint (before format 5; still read)
+/// <root>/threads/<conversation id>.thread           one file per conversation
 /// ```
 ///
-/// Every file is written atomically (a hidden temporary file in the same
-/// directory, flushed, renamed into place, directory flushed), so a crash
-/// leaves the old file or the new one, never half of one. Every file
-/// carries magic bytes and checksums: a truncated or damaged file is
-/// reported as [`StoreError::Corrupt`] naming it, never decoded into wrong
-/// values. Listing reads only the small header of each checkpoint file.
+/// A checkpoint is one record appended to its run's log (`store/log.rs`):
+/// a save costs what it writes. [`Durability::Process`] (the default)
+/// hands the record to the OS before `save` returns, so it survives the
+/// process being killed; [`Durability::Fsync`] also flushes it to the disk
+/// (`fsync`) and survives power loss. A record cut short at the end of a
+/// log (a crash mid-append) is ignored; damage elsewhere is reported as
+/// [`StoreError::Corrupt`] naming the log, never decoded into wrong
+/// values. `delete` and `prune` rewrite the log atomically. Conversations
+/// (and the checkpoint files of earlier versions) are written atomically:
+/// a hidden temporary file, flushed, renamed into place, directory flushed.
 ///
 /// Blocking file I/O runs on tokio's blocking pool. Several processes may
 /// share a root: writes never leave partial files, and the last write of a
@@ -42,6 +51,7 @@ const THREAD_EXT: &str = ".thread";
 #[derive(Debug, Clone)]
 pub struct FileStore {
     root: Arc<PathBuf>,
+    durability: Durability,
 }
 
 impl FileStore {
@@ -55,7 +65,91 @@ impl FileStore {
         }
         Ok(FileStore {
             root: Arc::new(root),
+            durability: Durability::Process,
         })
+    }
+
+    /// The same store with durability `durability` (see [`Durability`]).
+    pub fn with_durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
+    /// The log holding a run's checkpoints.
+    pub fn log_path(&self, run_id: &str) -> PathBuf {
+        self.run_dir(run_id).join(LOG_NAME)
+    }
+
+    /// The newest record of each checkpoint in a run's log, by id.
+    fn log_records(&self, run_id: &str) -> Result<Vec<Checkpoint>, StoreError> {
+        Ok(log::latest_records(log::read(&self.log_path(run_id))?))
+    }
+
+    /// Checkpoint `id` of a run from its log, checked and verified.
+    fn in_log(
+        &self,
+        run_id: &str,
+        id: &CheckpointId,
+        records: &[Checkpoint],
+    ) -> Result<Option<Checkpoint>, StoreError> {
+        let Some(cp) = records.iter().find(|c| c.id == *id) else {
+            return Ok(None);
+        };
+        let what = log::log_what(&self.log_path(run_id));
+        check_identity(&cp.run_id, &cp.id, run_id, id, &what)?;
+        cp.verify()
+            .map_err(|e| StoreError::corrupt(what, e.to_string()))?;
+        Ok(Some(cp.clone()))
+    }
+
+    /// Checkpoint `id` from the log, else from a file of an earlier version.
+    fn find(
+        &self,
+        run_id: &str,
+        id: &CheckpointId,
+        records: &[Checkpoint],
+    ) -> Result<Option<Checkpoint>, StoreError> {
+        match self.in_log(run_id, id, records)? {
+            Some(cp) => Ok(Some(cp)),
+            None => self.read_checkpoint(run_id, id),
+        }
+    }
+
+    /// Every checkpoint id of a run, in the log or in files, sorted.
+    fn all_ids(
+        &self,
+        run_id: &str,
+        records: &[Checkpoint],
+    ) -> Result<Vec<CheckpointId>, StoreError> {
+        let mut ids = self.ids(run_id)?;
+        ids.extend(records.iter().map(|c| c.id));
+        ids.sort();
+        ids.dedup();
+        Ok(ids)
+    }
+
+    /// Removes the checkpoints `doomed` of a run, from its log and files;
+    /// returns how many there were.
+    fn remove_all(&self, run_id: &str, doomed: &[CheckpointId]) -> Result<usize, StoreError> {
+        let records = self.log_records(run_id)?;
+        let before = records.len();
+        let kept: Vec<Checkpoint> = records
+            .into_iter()
+            .filter(|c| !doomed.contains(&c.id))
+            .collect();
+        let mut removed = before - kept.len();
+        if removed > 0 {
+            log::rewrite(&self.log_path(run_id), &kept)?;
+        }
+        let mut files = 0;
+        for id in doomed {
+            files += self.remove(run_id, id)? as usize;
+        }
+        if files > 0 {
+            sync_dir(&self.run_dir(run_id))?;
+        }
+        removed += files;
+        Ok(removed)
     }
 
     /// The root directory.
@@ -236,14 +330,20 @@ fn entry_names(dir: &Path) -> Result<Vec<String>, StoreError> {
 impl CheckpointStore for FileStore {
     async fn save(&self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
         check_run_id(&checkpoint.run_id)?;
-        let header = checkpoint_header(checkpoint)?;
-        let (run_id, id) = (checkpoint.run_id.clone(), checkpoint.id);
-        // The blocking task needs its own copy of the payload.
-        let payload = checkpoint.payload.clone();
+        let record = log::encode_record(checkpoint)?;
+        let run_id = checkpoint.run_id.clone();
+        let fsync = self.durability == Durability::Fsync;
         self.blocking(move |s| {
-            let dir = s.run_dir(&run_id);
-            fs::create_dir_all(&dir).map_err(|e| StoreError::io("create directory", &dir, e))?;
-            write_atomic(&s.checkpoint_path(&run_id, &id), &[&header, &payload])
+            let path = s.log_path(&run_id);
+            match log::append(&path, &record, fsync) {
+                Err(StoreError::Io { .. }) if !s.run_dir(&run_id).is_dir() => {
+                    let dir = s.run_dir(&run_id);
+                    fs::create_dir_all(&dir)
+                        .map_err(|e| StoreError::io("create directory", &dir, e))?;
+                    log::append(&path, &record, fsync)
+                }
+                other => other,
+            }
         })
         .await
     }
@@ -255,7 +355,7 @@ impl CheckpointStore for FileStore {
     ) -> Result<Option<Checkpoint>, StoreError> {
         check_run_id(run_id)?;
         let (run_id, id) = (run_id.to_string(), *id);
-        self.blocking(move |s| s.read_checkpoint(&run_id, &id))
+        self.blocking(move |s| s.find(&run_id, &id, &s.log_records(&run_id)?))
             .await
     }
 
@@ -263,13 +363,14 @@ impl CheckpointStore for FileStore {
         check_run_id(run_id)?;
         let run_id = run_id.to_string();
         self.blocking(move |s| {
-            // A concurrent prune can remove the newest file between listing
-            // and reading it; look again rather than report a false `None`.
+            // A concurrent prune can remove the newest between listing and
+            // reading it; look again rather than report a false `None`.
             for _ in 0..3 {
-                let Some(id) = s.ids(&run_id)?.pop() else {
+                let records = s.log_records(&run_id)?;
+                let Some(id) = s.all_ids(&run_id, &records)?.pop() else {
                     return Ok(None);
                 };
-                if let Some(cp) = s.read_checkpoint(&run_id, &id)? {
+                if let Some(cp) = s.find(&run_id, &id, &records)? {
                     return Ok(Some(cp));
                 }
             }
@@ -282,13 +383,17 @@ impl CheckpointStore for FileStore {
         check_run_id(run_id)?;
         let run_id = run_id.to_string();
         self.blocking(move |s| {
-            let mut out = Vec::new();
+            let records = s.log_records(&run_id)?;
+            let mut out: Vec<CheckpointMeta> = records.iter().map(Checkpoint::meta).collect();
             for id in s.ids(&run_id)? {
                 // Removed since the directory was read: not listed.
-                if let Some(meta) = s.read_meta(&run_id, &id)? {
+                if !records.iter().any(|c| c.id == id)
+                    && let Some(meta) = s.read_meta(&run_id, &id)?
+                {
                     out.push(meta);
                 }
             }
+            out.sort_by_key(|m| m.id);
             Ok(out)
         })
         .await
@@ -296,33 +401,53 @@ impl CheckpointStore for FileStore {
 
     async fn delete(&self, run_id: &str, id: &CheckpointId) -> Result<bool, StoreError> {
         check_run_id(run_id)?;
+        keep_bases_before_delete(self, run_id, id).await?;
         let (run_id, id) = (run_id.to_string(), *id);
-        self.blocking(move |s| {
-            let existed = s.remove(&run_id, &id)?;
-            if existed {
-                sync_dir(&s.run_dir(&run_id))?;
-            }
-            Ok(existed)
-        })
-        .await
+        self.blocking(move |s| Ok(s.remove_all(&run_id, &[id])? > 0))
+            .await
     }
 
     async fn prune(&self, run_id: &str, keep_last: usize) -> Result<usize, StoreError> {
         check_run_id(run_id)?;
+        keep_bases_before_prune(self, run_id, keep_last).await?;
         let run_id = run_id.to_string();
         self.blocking(move |s| {
-            let ids = s.ids(&run_id)?;
+            let ids = s.all_ids(&run_id, &s.log_records(&run_id)?)?;
             let excess = ids.len().saturating_sub(keep_last);
-            let mut removed = 0;
-            for id in &ids[..excess] {
-                removed += s.remove(&run_id, id)? as usize;
+            if excess == 0 {
+                return Ok(0);
             }
-            if removed > 0 {
-                sync_dir(&s.run_dir(&run_id))?;
-            }
-            Ok(removed)
+            s.remove_all(&run_id, &ids[..excess])
         })
         .await
+    }
+
+    async fn chain(&self, run_id: &str, id: &CheckpointId) -> Result<Vec<Checkpoint>, StoreError> {
+        check_run_id(run_id)?;
+        let (run_id, id) = (run_id.to_string(), *id);
+        // The log is read once for the whole chain.
+        self.blocking(move |s| {
+            let records = s.log_records(&run_id)?;
+            let mut chain = Vec::new();
+            let mut next = Some(id);
+            while let Some(id) = next {
+                let Some(cp) = s.find(&run_id, &id, &records)? else {
+                    break;
+                };
+                next = match cp.kind() {
+                    CheckpointKind::Delta => cp.parent.filter(|p| *p < cp.id),
+                    CheckpointKind::Full => None,
+                };
+                chain.push(cp);
+            }
+            chain.reverse();
+            Ok(chain)
+        })
+        .await
+    }
+
+    fn durability(&self) -> Durability {
+        self.durability
     }
 
     async fn runs(&self) -> Result<Vec<String>, StoreError> {
@@ -332,7 +457,9 @@ impl CheckpointStore for FileStore {
             // it holds a checkpoint.
             let mut runs = Vec::new();
             for name in entry_names(&s.root.join("checkpoints"))? {
-                if check_run_id(&name).is_ok() && !s.ids(&name)?.is_empty() {
+                if check_run_id(&name).is_ok()
+                    && (!s.ids(&name)?.is_empty() || !s.log_records(&name)?.is_empty())
+                {
                     runs.push(name);
                 }
             }

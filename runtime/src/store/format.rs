@@ -7,10 +7,16 @@
 //!
 //! ```text
 //! checkpoint file: "TRPCKPT1" | header length: u32 LE | checksum(header): u64 LE | header: codec(CheckpointMeta) | payload
-//! thread record:   "TRPTHRD1" | codec::FORMAT_VERSION: u32 LE | checksum(body): u64 LE | body: codec(Thread)
+//! thread record:   "TRPTHRD1" | THREAD_FORMAT_VERSION: u32 LE | checksum(body): u64 LE | body: codec(Thread)
 //! ```
+//!
+//! Both checksums here are FNV-1a ([`legacy_checksum`]): these layouts did
+//! not change with checkpoint format 5. `FileStore` writes checkpoints to
+//! a log since format 5 (`store/log.rs`) and only reads checkpoint files.
+//!
+//! [`legacy_checksum`]: super::checkpoint::legacy_checksum
 
-use super::checkpoint::{Checkpoint, CheckpointMeta, checksum};
+use super::checkpoint::{Checkpoint, CheckpointMeta, legacy_checksum as checksum};
 use super::error::StoreError;
 use crate::codec;
 use crate::thread::Thread;
@@ -27,7 +33,13 @@ pub(crate) const MAX_HEADER: usize = 1 << 20;
 
 const THREAD_PREFIX: usize = 20;
 
-/// The header bytes of a checkpoint file (everything before the payload).
+/// The version of a thread record's body: a [`Thread`]'s encoding, which
+/// checkpoint format 5 left as format 4 had it.
+pub(crate) const THREAD_FORMAT_VERSION: u32 = 4;
+
+/// The header bytes of a checkpoint file (everything before the payload):
+/// files of this layout are read, no longer written (tests write them).
+#[cfg(test)]
 pub(crate) fn checkpoint_header(cp: &Checkpoint) -> Result<Vec<u8>, StoreError> {
     let meta = codec::encode(&cp.meta()).map_err(|source| StoreError::Encode {
         what: format!("checkpoint {} of run '{}'", cp.id, cp.run_id),
@@ -150,7 +162,7 @@ pub(crate) fn encode_thread(thread: &Thread, conversation: &str) -> Result<Vec<u
     })?;
     let mut out = Vec::with_capacity(THREAD_PREFIX + body.len());
     out.extend_from_slice(THREAD_MAGIC);
-    out.extend_from_slice(&codec::FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&THREAD_FORMAT_VERSION.to_le_bytes());
     out.extend_from_slice(&checksum(&body).to_le_bytes());
     out.extend_from_slice(&body);
     Ok(out)
@@ -188,11 +200,11 @@ pub(crate) fn decode_thread(bytes: &[u8], what: &str) -> Result<Thread, StoreErr
             format!("checksum is {actual:016x}, the record says {sum:016x} (truncated or damaged)"),
         ));
     }
-    if version != codec::FORMAT_VERSION {
+    if version != THREAD_FORMAT_VERSION {
         return Err(StoreError::UnsupportedVersion {
             what: what.to_string(),
             found: version,
-            expected: codec::FORMAT_VERSION,
+            expected: THREAD_FORMAT_VERSION,
         });
     }
     codec::decode(body).map_err(|e| StoreError::corrupt(what, format!("{e}")))

@@ -5,7 +5,9 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use async_trait::async_trait;
 
-use super::checkpoint::{Checkpoint, CheckpointId, CheckpointMeta};
+use super::chain::{fold, keep_bases_before_delete};
+use super::checkpoint::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
+use super::durability::Durability;
 use super::error::StoreError;
 use super::key::{check_conversation_id, check_run_id};
 use super::traits::{CheckpointStore, ThreadStore};
@@ -14,10 +16,32 @@ use crate::thread::Thread;
 /// A store in memory: for tests, examples and runs that need not outlive
 /// the process. Clones share the same data.
 ///
+/// History is bounded: a run keeps its newest [`DEFAULT_KEEP`] checkpoints
+/// (change it with [`MemoryStore::keep_last`]); older ones are dropped in
+/// batches, the oldest kept made whole first, so a save costs what it
+/// adds and, amortized, a fold of the chain every `keep` saves. Durability
+/// is the process's ([`Durability`](super::Durability) `exit` still saves
+/// only when a run stops).
+///
 /// Locks are held only for map operations, never across an `.await`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct MemoryStore {
     inner: Arc<Inner>,
+    keep: usize,
+    durability: Durability,
+}
+
+/// How many checkpoints per run a [`MemoryStore`] keeps by default.
+pub const DEFAULT_KEEP: usize = 64;
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore {
+            inner: Arc::default(),
+            keep: DEFAULT_KEEP,
+            durability: Durability::Process,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -51,16 +75,69 @@ impl MemoryStore {
     pub fn new() -> Self {
         Self::default()
     }
+
+    /// Keeps the newest `keep` checkpoints of each run (at least 1;
+    /// `usize::MAX` keeps all). Up to twice as many may be held between
+    /// two trims.
+    pub fn keep_last(mut self, keep: usize) -> Self {
+        self.keep = keep.max(1);
+        self
+    }
+
+    /// The same store with durability `durability`: only
+    /// [`Durability::Exit`] changes anything here (runs checkpoint only
+    /// when they stop); the others keep checkpoints in the process.
+    pub fn with_durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+}
+
+/// Drops all but the newest `keep` checkpoints of `run`, the oldest kept
+/// made whole first if it is a delta (so what is left loads alone).
+fn trim(run: &mut BTreeMap<CheckpointId, Checkpoint>, keep: usize) -> Result<usize, StoreError> {
+    let excess = run.len().saturating_sub(keep);
+    if excess == 0 {
+        return Ok(0);
+    }
+    let Some((&oldest_kept, cp)) = run.iter().nth(excess) else {
+        return Ok(0);
+    };
+    if cp.kind() == CheckpointKind::Delta {
+        // Its chain runs back at most to the first whole checkpoint.
+        let mut chain = Vec::new();
+        let mut next = Some(oldest_kept);
+        while let Some(id) = next {
+            let Some(cp) = run.get(&id) else { break };
+            cp.verify()?;
+            next = (cp.kind() == CheckpointKind::Delta)
+                .then_some(cp.parent)
+                .flatten();
+            chain.push(cp.clone());
+        }
+        chain.reverse();
+        if let Some(whole) = fold(&chain)? {
+            run.insert(oldest_kept, whole);
+        }
+    }
+    let doomed: Vec<CheckpointId> = run.keys().take(excess).copied().collect();
+    for id in &doomed {
+        run.remove(id);
+    }
+    Ok(doomed.len())
 }
 
 #[async_trait]
 impl CheckpointStore for MemoryStore {
     async fn save(&self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
         check_run_id(&checkpoint.run_id)?;
-        write(&self.inner.runs)
-            .entry(checkpoint.run_id.clone())
-            .or_default()
-            .insert(checkpoint.id, checkpoint.clone());
+        let mut runs = write(&self.inner.runs);
+        let run = runs.entry(checkpoint.run_id.clone()).or_default();
+        run.insert(checkpoint.id, checkpoint.clone());
+        // Trimmed in batches: a fold every `keep` saves, not every save.
+        if run.len() >= self.keep.saturating_mul(2) {
+            trim(run, self.keep)?;
+        }
         Ok(())
     }
 
@@ -96,6 +173,7 @@ impl CheckpointStore for MemoryStore {
 
     async fn delete(&self, run_id: &str, id: &CheckpointId) -> Result<bool, StoreError> {
         check_run_id(run_id)?;
+        keep_bases_before_delete(self, run_id, id).await?;
         let mut runs = write(&self.inner.runs);
         let Some(run) = runs.get_mut(run_id) else {
             return Ok(false);
@@ -113,15 +191,21 @@ impl CheckpointStore for MemoryStore {
         let Some(run) = runs.get_mut(run_id) else {
             return Ok(0);
         };
-        let excess = run.len().saturating_sub(keep_last);
-        let doomed: Vec<CheckpointId> = run.keys().take(excess).copied().collect();
-        for id in &doomed {
-            run.remove(id);
-        }
+        let removed = if keep_last == 0 {
+            let n = run.len();
+            run.clear();
+            n
+        } else {
+            trim(run, keep_last)?
+        };
         if run.is_empty() {
             runs.remove(run_id);
         }
-        Ok(doomed.len())
+        Ok(removed)
+    }
+
+    fn durability(&self) -> Durability {
+        self.durability
     }
 
     async fn runs(&self) -> Result<Vec<String>, StoreError> {

@@ -12,9 +12,15 @@
 //!
 //! | store | where | notes |
 //! |---|---|---|
-//! | [`MemoryStore`] | in the process | for tests and short-lived runs; clones share the data |
-//! | [`FileStore`] | one file per checkpoint / conversation under a root directory | atomic writes (temp file, fsync, rename, directory fsync) |
-//! | [`SqliteStore`] | one SQLite database (WAL mode) | feature `sqlite`, on by default |
+//! | [`MemoryStore`] | in the process | for tests and short-lived runs; clones share the data; the newest 64 checkpoints per run |
+//! | [`FileStore`] | one append-only log per run, one file per conversation, under a root directory | a checkpoint is one appended record; conversations are written atomically |
+//! | [`SqliteStore`] | one SQLite database (WAL mode, `synchronous=NORMAL`) | feature `sqlite`, on by default |
+//!
+//! A checkpoint is whole or a delta against its parent
+//! ([`Checkpoint::kind`], format 5 on): [`load_whole`] loads one with its
+//! chain folded. What a saved checkpoint survives is the store's
+//! [`Durability`]: by default the process being killed; `fsync` power
+//! loss too; `exit` checkpoints a run only when it stops.
 //!
 //! Run and conversation ids must be one safe path component in every
 //! store (not empty, at most [`MAX_ID_LEN`] bytes, no `/`, `\`, control
@@ -48,22 +54,34 @@
 //! ```
 
 mod atomic;
+mod chain;
 mod checkpoint;
+mod delta;
+mod durability;
 mod error;
 mod file;
 mod format;
 mod key;
+mod log;
 mod memory;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod traits;
+#[cfg(feature = "sqlite")]
+mod unix_time;
 
-pub use checkpoint::{Checkpoint, CheckpointId, CheckpointMeta, checksum};
+pub use chain::{complete, fold, load_whole};
+pub use checkpoint::{
+    Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta, FIRST_CHAINED_VERSION, checksum,
+    legacy_checksum,
+};
+pub use delta::{ChainPayload, Folded, ThreadOp, ThreadPath};
+pub use durability::{Durability, UnknownDurability};
 pub use error::StoreError;
 pub use file::FileStore;
 pub use key::MAX_ID_LEN;
 pub(crate) use key::check_conversation_id;
-pub use memory::MemoryStore;
+pub use memory::{DEFAULT_KEEP, MemoryStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 pub use traits::{CheckpointStore, ThreadStore};

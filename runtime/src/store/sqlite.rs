@@ -7,11 +7,14 @@ use std::time::{Duration, SystemTime};
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use super::checkpoint::{Checkpoint, CheckpointId, CheckpointMeta};
+use super::chain::{keep_bases_before_delete, keep_bases_before_prune};
+use super::checkpoint::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
+use super::durability::Durability;
 use super::error::StoreError;
 use super::format::{decode_thread, encode_thread};
 use super::key::{check_conversation_id, check_run_id};
 use super::traits::{CheckpointStore, ThreadStore};
+use super::unix_time::{from_unix, to_unix};
 use crate::thread::Thread;
 
 /// Version of the tables below, kept in SQLite's `user_version`.
@@ -54,10 +57,18 @@ const META_COLUMNS: &str = "run_id, id, parent, created_secs, created_nanos, sup
 /// outside this store is reported as [`StoreError::Corrupt`].
 ///
 /// Needs the `sqlite` feature (on by default).
+///
+/// Durability ([`Durability`]): by default `synchronous=NORMAL` — a commit
+/// is in the WAL file, handed to the OS, when `save` returns (survives the
+/// process being killed; the WAL is flushed at checkpoints of the WAL, so
+/// power loss may lose the last commits); with [`Durability::Fsync`]
+/// `synchronous=FULL` flushes the WAL on every commit. A delta's chain
+/// loads in one query ([`CheckpointStore::chain`]).
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
     db: Arc<str>,
+    durability: Durability,
 }
 
 fn sql_error(db: &str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
@@ -107,11 +118,33 @@ impl SqliteStore {
         conn.execute_batch(SCHEMA).map_err(&err)?;
         conn.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(&err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(&err)?;
         drop(err);
         Ok(SqliteStore {
             conn: Arc::new(Mutex::new(conn)),
             db: Arc::from(db),
+            durability: Durability::Process,
         })
+    }
+
+    /// The same database with durability `durability`: `Fsync` sets
+    /// `synchronous=FULL`, the others `NORMAL` (`Exit` also makes runs
+    /// checkpoint only when they stop). Blocking (one pragma); call this
+    /// at setup.
+    pub fn with_durability(mut self, durability: Durability) -> Result<Self, StoreError> {
+        let level = if durability == Durability::Fsync {
+            "FULL"
+        } else {
+            "NORMAL"
+        };
+        {
+            let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+            conn.pragma_update(None, "synchronous", level)
+                .map_err(sql_error(&self.db))?;
+        }
+        self.durability = durability;
+        Ok(self)
     }
 
     /// The database file (or `:memory:`).
@@ -134,34 +167,6 @@ impl SqliteStore {
             f(&mut conn, &db)
         })
         .await?
-    }
-}
-
-/// `SystemTime` as whole seconds (floored, negative before 1970) and
-/// nanoseconds, so any time round-trips exactly.
-fn to_unix(t: SystemTime) -> (i64, i64) {
-    match t.duration_since(SystemTime::UNIX_EPOCH) {
-        Ok(d) => (d.as_secs() as i64, d.subsec_nanos() as i64),
-        Err(e) => {
-            let d = e.duration();
-            let (secs, nanos) = (d.as_secs() as i64, d.subsec_nanos() as i64);
-            if nanos == 0 {
-                (-secs, 0)
-            } else {
-                (-secs - 1, 1_000_000_000 - nanos)
-            }
-        }
-    }
-}
-
-fn from_unix(secs: i64, nanos: i64) -> Option<SystemTime> {
-    let nanos = Duration::from_nanos(u64::try_from(nanos).ok()?);
-    if secs >= 0 {
-        SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(secs as u64) + nanos)
-    } else {
-        SystemTime::UNIX_EPOCH
-            .checked_sub(Duration::from_secs(secs.unsigned_abs()))?
-            .checked_add(nanos)
     }
 }
 
@@ -257,23 +262,25 @@ impl CheckpointStore for SqliteStore {
         let payload = checkpoint.payload.clone();
         self.with_conn(move |conn, db| {
             let (secs, nanos) = to_unix(meta.created_at);
-            conn.execute(
-                "INSERT OR REPLACE INTO checkpoints (run_id, id, parent, created_secs, \
-                 created_nanos, superstep, topology_hash, format_version, checksum, payload) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                params![
-                    meta.run_id,
-                    meta.id.to_string(),
-                    meta.parent.map(|p| p.to_string()),
-                    secs,
-                    nanos,
-                    meta.superstep as i64,
-                    meta.topology_hash as i64,
-                    meta.format_version,
-                    meta.checksum as i64,
-                    payload,
-                ],
-            )
+            let mut stmt = conn
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO checkpoints (run_id, id, parent, created_secs, \
+                     created_nanos, superstep, topology_hash, format_version, checksum, payload) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                )
+                .map_err(sql_error(db))?;
+            stmt.execute(params![
+                meta.run_id,
+                meta.id.to_string(),
+                meta.parent.map(|p| p.to_string()),
+                secs,
+                nanos,
+                meta.superstep as i64,
+                meta.topology_hash as i64,
+                meta.format_version,
+                meta.checksum as i64,
+                payload,
+            ])
             .map_err(sql_error(db))?;
             Ok(())
         })
@@ -341,6 +348,7 @@ impl CheckpointStore for SqliteStore {
 
     async fn delete(&self, run_id: &str, id: &CheckpointId) -> Result<bool, StoreError> {
         check_run_id(run_id)?;
+        keep_bases_before_delete(self, run_id, id).await?;
         let (run_id, id) = (run_id.to_string(), id.to_string());
         self.with_conn(move |conn, db| {
             let n = conn
@@ -356,6 +364,7 @@ impl CheckpointStore for SqliteStore {
 
     async fn prune(&self, run_id: &str, keep_last: usize) -> Result<usize, StoreError> {
         check_run_id(run_id)?;
+        keep_bases_before_prune(self, run_id, keep_last).await?;
         let run_id = run_id.to_string();
         let keep = i64::try_from(keep_last).unwrap_or(i64::MAX);
         self.with_conn(move |conn, db| {
@@ -367,6 +376,50 @@ impl CheckpointStore for SqliteStore {
             .map_err(sql_error(db))
         })
         .await
+    }
+
+    async fn chain(&self, run_id: &str, id: &CheckpointId) -> Result<Vec<Checkpoint>, StoreError> {
+        check_run_id(run_id)?;
+        let (run, target) = (run_id.to_string(), *id);
+        self.with_conn(move |conn, db| {
+            let err = sql_error(db);
+            // Parents are older: every link is at or before the target.
+            let mut stmt = conn
+                .prepare_cached(&format!(
+                    "SELECT {META_COLUMNS}, payload FROM checkpoints WHERE run_id = ?1 \
+                     AND id <= ?2 ORDER BY id DESC"
+                ))
+                .map_err(&err)?;
+            let mut rows = stmt.query(params![run, target.to_string()]).map_err(&err)?;
+            let mut chain = Vec::new();
+            let mut want = Some(target);
+            while let Some(next) = want {
+                let Some(row) = rows.next().map_err(&err)? else {
+                    break;
+                };
+                let meta = MetaRow::read(row).map_err(&err)?.into_meta(db)?;
+                if meta.id != next {
+                    continue;
+                }
+                let payload: Vec<u8> = row.get(10).map_err(&err)?;
+                let what = row_what(db, &meta.run_id, &meta.id.to_string());
+                let cp = Checkpoint::from_parts(meta, payload);
+                cp.verify()
+                    .map_err(|e| StoreError::corrupt(what, e.to_string()))?;
+                want = match cp.kind() {
+                    CheckpointKind::Delta => cp.parent,
+                    CheckpointKind::Full => None,
+                };
+                chain.push(cp);
+            }
+            chain.reverse();
+            Ok(chain)
+        })
+        .await
+    }
+
+    fn durability(&self) -> Durability {
+        self.durability
     }
 
     async fn runs(&self) -> Result<Vec<String>, StoreError> {
@@ -458,23 +511,6 @@ impl ThreadStore for SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn times_round_trip_either_side_of_the_epoch() {
-        let e = SystemTime::UNIX_EPOCH;
-        for t in [
-            e,
-            e + Duration::new(5, 7),
-            e - Duration::new(5, 7),
-            e - Duration::new(0, 1),
-            e - Duration::new(3, 0),
-            SystemTime::now(),
-        ] {
-            let (s, n) = to_unix(t);
-            assert!((0..1_000_000_000).contains(&n));
-            assert_eq!(from_unix(s, n), Some(t));
-        }
-    }
 
     #[tokio::test]
     async fn a_damaged_row_is_reported_as_corrupt_naming_it() {

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::checkpoint::{Checkpoint, CheckpointId, CheckpointMeta};
+use super::checkpoint::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
+use super::durability::Durability;
 use super::error::StoreError;
 use crate::thread::Thread;
 
@@ -15,6 +16,12 @@ use crate::thread::Thread;
 /// orders them by creation. Saving a checkpoint whose id is already stored
 /// replaces it. Unknown runs and ids are not errors: they load as `None`
 /// and list as empty.
+///
+/// A checkpoint may be a delta against its parent
+/// ([`Checkpoint::kind`]): [`chain`](CheckpointStore::chain) gives the
+/// checkpoints it needs, and [`load_whole`](super::load_whole) folds them
+/// into one. `delete` and `prune` never leave a delta without its base:
+/// the delta that would lose it is made whole first.
 #[async_trait]
 pub trait CheckpointStore: Send + Sync {
     /// Saves a checkpoint as given (replacing one with the same run and
@@ -44,6 +51,37 @@ pub trait CheckpointStore: Send + Sync {
 
     /// The runs that have at least one checkpoint, sorted.
     async fn runs(&self) -> Result<Vec<String>, StoreError>;
+
+    /// Checkpoint `id` and those it is a delta against, back to a whole
+    /// one, oldest first (each verified like [`load`]). A whole
+    /// checkpoint's chain is itself; an unknown id's is empty. The default
+    /// loads one parent after another; stores override it with one read.
+    ///
+    /// [`load`]: CheckpointStore::load
+    async fn chain(&self, run_id: &str, id: &CheckpointId) -> Result<Vec<Checkpoint>, StoreError> {
+        let mut chain = Vec::new();
+        let mut next = Some(*id);
+        while let Some(id) = next {
+            let Some(cp) = self.load(run_id, &id).await? else {
+                break;
+            };
+            // Parents are older: a parent that is not stops the walk (the
+            // chain then starts with a delta and is refused), never a loop.
+            next = match cp.kind() {
+                CheckpointKind::Delta => cp.parent.filter(|p| *p < cp.id),
+                CheckpointKind::Full => None,
+            };
+            chain.push(cp);
+        }
+        chain.reverse();
+        Ok(chain)
+    }
+
+    /// How durable a saved checkpoint is (see [`Durability`]); the engine
+    /// reads it to know whether to checkpoint before a run stops.
+    fn durability(&self) -> Durability {
+        Durability::Process
+    }
 }
 
 /// Where chatbot conversations are kept: one [`Thread`] per conversation id.
@@ -91,6 +129,12 @@ impl<T: CheckpointStore + ?Sized> CheckpointStore for Arc<T> {
     }
     async fn runs(&self) -> Result<Vec<String>, StoreError> {
         (**self).runs().await
+    }
+    async fn chain(&self, run_id: &str, id: &CheckpointId) -> Result<Vec<Checkpoint>, StoreError> {
+        (**self).chain(run_id, id).await
+    }
+    fn durability(&self) -> Durability {
+        (**self).durability()
     }
 }
 

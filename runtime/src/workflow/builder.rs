@@ -17,7 +17,7 @@ use crate::graph::{Graph, GraphError, GraphProblem, NodeInput};
 use crate::message::USER;
 use crate::retry::RetryPolicy;
 use crate::stop::StopCondition;
-use crate::store::CheckpointStore;
+use crate::store::{CheckpointStore, Durability};
 
 impl Workflow {
     /// Starts describing a workflow.
@@ -40,6 +40,7 @@ pub struct WorkflowBuilder {
     retries: Vec<(String, RetryPolicy)>,
     max_concurrency: Option<usize>,
     store: Option<Arc<dyn CheckpointStore>>,
+    durability: Option<Durability>,
     checkpoint_every: Option<u64>,
     reuse_actors: Option<bool>,
 }
@@ -131,6 +132,16 @@ impl WorkflowBuilder {
     /// cancelled, waiting for input).
     pub fn checkpoint_store(mut self, store: Arc<dyn CheckpointStore>) -> Self {
         self.store = Some(store);
+        self
+    }
+
+    /// How durable the checkpoints are, overriding the store's own
+    /// ([`CheckpointStore::durability`]): with [`Durability::Exit`] a run
+    /// saves one checkpoint, when it stops. The store decides how it
+    /// writes (`Fsync` is set on the store: [`crate::store::FileStore::with_durability`],
+    /// `SqliteStore::with_durability`).
+    pub fn checkpoint_durability(mut self, durability: Durability) -> Self {
+        self.durability = Some(durability);
         self
     }
 
@@ -277,6 +288,7 @@ impl WorkflowBuilder {
             spec: Arc::new(Spec {
                 topology_hash: snapshot::topology_hash(&topology),
                 store: self.store,
+                durability: self.durability,
                 checkpoint_every: self.checkpoint_every,
                 name,
                 description: self.description,

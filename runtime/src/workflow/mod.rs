@@ -27,6 +27,8 @@ mod result;
 mod run;
 pub(crate) mod scheduler_state;
 mod snapshot;
+mod snapshot_delta;
+mod snapshot_value;
 mod spec;
 mod summary;
 

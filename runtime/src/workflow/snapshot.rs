@@ -1,47 +1,16 @@
 //! What a checkpoint holds of a run, and the checks made before a run
 //! resumes from one.
 
-use std::time::SystemTime;
-
-use serde::{Deserialize, Serialize};
-
-use super::result::RunStatus;
 use super::scheduler_state::{SchedulerState, SchedulerStateError};
+use super::snapshot_delta::restore;
+pub(crate) use super::snapshot_value::Snapshot;
 use super::spec::Spec;
 use crate::codec;
 use crate::error::CheckpointError;
-use crate::message::MessageId;
-use crate::stats::RunStats;
-use crate::stop::TrackerState;
-use crate::store::{Checkpoint, CheckpointId, CheckpointStore, checksum};
-use crate::thread::Thread;
-
-/// A run's state between two supersteps: its thread (with every child
-/// thread, inbox, and in its `WorkflowState` the scheduler's typed state:
-/// the graph's frontier, joins and loop counters, pending requests, turns
-/// to run again) and what the run itself counted.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(crate) struct Snapshot {
-    /// The run's thread, put back together.
-    pub(crate) thread: Thread,
-    /// The stop condition's counters.
-    pub(crate) stop: Option<TrackerState>,
-    /// What the run spent so far, per agent and in total.
-    pub(crate) stats: RunStats,
-    /// Turns taken so far.
-    pub(crate) turns: u64,
-    /// The final response so far.
-    pub(crate) last: Option<MessageId>,
-    /// How many of the thread's messages were there before this run's
-    /// own output (so the result lists only what the run produced).
-    pub(crate) start_len: usize,
-    /// When the run first started (kept across resumes).
-    pub(crate) started_at: SystemTime,
-    /// The status the run ended with; `None` in a checkpoint taken while
-    /// it was under way. A run resumed from a checkpoint of a run that
-    /// stopped on its stop condition ends so again, running nothing more.
-    pub(crate) status: Option<RunStatus>,
-}
+use crate::store::{
+    ChainPayload, Checkpoint, CheckpointId, CheckpointStore, FIRST_CHAINED_VERSION, Folded,
+    StoreError, legacy_checksum,
+};
 
 /// Where a resumed run picks up.
 pub(crate) struct Resumed {
@@ -57,7 +26,7 @@ pub(crate) struct Resumed {
 /// slots, routes and inbox options, the graph. Two builds of the same
 /// description hash alike; a checkpoint of another shape is refused.
 pub(crate) fn topology_hash(spec_text: &str) -> u64 {
-    checksum(spec_text.as_bytes())
+    legacy_checksum(spec_text.as_bytes())
 }
 
 /// Loads a checkpoint (the latest when `id` is `None`) and checks it
@@ -79,8 +48,9 @@ pub(crate) async fn load(
         run_id: run_id.to_string(),
         id: id.map_or_else(|| "at all".to_string(), |i| i.to_string()),
     })?;
-    let name = || checkpoint.id.to_string();
-    if checkpoint.format_version != codec::FORMAT_VERSION {
+    let target_id = checkpoint.id;
+    let name = || target_id.to_string();
+    if !(OLDEST_READABLE_FORMAT..=codec::FORMAT_VERSION).contains(&checkpoint.format_version) {
         return Err(CheckpointError::UnknownVersion {
             run_id: run_id.to_string(),
             id: name(),
@@ -95,6 +65,17 @@ pub(crate) async fn load(
             reason: e.to_string(),
         });
     }
+    // A delta comes with its chain, folded into one whole checkpoint.
+    let checkpoint = crate::store::complete(store, checkpoint)
+        .await
+        .map_err(|e| match e {
+            StoreError::Corrupt { what, reason } => CheckpointError::Corrupt {
+                run_id: run_id.to_string(),
+                id: name(),
+                reason: format!("{what}: {reason}"),
+            },
+            other => other.into(),
+        })?;
     if checkpoint.topology_hash != spec.topology_hash {
         return Err(CheckpointError::OtherTopology {
             run_id: run_id.to_string(),
@@ -103,12 +84,11 @@ pub(crate) async fn load(
             found: checkpoint.topology_hash,
         });
     }
-    let snapshot: Snapshot =
-        codec::decode(&checkpoint.payload).map_err(|e| CheckpointError::Corrupt {
-            run_id: run_id.to_string(),
-            id: name(),
-            reason: e.to_string(),
-        })?;
+    let snapshot = decode(&checkpoint).map_err(|reason| CheckpointError::Corrupt {
+        run_id: run_id.to_string(),
+        id: name(),
+        reason,
+    })?;
     if let Some(state) = snapshot.thread.state() {
         check_scheduler(&state.scheduler, spec).map_err(|source| {
             CheckpointError::SchedulerState {
@@ -119,6 +99,21 @@ pub(crate) async fn load(
         })?;
     }
     Ok((checkpoint, snapshot))
+}
+
+/// The oldest checkpoint format this build reads: format 4 (a whole
+/// [`Snapshot`], FNV-checksummed) decodes as it was written.
+pub(crate) const OLDEST_READABLE_FORMAT: u32 = 4;
+
+/// The snapshot a whole checkpoint holds, by its format version.
+pub(crate) fn decode(checkpoint: &Checkpoint) -> Result<Snapshot, String> {
+    if checkpoint.format_version < FIRST_CHAINED_VERSION {
+        return codec::decode(&checkpoint.payload).map_err(|e| e.to_string());
+    }
+    let (_, payload) = ChainPayload::decode(&checkpoint.payload).map_err(|e| e.to_string())?;
+    let mut folded = Folded::default();
+    folded.apply(false, payload);
+    restore(&folded)
 }
 
 /// Checks that workflow `spec` can carry on from scheduler state `state`:
@@ -167,7 +162,7 @@ mod tests {
     use crate::store::MemoryStore;
     use crate::workflow::Workflow;
     use crate::workflow::scheduler_state::SchedulerBody;
-    use crate::{FnAgent, RunContext, RunError};
+    use crate::{FnAgent, RunContext, RunError, Thread};
     use std::sync::Arc;
 
     fn graph(names: &[&str]) -> Graph {
@@ -202,16 +197,32 @@ mod tests {
         wf.run_task("go", &RunContext::new().with_run_id("r"))
             .await
             .unwrap();
-        let latest = store.latest("r").await.unwrap().unwrap();
-        let mut snapshot: Snapshot = codec::decode(&latest.payload).unwrap();
+        let latest = crate::store::load_whole(store.as_ref(), "r", None)
+            .await
+            .unwrap()
+            .unwrap();
+        let mut snapshot = decode(&latest).unwrap();
         let state = snapshot.thread.state_mut().as_mut().unwrap();
         damage(state.scheduler.body_mut());
+        let counters = crate::workflow::snapshot_delta::Counters {
+            stop: snapshot.stop.clone(),
+            stats: snapshot.stats.clone(),
+            turns: snapshot.turns,
+            last: snapshot.last,
+            start_len: snapshot.start_len,
+            started_at: snapshot.started_at,
+            status: snapshot.status.clone(),
+        };
+        let tree = crate::workflow::snapshot_delta::TreeView::of(&snapshot.thread);
+        let (payload, _) = crate::workflow::snapshot_delta::DeltaWriter::default()
+            .encode(&tree, &counters)
+            .unwrap();
         let cp = Checkpoint::new(
             "r",
             Some(latest.id),
             latest.superstep,
             latest.topology_hash,
-            codec::encode(&snapshot).unwrap(),
+            payload,
         );
         store.save(&cp).await.unwrap();
         cp.id

@@ -9,7 +9,7 @@ use crate::agent::Agent;
 use crate::graph::{Graph, NodeInput};
 use crate::retry::RetryPolicy;
 use crate::stop::StopCondition;
-use crate::store::CheckpointStore;
+use crate::store::{CheckpointStore, Durability};
 
 /// The immutable description of a workflow, shared by all of its runs.
 pub(crate) struct Spec {
@@ -35,6 +35,8 @@ pub(crate) struct Spec {
     pub(crate) max_concurrency: Option<usize>,
     /// Where checkpoints go.
     pub(crate) store: Option<Arc<dyn CheckpointStore>>,
+    /// Overrides the store's durability (see [`Durability`]).
+    pub(crate) durability: Option<Durability>,
     /// Also checkpoint every this many deliveries (router-only, dataflow).
     pub(crate) checkpoint_every: Option<u64>,
     /// See [`topology_hash`](super::snapshot::topology_hash).

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use super::answer;
 use super::request::InputRequest;
 use super::result::RunStatus;
-use super::snapshot::Snapshot;
+use super::snapshot;
 use crate::codec;
 use crate::store::{CheckpointId, CheckpointStore, StoreError};
 
@@ -85,15 +85,17 @@ pub async fn summarize_run(
         stats: None,
         unreadable: None,
     };
-    let snapshot = if last.format_version != codec::FORMAT_VERSION {
+    let readable = snapshot::OLDEST_READABLE_FORMAT..=codec::FORMAT_VERSION;
+    let snapshot = if !readable.contains(&last.format_version) {
         Err(format!(
-            "format version {}, this build reads version {}",
+            "format version {}, this build reads versions {} to {}",
             last.format_version,
-            codec::FORMAT_VERSION
+            readable.start(),
+            readable.end()
         ))
     } else {
-        match store.load(run_id, &last.id).await {
-            Ok(Some(cp)) => codec::decode::<Snapshot>(&cp.payload).map_err(|e| e.to_string()),
+        match crate::store::load_whole(store, run_id, Some(last.id)).await {
+            Ok(Some(cp)) => snapshot::decode(&cp),
             Ok(None) => Err("deleted while being read".to_string()),
             Err(e) => Err(e.to_string()),
         }

@@ -8,13 +8,12 @@
 
 use std::sync::Arc;
 
-use crate::codec;
 use crate::context::RunContext;
 use crate::event::Event;
-use crate::store::{Checkpoint, CheckpointId, CheckpointStore};
+use crate::store::{Checkpoint, CheckpointId, CheckpointStore, Durability};
 use crate::thread::Thread;
 use crate::workflow::progress::Progress;
-use crate::workflow::snapshot::Snapshot;
+use crate::workflow::snapshot_delta::{Counters, DeltaWriter, TreeView};
 
 /// The checkpoints of one run.
 pub(super) struct Checkpointer {
@@ -36,18 +35,29 @@ pub(super) struct Checkpointer {
     /// The last checkpoint records how the run ended (so `troupe runs`
     /// sees the status without a checkpoint of its own).
     ended: bool,
+    /// What the checkpoints so far hold, so the next is a delta.
+    writer: DeltaWriter,
+    /// Checkpoints are saved only when the run stops ([`Durability::Exit`]).
+    at_exit_only: bool,
 }
 
 impl Checkpointer {
     /// Checkpoints of run `run_id` into `store`, following `parent`, or
     /// reported through `progress`.
+    /// `durability` overrides the store's own (see [`Durability`]).
     pub(super) fn new(
         store: Option<Arc<dyn CheckpointStore>>,
         progress: Option<Progress>,
         run_id: String,
         parent: Option<CheckpointId>,
+        durability: Option<Durability>,
     ) -> Self {
+        let at_exit_only = store
+            .as_ref()
+            .is_some_and(|s| durability.unwrap_or_else(|| s.durability()) == Durability::Exit);
         Checkpointer {
+            writer: DeltaWriter::default(),
+            at_exit_only,
             store,
             progress,
             due: false,
@@ -79,6 +89,12 @@ impl Checkpointer {
     #[inline]
     pub(super) fn stores(&self) -> bool {
         self.store.is_some()
+    }
+
+    /// Whether checkpoints are saved only when the run stops.
+    #[inline]
+    pub(super) fn at_exit_only(&self) -> bool {
+        self.at_exit_only
     }
 
     /// Whether this is a nested run reporting its progress.
@@ -129,25 +145,28 @@ impl Checkpointer {
         }
     }
 
-    /// Encodes `snapshot` and saves it as the checkpoint after superstep
-    /// `superstep` of a workflow of topology `topology`; gives back its
-    /// thread. A failure is reported as a warning.
+    /// Encodes the run's thread tree `tree` and `counters` (as a delta
+    /// against the last checkpoint saved, if any) and saves them as the
+    /// checkpoint after superstep `superstep` of a workflow of topology
+    /// `topology`. A failure is reported as a warning; the next checkpoint
+    /// is then whole.
     pub(super) async fn save(
         &mut self,
         ctx: &RunContext,
-        snapshot: Snapshot,
+        tree: &TreeView<'_>,
+        counters: &Counters,
         superstep: u64,
         topology: u64,
         delivered: u64,
-    ) -> Thread {
+    ) {
         let Some(store) = self.store.clone() else {
-            return snapshot.thread;
+            return;
         };
         self.delivered_at = delivered;
         self.changed = false;
-        self.ended = snapshot.status.is_some();
-        let saved = match codec::encode(&snapshot) {
-            Ok(payload) => {
+        self.ended = counters.status.is_some();
+        let saved = match self.writer.encode(tree, counters) {
+            Ok((payload, _delta)) => {
                 let bytes = payload.len();
                 let cp = Checkpoint::new(
                     self.run_id.clone(),
@@ -175,11 +194,13 @@ impl Checkpointer {
                     bytes,
                 });
             }
-            Err(e) => ctx.emit_with(|| Event::Warning {
-                path: ctx.path().clone(),
-                text: format!("checkpoint not saved: {e}"),
-            }),
+            Err(e) => {
+                self.writer.reset();
+                ctx.emit_with(|| Event::Warning {
+                    path: ctx.path().clone(),
+                    text: format!("checkpoint not saved: {e}"),
+                })
+            }
         }
-        snapshot.thread
     }
 }

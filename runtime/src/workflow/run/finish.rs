@@ -13,7 +13,7 @@ use crate::thread::Thread;
 use crate::workflow::protocol::RunMsg;
 use crate::workflow::result::RunStatus;
 use crate::workflow::scheduler_state::RunCounters;
-use crate::workflow::snapshot::Snapshot;
+use crate::workflow::snapshot_delta::{Counters, TreeView};
 
 impl RunState {
     /// The scheduling state its other owners hold now, for the thread.
@@ -58,8 +58,28 @@ impl RunState {
     /// store, reported to the run above if it is a nested run that does.
     pub(super) async fn checkpoint_now(&mut self) {
         if self.checkpoints.stores() {
-            let thread = self.threads.to_thread(&self.spec, self.scheduling());
-            self.save_checkpoint(thread, None).await;
+            if self.checkpoints.at_exit_only() {
+                return;
+            }
+            let scheduling = self.scheduling();
+            let counters = self.snapshot_counters(None);
+            let (state, children) = self.threads.view(&self.spec, &scheduling);
+            let tree = TreeView {
+                messages: self.threads.root().messages(),
+                state: Some(&state),
+                children,
+            };
+            let superstep = self.graph.as_ref().map_or(0, |g| g.completed_superstep());
+            self.checkpoints
+                .save(
+                    &self.ctx,
+                    &tree,
+                    &counters,
+                    superstep,
+                    self.spec.topology_hash,
+                    self.inboxes.delivered(),
+                )
+                .await;
         } else if self.checkpoints.reports() {
             let mut scheduling = self.scheduling();
             scheduling.counters = Some(self.counters());
@@ -68,11 +88,10 @@ impl RunState {
         }
     }
 
-    /// Saves `thread` with the run's counters (and the status it ended
-    /// with, at its end) as a checkpoint; gives the thread back.
-    async fn save_checkpoint(&mut self, thread: Thread, status: Option<RunStatus>) -> Thread {
-        let snapshot = Snapshot {
-            thread,
+    /// What a checkpoint holds besides the thread tree, with the status
+    /// the run ended with (at its end).
+    fn snapshot_counters(&self, status: Option<RunStatus>) -> Counters {
+        Counters {
             stop: self.tracker.as_ref().map(|t| t.state()),
             stats: self.tally.stats(),
             turns: self.tally.turns,
@@ -80,17 +99,24 @@ impl RunState {
             start_len: self.tally.start_len,
             started_at: self.tally.started_at,
             status,
-        };
+        }
+    }
+
+    /// Saves `thread` (put together) with the run's counters and the
+    /// status it ended with as a checkpoint.
+    async fn save_checkpoint(&mut self, thread: &Thread, status: RunStatus) {
+        let counters = self.snapshot_counters(Some(status));
         let superstep = self.graph.as_ref().map_or(0, |g| g.completed_superstep());
         self.checkpoints
             .save(
                 &self.ctx,
-                snapshot,
+                &TreeView::of(thread),
+                &counters,
                 superstep,
                 self.spec.topology_hash,
                 self.inboxes.delivered(),
             )
-            .await
+            .await;
     }
 
     /// Hands back the result, saves the last checkpoint and stops the run's
@@ -113,7 +139,7 @@ impl RunState {
         if waits {
             scheduling.counters = Some(self.counters());
         }
-        let mut thread = std::mem::take(&mut self.threads).into_thread(&self.spec, scheduling);
+        let thread = std::mem::take(&mut self.threads).into_thread(&self.spec, scheduling);
         // The questions it waits for: every one open in its thread.
         let open = waits.then(|| {
             thread
@@ -131,7 +157,7 @@ impl RunState {
                 (Phase::Stopping(status), None) => status.clone(),
                 _ => RunStatus::Completed,
             };
-            thread = self.save_checkpoint(thread, Some(status)).await;
+            self.save_checkpoint(&thread, status).await;
         }
         let (run_id, checkpoint) = (self.checkpoints.run_id(), self.checkpoints.parent());
         let status = match (std::mem::replace(&mut self.phase, Phase::Running), open) {

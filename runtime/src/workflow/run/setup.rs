@@ -92,7 +92,7 @@ impl RunState {
             tracker: spec.stop.clone().map(StopTracker::new),
             phase: Phase::Running,
             tally: Tally::default(),
-            checkpoints: Checkpointer::new(store, progress, run_id, parent),
+            checkpoints: Checkpointer::new(store, progress, run_id, parent, spec.durability),
             watcher: Watcher::default(),
             restart: Vec::new(),
             reply: Some(reply),

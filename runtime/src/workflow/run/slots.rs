@@ -105,6 +105,34 @@ impl ThreadSlots {
         )
     }
 
+    /// The thread tree as it stands with `scheduling`, without putting it
+    /// together (for a checkpoint: what is borrowed here is not copied):
+    /// the run thread's workflow state and its children by name.
+    pub(super) fn view<'a>(
+        &'a self,
+        spec: &'a Spec,
+        scheduling: &'a Scheduling,
+    ) -> (WorkflowState, Vec<(&'a str, &'a Thread)>) {
+        let mut children: BTreeMap<&'a str, &'a Thread> =
+            self.foreign.iter().map(|(n, t)| (n.as_str(), t)).collect();
+        for (s, slot) in self.slots.iter().enumerate() {
+            if !self.used[s] {
+                continue;
+            }
+            let slot = match scheduling.progress.iter().find(|(p, _)| *p == s) {
+                Some((_, reported)) => reported,
+                None => slot,
+            };
+            children.insert(spec.slot_names[s].as_str(), &**slot);
+        }
+        let state = settle(
+            with_values(self.state.clone(), self.values.clone()),
+            scheduling.clone(),
+            self.root.len(),
+        );
+        (state, children.into_iter().collect())
+    }
+
     /// The thread put back together with `scheduling`, at the run's end.
     pub(super) fn into_thread(self, spec: &Spec, scheduling: Scheduling) -> Thread {
         put_together(
@@ -197,7 +225,7 @@ fn put_together(
     mut children: BTreeMap<String, Thread>,
     slots: impl IntoIterator<Item = Arc<Thread>>,
     used: &[bool],
-    mut state: WorkflowState,
+    state: WorkflowState,
     scheduling: Scheduling,
 ) -> Thread {
     for (s, mut slot) in slots.into_iter().enumerate() {
@@ -211,6 +239,14 @@ fn put_together(
         }
     }
     *root.children_mut() = children;
+    let len = root.len();
+    *root.state_mut() = Some(settle(state, scheduling, len));
+    root
+}
+
+/// `state` with its scheduling part back, counting the `len` messages of
+/// the run thread as taken in.
+fn settle(mut state: WorkflowState, scheduling: Scheduling, len: usize) -> WorkflowState {
     let carried = state.scheduler.take();
     let mut requests = carried.requests;
     requests.extend(scheduling.new_requests);
@@ -224,9 +260,8 @@ fn put_together(
         state.scheduler.set_counters(counters);
     }
     state.pending = scheduling.pending;
-    state.consumed = root.len();
-    *root.state_mut() = Some(state);
-    root
+    state.consumed = len;
+    state
 }
 
 #[cfg(test)]

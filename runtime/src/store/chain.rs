@@ -1,0 +1,167 @@
+//! Chains of checkpoints: a delta loads with the checkpoints back to a
+//! whole one, folded ([`fold`]); removing checkpoints never leaves a delta
+//! without its base ([`keep_bases_before_delete`], [`keep_bases_before_prune`]).
+
+use super::checkpoint::{Checkpoint, CheckpointId, CheckpointKind};
+use super::delta::{ChainPayload, Folded};
+use super::error::StoreError;
+use super::traits::CheckpointStore;
+
+/// Names a checkpoint in errors.
+fn what(cp: &Checkpoint) -> String {
+    format!("checkpoint {} of run '{}'", cp.id, cp.run_id)
+}
+
+/// Applies one checkpoint of a chain to `folded`.
+pub(crate) fn apply(folded: &mut Folded, cp: &Checkpoint) -> Result<(), StoreError> {
+    let (delta, payload) = ChainPayload::decode(&cp.payload)
+        .map_err(|e| StoreError::corrupt(what(cp), e.to_string()))?;
+    folded.apply(delta, payload);
+    Ok(())
+}
+
+/// One whole checkpoint equal to the end of `chain` (oldest first, the
+/// first whole): the last one's metadata with the folded payload. A
+/// chain of one whole checkpoint is that checkpoint.
+pub fn fold(chain: &[Checkpoint]) -> Result<Option<Checkpoint>, StoreError> {
+    let Some(last) = chain.last() else {
+        return Ok(None);
+    };
+    if last.kind() == CheckpointKind::Full {
+        return Ok(Some(last.clone()));
+    }
+    let mut folded = Folded::default();
+    for cp in chain {
+        apply(&mut folded, cp)?;
+    }
+    whole(last, &folded).map(Some)
+}
+
+/// A whole checkpoint with `like`'s metadata holding `folded`.
+pub(crate) fn whole(like: &Checkpoint, folded: &Folded) -> Result<Checkpoint, StoreError> {
+    let payload = folded
+        .to_payload()
+        .encode(false)
+        .map_err(|source| StoreError::Encode {
+            what: what(like),
+            source,
+        })?;
+    let mut cp = like.clone();
+    cp.checksum = super::checkpoint::checksum(&payload);
+    cp.payload = payload;
+    Ok(cp)
+}
+
+/// Checks that `chain` (oldest first) starts whole and that each link
+/// names the one before as its parent; `target` names it in errors.
+pub(crate) fn check_links(
+    chain: &[Checkpoint],
+    run_id: &str,
+    target: &CheckpointId,
+) -> Result<(), StoreError> {
+    let broken = |reason: String| {
+        StoreError::corrupt(format!("checkpoint {target} of run '{run_id}'"), reason)
+    };
+    match chain.first() {
+        Some(first) if first.kind() == CheckpointKind::Delta => {
+            return Err(broken(format!(
+                "its chain needs checkpoint {}, which is not stored",
+                first.parent.map_or_else(|| "?".into(), |p| p.to_string())
+            )));
+        }
+        _ => {}
+    }
+    for pair in chain.windows(2) {
+        if pair[1].kind() == CheckpointKind::Delta && pair[1].parent != Some(pair[0].id) {
+            return Err(broken(format!(
+                "checkpoint {} follows {:?}, not {}",
+                pair[1].id, pair[1].parent, pair[0].id
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Loads checkpoint `id` of a run (the newest when `None`) as one whole
+/// checkpoint: a delta comes with its chain, folded. `None` if there is
+/// no such checkpoint.
+pub async fn load_whole(
+    store: &(impl CheckpointStore + ?Sized),
+    run_id: &str,
+    id: Option<CheckpointId>,
+) -> Result<Option<Checkpoint>, StoreError> {
+    let found = match id {
+        Some(id) => store.load(run_id, &id).await?,
+        None => store.latest(run_id).await?,
+    };
+    match found {
+        Some(target) => complete(store, target).await.map(Some),
+        None => Ok(None),
+    }
+}
+
+/// Checkpoint `target` as one whole checkpoint: itself if it is whole,
+/// else its chain (from `store`) folded.
+pub async fn complete(
+    store: &(impl CheckpointStore + ?Sized),
+    target: Checkpoint,
+) -> Result<Checkpoint, StoreError> {
+    let run_id = target.run_id.as_str();
+    if target.kind() == CheckpointKind::Full {
+        return Ok(target);
+    }
+    let chain = store.chain(run_id, &target.id).await?;
+    if chain.last().map(|c| c.id) != Some(target.id) {
+        return Err(StoreError::corrupt(
+            what(&target),
+            "its chain does not end with it",
+        ));
+    }
+    check_links(&chain, run_id, &target.id)?;
+    fold(&chain)?.ok_or_else(|| StoreError::corrupt(what(&target), "its chain is empty"))
+}
+
+/// Before checkpoint `id` is deleted: a delta that follows it becomes
+/// whole (saved in place), so it loads without it.
+pub(crate) async fn keep_bases_before_delete(
+    store: &(impl CheckpointStore + ?Sized),
+    run_id: &str,
+    id: &CheckpointId,
+) -> Result<(), StoreError> {
+    // A run that cannot be listed (a damaged record) has no chain to
+    // keep: the damaged checkpoint may still be deleted.
+    let Ok(metas) = store.list(run_id).await else {
+        return Ok(());
+    };
+    for meta in metas.iter().filter(|m| m.parent == Some(*id)) {
+        if let Some(cp) = store.load(run_id, &meta.id).await?
+            && cp.kind() == CheckpointKind::Delta
+            && let Some(whole) = load_whole(store, run_id, Some(cp.id)).await?
+        {
+            store.save(&whole).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Before all but the newest `keep_last` checkpoints are deleted: the
+/// oldest one kept becomes whole (saved in place) if it is a delta.
+pub(crate) async fn keep_bases_before_prune(
+    store: &(impl CheckpointStore + ?Sized),
+    run_id: &str,
+    keep_last: usize,
+) -> Result<(), StoreError> {
+    let metas = store.list(run_id).await?;
+    let excess = metas.len().saturating_sub(keep_last);
+    if excess == 0 || keep_last == 0 {
+        return Ok(());
+    }
+    let oldest_kept = metas[excess].id;
+    if let Some(cp) = store.load(run_id, &oldest_kept).await?
+        && cp.kind() == CheckpointKind::Delta
+        && let Some(whole) = load_whole(store, run_id, Some(oldest_kept)).await?
+    {
+        store.save(&whole).await?;
+    }
+    Ok(())
+}
