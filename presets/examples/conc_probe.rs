@@ -4,68 +4,26 @@
 //! messages (the task counts), on a current-thread runtime.
 //!
 //! ```text
-//! cargo build --release --example conc_probe
+//! cargo build --release -p troupe-presets --example conc_probe
 //! target/release/examples/conc_probe --k 10000 [--m 10] [--latency-ms 20]
 //! ```
 //!
 //! Prints one JSON line: `k`, `wall_s`, `ideal_s`, `ratio`,
-//! `rss_per_run_kib` (peak RSS minus the RSS before the runs, over K),
-//! `heap_per_run_bytes` (peak live heap minus the live heap before the
-//! runs, over K, counted by this probe's allocator), and whether every run
-//! ended with exactly M messages. The official figures come from
-//! `examples/bench.rs conc`; this is the tool used to cut them.
+//! `rss_per_run_kib` (peak RSS minus the RSS before the runs, over K), and
+//! whether every run ended with exactly M messages. Where the bytes go:
+//! `valgrind --tool=massif` on it (the workspace forbids `unsafe`, so no
+//! counting allocator here). The official figures come from
+//! `examples/bench.rs conc` (in the workspace root); this is the tool used to cut them.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::error::Error;
-use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use troupe::agents::{ChatAgent, ContextPolicy, ScriptedModel, ScriptedReply};
-use troupe::presets::RoundRobinGroupChat;
-use troupe::{RunContext, StopCondition, Workflow};
+use troupe_agents::{ChatAgent, ContextPolicy, ScriptedModel, ScriptedReply};
+use troupe_presets::RoundRobinGroupChat;
+use troupe_runtime::{RunContext, StopCondition, Workflow};
 
 type BoxError = Box<dyn Error>;
-
-/// Counts live heap bytes and their peak.
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-static PEAK: AtomicIsize = AtomicIsize::new(0);
-static ALLOCS: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            grow(layout.size() as isize);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-            grow(new_size as isize);
-        }
-        p
-    }
-}
-
-fn grow(bytes: isize) {
-    ALLOCS.fetch_add(1, Ordering::Relaxed);
-    let live = LIVE.fetch_add(bytes, Ordering::Relaxed) + bytes;
-    PEAK.fetch_max(live, Ordering::Relaxed);
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
 
 struct Args {
     k: usize,
@@ -137,9 +95,6 @@ async fn probe(args: &Args) -> Result<serde_json::Value, BoxError> {
     }
     drop(warm);
     let rss_before = status_kib("VmRSS:");
-    let live_before = LIVE.load(Ordering::Relaxed);
-    PEAK.store(live_before, Ordering::Relaxed);
-    let allocs_before = ALLOCS.load(Ordering::Relaxed);
     let started = Instant::now();
     let mut handles = Vec::with_capacity(args.k);
     for _ in 0..args.k {
@@ -166,7 +121,6 @@ async fn probe(args: &Args) -> Result<serde_json::Value, BoxError> {
     ends.sort_by(f64::total_cmp);
     let rss_peak = status_kib("VmHWM:");
     let k = args.k as f64;
-    let heap_peak = PEAK.load(Ordering::Relaxed) - live_before;
     Ok(json!({
         "bench": "conc_probe",
         "k": args.k,
@@ -181,8 +135,6 @@ async fn probe(args: &Args) -> Result<serde_json::Value, BoxError> {
         "rss_before_mib": rss_before / 1024.0,
         "peak_rss_mib": rss_peak / 1024.0,
         "rss_per_run_kib": (rss_peak - rss_before) / k,
-        "heap_per_run_bytes": heap_peak as f64 / k,
-        "allocs_per_run": (ALLOCS.load(Ordering::Relaxed) - allocs_before) as f64 / k,
         "runs_failed": failed,
         "all_runs_exactly_m": exact && failed == 0,
     }))
