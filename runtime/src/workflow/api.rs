@@ -274,7 +274,10 @@ impl Workflow {
             progress,
             span,
         };
-        let spawned = Actor::spawn(None, RunActor, args).await;
+        // Boxed: spawning's future is large and over at once, and a run's
+        // caller holds this future for the whole run — thousands of them
+        // when as many runs wait on their models at once.
+        let spawned = Box::pin(Actor::spawn(None, RunActor, args)).await;
         let result = match spawned {
             Ok(_) => rx.await.unwrap_or_else(|_| {
                 Err(RunError::Runtime {
