@@ -591,7 +591,7 @@ async fn runs_of_one_workflow_reuse_actors_and_a_panic_on_a_kept_actor_still_fai
         .await
         .unwrap();
     assert_eq!(third.final_text(), "done");
-    // Concurrent runs each get an actor per participant.
+    // Concurrent runs share one actor per participant.
     let runs = (0..8).map(|i| {
         let wf = wf.clone();
         async move { wf.run_task(format!("run {i}"), &RunContext::new()).await }

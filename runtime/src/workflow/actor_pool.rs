@@ -1,62 +1,91 @@
-//! Agent actors kept between runs of one workflow.
+//! The agent actors a workflow shares between its runs.
 //!
 //! Spawning an actor (its mailbox, its task, its place in ractor's
-//! registry and supervision tree) costs more than a turn. A workflow run
-//! again and again — a graph invoked per request, a team per chat message —
-//! would pay it for every participant of every run. So a run that ends
-//! cleanly hands its idle agent actors back here, unlinked from its
-//! supervisor, and the next run takes them and links them to its own.
+//! registry) costs more than a turn, and its mailbox holds ~14 KiB. A
+//! workflow run again and again — a graph invoked per request, a team per
+//! chat message — or many times at once — a chatbot's thousands of
+//! conversations — would pay that for every participant of every run. So
+//! a workflow keeps one actor per participant, spawned when the first run
+//! needs it, and every run sends that participant's turns there.
 //!
-//! At most one actor per participant is kept: concurrent runs spawn their
-//! own, and whatever does not fit is stopped with the run that used it. The
-//! pool stops what it holds when the workflow's last clone is dropped.
+//! An agent actor never waits on a turn in its handler (see
+//! `agent_actor`), so one actor serves any number of runs at once; a run
+//! sends a participant at most one turn at a time, so each run's turns of
+//! a participant stay in order. A run supervises its turns through their
+//! tickets (see `protocol`): a turn that fails, panics, or is lost with a
+//! stopped actor is reported to the run it belongs to, and to no other. An
+//! actor found dead (its runtime shut down) is replaced. The pool stops the
+//! actors it holds when the workflow's last clone is dropped.
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 
 use ractor::{ActorRef, ActorStatus};
 
 use super::protocol::AgentMsg;
 
-/// Idle agent actors by participant index.
+/// The shared agent actors, by participant index.
 #[derive(Default)]
 pub(crate) struct ActorPool {
-    idle: Mutex<HashMap<usize, ActorRef<AgentMsg>>>,
+    actors: Mutex<Vec<Option<ActorRef<AgentMsg>>>>,
 }
 
 impl ActorPool {
-    fn idle(&self) -> std::sync::MutexGuard<'_, HashMap<usize, ActorRef<AgentMsg>>> {
-        // A map of handles stays consistent whatever panicked while it was
+    fn actors(&self) -> std::sync::MutexGuard<'_, Vec<Option<ActorRef<AgentMsg>>>> {
+        // A list of handles stays consistent whatever panicked while it was
         // locked.
-        self.idle.lock().unwrap_or_else(|p| p.into_inner())
+        self.actors.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// An idle actor for participant `index`, if one is kept and alive.
-    pub(crate) fn take(&self, index: usize) -> Option<ActorRef<AgentMsg>> {
-        self.idle()
-            .remove(&index)
-            .filter(|a| a.get_status() == ActorStatus::Running)
+    /// Participant `index`'s shared actor, if one is up.
+    pub(crate) fn get(&self, index: usize) -> Option<ActorRef<AgentMsg>> {
+        self.actors()
+            .get(index)
+            .and_then(Option::as_ref)
+            .filter(|a| alive(a))
+            .cloned()
     }
 
-    /// Keeps `actor` for participant `index`; gives it back if one is kept
-    /// already.
-    pub(crate) fn give(
-        &self,
-        index: usize,
-        actor: ActorRef<AgentMsg>,
-    ) -> Result<(), ActorRef<AgentMsg>> {
-        let mut idle = self.idle();
-        if idle.contains_key(&index) {
-            return Err(actor);
+    /// Shares `actor`, just spawned, as participant `index`'s; returns the
+    /// actor to use: `actor`, or the one another run shared first (then
+    /// `actor` is stopped).
+    pub(crate) fn share(&self, index: usize, actor: ActorRef<AgentMsg>) -> ActorRef<AgentMsg> {
+        let mut actors = self.actors();
+        if actors.len() <= index {
+            actors.resize(index + 1, None);
         }
-        idle.insert(index, actor);
-        Ok(())
+        if let Some(kept) = actors[index].as_ref().filter(|a| alive(a)) {
+            let kept = kept.clone();
+            drop(actors);
+            actor.stop(None);
+            return kept;
+        }
+        actors[index] = Some(actor.clone());
+        actor
     }
+
+    /// Forgets participant `index`'s actor if it is `actor`: it no longer
+    /// takes messages.
+    pub(crate) fn evict(&self, index: usize, actor: &ActorRef<AgentMsg>) {
+        let mut actors = self.actors();
+        if let Some(slot) = actors.get_mut(index)
+            && slot.as_ref().is_some_and(|a| a.get_id() == actor.get_id())
+        {
+            *slot = None;
+        }
+    }
+}
+
+/// Whether `actor` takes messages (one still starting queues them).
+fn alive(actor: &ActorRef<AgentMsg>) -> bool {
+    matches!(
+        actor.get_status(),
+        ActorStatus::Starting | ActorStatus::Running | ActorStatus::Upgrading
+    )
 }
 
 impl Drop for ActorPool {
     fn drop(&mut self) {
-        for (_, actor) in self.idle().drain() {
+        for actor in self.actors().drain(..).flatten() {
             actor.stop(None);
         }
     }
@@ -65,7 +94,7 @@ impl Drop for ActorPool {
 impl std::fmt::Debug for ActorPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ActorPool")
-            .field("idle", &self.idle().len())
+            .field("actors", &self.actors().iter().flatten().count())
             .finish()
     }
 }

@@ -2,20 +2,20 @@
 //!
 //! It never waits on an agent's turn in its handler: a turn that does not
 //! finish on its first poll runs on as a task and reports back, so the
-//! actor stays responsive. A turn's end goes
-//! straight to the run's supervisor; a panic comes back here and fails this
-//! actor, so the supervisor learns of it through ractor's supervision.
+//! actor stays responsive and can serve many runs of its workflow at once.
+//! A turn's end, a panic included, goes straight to the run's supervisor
+//! through the turn's ticket, which reports the turn lost if it is dropped
+//! unanswered (this actor stopped with the turn in its inbox).
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::task::Poll;
-use tokio::time::Instant;
 
 use futures::FutureExt;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
-use super::protocol::{AgentMsg, RunMsg, TurnOutcome};
-use crate::agent::Agent;
+use super::protocol::{AgentMsg, TurnOutcome};
+use crate::agent::{Agent, AgentError, Reply};
 use crate::panic::panic_text;
 
 /// The actor hosting one participant (see the module's documentation).
@@ -42,68 +42,53 @@ impl Actor for AgentActor {
 
     async fn handle(
         &self,
-        myself: ActorRef<AgentMsg>,
+        _myself: ActorRef<AgentMsg>,
         message: AgentMsg,
         state: &mut AgentArgs,
     ) -> Result<(), ActorProcessingErr> {
-        match message {
-            AgentMsg::Turn {
-                thread,
-                ctx,
-                index,
-                run,
-                turns,
-            } => {
-                let started = Instant::now();
-                if turns.is_cancelled() {
-                    report(&run, index, TurnOutcome::Cancelled, started);
-                    return Ok(());
-                }
-                // In its `invoke_agent` span, a child of the span the
-                // supervisor put in the turn's context.
-                let turn = crate::telemetry::agent_turn(state.agent.clone(), thread, ctx);
-                let mut turn = Box::pin(AssertUnwindSafe(turn).catch_unwind());
-                // Most turns of function agents finish on their first poll:
-                // those report straight away, without a task of their own.
-                // A turn that waits moves to a task, so this actor stays
-                // responsive; the task polls it again with its own waker.
-                if let Poll::Ready(result) = futures::poll!(&mut turn) {
-                    let outcome = match result {
-                        Ok(Ok(reply)) => TurnOutcome::Done(Box::new(reply)),
-                        Ok(Err(e)) => TurnOutcome::Failed(Box::new(e)),
-                        Err(panic) => return Err(panic_text(panic).into()),
-                    };
-                    report(&run, index, outcome, started);
-                    return Ok(());
-                }
-                tokio::spawn(async move {
-                    let outcome = tokio::select! {
-                        biased;
-                        _ = turns.cancelled() => TurnOutcome::Cancelled,
-                        r = turn => match r {
-                            Ok(Ok(reply)) => TurnOutcome::Done(Box::new(reply)),
-                            Ok(Err(e)) => TurnOutcome::Failed(Box::new(e)),
-                            Err(panic) => {
-                                let _ = myself.cast(AgentMsg::Panicked(panic_text(panic)));
-                                return;
-                            }
-                        },
-                    };
-                    report(&run, index, outcome, started);
-                });
-                Ok(())
-            }
-            AgentMsg::Panicked(text) => Err(text.into()),
+        let AgentMsg::Turn {
+            thread,
+            ctx,
+            mut ticket,
+            turns,
+        } = message;
+        ticket.start();
+        if turns.is_cancelled() {
+            ticket.report(TurnOutcome::Cancelled);
+            return Ok(());
         }
+        // In its `invoke_agent` span, a child of the span the supervisor
+        // put in the turn's context.
+        let turn = crate::telemetry::agent_turn(state.agent.clone(), thread, ctx);
+        let mut turn = Box::pin(AssertUnwindSafe(turn).catch_unwind());
+        // Most turns of function agents finish on their first poll: those
+        // report straight away, without a task of their own. A turn that
+        // waits moves to a task, so this actor stays responsive (and serves
+        // other runs meanwhile); the task polls it again with its own waker.
+        if let Poll::Ready(result) = futures::poll!(&mut turn) {
+            ticket.report(outcome(result));
+            return Ok(());
+        }
+        tokio::spawn(async move {
+            let outcome = tokio::select! {
+                biased;
+                _ = turns.cancelled() => TurnOutcome::Cancelled,
+                r = turn => outcome(r),
+            };
+            ticket.report(outcome);
+        });
+        Ok(())
     }
 }
 
-/// Sends a turn's outcome to the run. The run may be over already; then
-/// nobody needs the outcome.
-fn report(run: &ActorRef<RunMsg>, index: usize, outcome: TurnOutcome, started: Instant) {
-    let _ = run.cast(RunMsg::TurnDone {
-        index,
-        outcome,
-        elapsed: started.elapsed(),
-    });
+/// What a turn's result (or its panic) tells the run. A panic fails the
+/// turn, not this actor: the actor may be serving other runs, whose turns
+/// have nothing to do with it; the run whose turn it was retries it or
+/// fails, as when a participant's actor fails.
+fn outcome(result: std::thread::Result<Result<Reply, AgentError>>) -> TurnOutcome {
+    match result {
+        Ok(Ok(reply)) => TurnOutcome::Done(Box::new(reply)),
+        Ok(Err(e)) => TurnOutcome::Failed(Box::new(e)),
+        Err(panic) => TurnOutcome::Panicked(panic_text(panic)),
+    }
 }

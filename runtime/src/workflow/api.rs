@@ -27,8 +27,9 @@ use crate::thread::Thread;
 /// Agents composed into one agent.
 ///
 /// Built from participants and a router (see [`WorkflowBuilder`]). A run is
-/// a supervisor actor with one linked actor per participant (spawned when
-/// the participant first has work, and handed on to the next run unless
+/// a supervisor actor sending turns to one actor per participant (spawned
+/// when the participant first has work and shared by every run of the
+/// workflow, concurrent ones included, unless
 /// [`WorkflowBuilder::reuse_actors`] says otherwise): every agent runs
 /// whenever its inbox holds a full batch (or a partial one after its max
 /// wait), its messages are routed to the inboxes that accept them, and the
@@ -273,7 +274,10 @@ impl Workflow {
             progress,
             span,
         };
-        let spawned = Actor::spawn(None, RunActor, args).await;
+        // Boxed: spawning's future is large and over at once, and a run's
+        // caller holds this future for the whole run — thousands of them
+        // when as many runs wait on their models at once.
+        let spawned = Box::pin(Actor::spawn(None, RunActor, args)).await;
         let result = match spawned {
             Ok(_) => rx.await.unwrap_or_else(|_| {
                 Err(RunError::Runtime {

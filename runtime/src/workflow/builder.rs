@@ -153,13 +153,16 @@ impl WorkflowBuilder {
         self
     }
 
-    /// Whether runs hand their agents' actors on to the next run of this
-    /// workflow (default `true`). Spawning an actor costs more than a turn,
-    /// so a workflow run many times — a graph per request, a team per chat
-    /// message — runs faster on kept actors; each participant keeps at most
-    /// one, idle between runs, until the workflow is dropped. Turn it off
-    /// for a huge fan-out run rarely, whose idle actors would hold memory
-    /// (about 14 KiB each) between runs.
+    /// Whether the runs of this workflow share one actor per participant
+    /// (default `true`). Spawning an actor costs more than a turn and its
+    /// mailbox about 14 KiB, so a workflow run many times — a graph per
+    /// request, a team per chat message, thousands of conversations at
+    /// once — runs faster and lighter on shared actors: each participant
+    /// has one, spawned when a run first needs it, serving every run (each
+    /// run's turns of it in order) until the workflow is dropped. Turn it
+    /// off for a huge fan-out run rarely, whose idle actors would hold
+    /// memory between runs: each run then spawns its own, linked to its
+    /// supervisor.
     pub fn reuse_actors(mut self, reuse: bool) -> Self {
         self.reuse_actors = Some(reuse);
         self

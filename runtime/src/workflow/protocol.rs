@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ractor::ActorRef;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{AgentError, Reply};
@@ -73,28 +74,86 @@ pub(crate) enum TurnOutcome {
     Failed(Box<AgentError>),
     /// The run's turns were cancelled before this one finished.
     Cancelled,
+    /// The agent panicked; the text says how.
+    Panicked(String),
+    /// The turn never ran: the actor it was sent to stopped with it still
+    /// in its inbox.
+    Lost,
+}
+
+/// A turn's way back to its run, carried by [`AgentMsg::Turn`]: it reports
+/// the turn's end exactly once. Dropped without reporting — the actor
+/// stopped with the turn still in its inbox, or the task running it was
+/// dropped — it reports the turn [`TurnOutcome::Lost`], so a run learns the
+/// fate of every turn it started even from an actor it does not supervise
+/// (an actor a workflow shares between its runs).
+pub(crate) struct TurnTicket {
+    /// Where the turn's end goes.
+    run: ActorRef<RunMsg>,
+    /// The participant's index in the run.
+    index: usize,
+    /// When the actor took the turn in (`None`: not yet).
+    started: Option<Instant>,
+}
+
+impl TurnTicket {
+    /// The ticket of participant `index`'s turn in run `run`.
+    pub(crate) fn new(run: ActorRef<RunMsg>, index: usize) -> Self {
+        TurnTicket {
+            run,
+            index,
+            started: None,
+        }
+    }
+
+    /// Marks the turn as taken in by its actor now: its time runs from here.
+    pub(crate) fn start(&mut self) {
+        self.started = Some(Instant::now());
+    }
+
+    /// Sends the turn's outcome to its run. The run may be over already;
+    /// then nobody needs it.
+    pub(crate) fn report(mut self, outcome: TurnOutcome) {
+        self.send(outcome);
+    }
+
+    fn send(&mut self, outcome: TurnOutcome) {
+        let elapsed = self.started.map(|s| s.elapsed()).unwrap_or_default();
+        let _ = self.run.cast(RunMsg::TurnDone {
+            index: self.index,
+            outcome,
+            elapsed,
+        });
+        // Reported: dropping it now says nothing more.
+        self.index = usize::MAX;
+    }
+}
+
+impl Drop for TurnTicket {
+    fn drop(&mut self) {
+        if self.index != usize::MAX {
+            self.send(TurnOutcome::Lost);
+        }
+    }
 }
 
 /// Messages an agent actor handles.
 pub(crate) enum AgentMsg {
-    /// Take a turn over this thread, for run `run` (whose participant
-    /// `index` this actor is), unless `turns` is cancelled first. The run
-    /// travels with the turn: an actor may serve several runs in turn (see
-    /// `actor_pool`).
+    /// Take a turn over this thread, for the run and participant its
+    /// ticket names, unless `turns` is cancelled first. The run travels
+    /// with the turn: one actor serves every run of a workflow that keeps
+    /// its actors (see `actor_pool`), each run sending a participant at most
+    /// one turn at a time, so each run's turns of it stay in order.
     Turn {
         /// The participant's thread, lent for the turn.
         thread: Arc<Thread>,
         /// The participant's context.
         ctx: RunContext,
-        /// The participant's index in the run.
-        index: usize,
         /// Where the turn's end goes.
-        run: ActorRef<RunMsg>,
+        ticket: TurnTicket,
         /// Cancelled when the run's turns must end now.
         turns: CancellationToken,
     },
-    /// The turn task caught a panic; the actor fails with it.
-    Panicked(String),
 }
 
 crate::local_message!(AgentMsg);

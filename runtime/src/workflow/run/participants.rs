@@ -15,7 +15,7 @@ use crate::stats::Meter;
 use crate::thread::Thread;
 use crate::workflow::agent_actor::{AgentActor, AgentArgs};
 use crate::workflow::progress::Progress;
-use crate::workflow::protocol::{AgentMsg, RunMsg};
+use crate::workflow::protocol::{AgentMsg, RunMsg, TurnTicket};
 use crate::workflow::spec::Spec;
 
 /// Where one participant's turn stands.
@@ -285,14 +285,14 @@ impl Participants {
         AgentMsg::Turn {
             thread,
             ctx,
-            index: i,
-            run: run.clone(),
+            ticket: TurnTicket::new(run.clone(), i),
             turns: self.turns.clone(),
         }
     }
 
-    /// Participant `i`'s actor: this run's, one kept from an earlier run
-    /// (linked to this run's supervisor), or a new one.
+    /// Participant `i`'s actor: the one its workflow shares between its
+    /// runs (spawned if none is up yet), or — a workflow that keeps no
+    /// actors — one of this run's own, linked to its supervisor.
     pub(super) async fn actor_for(
         &mut self,
         i: usize,
@@ -301,11 +301,9 @@ impl Participants {
         if let Some(a) = &self.parts[i].actor {
             return Ok(a.clone());
         }
-        let actor = match self.spec.pool.as_ref().and_then(|p| p.take(i)) {
-            Some(kept) => {
-                kept.get_cell().link(myself.get_cell());
-                kept
-            }
+        let shared = self.spec.pool.as_ref();
+        let actor = match shared.and_then(|p| p.get(i)) {
+            Some(up) => up,
             None => {
                 let args = AgentArgs {
                     agent: self.spec.agents[i].clone(),
@@ -313,56 +311,59 @@ impl Participants {
                 // Boxed, as the other rare awaits of a turn's path: every
                 // future awaited here is part of the supervisor's handler
                 // future, which is built (and moved) for every message.
-                let (actor, _) = Box::pin(Actor::spawn_linked(
-                    None,
-                    AgentActor,
-                    args,
-                    myself.get_cell(),
-                ))
-                .await
+                let (actor, _) = match shared {
+                    // Shared: it outlives this run, which supervises its
+                    // turns through their tickets.
+                    Some(_) => Box::pin(Actor::spawn(None, AgentActor, args)).await,
+                    None => {
+                        Box::pin(Actor::spawn_linked(
+                            None,
+                            AgentActor,
+                            args,
+                            myself.get_cell(),
+                        ))
+                        .await
+                    }
+                }
                 .map_err(|e| format!("cannot start its actor: {e}"))?;
-                actor
+                match shared {
+                    Some(pool) => pool.share(i, actor),
+                    None => {
+                        self.actor_index.insert(actor.get_id(), i);
+                        actor
+                    }
+                }
             }
         };
-        self.actor_index.insert(actor.get_id(), i);
         self.parts[i].actor = Some(actor.clone());
         Ok(actor)
     }
 
-    /// Drops this run's hold on participant `i`'s actor.
+    /// Drops this run's hold on participant `i`'s actor: it no longer
+    /// takes messages (nor does the workflow share it any more).
     pub(super) fn forget_actor(&mut self, i: usize) {
         if let Some(actor) = self.parts[i].actor.take() {
             self.actor_index.remove(&actor.get_id());
+            if let Some(pool) = &self.spec.pool {
+                pool.evict(i, &actor);
+            }
         }
     }
 
-    /// Actor `id` went away: the participant it hosted, if it was one of
-    /// this run's.
+    /// Actor `id`, one of this run's own, went away: the participant it
+    /// hosted.
     pub(super) fn actor_gone(&mut self, id: ActorId) -> Option<usize> {
         let i = self.actor_index.remove(&id)?;
         self.parts[i].actor = None;
         Some(i)
     }
 
-    /// Hands the actors of idle participants to the workflow's pool (if it
-    /// keeps one), for its next run, unlinked from this run's supervisor;
-    /// an actor the pool has no room for stays linked and stops with this
-    /// run.
-    pub(super) fn keep_idle_actors(&mut self, myself: &ActorRef<RunMsg>) {
-        let Some(pool) = self.spec.pool.as_ref() else {
-            return;
-        };
-        for (i, part) in self.parts.iter_mut().enumerate() {
-            if part.state.is_in_flight() {
-                continue;
-            }
-            let Some(actor) = part.actor.take() else {
-                continue;
-            };
-            actor.get_cell().unlink(myself.get_cell());
-            if let Err(actor) = pool.give(i, actor) {
-                actor.get_cell().link(myself.get_cell());
-            }
+    /// Lets go of the participants' actors as run `_run` ends: shared ones
+    /// serve the workflow's other runs on; the run's own, linked to it,
+    /// stop with it.
+    pub(super) fn keep_idle_actors(&mut self, _run: &ActorRef<RunMsg>) {
+        for part in &mut self.parts {
+            part.actor = None;
         }
     }
 }

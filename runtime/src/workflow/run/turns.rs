@@ -132,6 +132,16 @@ impl RunState {
             self.fold_spend(index, None, false);
             return;
         }
+        let outcome = match outcome {
+            // As if the actor had failed: retried as a panic, or the run
+            // fails.
+            TurnOutcome::Panicked(text) => return self.actor_lost(index, Some(text), myself),
+            TurnOutcome::Lost => {
+                self.parts.forget_actor(index);
+                return self.actor_lost(index, None, myself);
+            }
+            other => other,
+        };
         let reported = self.parts.take_progress(index);
         self.parts.set(index, TurnState::Idle);
         let path = self.parts.ctx(index).path().clone();
@@ -169,6 +179,7 @@ impl RunState {
                 }
                 return;
             }
+            TurnOutcome::Panicked(_) | TurnOutcome::Lost => return,
             TurnOutcome::Cancelled => {
                 self.fold_spend(index, None, false);
                 // A nested run cut short goes on from what it last
