@@ -45,7 +45,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use troupe_agents::{ChatAgent, ContextPolicy, ScriptedModel, ScriptedReply};
 use troupe_presets::{MapReduce, RoundRobinGroupChat, SelectorGroupChat};
-use troupe_runtime::store::Checkpoint;
+use troupe_runtime::store::{Checkpoint, Durability};
 use troupe_runtime::{FnAgent, RunContext, RunResult, StopCondition, Thread, Workflow, codec};
 
 #[path = "bench/ring.rs"]
@@ -265,7 +265,7 @@ async fn checkpoint_workload(workload: &str, n: u64) -> Result<Value, Box<dyn Er
     let dir = tempfile::tempdir()?;
     let store = match workload.strip_prefix("checkpoint_") {
         Some("none") | None => None,
-        Some(kind) => Some(ring::open_store(kind, dir.path())?),
+        Some(kind) => Some(ring::open_store(kind, dir.path(), Durability::Process)?),
     };
     let team = ring::ring(n, store.clone())?;
     let ctx = RunContext::new().with_run_id("bench");

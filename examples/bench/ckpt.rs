@@ -25,7 +25,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use troupe::store::{Checkpoint, CheckpointId, CheckpointMeta, CheckpointStore, StoreError};
+use troupe::store::{
+    Checkpoint, CheckpointId, CheckpointMeta, CheckpointStore, Durability, StoreError,
+};
 use troupe::{RunContext, RunResult, async_trait, codec};
 
 use super::ring::{open_store, ring};
@@ -81,22 +83,23 @@ impl CheckpointStore for Counted {
     async fn runs(&self) -> Result<Vec<String>, StoreError> {
         self.inner.runs().await
     }
+    async fn chain(&self, run_id: &str, id: &CheckpointId) -> Result<Vec<Checkpoint>, StoreError> {
+        self.inner.chain(run_id, id).await
+    }
+    fn durability(&self) -> Durability {
+        self.inner.durability()
+    }
 }
 
 /// A store of `kind` in `dir` at `durability`.
 fn store(kind: &str, durability: &str, dir: &Path) -> Result<Arc<dyn CheckpointStore>, BoxError> {
-    match durability {
-        "process" => open_store(kind, dir),
-        // Durability modes (issue 18, item 2) are not in the stores yet.
-        // When they are, this arm is the one line that opens the store in
-        // the mode, e.g. for sqlite
-        // `SqliteStore::open(dir.join("cp.sqlite3"))?.with_durability(Durability::Fsync)?`.
-        "fsync" => Err(format!(
-            "--durability fsync: the {kind} store of this build has no durability modes"
-        )
-        .into()),
-        other => Err(format!("--durability {other}: process or fsync").into()),
-    }
+    let durability = match durability {
+        "process" => Durability::Process,
+        "fsync" => Durability::Fsync,
+        "exit" => Durability::Exit,
+        other => return Err(format!("--durability {other}: process, fsync or exit").into()),
+    };
+    open_store(kind, dir, durability)
 }
 
 /// Bytes this process has handed to `write()` so far (all threads).

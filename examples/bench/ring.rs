@@ -7,7 +7,7 @@ use std::error::Error;
 use std::path::Path;
 use std::sync::Arc;
 
-use troupe::store::{CheckpointStore, FileStore, MemoryStore, SqliteStore};
+use troupe::store::{CheckpointStore, Durability, FileStore, MemoryStore, SqliteStore};
 use troupe::{FnAgent, Graph, RouterBuilder, StopCondition, Thread, Workflow};
 
 /// The agents in the ring.
@@ -50,12 +50,21 @@ pub fn ring(
 }
 
 /// A store of kind `memory`, `file` (a `FileStore` in `dir/files`) or
-/// `sqlite` (a `SqliteStore` on `dir/cp.sqlite3`).
-pub fn open_store(kind: &str, dir: &Path) -> Result<Arc<dyn CheckpointStore>, Box<dyn Error>> {
+/// `sqlite` (a `SqliteStore` on `dir/cp.sqlite3`) at `durability`.
+pub fn open_store(
+    kind: &str,
+    dir: &Path,
+    durability: Durability,
+) -> Result<Arc<dyn CheckpointStore>, Box<dyn Error>> {
     Ok(match kind {
-        "memory" => Arc::new(MemoryStore::new()),
-        "file" => Arc::new(FileStore::open(dir.join("files"))?),
-        "sqlite" => Arc::new(SqliteStore::open(dir.join("cp.sqlite3"))?),
+        "memory" if durability == Durability::Fsync => {
+            return Err("--durability fsync: a memory store has no disk to sync".into());
+        }
+        "memory" => Arc::new(MemoryStore::new().with_durability(durability)),
+        "file" => Arc::new(FileStore::open(dir.join("files"))?.with_durability(durability)),
+        "sqlite" => {
+            Arc::new(SqliteStore::open(dir.join("cp.sqlite3"))?.with_durability(durability)?)
+        }
         other => return Err(format!("store '{other}': memory, file or sqlite").into()),
     })
 }
