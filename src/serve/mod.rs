@@ -14,13 +14,18 @@ mod auth;
 mod body;
 mod console;
 mod cors;
+mod describe;
 mod error;
 mod events;
 mod limits;
 mod openai;
+mod query;
+mod registry;
+mod run;
 mod runs;
 mod sessions;
 mod shutdown;
+mod state;
 mod team;
 
 use std::net::SocketAddr;
@@ -110,7 +115,7 @@ pub(crate) async fn serve(args: ServeArgs) -> u8 {
         }
     };
     let addr = listener.local_addr().unwrap_or(args.listen);
-    let state = app::State::new(
+    let state = state::State::new(
         teams,
         token.map(Arc::from),
         limits::Limits::new(args.max_body, args.max_runs),
