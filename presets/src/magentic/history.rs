@@ -141,7 +141,10 @@ fn is_model_output(kind: Kind, m: &Message) -> bool {
 /// exactly the model's earlier answers, and a model scripted by the
 /// conversation (`Position::Conversation`) answers a resumed run as it
 /// answered the uninterrupted one.
-pub(crate) fn exchanges<'m>(me: &str, outputs: impl IntoIterator<Item = &'m Message>) -> Vec<ChatMessage> {
+pub(crate) fn exchanges<'m>(
+    me: &str,
+    outputs: impl IntoIterator<Item = &'m Message>,
+) -> Vec<ChatMessage> {
     let mut out = Vec::new();
     let mut after_rejected = false;
     for m in outputs {
@@ -222,15 +225,18 @@ impl<'t> View<'t> {
                 _ => {}
             }
         }
-        let answered = current.last().filter(|m| m.metadata.contains_key(ANSWER_KEY)).and_then(|answer| {
-            // The manager's last private message: a question, if it asked.
-            let (kind, question) = current.iter().rev().find_map(|m| {
-                let k = kind_of(me, m).filter(|k| !k.is_public())?;
-                Some((k, m.text_content().into_owned()))
-            })?;
-            matches!(kind, Kind::AskedReview | Kind::AskedQuestion)
-                .then(|| (kind, question, answer.text_content().into_owned()))
-        });
+        let answered = current
+            .last()
+            .filter(|m| m.metadata.contains_key(ANSWER_KEY))
+            .and_then(|answer| {
+                // The manager's last private message: a question, if it asked.
+                let (kind, question) = current.iter().rev().find_map(|m| {
+                    let k = kind_of(me, m).filter(|k| !k.is_public())?;
+                    Some((k, m.text_content().into_owned()))
+                })?;
+                matches!(kind, Kind::AskedReview | Kind::AskedQuestion)
+                    .then(|| (kind, question, answer.text_content().into_owned()))
+            });
         View {
             all,
             current,

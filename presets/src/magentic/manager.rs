@@ -9,7 +9,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use troupe_agents::{ChatMessage, ChatModel, ChatRequest, StructuredOutput};
-use troupe_runtime::{Agent, AgentError, Event, LedgerKind, Message, Reply, RunContext, Thread, USER};
+use troupe_runtime::{
+    Agent, AgentError, Event, LedgerKind, Message, Reply, RunContext, Thread, USER,
+};
 
 use super::history::{
     BY, CORRECTION, FOR, KIND, Kind, OUTCOME, RESETS, ROUND, STALLS, TO, View, exchanges, kind_of,
@@ -17,6 +19,15 @@ use super::history::{
 use super::ledger::{ProgressLedger, TaskLedger, progress_ledger_schema, task_ledger_schema};
 use super::prompts::{self, fill};
 use crate::speaker::{SpeakerFallback, SpeakerMatch, correction, fallback_speaker, parse_speaker};
+
+/// A ledger the model wrote.
+struct Answer<T> {
+    value: T,
+    /// As the model wrote it (compact JSON).
+    json: String,
+    /// What was still wrong with it, when every attempt failed the check.
+    unresolved: Option<String>,
+}
 
 /// How a task ended, as the final answer's metadata says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,7 +185,7 @@ impl Turn<'_> {
         } else if ledger.is_none() {
             let schema = self.m.task_schema.schema().to_string();
             let prompt = self.fill(prompts::TASK_LEDGER, &[("schema", &schema)]);
-            let (l, _) = self.task_ledger(prompt).await?;
+            let l = self.task_ledger(prompt).await?;
             self.record_task_ledger(&l, 0, None);
             if self.m.settings.plan_review {
                 let text = fill(prompts::PLAN_REVIEW, &[("plan", &l.plan_text())]);
@@ -201,13 +212,14 @@ impl Turn<'_> {
                 if resets >= self.m.settings.max_resets {
                     return self.finish(Outcome::MaxResets).await;
                 }
-                let ledger_text = format!("{}\n\nPlan:\n{}", current.facts_text(), current.plan_text());
+                let ledger_text =
+                    format!("{}\n\nPlan:\n{}", current.facts_text(), current.plan_text());
                 let schema = self.m.task_schema.schema().to_string();
                 let prompt = self.fill(
                     prompts::REPLAN,
                     &[("ledger", &ledger_text), ("schema", &schema)],
                 );
-                let (l, _) = self.task_ledger(prompt).await?;
+                let l = self.task_ledger(prompt).await?;
                 self.record_task_ledger(&l, resets + 1, None);
                 self.tell_plan(&l);
                 ledger = Some((l, resets + 1));
@@ -304,10 +316,12 @@ impl Turn<'_> {
         self.say(Kind::Plan, text);
     }
 
-    async fn task_ledger(&mut self, prompt: String) -> Result<(TaskLedger, Option<String>), AgentError> {
+    async fn task_ledger(&mut self, prompt: String) -> Result<TaskLedger, AgentError> {
         let schema = self.m.task_schema.clone();
-        self.structured(Kind::TaskLedger, prompt, &schema, |_: &TaskLedger| Ok(()))
-            .await
+        let answer = self
+            .structured(Kind::TaskLedger, prompt, &schema, |_: &TaskLedger| Ok(()))
+            .await?;
+        Ok(answer.value)
     }
 
     /// Writes the progress ledger of `round` and reads the next speaker
@@ -323,16 +337,25 @@ impl Turn<'_> {
         let schema = self.m.progress_schema.schema().to_string();
         let prompt = self.fill(prompts::PROGRESS_LEDGER, &[("schema", &schema)]);
         let schema = self.m.progress_schema.clone();
-        let (progress, unresolved) = self
-            .structured(Kind::ProgressLedger, prompt, &schema, |p: &ProgressLedger| {
-                if p.is_request_satisfied.answer {
-                    return Ok(());
-                }
-                match parse_speaker(&p.next_speaker.answer, &candidates) {
-                    SpeakerMatch::One(_) => Ok(()),
-                    other => Err(correction(&other, &candidates)),
-                }
-            })
+        let Answer {
+            value: progress,
+            json,
+            unresolved,
+        } = self
+            .structured(
+                Kind::ProgressLedger,
+                prompt,
+                &schema,
+                |p: &ProgressLedger| {
+                    if p.is_request_satisfied.answer {
+                        return Ok(());
+                    }
+                    match parse_speaker(&p.next_speaker.answer, &candidates) {
+                        SpeakerMatch::One(_) => Ok(()),
+                        other => Err(correction(&other, &candidates)),
+                    }
+                },
+            )
             .await?;
         let speaker = match parse_speaker(&progress.next_speaker.answer, &candidates) {
             SpeakerMatch::One(one) => one,
@@ -356,10 +379,14 @@ impl Turn<'_> {
             progress.summary(&counters),
             serde_json::to_value(&progress),
         );
-        if let Some(last) = self.new.last_mut() {
-            last.metadata.insert(ROUND.into(), round.to_string());
-            last.metadata.insert(STALLS.into(), stalls.to_string());
+        let mut m = self
+            .message(Kind::ProgressLedger, json)
+            .with_metadata(ROUND, round.to_string())
+            .with_metadata(STALLS, stalls.to_string());
+        if unresolved.is_some() {
+            m.metadata.insert(BY.into(), "fallback".into());
         }
+        self.new.push(m);
         Ok((progress, speaker, stalls))
     }
 
@@ -373,9 +400,12 @@ impl Turn<'_> {
             .rev()
             .find(|m| names.iter().any(|n| *n == *m.source))
             .map(|m| m.source.to_string());
-        let Some(speaker) =
-            fallback_speaker(self.m.settings.fallback, previous.as_deref(), &names, &names)
-        else {
+        let Some(speaker) = fallback_speaker(
+            self.m.settings.fallback,
+            previous.as_deref(),
+            &names,
+            &names,
+        ) else {
             return Err(AgentError::failed(format!(
                 "the manager's model named no valid next speaker in {} attempts (last answer: '{}'; {}; valid: {})",
                 self.m.settings.max_attempts,
@@ -428,18 +458,19 @@ impl Turn<'_> {
 
     /// Asks the model for a `kind` ledger matching `schema` and passing
     /// `check`, telling it what is wrong and asking again up to
-    /// `max_attempts` times. Keeps every answer in the thread (rejected
-    /// ones too, so later requests show the exchange as it was). A ledger
-    /// that matches the schema but fails `check` at every attempt is
-    /// returned with the last complaint (the caller falls back); one that
-    /// never matches fails the turn.
+    /// `max_attempts` times. Keeps the rejected answers in the thread (so
+    /// later requests show the exchange as it was); the caller keeps the
+    /// ledger. A ledger that matches the schema but fails `check` at every
+    /// attempt is returned with the last complaint (the caller falls back,
+    /// and keeps it marked as not the model's answer); one that never
+    /// matches fails the turn.
     async fn structured<T: DeserializeOwned>(
         &mut self,
         kind: Kind,
         prompt: String,
         schema: &StructuredOutput,
         check: impl Fn(&T) -> Result<(), String>,
-    ) -> Result<(T, Option<String>), AgentError> {
+    ) -> Result<Answer<T>, AgentError> {
         let me = self.m.name.clone();
         let mut live: Vec<Message> = Vec::new();
         let mut last_checked: Option<(T, String, String)> = None;
@@ -453,9 +484,11 @@ impl Turn<'_> {
                     Ok(value) => match check(&value) {
                         Ok(()) => {
                             self.new.append(&mut live);
-                            let m = self.message(kind, json);
-                            self.new.push(m);
-                            return Ok((value, None));
+                            return Ok(Answer {
+                                value,
+                                json,
+                                unresolved: None,
+                            });
                         }
                         Err(why) => {
                             last_checked = Some((value, json, why.clone()));
@@ -477,9 +510,11 @@ impl Turn<'_> {
         match last_checked {
             Some((value, json, why)) => {
                 self.new.append(&mut live);
-                let m = self.message(kind, json).with_metadata(BY, "fallback");
-                self.new.push(m);
-                Ok((value, Some(why)))
+                Ok(Answer {
+                    value,
+                    json,
+                    unresolved: Some(why),
+                })
             }
             None => Err(AgentError::failed(format!(
                 "the manager's model gave no valid {} in {} attempts: {last_why}",
@@ -535,10 +570,7 @@ impl Turn<'_> {
 
 /// Whether a plan-review answer approves the plan as it is.
 fn approves(answer: &str) -> bool {
-    let a = answer
-        .trim()
-        .trim_end_matches(['.', '!'])
-        .to_lowercase();
+    let a = answer.trim().trim_end_matches(['.', '!']).to_lowercase();
     matches!(
         a.as_str(),
         "" | "approve" | "approved" | "ok" | "okay" | "yes" | "y" | "lgtm" | "go" | "go ahead"
