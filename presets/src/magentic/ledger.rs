@@ -186,16 +186,22 @@ impl ProgressLedger {
     /// The ledger for the console, with the manager's counters.
     pub(crate) fn summary(&self, counters: &str) -> String {
         let yes = |b: bool| if b { "yes" } else { "no" };
+        let next = if self.is_request_satisfied.answer {
+            "nobody: the manager writes the final answer".to_string()
+        } else {
+            format!(
+                "{} — {}",
+                self.next_speaker.answer, self.instruction_or_question.answer
+            )
+        };
         format!(
-            "satisfied: {} — {}\nin a loop: {} — {}\nprogress: {} — {}\nnext: {} — {}\n{counters}",
+            "satisfied: {} — {}\nin a loop: {} — {}\nprogress: {} — {}\nnext: {next}\n{counters}",
             yes(self.is_request_satisfied.answer),
             self.is_request_satisfied.reason,
             yes(self.is_in_loop.answer),
             self.is_in_loop.reason,
             yes(self.is_progress_being_made.answer),
             self.is_progress_being_made.reason,
-            self.next_speaker.answer,
-            self.instruction_or_question.answer
         )
     }
 }
