@@ -208,7 +208,7 @@ fn find_equal(text: &str, candidates: &[String]) -> Option<String> {
     let text = text.to_lowercase();
     let hits: Vec<&String> = candidates
         .iter()
-        .filter(|c| forms(c).iter().any(|f| *f == text))
+        .filter(|c| forms(c).contains(&text))
         .collect();
     match hits.as_slice() {
         [one] => Some((*one).clone()),
