@@ -20,7 +20,7 @@
 //! ```
 //!
 //! The workflow is one of: a preset (`round_robin`, `selector`, `swarm`,
-//! `sequential`, `map_reduce`), a `graph` (nodes, conditional transitions,
+//! `sequential`, `map_reduce`, `magentic`), a `graph` (nodes, conditional transitions,
 //! loops), cagent-style `steps` (sequential, `parallel` blocks that nest,
 //! `condition` steps whose branches may go back to an earlier step), or a
 //! `router` alone (a graph may have one too). `workflows:` names nested

@@ -409,6 +409,16 @@ fn handle(state: &Mutex<State>, event: &Event) {
             }
             print(&mut s, &out);
         }
+        // A Magentic manager's plan and progress checks.
+        Event::Ledger { kind, summary, .. } => {
+            let mut out = vec![paint(
+                c,
+                "36",
+                &format!("📋 {} {} ledger", short(&s.root, &path), kind.as_str()),
+            )];
+            out.extend(summary.lines().map(|l| paint(c, "2", &format!("  {l}"))));
+            print(&mut s, &out);
+        }
         Event::Selected { next, .. } => {
             let line = paint(
                 c,

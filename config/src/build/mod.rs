@@ -12,6 +12,7 @@ mod agents;
 mod built;
 mod ctx;
 mod graph;
+mod magentic;
 mod model_limits;
 mod models;
 mod options;

@@ -15,6 +15,7 @@ mod conditions;
 mod context;
 mod file;
 mod graph;
+mod magentic;
 mod model_limits;
 mod models;
 mod plan;
@@ -33,6 +34,7 @@ pub use conditions::{ConditionForm, ConditionSpec, FieldSpec};
 pub use context::ContextSpec;
 pub use file::{CONFIG_VERSION, ConfigFile, json_schema};
 pub use graph::{GraphSpec, NodeForm, NodeSpec, TransitionSpec};
+pub use magentic::MagenticSpec;
 pub use model_limits::{ModelRetrySpec, OnLengthSpec, RateLimitSpec, RetryKindSpec};
 pub use models::{ModelSpec, PricingSpec, Provider};
 pub use plan::{

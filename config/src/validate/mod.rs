@@ -14,6 +14,7 @@ mod context;
 mod graph;
 mod humans;
 mod loops;
+mod magentic;
 mod model_limits;
 mod models;
 mod participants;
