@@ -2,7 +2,7 @@
 //! messages new to it since its last turn, streams the remote task's
 //! updates into troupe events, and answers with the task's artifacts.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -54,7 +54,7 @@ const CANCEL_GRACE: Duration = Duration::from_secs(5);
 ///
 /// ```no_run
 /// # async fn f() -> Result<(), Box<dyn std::error::Error>> {
-/// use std::sync::Arc;
+/// use std::sync::{Arc, Mutex};
 /// use troupe_agents::a2a::{A2aAgent, A2aClient};
 /// use troupe_runtime::{Agent, Message, RunContext, Thread};
 ///
@@ -190,22 +190,6 @@ impl A2aAgent {
         Ok(())
     }
 
-    /// Cancels the remote task `id`, giving up after a short while (the
-    /// turn is cancelled either way).
-    async fn cancel_remote(&self, id: String) {
-        let params = serde_json::json!({"id": id});
-        let cancel = self.client.call::<Value>(method::CANCEL_TASK, params);
-        match tokio::time::timeout(CANCEL_GRACE, cancel).await {
-            Ok(Ok(_)) => tracing::debug!(task = %id, "remote A2A task cancelled"),
-            Ok(Err(e)) => {
-                tracing::warn!(task = %id, error = %e, "cannot cancel the remote A2A task")
-            }
-            Err(_) => {
-                tracing::warn!(task = %id, "the remote A2A agent did not take the cancel in time")
-            }
-        }
-    }
-
     /// The turn's reply, from what the exchange saw.
     fn reply(&self, seen: Seen) -> Result<Reply, A2aError> {
         let url = self.client.card_url().to_string();
@@ -287,7 +271,11 @@ impl Agent for A2aAgent {
             }),
             metadata: None,
         };
-        let mut seen = Seen::default();
+        let open = OpenTask::new(self.client.clone());
+        let mut seen = Seen {
+            open: open.id.clone(),
+            ..Seen::default()
+        };
         let outcome = {
             let exchange = self.exchange(&request, &mut seen, &ctx);
             tokio::pin!(exchange);
@@ -299,9 +287,7 @@ impl Agent for A2aAgent {
         };
         match outcome {
             None => {
-                if let Some(id) = seen.task_id.clone().filter(|_| !seen.settled()) {
-                    self.cancel_remote(id).await;
-                }
+                open.cancel().await;
                 Err(AgentError::Cancelled)
             }
             Some(Err(e)) => Err(e.into()),
@@ -310,9 +296,86 @@ impl Agent for A2aAgent {
     }
 }
 
+/// Adds streamed `pieces` to `parts`: text continuing text joins it (the
+/// pieces of a streamed answer make one text), anything else follows.
+fn append_parts(parts: &mut Vec<types::Part>, pieces: Vec<types::Part>) {
+    let plain = |p: &types::Part| {
+        p.text.is_some() && p.raw.is_none() && p.url.is_none() && p.data.is_none()
+    };
+    for piece in pieces {
+        match (parts.last_mut(), &piece.text) {
+            (Some(last), Some(more)) if plain(last) && plain(&piece) => {
+                if let Some(text) = &mut last.text {
+                    text.push_str(more);
+                }
+            }
+            _ => parts.push(piece),
+        }
+    }
+}
+
+/// The remote task of a turn while it is neither over nor waiting: a
+/// turn cancelled — or dropped, as a cancelled run drops its turns in
+/// flight — cancels it (`CancelTask`), on a task of its own when dropped.
+struct OpenTask {
+    client: Arc<A2aClient>,
+    id: Arc<Mutex<Option<String>>>,
+}
+
+impl OpenTask {
+    fn new(client: Arc<A2aClient>) -> Self {
+        OpenTask {
+            client,
+            id: Arc::default(),
+        }
+    }
+
+    fn take(&self) -> Option<String> {
+        self.id.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    /// Cancels the task, if one is open, now.
+    async fn cancel(&self) {
+        if let Some(id) = self.take() {
+            cancel_remote(&self.client, id).await;
+        }
+    }
+}
+
+impl Drop for OpenTask {
+    fn drop(&mut self) {
+        if let Some(id) = self.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let client = self.client.clone();
+            runtime.spawn(async move { cancel_remote(&client, id).await });
+        }
+    }
+}
+
+/// Cancels the remote task `id`, giving up after a short while (the turn
+/// is cancelled either way).
+async fn cancel_remote(client: &A2aClient, id: String) {
+    let params = serde_json::json!({"id": id});
+    match tokio::time::timeout(
+        CANCEL_GRACE,
+        client.call::<Value>(method::CANCEL_TASK, params),
+    )
+    .await
+    {
+        Ok(Ok(_)) => tracing::debug!(task = %id, "remote A2A task cancelled"),
+        Ok(Err(e)) => tracing::warn!(task = %id, error = %e, "cannot cancel the remote A2A task"),
+        Err(_) => {
+            tracing::warn!(task = %id, "the remote A2A agent did not take the cancel in time")
+        }
+    }
+}
+
 /// What an exchange saw of the remote task so far.
 #[derive(Debug, Default)]
 struct Seen {
+    /// The task while it is open (shared with the turn's [`OpenTask`]).
+    open: Arc<Mutex<Option<String>>>,
     task_id: Option<String>,
     context_id: Option<String>,
     status: Option<TaskStatus>,
@@ -342,6 +405,8 @@ impl Seen {
             self.ids(&update.task_id, &update.context_id);
             self.artifact(update, ctx);
         }
+        let open = self.unsettled();
+        *self.open.lock().unwrap_or_else(|p| p.into_inner()) = open;
     }
 
     fn ids(&mut self, task: &str, context: &str) {
@@ -364,7 +429,7 @@ impl Seen {
         let is_delta = update.append || known.is_none() || !update.last_chunk;
         let text = parts_text(&piece.parts);
         match known {
-            Some(a) if update.append => a.parts.extend(piece.parts),
+            Some(a) if update.append => append_parts(&mut a.parts, piece.parts),
             Some(a) => *a = piece,
             None => self.artifacts.push(piece),
         }
@@ -395,7 +460,14 @@ impl Seen {
         (!self.artifacts.is_empty()).then(|| {
             self.artifacts
                 .iter()
-                .map(|a| parts_text(&a.parts))
+                .map(|a| {
+                    // Pieces appended to an artifact are kept as parts of
+                    // their own by some servers: they make one text.
+                    a.parts
+                        .iter()
+                        .filter_map(types::Part::as_text)
+                        .collect::<String>()
+                })
                 .collect::<Vec<_>>()
                 .join("\n")
         })
