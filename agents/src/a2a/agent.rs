@@ -2,20 +2,20 @@
 //! messages new to it since its last turn, streams the remote task's
 //! updates into troupe events, and answers with the task's artifacts.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::Value;
 use troupe_runtime::{
-    Agent, AgentError, Content, Event, Message, MessageId, Reply, RunContext, Thread, USER,
+    Agent, AgentError, Content, Message, MessageId, Reply, RunContext, Thread, USER,
 };
 
 use super::client::A2aClient;
 use super::error::A2aError;
+use super::remote_task::{OpenTask, Seen};
 use super::types::{
-    self, Artifact, Role, SendMessageConfiguration, SendMessageRequest, StreamResponse, Task,
-    TaskArtifactUpdateEvent, TaskIdParams, TaskState, TaskStatus, method, parts_text,
+    self, Role, SendMessageConfiguration, SendMessageRequest, StreamResponse, Task, TaskIdParams,
+    TaskState, method,
 };
 
 /// Metadata key of the remote conversation (`contextId`) on the agent's
@@ -31,8 +31,6 @@ pub const WAITING_KEY: &str = "a2a.input_required";
 /// How often a task not settled yet is asked about (a server that answers
 /// `SendMessage` before the task is over).
 const POLL_EVERY: Duration = Duration::from_millis(200);
-/// The time a cancelled turn gives the remote agent to take the cancel.
-const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
 /// A remote agent spoken to over A2A (JSON-RPC, protocol 1.0).
 ///
@@ -54,7 +52,7 @@ const CANCEL_GRACE: Duration = Duration::from_secs(5);
 ///
 /// ```no_run
 /// # async fn f() -> Result<(), Box<dyn std::error::Error>> {
-/// use std::sync::{Arc, Mutex};
+/// use std::sync::Arc;
 /// use troupe_agents::a2a::{A2aAgent, A2aClient};
 /// use troupe_runtime::{Agent, Message, RunContext, Thread};
 ///
@@ -293,183 +291,5 @@ impl Agent for A2aAgent {
             Some(Err(e)) => Err(e.into()),
             Some(Ok(())) => Ok(self.reply(seen)?),
         }
-    }
-}
-
-/// Adds streamed `pieces` to `parts`: text continuing text joins it (the
-/// pieces of a streamed answer make one text), anything else follows.
-fn append_parts(parts: &mut Vec<types::Part>, pieces: Vec<types::Part>) {
-    let plain = |p: &types::Part| {
-        p.text.is_some() && p.raw.is_none() && p.url.is_none() && p.data.is_none()
-    };
-    for piece in pieces {
-        match (parts.last_mut(), &piece.text) {
-            (Some(last), Some(more)) if plain(last) && plain(&piece) => {
-                if let Some(text) = &mut last.text {
-                    text.push_str(more);
-                }
-            }
-            _ => parts.push(piece),
-        }
-    }
-}
-
-/// The remote task of a turn while it is neither over nor waiting: a
-/// turn cancelled — or dropped, as a cancelled run drops its turns in
-/// flight — cancels it (`CancelTask`), on a task of its own when dropped.
-struct OpenTask {
-    client: Arc<A2aClient>,
-    id: Arc<Mutex<Option<String>>>,
-}
-
-impl OpenTask {
-    fn new(client: Arc<A2aClient>) -> Self {
-        OpenTask {
-            client,
-            id: Arc::default(),
-        }
-    }
-
-    fn take(&self) -> Option<String> {
-        self.id.lock().unwrap_or_else(|p| p.into_inner()).take()
-    }
-
-    /// Cancels the task, if one is open, now.
-    async fn cancel(&self) {
-        if let Some(id) = self.take() {
-            cancel_remote(&self.client, id).await;
-        }
-    }
-}
-
-impl Drop for OpenTask {
-    fn drop(&mut self) {
-        if let Some(id) = self.take()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            let client = self.client.clone();
-            runtime.spawn(async move { cancel_remote(&client, id).await });
-        }
-    }
-}
-
-/// Cancels the remote task `id`, giving up after a short while (the turn
-/// is cancelled either way).
-async fn cancel_remote(client: &A2aClient, id: String) {
-    let params = serde_json::json!({"id": id});
-    match tokio::time::timeout(
-        CANCEL_GRACE,
-        client.call::<Value>(method::CANCEL_TASK, params),
-    )
-    .await
-    {
-        Ok(Ok(_)) => tracing::debug!(task = %id, "remote A2A task cancelled"),
-        Ok(Err(e)) => tracing::warn!(task = %id, error = %e, "cannot cancel the remote A2A task"),
-        Err(_) => {
-            tracing::warn!(task = %id, "the remote A2A agent did not take the cancel in time")
-        }
-    }
-}
-
-/// What an exchange saw of the remote task so far.
-#[derive(Debug, Default)]
-struct Seen {
-    /// The task while it is open (shared with the turn's [`OpenTask`]).
-    open: Arc<Mutex<Option<String>>>,
-    task_id: Option<String>,
-    context_id: Option<String>,
-    status: Option<TaskStatus>,
-    /// The artifacts, in the order they first appeared.
-    artifacts: Vec<Artifact>,
-    /// A direct answer (a message instead of a task).
-    message: Option<types::Message>,
-}
-
-impl Seen {
-    fn take(&mut self, event: StreamResponse, ctx: &RunContext) {
-        if let Some(task) = event.task {
-            self.ids(&task.id, &task.context_id);
-            self.status = Some(task.status);
-            if !task.artifacts.is_empty() {
-                self.artifacts = task.artifacts;
-            }
-        }
-        if let Some(message) = event.message {
-            self.message = Some(message);
-        }
-        if let Some(update) = event.status_update {
-            self.ids(&update.task_id, &update.context_id);
-            self.status = Some(update.status);
-        }
-        if let Some(update) = event.artifact_update {
-            self.ids(&update.task_id, &update.context_id);
-            self.artifact(update, ctx);
-        }
-        let open = self.unsettled();
-        *self.open.lock().unwrap_or_else(|p| p.into_inner()) = open;
-    }
-
-    fn ids(&mut self, task: &str, context: &str) {
-        if !task.is_empty() {
-            self.task_id = Some(task.to_string());
-        }
-        if !context.is_empty() {
-            self.context_id = Some(context.to_string());
-        }
-    }
-
-    /// Applies an artifact's piece; its text is a delta unless it is the
-    /// whole artifact again (a last piece replacing one already seen).
-    fn artifact(&mut self, update: TaskArtifactUpdateEvent, ctx: &RunContext) {
-        let piece = update.artifact;
-        let known = self
-            .artifacts
-            .iter_mut()
-            .find(|a| a.artifact_id == piece.artifact_id);
-        let is_delta = update.append || known.is_none() || !update.last_chunk;
-        let text = parts_text(&piece.parts);
-        match known {
-            Some(a) if update.append => append_parts(&mut a.parts, piece.parts),
-            Some(a) => *a = piece,
-            None => self.artifacts.push(piece),
-        }
-        if is_delta && !text.is_empty() {
-            ctx.emit_with(|| Event::TextDelta {
-                path: ctx.path().clone(),
-                text,
-            });
-        }
-    }
-
-    /// Whether the task is over or waiting (or there is no task: a direct
-    /// answer).
-    fn settled(&self) -> bool {
-        self.message.is_some()
-            || self
-                .status
-                .as_ref()
-                .is_some_and(|s| s.state.is_terminal() || s.state.is_interrupted())
-    }
-
-    /// The task to ask about again, if it is not settled.
-    fn unsettled(&self) -> Option<String> {
-        (!self.settled()).then(|| self.task_id.clone()).flatten()
-    }
-
-    fn artifacts_text(&self) -> Option<String> {
-        (!self.artifacts.is_empty()).then(|| {
-            self.artifacts
-                .iter()
-                .map(|a| {
-                    // Pieces appended to an artifact are kept as parts of
-                    // their own by some servers: they make one text.
-                    a.parts
-                        .iter()
-                        .filter_map(types::Part::as_text)
-                        .collect::<String>()
-                })
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
     }
 }

@@ -7,6 +7,7 @@
 mod agent;
 mod client;
 mod error;
+mod remote_task;
 pub mod types;
 
 pub use agent::{A2aAgent, CONTEXT_KEY, TASK_KEY, WAITING_KEY};
