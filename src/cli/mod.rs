@@ -148,8 +148,8 @@ enum Command {
     },
     /// Serves the team (or every config of a directory) over HTTP until
     /// Ctrl-C or SIGTERM: an OpenAI-compatible endpoint, a runs API with
-    /// live events, stored sessions. Loopback unless told otherwise;
-    /// anything else needs TROUPE_SERVE_TOKEN.
+    /// live events, stored sessions, each team as an A2A agent. Loopback
+    /// unless told otherwise; anything else needs TROUPE_SERVE_TOKEN.
     Serve(crate::serve::ServeArgs),
     /// Serves a small demo MCP server on stdio (for the MCP example).
     #[command(hide = true)]

@@ -8,6 +8,7 @@
 //! ([`Config::build`](crate::Config::build),
 //! [`Config::build_hosted`](crate::Config::build_hosted)) are in `built`.
 
+mod a2a;
 mod agents;
 mod built;
 mod ctx;

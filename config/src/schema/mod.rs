@@ -9,6 +9,7 @@
 //!
 //! One file per topic; `file` is the whole document.
 
+mod a2a;
 mod agents;
 mod checkpoint;
 mod conditions;
@@ -28,6 +29,7 @@ mod teams;
 mod tools;
 mod workflow;
 
+pub use a2a::A2aSpec;
 pub use agents::{AgentSpec, UserSpec};
 pub use checkpoint::{CheckpointSpec, DurabilitySpec, StoreKind};
 pub use conditions::{ConditionForm, ConditionSpec, FieldSpec};

@@ -5,6 +5,7 @@
 //! One file per topic; each checks its part of the config with a
 //! [`Checker`](checker::Checker), and [`check`] walks the whole file.
 
+mod a2a;
 mod agent_tools;
 mod agents;
 mod checker;
