@@ -13,7 +13,7 @@ use troupe::agents::a2a::types::{
     AgentCapabilities, AgentCard, AgentInterface, AgentSkill, JSONRPC_BINDING, PROTOCOL_VERSION,
 };
 
-use super::super::app::Shared;
+use super::super::state::Shared;
 use super::super::error::ApiError;
 use super::super::team::Team;
 

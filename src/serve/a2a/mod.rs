@@ -32,9 +32,10 @@ use troupe::agents::a2a::types::{
     method,
 };
 
-use super::app::Shared;
+use super::state::Shared;
 use super::error::ApiError;
-use super::runs::{self, Run, Start, Status};
+use super::run::{Run, Status};
+use super::runs::{self, Start};
 use super::sessions::check_id;
 
 /// The metadata key of a follow-up message naming the request it answers.

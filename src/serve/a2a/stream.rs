@@ -18,7 +18,7 @@ use troupe::agents::a2a::types::{
 };
 use troupe::{Event, EventRecord};
 
-use super::super::runs::{Run, Status};
+use super::super::run::{Run, Status};
 use super::task;
 
 /// Where a stream stands.

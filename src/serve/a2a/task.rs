@@ -11,7 +11,7 @@ use troupe::agents::a2a::types::{
     Artifact, Message, Part, Role, Task, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 
-use super::super::runs::{Run, Status};
+use super::super::run::{Run, Status};
 
 /// The id of the artifact holding a run's response.
 pub(crate) const RESPONSE: &str = "response";
