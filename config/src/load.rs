@@ -269,7 +269,10 @@ fn decode(bytes: Vec<u8>, path: &Path) -> Result<String, Diagnostic> {
             path,
             at,
             "",
-            format!("not UTF-8 text: byte 0x{byte:02X} (byte {} of the file) is not UTF-8", good + 1),
+            format!(
+                "not UTF-8 text: byte 0x{byte:02X} (byte {} of the file) is not UTF-8",
+                good + 1
+            ),
         )
         .expected("a config file in UTF-8")
     })

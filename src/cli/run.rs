@@ -87,6 +87,14 @@ pub(crate) async fn run(args: RunArgs) -> u8 {
             return INVALID;
         }
     };
+    // Checked before anything runs: a run id no store takes would run
+    // with every checkpoint refused.
+    if let Some(id) = &args.run_id
+        && let Err(e) = troupe::store::check_run_id(id)
+    {
+        eprintln!("troupe run: --run-id: {e}");
+        return INVALID;
+    }
     let task = match (&args.resume, args.prompt.clone()) {
         (Some(_), Some(_)) => {
             eprintln!(
@@ -239,9 +247,11 @@ async fn drive(
     }
     // Every event is out before the result line and the exit.
     sink.flush().await;
-    if let Some(c) = console {
+    let lost = console.and_then(|c| {
+        let lost = c.take_write_error();
         c.finish();
-    }
+        lost
+    });
     let ended = Ended {
         file: &args.file,
         run_id: &run_id,
@@ -249,7 +259,11 @@ async fn drive(
         interrupted: interrupt.happened(),
         hint: hint.as_deref(),
     };
-    ended.report(built, result)
+    match (ended.report(built, result), lost) {
+        // The events shown were lost: a run that passed fails.
+        (OK, Some(e)) => write_failed(&e),
+        (code, _) => code,
+    }
 }
 
 /// Asks the questions a run waits on, one at a time on the terminal, and
