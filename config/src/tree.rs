@@ -412,6 +412,12 @@ fn bare_message(rendered: &str) -> String {
         None => first,
     };
     let first = first.trim_start_matches("error: ").trim();
+    // Advice meant for the parser's callers, not for whoever writes YAML.
+    let first = ["; use from_str_multiple", ", set DuplicateKeyPolicy"]
+        .iter()
+        .filter_map(|advice| first.find(advice))
+        .min()
+        .map_or(first, |i| &first[..i]);
     if first.is_empty() {
         "invalid YAML".to_string()
     } else {
