@@ -394,3 +394,37 @@ fn a_closed_or_full_stdout_ends_every_command_without_a_panic() {
         assert!(!err.contains("panicked"), "{args:?} > /dev/full: {err}");
     }
 }
+
+#[test]
+fn endless_input_on_stdin_is_refused_at_its_limit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = write(
+        dir.path(),
+        "one.yaml",
+        &format!("{HEAD}agents:\n  a: {{model: m}}\n"),
+    );
+    for (args, code, says) in [
+        (
+            vec!["run", path(&cfg), "-"],
+            2,
+            "troupe run: cannot read the task from stdin: the input is longer than the 16777216-byte limit",
+        ),
+        (
+            vec!["chat", path(&cfg)],
+            1,
+            "cannot read stdin: a line is longer than the 16777216-byte limit",
+        ),
+    ] {
+        let zero = std::fs::File::open("/dev/zero").expect("open /dev/zero");
+        let started = Instant::now();
+        // A read without a cap would grow until killed after the timeout.
+        let out = wait(
+            troupe(&args).stdin(zero).spawn().expect("start troupe"),
+            Duration::from_secs(20),
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(started.elapsed() < Duration::from_secs(10), "{args:?}");
+    }
+}

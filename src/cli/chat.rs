@@ -6,12 +6,13 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::BufReader;
 use troupe::config::{Config, Store};
 use troupe::{RunContext, Session, Workflow};
 
 use super::cluster::{ClusterArgs, join};
 use super::end_line::{EndLine, Question};
+use super::input;
 use super::interrupt::Interrupt;
 use super::render::Console;
 use super::{
@@ -130,7 +131,7 @@ async fn converse(config: &Config, start: Start, output: Output) -> u8 {
         }
     }
     let tty = std::io::stdin().is_terminal();
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut stdin = BufReader::new(tokio::io::stdin());
     let mut code = OK;
     loop {
         if tty {
@@ -138,7 +139,7 @@ async fn converse(config: &Config, start: Start, output: Output) -> u8 {
             let _ = std::io::stderr().flush();
         }
         let line = tokio::select! {
-            l = lines.next_line() => l,
+            l = input::next_line(&mut stdin) => l,
             _ = interrupted.wait() => { code = INTERRUPTED; break; }
         };
         let line = match line {

@@ -21,6 +21,7 @@ macro_rules! eprint {
 mod chat;
 mod cluster;
 mod end_line;
+mod input;
 mod interrupt;
 mod mcp_demo;
 mod render;

@@ -3,7 +3,7 @@
 //! `--answer REQUEST_ID=TEXT` or, on a terminal, asked inline. Ctrl-C and
 //! SIGTERM stop it gracefully (see `interrupt`).
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -345,9 +345,7 @@ fn read_prompt(prompt: Option<String>) -> Result<String, String> {
 }
 
 fn read_stdin() -> Result<String, String> {
-    let mut text = String::new();
-    std::io::stdin()
-        .read_to_string(&mut text)
+    let text = super::input::read_all(std::io::stdin().lock())
         .map_err(|e| format!("cannot read the task from stdin: {e}"))?;
     let text = text.trim().to_string();
     if text.is_empty() {
