@@ -319,7 +319,7 @@ fn read_config_file(path: &Path) -> std::io::Result<Vec<u8>> {
 }
 
 /// What kind of non-regular file this is, in words.
-fn file_kind(t: &std::fs::FileType) -> &'static str {
+pub(crate) fn file_kind(t: &std::fs::FileType) -> &'static str {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;

@@ -12,7 +12,7 @@ use super::ctx::{Ctx, build_error};
 use super::options::BuildOptions;
 use super::store::Store;
 use crate::error::{ConfigError, Diagnostic};
-use crate::load::Config;
+use crate::load::{Config, file_kind};
 use crate::schema::StoreKind;
 use crate::tree::FieldPath;
 
@@ -176,6 +176,12 @@ impl Config {
             StoreKind::Sqlite if path.is_dir() => Some(format!(
                 "`{}` is a directory, not a database file",
                 path.display()
+            )),
+            // A device or FIFO: SQLite would fail on it, or block.
+            StoreKind::Sqlite if path.exists() && !path.is_file() => Some(format!(
+                "`{}` is not a regular file ({}), not a database file",
+                path.display(),
+                std::fs::metadata(path).map_or("unknown", |m| file_kind(&m.file_type()))
             )),
             StoreKind::Dir | StoreKind::Sqlite => path
                 .ancestors()
