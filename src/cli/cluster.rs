@@ -20,6 +20,17 @@ const AGENT_WAIT: Duration = Duration::from_secs(10);
 /// How long past `--connect-wait` a connection attempt under way may take.
 const ATTEMPT_GRACE: Duration = Duration::from_secs(1);
 
+/// For an error after which the peers were tried again until `wait` ran
+/// out, a note that says so (and `hint`); else nothing.
+fn retried(e: &ClusterError, wait: Duration, hint: &str) -> String {
+    match e {
+        ClusterError::Connect { .. } | ClusterError::ConnectTimeout { .. } => {
+            format!(" (kept trying for {}{hint})", seconds(wait))
+        }
+        _ => String::new(),
+    }
+}
+
 /// A duration in seconds as a user wrote it: `10s`, `2.5s`.
 fn seconds(d: Duration) -> String {
     format!("{}s", d.as_secs_f64())
@@ -110,6 +121,7 @@ pub(crate) async fn node(args: NodeArgs) -> u8 {
         eprintln!("troupe node: {}", no_cookie());
         return INVALID;
     };
+    let wait = settings.startup_wait;
     let names = match hosted_names(&config, &args) {
         Ok(n) => n,
         Err(message) => {
@@ -135,7 +147,7 @@ pub(crate) async fn node(args: NodeArgs) -> u8 {
     match served {
         Ok(()) => OK,
         Err(e) => {
-            eprintln!("troupe node: {e}");
+            eprintln!("troupe node: {e}{}", retried(&e, wait, ""));
             code_of(&e)
         }
     }
@@ -233,8 +245,8 @@ pub(crate) async fn join(
         Ok(Ok(node)) => node,
         Ok(Err(e)) => {
             eprintln!(
-                "troupe: cannot join the cluster: {e} (kept trying for {}; --connect-wait sets how long)",
-                seconds(wait)
+                "troupe: cannot join the cluster: {e}{}",
+                retried(&e, wait, "; --connect-wait sets how long")
             );
             return Err(code_of(&e));
         }
