@@ -418,6 +418,8 @@ fn bare_message(rendered: &str) -> String {
         .filter_map(|advice| first.find(advice))
         .min()
         .map_or(first, |i| &first[..i]);
+    let first = first.replace("non-finite float", "a number too large for a float,");
+    let first = first.replace(" rejected by the configured policy", "");
     if first.is_empty() {
         "invalid YAML".to_string()
     } else {
