@@ -428,3 +428,49 @@ fn endless_input_on_stdin_is_refused_at_its_limit() {
         assert!(started.elapsed() < Duration::from_secs(10), "{args:?}");
     }
 }
+
+#[test]
+fn run_refuses_a_device_or_fifo_as_validate_does() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("pipe.yaml");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("run mkfifo");
+    assert!(made.success(), "mkfifo failed");
+    let nests = write(
+        dir.path(),
+        "nests.yaml",
+        &format!(
+            "{HEAD}agents:\n  a: {{model: m}}\nworkflows:\n  x: {{file: pipe.yaml}}\n  z: {{file: /dev/zero}}\nworkflow:\n  steps: [{{workflow: x}}, {{workflow: z}}]\n"
+        ),
+    );
+    for (args, says) in [
+        (
+            vec!["run", "/dev/zero", "x"],
+            "not a regular file (a character device)",
+        ),
+        (
+            vec!["run", path(&nests), "x"],
+            "nests.yaml:7:13: field `workflows.x.file`: cannot read",
+        ),
+        (
+            vec!["run", path(&nests), "x"],
+            "nests.yaml:8:13: field `workflows.z.file`: cannot read `/dev/zero`: not a regular file (a character device)",
+        ),
+        (
+            vec!["graph", path(&nests)],
+            "nests.yaml:8:13: field `workflows.z.file`",
+        ),
+    ] {
+        let started = Instant::now();
+        let out = wait(
+            troupe(&args).spawn().expect("start troupe"),
+            Duration::from_secs(10),
+        );
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(started.elapsed() < Duration::from_secs(5), "{args:?}");
+    }
+}
