@@ -76,3 +76,38 @@ fn capped(mut errors: Vec<DeError>, complete: bool) -> Vec<DeError> {
     }
     errors
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::{ROUNDS, deserialize_all};
+    use crate::tree;
+
+    /// `n` entries whose values are not numbers.
+    fn bad_entries(n: usize) -> tree::Node {
+        let text: String = (0..n).map(|i| format!("k{i}: x\n")).collect();
+        tree::parse(&text).unwrap()
+    }
+
+    #[test]
+    fn every_error_is_found_up_to_the_cap_and_the_cap_is_said() {
+        let (value, errors, removed) =
+            deserialize_all::<BTreeMap<String, u32>>(&bad_entries(ROUNDS - 1));
+        assert!(value.is_some());
+        assert_eq!(errors.len(), ROUNDS - 1);
+        assert_eq!(removed.len(), ROUNDS - 1);
+
+        let (value, errors, _) = deserialize_all::<BTreeMap<String, u32>>(&bad_entries(ROUNDS + 5));
+        assert!(value.is_none());
+        assert_eq!(errors.len(), ROUNDS + 1);
+        let last = &errors[ROUNDS];
+        assert!(
+            last.message
+                .contains("checking stopped after 1536 problems"),
+            "{}",
+            last.message
+        );
+        assert_eq!(last.at, errors[ROUNDS - 1].at);
+    }
+}
