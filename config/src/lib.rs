@@ -119,7 +119,7 @@ mod validate;
 pub use build::{BuildOptions, Built, Hosted, Store};
 pub use builtin::{BUILTIN_TOOLS, builtin_tool};
 pub use duration::HumanDuration;
-pub use error::{ConfigError, Diagnostic, Position};
+pub use error::{ConfigError, Diagnostic, MAX_DIAGNOSTICS, Position};
 pub use load::{Config, MAX_CONFIG_BYTES};
 pub use refs::valid_name;
 pub use remote::RemoteRef;

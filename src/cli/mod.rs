@@ -21,6 +21,7 @@ macro_rules! eprint {
 mod chat;
 mod cluster;
 mod end_line;
+mod input;
 mod interrupt;
 mod mcp_demo;
 mod render;
@@ -308,7 +309,14 @@ fn summary(c: &Config) -> String {
 pub(crate) fn report(e: &ConfigError) -> u8 {
     eprintln!("{e}");
     if let ConfigError::Invalid(d) = e {
-        eprintln!("{} problem(s) found", d.len());
+        if d.len() > troupe::config::MAX_DIAGNOSTICS {
+            eprintln!(
+                "more than {} problems found (the first listed)",
+                troupe::config::MAX_DIAGNOSTICS
+            );
+        } else {
+            eprintln!("{} problem(s) found", d.len());
+        }
     }
     match e {
         ConfigError::Build(_) => FAILED,

@@ -7,6 +7,7 @@
 use std::collections::BTreeSet;
 
 use super::a2a::check_a2a_agent;
+use super::block_index::check_block_indexes;
 use super::checker::{Checker, Defined, at_least_one, expected_names, p};
 use super::humans::check_user_agent;
 use super::models::check_temperature;
@@ -130,6 +131,7 @@ pub(super) fn check_agent(
             Err(e) => c.value_error(&path, e.message, None),
             Ok(t) => {
                 for r in t.references() {
+                    check_block_indexes(c, &path, r);
                     for step in r.steps() {
                         if !ids.contains(step) {
                             c.value_error(
