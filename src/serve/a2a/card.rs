@@ -13,8 +13,8 @@ use troupe::agents::a2a::types::{
     AgentCapabilities, AgentCard, AgentInterface, AgentSkill, JSONRPC_BINDING, PROTOCOL_VERSION,
 };
 
-use super::super::state::Shared;
 use super::super::error::ApiError;
+use super::super::state::Shared;
 use super::super::team::Team;
 
 /// `GET /.well-known/agent-card.json`: the first team's card.
