@@ -330,3 +330,55 @@ async fn a_cancelled_run_cancels_the_sdk_agents_task() {
         .unwrap();
     assert!(said, "the echo agent was never told to cancel");
 }
+
+#[test]
+fn an_interrupted_troupe_run_cancels_the_sdk_agents_task_before_it_exits() {
+    let Some(python) = python() else { return };
+    let echo = Echo::start(&python, &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write(dir.path(), "relay.yaml", &relay(&echo.base));
+    let cfg = cfg.to_str().unwrap();
+    let mut child = troupe(
+        dir.path(),
+        &[
+            "run",
+            "--events",
+            "jsonl",
+            "--grace",
+            "0",
+            cfg,
+            "slow, please",
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    // Interrupted once the remote task is under way.
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if line.contains("\"agent_started\"") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("the remote agent's turn starts");
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = wait(child, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    assert!(
+        echo.said("cancelled "),
+        "the echo agent was never told to cancel before troupe exited"
+    );
+}

@@ -240,6 +240,9 @@ async fn drive(
             }
         }
     };
+    // A cancelled turn of a remote A2A agent cancels its remote task in
+    // the background: those cancels go out before the process exits.
+    troupe::agents::a2a::settle_cancels(Duration::from_secs(6)).await;
     let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     if terminal && !args.no_input {
         sink.flush().await;

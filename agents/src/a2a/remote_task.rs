@@ -3,8 +3,9 @@
 //! deltas), and, while it is open, the guard that cancels it when the turn
 //! is cancelled or dropped ([`OpenTask`]).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use troupe_runtime::{Event, RunContext};
@@ -16,6 +17,22 @@ use super::types::{
 
 /// The time a cancelled turn gives the remote agent to take the cancel.
 const CANCEL_GRACE: Duration = Duration::from_secs(5);
+
+/// Cancels of remote tasks this process has sent and not yet seen end
+/// (answered, failed or given up on).
+static CANCELLING: AtomicUsize = AtomicUsize::new(0);
+
+/// Waits until every cancel of a remote task this process sent has ended
+/// (the remote took it, refused it, or [`CANCEL_GRACE`] passed), or until
+/// `within` passed. A cancelled turn cancels its remote task in the
+/// background; a process about to exit calls this so the cancels go out
+/// before it does. Returns at once when none is under way.
+pub async fn settle_cancels(within: Duration) {
+    let deadline = Instant::now() + within;
+    while CANCELLING.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
 
 /// Adds streamed `pieces` to `parts`: text continuing text joins it (the
 /// pieces of a streamed answer make one text), anything else follows.
@@ -69,7 +86,11 @@ impl Drop for OpenTask {
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
             let client = self.client.clone();
-            runtime.spawn(async move { cancel_remote(&client, id).await });
+            CANCELLING.fetch_add(1, Ordering::AcqRel);
+            runtime.spawn(async move {
+                cancel_remote(&client, id).await;
+                CANCELLING.fetch_sub(1, Ordering::AcqRel);
+            });
         }
     }
 }
