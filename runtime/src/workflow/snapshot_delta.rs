@@ -115,15 +115,29 @@ struct Written {
     seen: u64,
 }
 
+/// How many times the size of the last whole checkpoint the deltas
+/// written since may add up to before the next checkpoint is whole again.
+///
+/// The compaction of a chain, done by the writer: a load folds at most
+/// that much after its base, and the whole checkpoints, each at most
+/// `1 / COMPACT_FACTOR` of the deltas before it, add at most half to
+/// what a run writes — geometric, so flat per superstep at any length.
+const COMPACT_FACTOR: usize = 2;
+
 /// What a run wrote in its checkpoints so far, to write the next as a
 /// delta. Empty (a run's first checkpoint, or after a failed save), the
-/// next checkpoint is whole.
+/// next checkpoint is whole; so is the one after deltas that outgrew
+/// their base ([`COMPACT_FACTOR`]).
 #[derive(Debug, Default)]
 pub(crate) struct DeltaWriter {
     written: HashMap<ThreadPath, Written>,
     stored: HashSet<MessageId, IdHash>,
     round: u64,
     has_base: bool,
+    /// The size of the last whole payload.
+    base_len: usize,
+    /// The sizes of the delta payloads since, added up.
+    since_base: usize,
 }
 
 /// One checkpoint's payload as it is being made.
@@ -147,7 +161,7 @@ impl DeltaWriter {
         tree: &TreeView<'_>,
         counters: &Counters,
     ) -> Result<(Vec<u8>, bool), CodecError> {
-        let delta = self.has_base;
+        let delta = self.has_base && self.since_base < self.base_len.saturating_mul(COMPACT_FACTOR);
         if !delta {
             self.written.clear();
             self.stored.clear();
@@ -192,6 +206,12 @@ impl DeltaWriter {
         };
         let bytes = payload.encode(delta)?;
         self.has_base = true;
+        if delta {
+            self.since_base += bytes.len();
+        } else {
+            self.base_len = bytes.len();
+            self.since_base = 0;
+        }
         Ok((bytes, delta))
     }
 
