@@ -173,13 +173,12 @@ impl DeltaWriter {
             states: Vec::new(),
         };
         let mut path = Vec::new();
-        self.walk(
-            &mut path,
-            tree.messages,
-            tree.state,
-            &tree.children,
-            &mut out,
-        );
+        self.node(&path, tree.messages, tree.state, &mut out);
+        for (name, child) in &tree.children {
+            path.push((*name).to_string());
+            self.walk(&mut path, child, &mut out);
+            path.pop();
+        }
         let round = self.round;
         let threads = &mut out.threads;
         self.written.retain(|p, w| {
@@ -215,12 +214,22 @@ impl DeltaWriter {
         Ok((bytes, delta))
     }
 
-    fn walk<'a>(
+    /// Writes `thread` at `path` and its children below it.
+    fn walk<'a>(&mut self, path: &mut ThreadPath, thread: &'a Thread, out: &mut Out<'a>) {
+        self.node(path, thread.messages(), thread.state(), out);
+        for (name, child) in thread.children() {
+            path.push(name.clone());
+            self.walk(path, child, out);
+            path.pop();
+        }
+    }
+
+    /// Writes one thread's messages and state (not its children).
+    fn node<'a>(
         &mut self,
-        path: &mut ThreadPath,
+        path: &ThreadPath,
         messages: &'a [Arc<Message>],
         state: Option<&'a WorkflowState>,
-        children: &[(&'a str, &'a Thread)],
         out: &mut Out<'a>,
     ) {
         let len = messages.len();
@@ -291,16 +300,6 @@ impl DeltaWriter {
                     scheduler: &state.scheduler,
                 },
             ));
-        }
-        for (name, child) in children {
-            path.push((*name).to_string());
-            let grandchildren: Vec<(&str, &Thread)> = child
-                .children()
-                .iter()
-                .map(|(n, t)| (n.as_str(), t))
-                .collect();
-            self.walk(path, child.messages(), child.state(), &grandchildren, out);
-            path.pop();
         }
     }
 }
