@@ -30,6 +30,8 @@ pub(crate) fn router(state: Shared, cors: Option<Cors>) -> Router {
     // The web console (`GET /`, `GET /console/{file}`), behind the same
     // token check (which takes `?token=` on these two only).
     let api = api.merge(super::console::routes());
+    // Each team as an A2A agent: its card and JSON-RPC endpoint.
+    let api = api.merge(super::a2a::routes());
     let app = api
         .fallback(|| async { ApiError::not_found("no such route".into()) })
         .layer(DefaultBodyLimit::max(state.limits.max_body))

@@ -1,6 +1,6 @@
 //! `troupe serve`: teams behind HTTP — an OpenAI-compatible endpoint, a
-//! runs API with live events over SSE, stored sessions, and a description
-//! of each team (the HTTP contract is in the README's "Serve a team").
+//! runs API with live events over SSE, stored sessions, each team as an
+//! A2A agent (`a2a/`), and a description of each team (the HTTP contract is in the README's "Serve a team").
 //!
 //! Safe by default: loopback unless `--listen` says otherwise, and then
 //! only with a bearer token (`TROUPE_SERVE_TOKEN`), checked on every route;
@@ -9,6 +9,7 @@
 //! flight gracefully (their turns finish and a checkpoint is saved when the
 //! config has a store) and exits.
 
+mod a2a;
 mod app;
 mod auth;
 mod body;

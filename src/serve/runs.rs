@@ -182,6 +182,22 @@ pub(crate) async fn input(
     JsonBody(body): JsonBody<InputBody>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let run = state.runs.get(&id)?;
+    answer(&state, &run, body.request_id.as_deref(), body.answer)?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({"id": run.id, "status": "running"})),
+    ))
+}
+
+/// Answers an open request of `run` (the oldest when none is named) and
+/// runs it on in the background (the runs API and A2A follow-ups).
+pub(crate) fn answer(
+    state: &Shared,
+    run: &Arc<Run>,
+    request_id: Option<&str>,
+    answer: String,
+) -> Result<(), ApiError> {
+    let id = &run.id;
     let slot = state.limits.run_slot()?;
     let start = {
         let mut inner = run.inner();
@@ -191,8 +207,8 @@ pub(crate) async fn input(
                 inner.status().as_str()
             )));
         }
-        let request = match &body.request_id {
-            Some(r) => inner.requests.iter().find(|q| &q.id == r).ok_or_else(|| {
+        let request = match request_id {
+            Some(r) => inner.requests.iter().find(|q| q.id == r).ok_or_else(|| {
                 ApiError::not_found(format!(
                     "run `{id}` has no open request `{r}`; open: {}",
                     inner
@@ -219,16 +235,13 @@ pub(crate) async fn input(
         inner.requests.clear();
         Start::Answer {
             request,
-            answer: body.answer,
+            answer,
             thread,
         }
     };
     run.bump();
     spawn(state.clone(), run.clone(), start, slot);
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(json!({"id": run.id, "status": "running"})),
-    ))
+    Ok(())
 }
 
 /// `POST /runs/{id}/cancel`: cancels a run under way or waiting; 202.
@@ -237,6 +250,17 @@ pub(crate) async fn cancel(
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let run = state.runs.get(&id)?;
+    let status = cancel_run(&run)?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({"id": run.id, "status": status.as_str()})),
+    ))
+}
+
+/// Cancels `run` if it is under way or waiting (the runs API and A2A's
+/// `CancelTask`); its status after (still running until the cancel lands).
+pub(crate) fn cancel_run(run: &Run) -> Result<Status, ApiError> {
+    let id = &run.id;
     let status = {
         let mut inner = run.inner();
         match inner.status() {
@@ -260,8 +284,5 @@ pub(crate) async fn cancel(
         run.ctx.cancel();
     }
     run.bump();
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(json!({"id": run.id, "status": status.as_str()})),
-    ))
+    Ok(status)
 }
