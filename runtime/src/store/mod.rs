@@ -72,6 +72,7 @@ mod traits;
 #[cfg(feature = "sqlite")]
 mod unix_time;
 
+pub(crate) use chain::fold_chain;
 pub use chain::{complete, fold, load_whole};
 pub use checkpoint::{
     Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta, FIRST_CHAINED_VERSION, checksum,
