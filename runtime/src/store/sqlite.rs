@@ -66,11 +66,9 @@ CREATE TABLE IF NOT EXISTS threads (
 /// `synchronous=FULL` flushes the WAL on every commit. At `NORMAL`, a
 /// checkpoint of up to 64 KiB is committed on the calling thread when the
 /// connection is free and no other process holds the lock (a write into
-/// the WAL, nothing waited for); otherwise on the blocking pool. The WAL
-/// is copied into the database every ~4 MiB committed, on the blocking
-/// pool through a connection of its own (SQLite's automatic WAL
-/// checkpoint is off: it would run, and flush, inside a save). A delta's
-/// chain loads in one query ([`CheckpointStore::chain`]).
+/// the WAL, nothing waited for); otherwise, and for the WAL's copies into
+/// the database (every ~4 MiB committed), on the blocking pool. A delta's chain
+/// loads in one query ([`CheckpointStore::chain`]).
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
@@ -78,8 +76,6 @@ pub struct SqliteStore {
     durability: Durability,
     /// Bytes committed since the WAL was last copied into the database.
     wal_bytes: Arc<AtomicU64>,
-    /// The database file (`None` in memory).
-    path: Option<Arc<Path>>,
 }
 
 impl SqliteStore {
@@ -90,9 +86,7 @@ impl SqliteStore {
         let path = path.as_ref();
         let db = path.display().to_string();
         let conn = Connection::open(path).map_err(sql_error(&db))?;
-        let mut store = Self::init(conn, db)?;
-        store.path = Some(Arc::from(path));
-        Ok(store)
+        Self::init(conn, db)
     }
 
     /// A database in memory, gone when the last clone is dropped.
@@ -135,7 +129,6 @@ impl SqliteStore {
             db: Arc::from(db),
             durability: Durability::Process,
             wal_bytes: Arc::new(AtomicU64::new(0)),
-            path: None,
         })
     }
 
@@ -226,20 +219,15 @@ impl SqliteStore {
     }
 
     /// Copies the WAL into the database in the background (on the blocking
-    /// pool), as SQLite's automatic checkpoint would have at the commit —
-    /// through a connection of its own, so saves go on meanwhile (a
-    /// passive WAL checkpoint never blocks a writer).
+    /// pool), as SQLite's automatic checkpoint would have at the commit.
     fn checkpoint_wal(&self) {
-        let Some(path) = self.path.clone() else {
-            return; // an in-memory database has no WAL
-        };
+        let conn = self.conn.clone();
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return;
         };
         handle.spawn_blocking(move || {
-            if let Ok(conn) = Connection::open(&*path) {
-                checkpoint_wal(&conn);
-            }
+            let conn = conn.lock().unwrap_or_else(|p| p.into_inner());
+            checkpoint_wal(&conn);
         });
     }
 }
@@ -270,12 +258,14 @@ impl CheckpointStore for SqliteStore {
         // The blocking task needs its own copy of the payload.
         let payload = checkpoint.payload.clone();
         let due = self.wrote(payload.len());
-        self.with_conn(move |conn, db| insert(conn, db, &meta, &payload))
-            .await?;
-        if due {
-            self.checkpoint_wal();
-        }
-        Ok(())
+        self.with_conn(move |conn, db| {
+            insert(conn, db, &meta, &payload)?;
+            if due {
+                checkpoint_wal(conn);
+            }
+            Ok(())
+        })
+        .await
     }
 
     async fn load(
@@ -467,13 +457,12 @@ impl ThreadStore for SqliteStore {
                 params![conversation, record, now],
             )
             .map_err(sql_error(db))?;
+            if due {
+                checkpoint_wal(conn);
+            }
             Ok(())
         })
-        .await?;
-        if due {
-            self.checkpoint_wal();
-        }
-        Ok(())
+        .await
     }
 
     async fn delete_thread(&self, conversation: &str) -> Result<bool, StoreError> {
