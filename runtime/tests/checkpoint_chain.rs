@@ -82,11 +82,15 @@ proptest! {
                 .unwrap();
             let metas = store.list("r").await.unwrap();
             prop_assert!(metas.len() >= 2);
+            let mut deltas = 0;
             for (i, meta) in metas.iter().enumerate() {
                 let cp = store.load("r", &meta.id).await.unwrap().unwrap();
-                // The first is whole; every later one a delta.
-                let kind = if i == 0 { CheckpointKind::Full } else { CheckpointKind::Delta };
-                prop_assert_eq!(cp.kind(), kind);
+                // The first is whole; later ones deltas, but for a whole
+                // one again once the deltas outgrow the last.
+                if i == 0 {
+                    prop_assert_eq!(cp.kind(), CheckpointKind::Full);
+                }
+                deltas += usize::from(cp.kind() == CheckpointKind::Delta);
                 let from_chain = resume(store.as_ref(), "r", Some(meta.id), agents, messages).await;
                 // The same checkpoint folded, alone in a store.
                 let folded = load_whole(store.as_ref(), "r", Some(meta.id)).await.unwrap().unwrap();
@@ -99,6 +103,7 @@ proptest! {
                 prop_assert_eq!(content(&from_chain.thread), content(&whole.thread));
                 prop_assert_eq!(&from_chain.status, &whole.status);
             }
+            prop_assert!(deltas * 2 >= metas.len(), "{} deltas of {}", deltas, metas.len());
             Ok(())
         })?;
     }
@@ -162,12 +167,53 @@ async fn the_memory_store_keeps_a_bounded_history() {
             .unwrap();
     let metas = store.list("r").await.unwrap();
     assert!((4..8).contains(&metas.len()), "{} kept", metas.len());
-    let oldest = store.load("r", &metas[0].id).await.unwrap().unwrap();
+    // The oldest listed loads: its chain, back to its base, is held.
+    let oldest = load_whole(store.as_ref(), "r", Some(metas[0].id))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(oldest.kind(), CheckpointKind::Full);
-    for meta in metas {
+    let chain = store.chain("r", &metas[0].id).await.unwrap();
+    assert_eq!(chain[0].kind(), CheckpointKind::Full);
+    for meta in &metas {
         let r = resume(store.as_ref(), "r", Some(meta.id), 3, 40).await;
         assert_eq!(content(&r.thread), content(&whole.thread));
     }
+    // Pruning makes the oldest kept whole and lets the rest go.
+    assert_eq!(store.prune("r", 2).await.unwrap(), metas.len() - 2);
+    let left = store.list("r").await.unwrap();
+    assert_eq!(store.chain("r", &left[0].id).await.unwrap().len(), 1);
+    let r = resume(store.as_ref(), "r", Some(left[0].id), 3, 40).await;
+    assert_eq!(content(&r.thread), content(&whole.thread));
+}
+
+/// A long run writes a whole checkpoint again once its deltas outgrow the
+/// last one: a load folds a bounded chain, and every checkpoint resumes.
+#[tokio::test]
+async fn a_long_run_compacts_its_chain() {
+    let store = Arc::new(MemoryStore::new().keep_last(usize::MAX));
+    let whole = guard(
+        ring(3, 300, Some(store.clone())).run_task("go", &RunContext::new().with_run_id("r")),
+    )
+    .await
+    .unwrap();
+    let metas = store.list("r").await.unwrap();
+    let mut wholes = 0;
+    let mut longest = 0;
+    for meta in &metas {
+        let cp = store.load("r", &meta.id).await.unwrap().unwrap();
+        wholes += usize::from(cp.kind() == CheckpointKind::Full);
+        longest = longest.max(store.chain("r", &meta.id).await.unwrap().len());
+    }
+    assert!(wholes >= 3, "{wholes} whole checkpoints of {}", metas.len());
+    assert!(
+        longest < metas.len() / 2,
+        "a chain of {longest} of {}",
+        metas.len()
+    );
+    let last = metas.last().unwrap().id;
+    let r = resume(store.as_ref(), "r", Some(last), 3, 300).await;
+    assert_eq!(content(&r.thread), content(&whole.thread));
 }
 
 /// How many checkpoints a run of 12 messages saves into `store`, with the

@@ -106,19 +106,36 @@ pub async fn complete(
     store: &(impl CheckpointStore + ?Sized),
     target: Checkpoint,
 ) -> Result<Checkpoint, StoreError> {
+    match fold_chain(store, &target).await? {
+        Some(folded) => whole(&target, &folded),
+        None => Ok(target),
+    }
+}
+
+/// Checkpoint `target`'s chain (from `store`, checked link by link)
+/// folded, or `None` if it is whole: what [`complete`] holds before it
+/// encodes it again as one payload — a resume reads the state from here.
+pub(crate) async fn fold_chain(
+    store: &(impl CheckpointStore + ?Sized),
+    target: &Checkpoint,
+) -> Result<Option<Folded>, StoreError> {
     let run_id = target.run_id.as_str();
     if target.kind() == CheckpointKind::Full {
-        return Ok(target);
+        return Ok(None);
     }
     let chain = store.chain(run_id, &target.id).await?;
     if chain.last().map(|c| c.id) != Some(target.id) {
         return Err(StoreError::corrupt(
-            what(&target),
+            what(target),
             "its chain does not end with it",
         ));
     }
     check_links(&chain, run_id, &target.id)?;
-    fold(&chain)?.ok_or_else(|| StoreError::corrupt(what(&target), "its chain is empty"))
+    let mut folded = Folded::default();
+    for cp in &chain {
+        apply(&mut folded, cp)?;
+    }
+    Ok(Some(folded))
 }
 
 /// Before checkpoint `id` is deleted: a delta that follows it becomes

@@ -45,7 +45,50 @@ pub struct ChainPayload {
     pub threads: Vec<(ThreadPath, ThreadOp)>,
     /// The run's small state (counters, scheduler, inbox contents by id),
     /// whole: opaque to stores.
+    #[serde(with = "as_bytes")]
     pub head: Vec<u8>,
+}
+
+/// A `Vec<u8>` written and read as one byte string rather than byte by
+/// byte: the same bytes in bincode (a length, then the bytes), a copy
+/// instead of a call per byte.
+mod as_bytes {
+    use serde::de::{Deserializer, Error, SeqAccess, Visitor};
+    use serde::ser::Serializer;
+
+    pub(super) fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(bytes)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        d.deserialize_byte_buf(BytesVisitor)
+    }
+
+    struct BytesVisitor;
+
+    impl<'de> Visitor<'de> for BytesVisitor {
+        type Value = Vec<u8>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a byte string")
+        }
+
+        fn visit_bytes<E: Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+            Ok(v.to_vec())
+        }
+
+        fn visit_byte_buf<E: Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
+            Ok(v)
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u8>, A::Error> {
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 16));
+            while let Some(b) = seq.next_element()? {
+                out.push(b);
+            }
+            Ok(out)
+        }
+    }
 }
 
 impl ChainPayload {
@@ -175,5 +218,34 @@ mod tests {
         assert_eq!(again.messages.len(), 3);
         assert!(ChainPayload::decode(b"Zjunk").is_err());
         assert!(ChainPayload::decode(b"").is_err());
+    }
+
+    /// The small state is written as one byte string: the same bytes as
+    /// the byte-by-byte sequence format 5 was first written with.
+    #[test]
+    fn the_head_is_written_as_a_byte_sequence_was() {
+        #[derive(Serialize)]
+        struct AsSeq<'a> {
+            messages: Vec<Arc<Message>>,
+            threads: Vec<(ThreadPath, ThreadOp)>,
+            head: &'a Vec<u8>,
+        }
+        let head: Vec<u8> = (0..=255u8).chain(0..40).collect();
+        let a = Message::user("a");
+        let p = ChainPayload {
+            messages: vec![Arc::new(a.clone())],
+            threads: vec![(vec!["x".into()], ThreadOp::Append(vec![a.id]))],
+            head: head.clone(),
+        };
+        let old = codec::encode(&AsSeq {
+            messages: p.messages.clone(),
+            threads: p.threads.clone(),
+            head: &head,
+        })
+        .unwrap();
+        assert_eq!(p.encode(true).unwrap()[1..], old[..]);
+        let mut tagged = vec![DELTA_TAG];
+        tagged.extend_from_slice(&old);
+        assert_eq!(ChainPayload::decode(&tagged).unwrap().1.head, head);
     }
 }

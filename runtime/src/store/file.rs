@@ -4,7 +4,7 @@
 use std::fs::{self, File};
 use std::io::{ErrorKind, Read};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
@@ -18,13 +18,17 @@ use super::format::{
     decode_thread, encode_thread,
 };
 use super::key::{check_conversation_id, check_run_id};
-use super::log;
+use super::log::{self, Log};
 use super::traits::{CheckpointStore, ThreadStore};
 use crate::thread::Thread;
 
 const CHECKPOINT_EXT: &str = ".ckpt";
 const LOG_NAME: &str = "checkpoints.log";
 const THREAD_EXT: &str = ".thread";
+/// Largest record `save` appends on the calling thread at
+/// [`Durability::Process`]: bigger ones (and every `fsync`) go to tokio's
+/// blocking pool.
+const INLINE_APPEND: usize = 64 * 1024;
 
 /// A store of files under a root directory:
 ///
@@ -45,14 +49,21 @@ const THREAD_EXT: &str = ".thread";
 /// (and the checkpoint files of earlier versions) are written atomically:
 /// a hidden temporary file, flushed, renamed into place, directory flushed.
 ///
-/// Blocking file I/O runs on tokio's blocking pool. Several processes may
+/// Blocking file I/O runs on tokio's blocking pool, but for the append of
+/// a checkpoint of up to 64 KiB at [`Durability::Process`]: a write into
+/// the page cache, made on the calling thread. Several processes may
 /// share a root: writes never leave partial files, and the last write of a
 /// conversation wins.
 #[derive(Debug, Clone)]
 pub struct FileStore {
     root: Arc<PathBuf>,
     durability: Durability,
+    /// The last log read, with its path and version (see `log`).
+    last_log: Arc<Mutex<LastLog>>,
 }
+
+/// The last checkpoint log a [`FileStore`] read.
+type LastLog = Option<(PathBuf, log::Version, Arc<Log>)>;
 
 impl FileStore {
     /// Opens (creating if needed) a store rooted at `root`.
@@ -66,6 +77,7 @@ impl FileStore {
         Ok(FileStore {
             root: Arc::new(root),
             durability: Durability::Process,
+            last_log: Arc::default(),
         })
     }
 
@@ -80,9 +92,33 @@ impl FileStore {
         self.run_dir(run_id).join(LOG_NAME)
     }
 
-    /// The newest record of each checkpoint in a run's log, by id.
-    fn log_records(&self, run_id: &str) -> Result<Vec<Checkpoint>, StoreError> {
-        Ok(log::latest_records(log::read(&self.log_path(run_id))?))
+    /// A run's log, read (the newest record of each checkpoint, by id).
+    /// The last log read is kept: read again unchanged (same file, same
+    /// length — a log is only appended to, or replaced by a rename), it is
+    /// not read twice, so loading the newest checkpoint and then its chain
+    /// reads the log once.
+    fn log(&self, run_id: &str) -> Result<Arc<Log>, StoreError> {
+        let path = self.log_path(run_id);
+        let seen = fs::metadata(&path)
+            .ok()
+            .and_then(|m| log::Version::of(&m, m.len()));
+        {
+            let last = self.last_log.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some((p, v, log)) = &*last
+                && seen.is_some()
+                && Some(*v) == seen
+                && *p == path
+            {
+                return Ok(log.clone());
+            }
+        }
+        let (log, version) = Log::read_versioned(&path)?;
+        let log = Arc::new(log);
+        if let Some(version) = version {
+            *self.last_log.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some((path, version, log.clone()));
+        }
+        Ok(log)
     }
 
     /// Checkpoint `id` of a run from its log, checked and verified.
@@ -90,16 +126,17 @@ impl FileStore {
         &self,
         run_id: &str,
         id: &CheckpointId,
-        records: &[Checkpoint],
+        records: &Log,
     ) -> Result<Option<Checkpoint>, StoreError> {
-        let Some(cp) = records.iter().find(|c| c.id == *id) else {
+        let Some(record) = records.get(id) else {
             return Ok(None);
         };
+        let cp = records.checkpoint(record);
         let what = log::log_what(&self.log_path(run_id));
         check_identity(&cp.run_id, &cp.id, run_id, id, &what)?;
         cp.verify()
             .map_err(|e| StoreError::corrupt(what, e.to_string()))?;
-        Ok(Some(cp.clone()))
+        Ok(Some(cp))
     }
 
     /// Checkpoint `id` from the log, else from a file of an earlier version.
@@ -107,7 +144,7 @@ impl FileStore {
         &self,
         run_id: &str,
         id: &CheckpointId,
-        records: &[Checkpoint],
+        records: &Log,
     ) -> Result<Option<Checkpoint>, StoreError> {
         match self.in_log(run_id, id, records)? {
             Some(cp) => Ok(Some(cp)),
@@ -116,13 +153,9 @@ impl FileStore {
     }
 
     /// Every checkpoint id of a run, in the log or in files, sorted.
-    fn all_ids(
-        &self,
-        run_id: &str,
-        records: &[Checkpoint],
-    ) -> Result<Vec<CheckpointId>, StoreError> {
+    fn all_ids(&self, run_id: &str, records: &Log) -> Result<Vec<CheckpointId>, StoreError> {
         let mut ids = self.ids(run_id)?;
-        ids.extend(records.iter().map(|c| c.id));
+        ids.extend(records.records().iter().map(|r| r.meta.id));
         ids.sort();
         ids.dedup();
         Ok(ids)
@@ -131,7 +164,7 @@ impl FileStore {
     /// Removes the checkpoints `doomed` of a run, from its log and files;
     /// returns how many there were.
     fn remove_all(&self, run_id: &str, doomed: &[CheckpointId]) -> Result<usize, StoreError> {
-        let records = self.log_records(run_id)?;
+        let records = self.log(run_id)?.checkpoints();
         let before = records.len();
         let kept: Vec<Checkpoint> = records
             .into_iter()
@@ -139,6 +172,7 @@ impl FileStore {
             .collect();
         let mut removed = before - kept.len();
         if removed > 0 {
+            *self.last_log.lock().unwrap_or_else(|p| p.into_inner()) = None;
             log::rewrite(&self.log_path(run_id), &kept)?;
         }
         let mut files = 0;
@@ -150,6 +184,20 @@ impl FileStore {
         }
         removed += files;
         Ok(removed)
+    }
+
+    /// Appends `record` to a run's log (its directory made if missing).
+    fn append(&self, run_id: &str, record: &[u8], fsync: bool) -> Result<(), StoreError> {
+        let path = self.log_path(run_id);
+        match log::append(&path, record, fsync) {
+            Err(StoreError::Io { .. }) if !self.run_dir(run_id).is_dir() => {
+                let dir = self.run_dir(run_id);
+                fs::create_dir_all(&dir)
+                    .map_err(|e| StoreError::io("create directory", &dir, e))?;
+                log::append(&path, record, fsync)
+            }
+            other => other,
+        }
     }
 
     /// The root directory.
@@ -331,21 +379,16 @@ impl CheckpointStore for FileStore {
     async fn save(&self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
         check_run_id(&checkpoint.run_id)?;
         let record = log::encode_record(checkpoint)?;
-        let run_id = checkpoint.run_id.clone();
         let fsync = self.durability == Durability::Fsync;
-        self.blocking(move |s| {
-            let path = s.log_path(&run_id);
-            match log::append(&path, &record, fsync) {
-                Err(StoreError::Io { .. }) if !s.run_dir(&run_id).is_dir() => {
-                    let dir = s.run_dir(&run_id);
-                    fs::create_dir_all(&dir)
-                        .map_err(|e| StoreError::io("create directory", &dir, e))?;
-                    log::append(&path, &record, fsync)
-                }
-                other => other,
-            }
-        })
-        .await
+        if !fsync && record.len() <= INLINE_APPEND {
+            // A small append that need not reach the disk is a copy into
+            // the page cache: done here, as cheap as handing it to the
+            // blocking pool, and the run does not wait for a thread to wake.
+            return self.append(&checkpoint.run_id, &record, false);
+        }
+        let run_id = checkpoint.run_id.clone();
+        self.blocking(move |s| s.append(&run_id, &record, fsync))
+            .await
     }
 
     async fn load(
@@ -355,7 +398,7 @@ impl CheckpointStore for FileStore {
     ) -> Result<Option<Checkpoint>, StoreError> {
         check_run_id(run_id)?;
         let (run_id, id) = (run_id.to_string(), *id);
-        self.blocking(move |s| s.find(&run_id, &id, &s.log_records(&run_id)?))
+        self.blocking(move |s| s.find(&run_id, &id, &*s.log(&run_id)?))
             .await
     }
 
@@ -366,7 +409,7 @@ impl CheckpointStore for FileStore {
             // A concurrent prune can remove the newest between listing and
             // reading it; look again rather than report a false `None`.
             for _ in 0..3 {
-                let records = s.log_records(&run_id)?;
+                let records = s.log(&run_id)?;
                 let Some(id) = s.all_ids(&run_id, &records)?.pop() else {
                     return Ok(None);
                 };
@@ -383,11 +426,12 @@ impl CheckpointStore for FileStore {
         check_run_id(run_id)?;
         let run_id = run_id.to_string();
         self.blocking(move |s| {
-            let records = s.log_records(&run_id)?;
-            let mut out: Vec<CheckpointMeta> = records.iter().map(Checkpoint::meta).collect();
+            let records = s.log(&run_id)?;
+            let mut out: Vec<CheckpointMeta> =
+                records.records().iter().map(|r| r.meta.clone()).collect();
             for id in s.ids(&run_id)? {
                 // Removed since the directory was read: not listed.
-                if !records.iter().any(|c| c.id == id)
+                if records.get(&id).is_none()
                     && let Some(meta) = s.read_meta(&run_id, &id)?
                 {
                     out.push(meta);
@@ -412,7 +456,7 @@ impl CheckpointStore for FileStore {
         keep_bases_before_prune(self, run_id, keep_last).await?;
         let run_id = run_id.to_string();
         self.blocking(move |s| {
-            let ids = s.all_ids(&run_id, &s.log_records(&run_id)?)?;
+            let ids = s.all_ids(&run_id, &*s.log(&run_id)?)?;
             let excess = ids.len().saturating_sub(keep_last);
             if excess == 0 {
                 return Ok(0);
@@ -427,7 +471,7 @@ impl CheckpointStore for FileStore {
         let (run_id, id) = (run_id.to_string(), *id);
         // The log is read once for the whole chain.
         self.blocking(move |s| {
-            let records = s.log_records(&run_id)?;
+            let records = s.log(&run_id)?;
             let mut chain = Vec::new();
             let mut next = Some(id);
             while let Some(id) = next {
@@ -458,7 +502,7 @@ impl CheckpointStore for FileStore {
             let mut runs = Vec::new();
             for name in entry_names(&s.root.join("checkpoints"))? {
                 if check_run_id(&name).is_ok()
-                    && (!s.ids(&name)?.is_empty() || !s.log_records(&name)?.is_empty())
+                    && (!s.ids(&name)?.is_empty() || !s.log(&name)?.records().is_empty())
                 {
                     runs.push(name);
                 }

@@ -15,10 +15,11 @@
 //! last record of an id wins.
 
 use std::fs::OpenOptions;
-use std::io::{ErrorKind, Write};
+use std::io::{ErrorKind, Read, Write};
+use std::ops::Range;
 use std::path::Path;
 
-use super::checkpoint::{Checkpoint, CheckpointMeta};
+use super::checkpoint::{Checkpoint, CheckpointId, CheckpointMeta};
 use super::error::StoreError;
 use crate::codec;
 
@@ -94,20 +95,131 @@ pub(crate) fn append(path: &Path, record: &[u8], fsync: bool) -> Result<(), Stor
     Ok(())
 }
 
-/// Every checkpoint in the log at `path`, in the order appended (an id
-/// saved twice appears twice); none if there is no log. Payloads are
-/// verified by whoever loads them ([`Checkpoint::verify`]).
-pub(crate) fn read(path: &Path) -> Result<Vec<Checkpoint>, StoreError> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(StoreError::io("read", path, e)),
-    };
-    scan(&bytes, &log_what(path))
+/// A log read into memory: its bytes, and where the last record of each
+/// checkpoint id is in them. Payloads are copied out only for the
+/// checkpoints asked for, so finding the newest one or a chain costs one
+/// pass over the log, not a copy of every payload in it.
+#[derive(Debug, Default)]
+pub(crate) struct Log {
+    bytes: Vec<u8>,
+    /// The last record of each id, sorted by id.
+    records: Vec<Located>,
 }
 
-/// The records of a log's bytes; `what` names it in errors.
+/// Which version of a log file a read saw: its file (device and inode),
+/// its length and when it was last written. Unix only; elsewhere a log is
+/// never known unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Version {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+}
+
+impl Version {
+    /// The version of a file with metadata `meta` holding `len` bytes.
+    #[cfg(unix)]
+    pub(crate) fn of(meta: &std::fs::Metadata, len: u64) -> Option<Version> {
+        use std::os::unix::fs::MetadataExt;
+        Some(Version {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len,
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+        })
+    }
+
+    /// The version of a file with metadata `meta` holding `len` bytes.
+    #[cfg(not(unix))]
+    pub(crate) fn of(_meta: &std::fs::Metadata, _len: u64) -> Option<Version> {
+        None
+    }
+}
+
+/// A record found in a log: its metadata and where its payload is.
+#[derive(Debug, Clone)]
+pub(crate) struct Located {
+    /// The record's metadata.
+    pub(crate) meta: CheckpointMeta,
+    payload: Range<usize>,
+}
+
+impl Log {
+    /// The log at `path` and which version of the file it is (none if
+    /// there is no log): the same version means the same bytes, since a
+    /// log is only appended to or replaced whole (by a rename).
+    pub(crate) fn read_versioned(path: &Path) -> Result<(Log, Option<Version>), StoreError> {
+        let mut file = match std::fs::File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok((Log::default(), None)),
+            Err(e) => return Err(StoreError::io("open", path, e)),
+        };
+        let meta = file
+            .metadata()
+            .map_err(|e| StoreError::io("stat", path, e))?;
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        file.read_to_end(&mut bytes)
+            .map_err(|e| StoreError::io("read", path, e))?;
+        let version = Version::of(&meta, bytes.len() as u64);
+        Ok((Log::from_bytes(bytes, &log_what(path))?, version))
+    }
+
+    /// The log in `bytes`; `what` names it in errors.
+    pub(crate) fn from_bytes(bytes: Vec<u8>, what: &str) -> Result<Log, StoreError> {
+        let mut by_id = std::collections::BTreeMap::new();
+        for located in locate(&bytes, what)? {
+            by_id.insert(located.meta.id, located);
+        }
+        Ok(Log {
+            bytes,
+            records: by_id.into_values().collect(),
+        })
+    }
+
+    /// The last record of each id, sorted by id.
+    pub(crate) fn records(&self) -> &[Located] {
+        &self.records
+    }
+
+    /// The last record of checkpoint `id`.
+    pub(crate) fn get(&self, id: &CheckpointId) -> Option<&Located> {
+        self.records
+            .binary_search_by(|r| r.meta.id.cmp(id))
+            .ok()
+            .map(|i| &self.records[i])
+    }
+
+    /// The checkpoint a record holds (its payload copied out, not verified).
+    pub(crate) fn checkpoint(&self, record: &Located) -> Checkpoint {
+        let payload = self
+            .bytes
+            .get(record.payload.clone())
+            .map(<[u8]>::to_vec)
+            .unwrap_or_default();
+        Checkpoint::from_parts(record.meta.clone(), payload)
+    }
+
+    /// Every checkpoint of the log, by id (the last record of each).
+    pub(crate) fn checkpoints(&self) -> Vec<Checkpoint> {
+        self.records.iter().map(|r| self.checkpoint(r)).collect()
+    }
+}
+
+/// Every checkpoint in the log's `bytes`, in the order appended (an id
+/// saved twice appears twice). Payloads are verified by whoever loads them
+/// ([`Checkpoint::verify`]).
+#[cfg(test)]
 pub(crate) fn scan(bytes: &[u8], what: &str) -> Result<Vec<Checkpoint>, StoreError> {
+    Ok(locate(bytes, what)?
+        .into_iter()
+        .map(|r| Checkpoint::from_parts(r.meta, bytes[r.payload].to_vec()))
+        .collect())
+}
+
+/// The records of a log's bytes, in the order appended; `what` names it
+/// in errors.
+fn locate(bytes: &[u8], what: &str) -> Result<Vec<Located>, StoreError> {
     if bytes.len() < LOG_MAGIC.len() {
         // A log whose first append was cut short holds nothing yet.
         return if LOG_MAGIC.starts_with(bytes) {
@@ -147,15 +259,21 @@ pub(crate) fn scan(bytes: &[u8], what: &str) -> Result<Vec<Checkpoint>, StoreErr
                 format!("the record at byte {at} fails its checksum"),
             ));
         }
-        out.push(decode_body(body).map_err(|reason| {
+        let (meta, payload) = decode_body(body).map_err(|reason| {
             StoreError::corrupt(what, format!("the record at byte {at}: {reason}"))
-        })?);
+        })?;
+        let start = at + RECORD_PREFIX + payload.start;
+        out.push(Located {
+            meta,
+            payload: start..start + payload.len(),
+        });
         at = end;
     }
     Ok(out)
 }
 
-fn decode_body(body: &[u8]) -> Result<Checkpoint, String> {
+/// A record body's metadata, and where its payload is in the body.
+fn decode_body(body: &[u8]) -> Result<(CheckpointMeta, Range<usize>), String> {
     let Some((len, rest)) = body.split_first_chunk::<4>() else {
         return Err("shorter than its header".into());
     };
@@ -164,15 +282,14 @@ fn decode_body(body: &[u8]) -> Result<Checkpoint, String> {
         return Err(format!("metadata length {len} is implausible"));
     }
     let meta: CheckpointMeta = codec::decode(&rest[..len]).map_err(|e| e.to_string())?;
-    let payload = rest[len..].to_vec();
-    if payload.len() as u64 != meta.payload_len {
+    let payload_len = rest.len() - len;
+    if payload_len as u64 != meta.payload_len {
         return Err(format!(
-            "payload has {} bytes, its metadata says {}",
-            payload.len(),
+            "payload has {payload_len} bytes, its metadata says {}",
             meta.payload_len
         ));
     }
-    Ok(Checkpoint::from_parts(meta, payload))
+    Ok((meta, 4 + len..body.len()))
 }
 
 /// Writes a log holding exactly `checkpoints` in place of the one at
@@ -183,16 +300,6 @@ pub(crate) fn rewrite(path: &Path, checkpoints: &[Checkpoint]) -> Result<(), Sto
         bytes.extend_from_slice(&encode_record(cp)?);
     }
     super::atomic::write_atomic(path, &[&bytes])
-}
-
-/// Keeps, of checkpoints read from a log, the last record of each id,
-/// sorted by id.
-pub(crate) fn latest_records(records: Vec<Checkpoint>) -> Vec<Checkpoint> {
-    let mut by_id = std::collections::BTreeMap::new();
-    for cp in records {
-        by_id.insert(cp.id, cp);
-    }
-    by_id.into_values().collect()
 }
 
 #[cfg(test)]

@@ -16,10 +16,15 @@ use crate::thread::Thread;
 /// A store in memory: for tests, examples and runs that need not outlive
 /// the process. Clones share the same data.
 ///
-/// History is bounded: a run keeps its newest [`DEFAULT_KEEP`] checkpoints
-/// (change it with [`MemoryStore::keep_last`]); older ones are dropped in
-/// batches, the oldest kept made whole first, so a save costs what it
-/// adds and, amortized, a fold of the chain every `keep` saves. Durability
+/// History is bounded: a run lists its newest [`DEFAULT_KEEP`] checkpoints
+/// (change it with [`MemoryStore::keep_last`]); older ones leave the
+/// listing in batches. Those the kept ones' chains still need (back to
+/// their whole base) are held, unlisted, until a newer whole checkpoint
+/// makes them unneeded — the engine writes a whole checkpoint once the
+/// deltas since the last one outgrow it, so what is held stays within a
+/// few times the run's state, and a save never folds a chain. Only a
+/// chain of over `16 × keep` deltas (checkpoints made elsewhere) is folded
+/// into a whole one, as [`prune`](CheckpointStore::prune) does. Durability
 /// is the process's ([`Durability`](super::Durability) `exit` still saves
 /// only when a run stops).
 ///
@@ -46,8 +51,86 @@ impl Default for MemoryStore {
 
 #[derive(Debug, Default)]
 struct Inner {
-    runs: RwLock<HashMap<String, BTreeMap<CheckpointId, Checkpoint>>>,
+    runs: RwLock<HashMap<String, Run>>,
     threads: RwLock<BTreeMap<String, Thread>>,
+}
+
+/// One run's checkpoints: those listed, and the older ones their chains
+/// still need, held unlisted.
+#[derive(Debug, Default)]
+struct Run {
+    listed: BTreeMap<CheckpointId, Checkpoint>,
+    held: BTreeMap<CheckpointId, Checkpoint>,
+}
+
+impl Run {
+    /// Checkpoint `id`, listed or held.
+    fn get(&self, id: &CheckpointId) -> Option<&Checkpoint> {
+        self.listed.get(id).or_else(|| self.held.get(id))
+    }
+
+    /// The ids of checkpoint `id`'s chain, newest first, back to a whole
+    /// one (or to a parent not stored: the chain is then refused on load).
+    fn chain_ids(&self, id: CheckpointId) -> Vec<CheckpointId> {
+        let mut ids = Vec::new();
+        let mut next = Some(id);
+        while let Some(id) = next {
+            let Some(cp) = self.get(&id) else { break };
+            ids.push(id);
+            // Parents are older: never a loop.
+            next = (cp.kind() == CheckpointKind::Delta)
+                .then_some(cp.parent)
+                .flatten()
+                .filter(|p| *p < id);
+        }
+        ids
+    }
+
+    /// Moves all but the newest `keep` listed checkpoints out of the
+    /// listing, holding those the oldest listed one's chain needs.
+    /// Returns how many left the listing.
+    fn unlist(&mut self, keep: usize) -> Result<usize, StoreError> {
+        let excess = self.listed.len().saturating_sub(keep);
+        if excess == 0 {
+            return Ok(0);
+        }
+        let doomed: Vec<CheckpointId> = self.listed.keys().take(excess).copied().collect();
+        for id in &doomed {
+            if let Some(cp) = self.listed.remove(id) {
+                self.held.insert(*id, cp);
+            }
+        }
+        let Some(&oldest) = self.listed.keys().next() else {
+            self.held.clear();
+            return Ok(excess);
+        };
+        let needed = self.chain_ids(oldest);
+        if needed.len() > keep.saturating_mul(16) {
+            // Too long a chain to hold: the oldest listed becomes whole.
+            make_whole(self, oldest, &needed)?;
+            self.held.clear();
+        } else {
+            let base = needed.last().copied().unwrap_or(oldest);
+            self.held.retain(|id, _| *id >= base);
+        }
+        Ok(excess)
+    }
+}
+
+/// Replaces checkpoint `id` (listed) with its chain `ids` (newest first)
+/// folded into one whole checkpoint.
+fn make_whole(run: &mut Run, id: CheckpointId, ids: &[CheckpointId]) -> Result<(), StoreError> {
+    let mut chain = Vec::with_capacity(ids.len());
+    for cid in ids.iter().rev() {
+        if let Some(cp) = run.get(cid) {
+            cp.verify()?;
+            chain.push(cp.clone());
+        }
+    }
+    if let Some(whole) = fold(&chain)? {
+        run.listed.insert(id, whole);
+    }
+    Ok(())
 }
 
 // A poisoned lock means a panic elsewhere mid-operation; every operation
@@ -95,34 +178,22 @@ impl MemoryStore {
 
 /// Drops all but the newest `keep` checkpoints of `run`, the oldest kept
 /// made whole first if it is a delta (so what is left loads alone).
-fn trim(run: &mut BTreeMap<CheckpointId, Checkpoint>, keep: usize) -> Result<usize, StoreError> {
-    let excess = run.len().saturating_sub(keep);
+fn trim(run: &mut Run, keep: usize) -> Result<usize, StoreError> {
+    let excess = run.listed.len().saturating_sub(keep);
     if excess == 0 {
         return Ok(0);
     }
-    let Some((&oldest_kept, cp)) = run.iter().nth(excess) else {
+    let Some(&oldest_kept) = run.listed.keys().nth(excess) else {
         return Ok(0);
     };
-    if cp.kind() == CheckpointKind::Delta {
-        // Its chain runs back at most to the first whole checkpoint.
-        let mut chain = Vec::new();
-        let mut next = Some(oldest_kept);
-        while let Some(id) = next {
-            let Some(cp) = run.get(&id) else { break };
-            cp.verify()?;
-            next = (cp.kind() == CheckpointKind::Delta)
-                .then_some(cp.parent)
-                .flatten();
-            chain.push(cp.clone());
-        }
-        chain.reverse();
-        if let Some(whole) = fold(&chain)? {
-            run.insert(oldest_kept, whole);
-        }
+    let ids = run.chain_ids(oldest_kept);
+    if ids.len() > 1 {
+        make_whole(run, oldest_kept, &ids)?;
     }
-    let doomed: Vec<CheckpointId> = run.keys().take(excess).copied().collect();
+    run.held.clear();
+    let doomed: Vec<CheckpointId> = run.listed.keys().take(excess).copied().collect();
     for id in &doomed {
-        run.remove(id);
+        run.listed.remove(id);
     }
     Ok(doomed.len())
 }
@@ -133,10 +204,10 @@ impl CheckpointStore for MemoryStore {
         check_run_id(&checkpoint.run_id)?;
         let mut runs = write(&self.inner.runs);
         let run = runs.entry(checkpoint.run_id.clone()).or_default();
-        run.insert(checkpoint.id, checkpoint.clone());
-        // Trimmed in batches: a fold every `keep` saves, not every save.
-        if run.len() >= self.keep.saturating_mul(2) {
-            trim(run, self.keep)?;
+        run.listed.insert(checkpoint.id, checkpoint.clone());
+        // In batches: the chains are followed every `keep` saves, not every save.
+        if run.listed.len() >= self.keep.saturating_mul(2) {
+            run.unlist(self.keep)?;
         }
         Ok(())
     }
@@ -149,7 +220,7 @@ impl CheckpointStore for MemoryStore {
         check_run_id(run_id)?;
         let found = read(&self.inner.runs)
             .get(run_id)
-            .and_then(|run| run.get(id))
+            .and_then(|run| run.listed.get(id))
             .cloned();
         verified(found)
     }
@@ -158,7 +229,7 @@ impl CheckpointStore for MemoryStore {
         check_run_id(run_id)?;
         let found = read(&self.inner.runs)
             .get(run_id)
-            .and_then(|run| run.values().next_back())
+            .and_then(|run| run.listed.values().next_back())
             .cloned();
         verified(found)
     }
@@ -167,7 +238,7 @@ impl CheckpointStore for MemoryStore {
         check_run_id(run_id)?;
         Ok(read(&self.inner.runs)
             .get(run_id)
-            .map(|run| run.values().map(Checkpoint::meta).collect())
+            .map(|run| run.listed.values().map(Checkpoint::meta).collect())
             .unwrap_or_default())
     }
 
@@ -178,8 +249,8 @@ impl CheckpointStore for MemoryStore {
         let Some(run) = runs.get_mut(run_id) else {
             return Ok(false);
         };
-        let existed = run.remove(id).is_some();
-        if run.is_empty() {
+        let existed = run.listed.remove(id).is_some();
+        if run.listed.is_empty() {
             runs.remove(run_id);
         }
         Ok(existed)
@@ -192,16 +263,36 @@ impl CheckpointStore for MemoryStore {
             return Ok(0);
         };
         let removed = if keep_last == 0 {
-            let n = run.len();
-            run.clear();
+            let n = run.listed.len();
+            *run = Run::default();
             n
         } else {
             trim(run, keep_last)?
         };
-        if run.is_empty() {
+        if run.listed.is_empty() {
             runs.remove(run_id);
         }
         Ok(removed)
+    }
+
+    async fn chain(&self, run_id: &str, id: &CheckpointId) -> Result<Vec<Checkpoint>, StoreError> {
+        check_run_id(run_id)?;
+        let runs = read(&self.inner.runs);
+        let Some(run) = runs.get(run_id) else {
+            return Ok(Vec::new());
+        };
+        // The chain of a listed checkpoint; an unlisted one has none.
+        if !run.listed.contains_key(id) {
+            return Ok(Vec::new());
+        }
+        let mut chain = Vec::new();
+        for cid in run.chain_ids(*id).iter().rev() {
+            if let Some(cp) = run.get(cid) {
+                cp.verify()?;
+                chain.push(cp.clone());
+            }
+        }
+        Ok(chain)
     }
 
     fn durability(&self) -> Durability {

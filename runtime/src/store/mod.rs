@@ -66,15 +66,19 @@ mod log;
 mod memory;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "sqlite")]
+mod sqlite_rows;
 mod traits;
 #[cfg(feature = "sqlite")]
 mod unix_time;
 
+pub(crate) use chain::fold_chain;
 pub use chain::{complete, fold, load_whole};
 pub use checkpoint::{
     Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta, FIRST_CHAINED_VERSION, checksum,
     legacy_checksum,
 };
+pub(crate) use checkpoint::{DELTA_TAG, FULL_TAG};
 pub use delta::{ChainPayload, Folded, ThreadOp, ThreadPath};
 pub use durability::{Durability, UnknownDurability};
 pub use error::StoreError;

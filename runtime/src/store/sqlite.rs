@@ -1,11 +1,12 @@
 //! [`SqliteStore`]: checkpoints and conversations in one SQLite database.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use rusqlite::{Connection, OptionalExtension, params};
 
 use super::chain::{keep_bases_before_delete, keep_bases_before_prune};
 use super::checkpoint::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
@@ -13,8 +14,11 @@ use super::durability::Durability;
 use super::error::StoreError;
 use super::format::{decode_thread, encode_thread};
 use super::key::{check_conversation_id, check_run_id};
+use super::sqlite_rows::{
+    META_COLUMNS, MetaRow, checkpoint_wal, insert, insert_row, read_checkpoint, row_what, sql_error,
+};
 use super::traits::{CheckpointStore, ThreadStore};
-use super::unix_time::{from_unix, to_unix};
+use super::unix_time::to_unix;
 use crate::thread::Thread;
 
 /// Version of the tables below, kept in SQLite's `user_version`.
@@ -45,15 +49,12 @@ CREATE TABLE IF NOT EXISTS threads (
 );
 ";
 
-const META_COLUMNS: &str = "run_id, id, parent, created_secs, created_nanos, superstep, \
-                            topology_hash, format_version, checksum, length(payload)";
-
 /// A store in one SQLite database file (or in memory).
 ///
 /// The database runs in WAL mode, so readers do not block the writer and
 /// other processes may read it while a run writes. The connection is shared
 /// behind a mutex and used from tokio's blocking pool, never on the async
-/// threads. Payloads and thread records are checksummed: a row damaged
+/// threads (but for small commits, below). Payloads and thread records are checksummed: a row damaged
 /// outside this store is reported as [`StoreError::Corrupt`].
 ///
 /// Needs the `sqlite` feature (on by default).
@@ -62,20 +63,19 @@ const META_COLUMNS: &str = "run_id, id, parent, created_secs, created_nanos, sup
 /// is in the WAL file, handed to the OS, when `save` returns (survives the
 /// process being killed; the WAL is flushed at checkpoints of the WAL, so
 /// power loss may lose the last commits); with [`Durability::Fsync`]
-/// `synchronous=FULL` flushes the WAL on every commit. A delta's chain
+/// `synchronous=FULL` flushes the WAL on every commit. At `NORMAL`, a
+/// checkpoint of up to 64 KiB is committed on the calling thread when the
+/// connection is free and no other process holds the lock (a write into
+/// the WAL, nothing waited for); otherwise, and for the WAL's copies into
+/// the database (every ~4 MiB committed), on the blocking pool. A delta's chain
 /// loads in one query ([`CheckpointStore::chain`]).
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
     db: Arc<str>,
     durability: Durability,
-}
-
-fn sql_error(db: &str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-    move |e| StoreError::Sqlite {
-        db: db.to_string(),
-        source: Box::new(e),
-    }
+    /// Bytes committed since the WAL was last copied into the database.
+    wal_bytes: Arc<AtomicU64>,
 }
 
 impl SqliteStore {
@@ -99,7 +99,7 @@ impl SqliteStore {
     fn init(conn: Connection, db: String) -> Result<Self, StoreError> {
         let err = sql_error(&db);
         // Another process holding the write lock is waited for, not failed.
-        conn.busy_timeout(Duration::from_secs(5)).map_err(&err)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(&err)?;
         // `journal_mode` answers with the mode it set (an in-memory
         // database stays in `memory` mode, which is fine).
         let _mode: String = conn
@@ -120,11 +120,15 @@ impl SqliteStore {
             .map_err(&err)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(&err)?;
+        // Saves copy the WAL into the database themselves (`wrote`).
+        conn.pragma_update(None, "wal_autocheckpoint", 0)
+            .map_err(&err)?;
         drop(err);
         Ok(SqliteStore {
             conn: Arc::new(Mutex::new(conn)),
             db: Arc::from(db),
             durability: Durability::Process,
+            wal_bytes: Arc::new(AtomicU64::new(0)),
         })
     }
 
@@ -170,118 +174,95 @@ impl SqliteStore {
     }
 }
 
-/// Names a row in errors.
-fn row_what(db: &str, run_id: &str, id: &str) -> String {
-    format!("checkpoint {id} of run '{run_id}' in SQLite database '{db}'")
-}
-
-/// The raw columns of [`META_COLUMNS`], before validation.
-struct MetaRow {
-    run_id: String,
-    id: String,
-    parent: Option<String>,
-    created: (i64, i64),
-    superstep: i64,
-    topology_hash: i64,
-    format_version: i64,
-    checksum: i64,
-    payload_len: i64,
-}
-
-impl MetaRow {
-    fn read(r: &Row<'_>) -> rusqlite::Result<Self> {
-        Ok(MetaRow {
-            run_id: r.get(0)?,
-            id: r.get(1)?,
-            parent: r.get(2)?,
-            created: (r.get(3)?, r.get(4)?),
-            superstep: r.get(5)?,
-            topology_hash: r.get(6)?,
-            format_version: r.get(7)?,
-            checksum: r.get(8)?,
-            payload_len: r.get(9)?,
-        })
+impl SqliteStore {
+    /// Saves a small checkpoint at once on the calling thread if nothing
+    /// would make it wait: not [`Durability::Fsync`] (a commit is then a
+    /// write into the WAL, no flush), the connection free, the database
+    /// not locked by another process (no busy wait here: it is tried once)
+    /// and no WAL checkpoint due (those, which flush, run on the blocking
+    /// pool). `None` when it was not tried or the database was busy: the
+    /// caller saves on the blocking pool.
+    fn save_here(&self, checkpoint: &Checkpoint) -> Option<Result<(), StoreError>> {
+        if self.durability == Durability::Fsync || checkpoint.payload.len() > INLINE_SAVE {
+            return None;
+        }
+        let mut conn = self.conn.try_lock().ok()?;
+        let db = &*self.db;
+        let saved = conn
+            .busy_timeout(Duration::ZERO)
+            .and_then(|()| insert_row(&mut conn, &checkpoint.meta(), &checkpoint.payload));
+        let restored = conn.busy_timeout(BUSY_TIMEOUT).map_err(sql_error(db));
+        match saved {
+            Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => None,
+            Ok(()) => {
+                drop(conn);
+                if self.wrote(checkpoint.payload.len()) {
+                    self.checkpoint_wal();
+                }
+                Some(restored)
+            }
+            Err(e) => Some(Err(sql_error(db)(e))),
+        }
     }
 
-    /// Validates the columns; a bad value is a [`StoreError::Corrupt`]
-    /// naming the row.
-    fn into_meta(self, db: &str) -> Result<CheckpointMeta, StoreError> {
-        let what = || row_what(db, &self.run_id, &self.id);
-        let bad = |field: &str| StoreError::corrupt(what(), format!("bad {field} column"));
-        let id: CheckpointId = self.id.parse().map_err(|_| bad("id"))?;
-        let parent = match &self.parent {
-            Some(p) => Some(p.parse().map_err(|_| bad("parent"))?),
-            None => None,
+    /// Counts a commit of `bytes`; says whether the WAL is due to be
+    /// copied into the database (and starts counting again).
+    fn wrote(&self, bytes: usize) -> bool {
+        let added = bytes as u64 + COMMIT_OVERHEAD;
+        let before = self.wal_bytes.fetch_add(added, Ordering::Relaxed);
+        if before + added >= WAL_CHECKPOINT_BYTES {
+            self.wal_bytes.store(0, Ordering::Relaxed);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Copies the WAL into the database in the background (on the blocking
+    /// pool), as SQLite's automatic checkpoint would have at the commit.
+    fn checkpoint_wal(&self) {
+        let conn = self.conn.clone();
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
         };
-        Ok(CheckpointMeta {
-            id,
-            parent,
-            created_at: from_unix(self.created.0, self.created.1).ok_or_else(|| bad("created"))?,
-            superstep: self.superstep as u64,
-            topology_hash: self.topology_hash as u64,
-            format_version: u32::try_from(self.format_version)
-                .map_err(|_| bad("format_version"))?,
-            checksum: self.checksum as u64,
-            payload_len: u64::try_from(self.payload_len).map_err(|_| bad("payload"))?,
-            run_id: self.run_id,
-        })
+        handle.spawn_blocking(move || {
+            let conn = conn.lock().unwrap_or_else(|p| p.into_inner());
+            checkpoint_wal(&conn);
+        });
     }
 }
 
-/// Reads one full checkpoint (metadata columns, then the payload) and
-/// verifies it.
-fn read_checkpoint(
-    conn: &Connection,
-    db: &str,
-    sql: &str,
-    params: impl rusqlite::Params,
-) -> Result<Option<Checkpoint>, StoreError> {
-    let row = conn
-        .query_row(sql, params, |r| {
-            Ok((MetaRow::read(r)?, r.get::<_, Vec<u8>>(10)?))
-        })
-        .optional()
-        .map_err(sql_error(db))?;
-    let Some((meta, payload)) = row else {
-        return Ok(None);
-    };
-    let meta = meta.into_meta(db)?;
-    let what = row_what(db, &meta.run_id, &meta.id.to_string());
-    let cp = Checkpoint::from_parts(meta, payload);
-    cp.verify()
-        .map_err(|e| StoreError::corrupt(what, e.to_string()))?;
-    Ok(Some(cp))
-}
+/// Largest checkpoint `save` commits on the calling thread.
+const INLINE_SAVE: usize = 64 * 1024;
+
+/// How long a statement waits for another process's lock.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Bytes committed after which the WAL is copied into the database:
+/// about SQLite's own mark (1,000 pages). Its automatic checkpoint is
+/// turned off: it would run, and flush, in whichever commit crossed the
+/// mark — on the calling thread when that commit is made there.
+const WAL_CHECKPOINT_BYTES: u64 = 4 << 20;
+
+/// What a commit adds to the WAL besides its payload (at least a page).
+const COMMIT_OVERHEAD: u64 = 4096;
 
 #[async_trait]
 impl CheckpointStore for SqliteStore {
     async fn save(&self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
         check_run_id(&checkpoint.run_id)?;
+        if let Some(done) = self.save_here(checkpoint) {
+            return done;
+        }
         let meta = checkpoint.meta();
         // The blocking task needs its own copy of the payload.
         let payload = checkpoint.payload.clone();
+        let due = self.wrote(payload.len());
         self.with_conn(move |conn, db| {
-            let (secs, nanos) = to_unix(meta.created_at);
-            let mut stmt = conn
-                .prepare_cached(
-                    "INSERT OR REPLACE INTO checkpoints (run_id, id, parent, created_secs, \
-                     created_nanos, superstep, topology_hash, format_version, checksum, payload) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                )
-                .map_err(sql_error(db))?;
-            stmt.execute(params![
-                meta.run_id,
-                meta.id.to_string(),
-                meta.parent.map(|p| p.to_string()),
-                secs,
-                nanos,
-                meta.superstep as i64,
-                meta.topology_hash as i64,
-                meta.format_version,
-                meta.checksum as i64,
-                payload,
-            ])
-            .map_err(sql_error(db))?;
+            insert(conn, db, &meta, &payload)?;
+            if due {
+                checkpoint_wal(conn);
+            }
             Ok(())
         })
         .await
@@ -468,6 +449,7 @@ impl ThreadStore for SqliteStore {
         let record = encode_thread(thread, conversation)?;
         let conversation = conversation.to_string();
         let now = to_unix(SystemTime::now()).0;
+        let due = self.wrote(record.len());
         self.with_conn(move |conn, db| {
             conn.execute(
                 "INSERT OR REPLACE INTO threads (conversation, record, updated_secs) \
@@ -475,6 +457,9 @@ impl ThreadStore for SqliteStore {
                 params![conversation, record, now],
             )
             .map_err(sql_error(db))?;
+            if due {
+                checkpoint_wal(conn);
+            }
             Ok(())
         })
         .await

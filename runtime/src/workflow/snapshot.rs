@@ -65,8 +65,9 @@ pub(crate) async fn load(
             reason: e.to_string(),
         });
     }
-    // A delta comes with its chain, folded into one whole checkpoint.
-    let checkpoint = crate::store::complete(store, checkpoint)
+    // A delta comes with its chain, folded (read from the fold as it is,
+    // not encoded into one payload to be decoded again).
+    let folded = crate::store::fold_chain(store, &checkpoint)
         .await
         .map_err(|e| match e {
             StoreError::Corrupt { what, reason } => CheckpointError::Corrupt {
@@ -84,7 +85,11 @@ pub(crate) async fn load(
             found: checkpoint.topology_hash,
         });
     }
-    let snapshot = decode(&checkpoint).map_err(|reason| CheckpointError::Corrupt {
+    let snapshot = match &folded {
+        Some(folded) => restore(folded),
+        None => decode(&checkpoint),
+    };
+    let snapshot = snapshot.map_err(|reason| CheckpointError::Corrupt {
         run_id: run_id.to_string(),
         id: name(),
         reason,

@@ -4,11 +4,11 @@
 //! every message. [`restore`] turns a folded chain back into a
 //! [`Snapshot`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, Serializer};
 
 use super::result::RunStatus;
 use super::scheduler_state::SchedulerState;
@@ -17,7 +17,9 @@ use crate::codec::{self, CodecError};
 use crate::message::{IdHash, Message, MessageId};
 use crate::stats::RunStats;
 use crate::stop::TrackerState;
-use crate::store::{ChainPayload, Folded, ThreadOp, ThreadPath};
+#[cfg(test)]
+use crate::store::ThreadOp;
+use crate::store::{DELTA_TAG, FULL_TAG, Folded, ThreadPath};
 use crate::thread::{Thread, WorkflowState};
 
 /// A thread tree as it stands, without putting it together: the run
@@ -64,7 +66,7 @@ pub(crate) struct Counters {
 /// nanoseconds since the epoch.
 #[derive(Serialize)]
 struct HeadRef<'a> {
-    states: Vec<(ThreadPath, StateRef<'a>)>,
+    states: Vec<(PathRef<'a>, StateRef<'a>)>,
     stop: &'a Option<TrackerState>,
     stats: &'a RunStats,
     turns: u64,
@@ -91,7 +93,7 @@ struct Head {
 #[derive(Serialize)]
 struct StateRef<'a> {
     consumed: u64,
-    pending: Vec<(&'a str, Vec<MessageId>)>,
+    pending: Vec<(&'a str, IdsOf<'a>)>,
     turns: u64,
     last_speaker: &'a Option<String>,
     scheduler: &'a SchedulerState,
@@ -107,30 +109,119 @@ struct StoredState {
     scheduler: SchedulerState,
 }
 
+/// The ids of some messages, written as a `Vec<MessageId>` is, without
+/// making one.
+#[derive(Clone, Copy)]
+struct IdsOf<'a>(&'a [Arc<Message>]);
+
+impl Serialize for IdsOf<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|m| m.id))
+    }
+}
+
+/// A thread's path as the writer walks it: names borrowed from the tree.
+type PathRef<'a> = Vec<&'a str>;
+
+/// A [`ThreadOp`](crate::store::ThreadOp) written from borrowed data: the same bytes.
+enum OpRef<'a> {
+    Append(IdsOf<'a>),
+    Replace(IdsOf<'a>),
+    Remove,
+}
+
+impl Serialize for OpRef<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // The variants' indices and names of `ThreadOp`.
+        match self {
+            OpRef::Append(ids) => s.serialize_newtype_variant("ThreadOp", 0, "Append", ids),
+            OpRef::Replace(ids) => s.serialize_newtype_variant("ThreadOp", 1, "Replace", ids),
+            OpRef::Remove => s.serialize_unit_variant("ThreadOp", 2, "Remove"),
+        }
+    }
+}
+
+/// A thread path to write: borrowed from the tree, or kept by the writer
+/// (a thread that is gone).
+enum PathOut<'a> {
+    Walked(PathRef<'a>),
+    Gone(ThreadPath),
+}
+
+impl Serialize for PathOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            PathOut::Walked(p) => p.serialize(s),
+            PathOut::Gone(p) => p.serialize(s),
+        }
+    }
+}
+
+/// A [`ChainPayload`](crate::store::ChainPayload) written from borrowed data: the same bytes.
+#[derive(Serialize)]
+struct PayloadRef<'a> {
+    messages: &'a [&'a Message],
+    threads: &'a [(PathOut<'a>, OpRef<'a>)],
+    head: Bytes<'a>,
+}
+
+/// Bytes written as one byte string (as `ChainPayload::head` is).
+struct Bytes<'a>(&'a [u8]);
+
+impl Serialize for Bytes<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(self.0)
+    }
+}
+
 /// How far a thread was written: its length and last message then.
 #[derive(Debug, Clone, Copy)]
 struct Written {
     len: usize,
     last: Option<MessageId>,
-    seen: u64,
 }
+
+/// How many times the size of the last whole checkpoint the deltas
+/// written since may add up to before the next checkpoint is whole again.
+///
+/// The compaction of a chain, done by the writer: a load folds at most
+/// that much after its base, and the whole checkpoints, each at most
+/// `1 / COMPACT_FACTOR` of the deltas before it, add at most half to
+/// what a run writes — geometric, so flat per superstep at any length.
+const COMPACT_FACTOR: usize = 2;
 
 /// What a run wrote in its checkpoints so far, to write the next as a
 /// delta. Empty (a run's first checkpoint, or after a failed save), the
-/// next checkpoint is whole.
+/// next checkpoint is whole; so is the one after deltas that outgrew
+/// their base ([`COMPACT_FACTOR`]).
 #[derive(Debug, Default)]
 pub(crate) struct DeltaWriter {
-    written: HashMap<ThreadPath, Written>,
+    /// How far each thread was written, in the order the last checkpoint
+    /// walked the tree (so the next finds each where it looks first).
+    written: Vec<(ThreadPath, Written)>,
     stored: HashSet<MessageId, IdHash>,
-    round: u64,
     has_base: bool,
+    /// The size of the last whole payload.
+    base_len: usize,
+    /// The sizes of the delta payloads since, added up.
+    since_base: usize,
+    /// The size of the last payload (the next one's first guess).
+    last_len: usize,
+    /// The small state's bytes, reused from one checkpoint to the next.
+    head: Vec<u8>,
 }
 
 /// One checkpoint's payload as it is being made.
 struct Out<'a> {
-    messages: Vec<Arc<Message>>,
-    threads: Vec<(ThreadPath, ThreadOp)>,
-    states: Vec<(ThreadPath, StateRef<'a>)>,
+    messages: Vec<&'a Message>,
+    threads: Vec<(PathOut<'a>, OpRef<'a>)>,
+    states: Vec<(PathRef<'a>, StateRef<'a>)>,
+    /// What the last checkpoint wrote of the threads not walked yet.
+    before: Vec<Option<(ThreadPath, Written)>>,
+    /// Where the next thread is looked for first in `before`.
+    next: usize,
+    /// What this checkpoint wrote, in walk order.
+    written: Vec<(ThreadPath, Written)>,
 }
 
 impl DeltaWriter {
@@ -147,34 +238,32 @@ impl DeltaWriter {
         tree: &TreeView<'_>,
         counters: &Counters,
     ) -> Result<(Vec<u8>, bool), CodecError> {
-        let delta = self.has_base;
+        let delta = self.has_base && self.since_base < self.base_len.saturating_mul(COMPACT_FACTOR);
         if !delta {
             self.written.clear();
             self.stored.clear();
         }
-        self.round += 1;
+        let before = std::mem::take(&mut self.written);
         let mut out = Out {
             messages: Vec::new(),
             threads: Vec::new(),
             states: Vec::new(),
+            written: Vec::with_capacity(before.len()),
+            before: before.into_iter().map(Some).collect(),
+            next: 0,
         };
-        let mut path = Vec::new();
-        self.walk(
-            &mut path,
-            tree.messages,
-            tree.state,
-            &tree.children,
-            &mut out,
-        );
-        let round = self.round;
-        let threads = &mut out.threads;
-        self.written.retain(|p, w| {
-            let keep = w.seen == round;
-            if !keep {
-                threads.push((p.clone(), ThreadOp::Remove));
-            }
-            keep
-        });
+        let mut path: PathRef<'_> = Vec::new();
+        self.node(&path, tree.messages, tree.state, &mut out);
+        for (name, child) in &tree.children {
+            path.push(name);
+            self.walk(&mut path, child, &mut out);
+            path.pop();
+        }
+        // Threads written before and not walked now are gone.
+        for (p, _) in out.before.into_iter().flatten() {
+            out.threads.push((PathOut::Gone(p), OpRef::Remove));
+        }
+        self.written = out.written;
         let head = HeadRef {
             states: out.states,
             stop: &counters.stop,
@@ -185,30 +274,51 @@ impl DeltaWriter {
             started_at_ns: nanos_since_epoch(counters.started_at),
             status: &counters.status,
         };
-        let payload = ChainPayload {
-            messages: out.messages,
-            threads: out.threads,
-            head: codec::encode(&head)?,
-        };
-        let bytes = payload.encode(delta)?;
+        self.head.clear();
+        codec::encode_into(&head, &mut self.head)?;
+        let mut bytes = Vec::with_capacity(self.last_len + self.last_len / 4 + 64);
+        bytes.push(if delta { DELTA_TAG } else { FULL_TAG });
+        codec::encode_into(
+            &PayloadRef {
+                messages: &out.messages,
+                threads: &out.threads,
+                head: Bytes(&self.head),
+            },
+            &mut bytes,
+        )?;
         self.has_base = true;
+        self.last_len = bytes.len();
+        if delta {
+            self.since_base += bytes.len();
+        } else {
+            self.base_len = bytes.len();
+            self.since_base = 0;
+        }
         Ok((bytes, delta))
     }
 
-    fn walk<'a>(
+    /// Writes `thread` at `path` and its children below it.
+    fn walk<'a>(&mut self, path: &mut PathRef<'a>, thread: &'a Thread, out: &mut Out<'a>) {
+        self.node(path, thread.messages(), thread.state(), out);
+        for (name, child) in thread.children() {
+            path.push(name.as_str());
+            self.walk(path, child, out);
+            path.pop();
+        }
+    }
+
+    /// Writes one thread's messages and state (not its children).
+    fn node<'a>(
         &mut self,
-        path: &mut ThreadPath,
+        path: &PathRef<'a>,
         messages: &'a [Arc<Message>],
         state: Option<&'a WorkflowState>,
-        children: &[(&'a str, &'a Thread)],
         out: &mut Out<'a>,
     ) {
         let len = messages.len();
         let last = messages.last().map(|m| m.id);
-        let round = self.round;
-        let op = match self.written.get_mut(path.as_slice()) {
-            Some(w) => {
-                w.seen = round;
+        let (key, op) = match out.take_written(path) {
+            Some((key, w)) => {
                 // Threads only grow: the same message where the last write
                 // ended means the rest was appended.
                 let appended =
@@ -220,46 +330,38 @@ impl DeltaWriter {
                 } else {
                     None
                 };
-                w.len = len;
-                w.last = last;
-                op
+                (key, op)
             }
-            None => {
-                self.written.insert(
-                    path.clone(),
-                    Written {
-                        len,
-                        last,
-                        seen: round,
-                    },
-                );
-                Some((0, true))
-            }
+            None => (
+                path.iter().map(|n| n.to_string()).collect(),
+                Some((0, true)),
+            ),
         };
+        out.written.push((key, Written { len, last }));
         if let Some((from, replace)) = op {
             let new = &messages[from..];
             for m in new {
                 if self.stored.insert(m.id) {
-                    out.messages.push(m.clone());
+                    out.messages.push(m);
                 }
             }
-            let ids = new.iter().map(|m| m.id).collect();
+            let ids = IdsOf(new);
             let op = if replace {
-                ThreadOp::Replace(ids)
+                OpRef::Replace(ids)
             } else {
-                ThreadOp::Append(ids)
+                OpRef::Append(ids)
             };
-            out.threads.push((path.clone(), op));
+            out.threads.push((PathOut::Walked(path.clone()), op));
         }
         if let Some(state) = state {
             let mut pending = Vec::with_capacity(state.pending.len());
             for (name, waiting) in &state.pending {
                 for m in waiting {
                     if self.stored.insert(m.id) {
-                        out.messages.push(m.clone());
+                        out.messages.push(m);
                     }
                 }
-                pending.push((name.as_str(), waiting.iter().map(|m| m.id).collect()));
+                pending.push((name.as_str(), IdsOf(waiting)));
             }
             out.states.push((
                 path.clone(),
@@ -272,16 +374,25 @@ impl DeltaWriter {
                 },
             ));
         }
-        for (name, child) in children {
-            path.push((*name).to_string());
-            let grandchildren: Vec<(&str, &Thread)> = child
-                .children()
-                .iter()
-                .map(|(n, t)| (n.as_str(), t))
-                .collect();
-            self.walk(path, child.messages(), child.state(), &grandchildren, out);
-            path.pop();
-        }
+    }
+}
+
+impl Out<'_> {
+    /// What the last checkpoint wrote of the thread at `path`, taken out:
+    /// looked for where the walk expects it, then everywhere.
+    fn take_written(&mut self, path: &[&str]) -> Option<(ThreadPath, Written)> {
+        let same = |entry: &Option<(ThreadPath, Written)>| {
+            entry.as_ref().is_some_and(|(p, _)| {
+                p.len() == path.len() && p.iter().zip(path).all(|(a, b)| a == b)
+            })
+        };
+        let at = if self.before.get(self.next).is_some_and(same) {
+            self.next
+        } else {
+            self.before.iter().position(same)?
+        };
+        self.next = at + 1;
+        self.before[at].take()
     }
 }
 
@@ -355,4 +466,100 @@ pub(crate) fn restore(folded: &Folded) -> Result<Snapshot, String> {
         started_at: SystemTime::UNIX_EPOCH + Duration::from_nanos(head.started_at_ns),
         status: head.status,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::ChainPayload;
+
+    fn counters() -> Counters {
+        Counters {
+            stop: None,
+            stats: RunStats::default(),
+            turns: 3,
+            last: None,
+            start_len: 1,
+            started_at: SystemTime::UNIX_EPOCH + Duration::from_secs(7),
+            status: None,
+        }
+    }
+
+    /// The writer's borrowed payloads are the bytes `ChainPayload` writes
+    /// for what they hold (format 5, unchanged), whole, appended to,
+    /// replaced and with a thread gone.
+    #[test]
+    fn borrowed_payloads_are_chain_payload_bytes() {
+        let mut t = Thread::from_messages([Message::user("task"), Message::text("a", "one")]);
+        let waiting = Arc::new(Message::text("b", "queued"));
+        *t.state_mut() = Some(WorkflowState {
+            consumed: 2,
+            pending: [("b".to_string(), vec![waiting.clone()])].into(),
+            ..WorkflowState::default()
+        });
+        let kids = t.children_mut();
+        kids.insert("a".into(), Thread::from_messages([Message::user("x")]));
+        kids.insert("b".into(), Thread::from_messages([Message::user("y")]));
+        kids.get_mut("b")
+            .unwrap()
+            .children_mut()
+            .insert("inner".into(), Thread::from_messages([Message::user("z")]));
+        let mut writer = DeltaWriter::default();
+        let same_bytes = |bytes: &[u8], delta: bool| {
+            let (d, payload) = ChainPayload::decode(bytes).unwrap();
+            assert_eq!(d, delta);
+            assert_eq!(payload.encode(delta).unwrap(), bytes);
+            payload
+        };
+        let (first, delta) = writer.encode(&TreeView::of(&t), &counters()).unwrap();
+        let p = same_bytes(&first, delta);
+        assert!(!delta);
+        assert_eq!(p.threads.len(), 4);
+        assert_eq!(p.messages.len(), 6);
+
+        t.push(Message::text("b", "two"));
+        t.children_mut()
+            .get_mut("a")
+            .unwrap()
+            .push(Message::text("a", "more"));
+        // "b" replaced by another thread; "inner" gone with it.
+        t.children_mut()
+            .insert("b".into(), Thread::from_messages([Message::user("new")]));
+        let (second, delta) = writer.encode(&TreeView::of(&t), &counters()).unwrap();
+        let p = same_bytes(&second, delta);
+        assert!(delta);
+        let ops: Vec<(String, &str, usize)> = p
+            .threads
+            .iter()
+            .map(|(path, op)| match op {
+                ThreadOp::Append(ids) => (path.join("/"), "append", ids.len()),
+                ThreadOp::Replace(ids) => (path.join("/"), "replace", ids.len()),
+                ThreadOp::Remove => (path.join("/"), "remove", 0),
+            })
+            .collect();
+        let want = [
+            ("", "append", 1),
+            ("a", "append", 1),
+            ("b", "replace", 1),
+            ("b/inner", "remove", 0),
+        ];
+        let want: Vec<(String, &str, usize)> = want
+            .iter()
+            .map(|(p, k, n)| (p.to_string(), *k, *n))
+            .collect();
+        assert_eq!(ops, want);
+        assert_eq!(
+            p.messages.len(),
+            3,
+            "the queued message is not stored twice"
+        );
+
+        let mut folded = Folded::default();
+        for bytes in [&first, &second] {
+            let (d, payload) = ChainPayload::decode(bytes).unwrap();
+            folded.apply(d, payload);
+        }
+        let back = restore(&folded).unwrap();
+        assert_eq!(back.thread, t);
+    }
 }

@@ -61,9 +61,10 @@ impl RunState {
             if self.checkpoints.at_exit_only() {
                 return;
             }
-            let scheduling = self.scheduling();
+            let mut scheduling = self.scheduling();
+            let progress = std::mem::take(&mut scheduling.progress);
             let counters = self.snapshot_counters(None);
-            let (state, children) = self.threads.view(&self.spec, &scheduling);
+            let (state, children) = self.threads.view(&self.spec, &progress, scheduling);
             let tree = TreeView {
                 messages: self.threads.root().messages(),
                 state: Some(&state),

@@ -108,10 +108,14 @@ impl ThreadSlots {
     /// The thread tree as it stands with `scheduling`, without putting it
     /// together (for a checkpoint: what is borrowed here is not copied):
     /// the run thread's workflow state and its children by name.
+    ///
+    /// `progress` is what nested runs under way reported (taken out of
+    /// `scheduling`, which the state takes whole: nothing is copied twice).
     pub(super) fn view<'a>(
         &'a self,
         spec: &'a Spec,
-        scheduling: &'a Scheduling,
+        progress: &'a [(usize, Arc<Thread>)],
+        scheduling: Scheduling,
     ) -> (WorkflowState, Vec<(&'a str, &'a Thread)>) {
         let mut children: BTreeMap<&'a str, &'a Thread> =
             self.foreign.iter().map(|(n, t)| (n.as_str(), t)).collect();
@@ -119,7 +123,7 @@ impl ThreadSlots {
             if !self.used[s] {
                 continue;
             }
-            let slot = match scheduling.progress.iter().find(|(p, _)| *p == s) {
+            let slot = match progress.iter().find(|(p, _)| *p == s) {
                 Some((_, reported)) => reported,
                 None => slot,
             };
@@ -127,7 +131,7 @@ impl ThreadSlots {
         }
         let state = settle(
             with_values(self.state.clone(), self.values.clone()),
-            scheduling.clone(),
+            scheduling,
             self.root.len(),
         );
         (state, children.into_iter().collect())
