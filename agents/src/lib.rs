@@ -79,7 +79,7 @@ pub use troupe_runtime::FnAgent;
 pub use chat_agent::{
     CONTINUE_PROMPT, ChatAgent, ChatAgentBuilder, HandoffTarget, OnLength, ToolMessages,
 };
-pub use context_policy::ContextPolicy;
+pub use context_policy::{ContextPolicy, DEFAULT_CONTEXT_WINDOW};
 pub use error::{BuildError, McpError, ModelError, NotWaiting, ToolError};
 pub use json_schema::{SchemaError, SchemaErrors, SchemaValidator};
 pub use model::{

@@ -195,7 +195,7 @@ impl ChatAgent {
             crate::context_policy::estimate_tokens(&ChatMessage::system(i.clone()))
         });
         let context = self
-            .context
+            .context_policy()
             .apply(&self.name, all, reserved, !self.tools.is_empty());
 
         let mut system = self.instructions.clone().unwrap_or_default();
@@ -236,6 +236,23 @@ impl ChatAgent {
         request.temperature = self.temperature;
         request.max_tokens = self.max_tokens;
         request
+    }
+
+    /// The context policy with the model's window put in: the default
+    /// shows the newest messages that fit in the window, less the room
+    /// kept for the answer.
+    fn context_policy(&self) -> ContextPolicy {
+        match self.context {
+            ContextPolicy::ModelWindow => {
+                let window = self
+                    .model
+                    .context_window()
+                    .unwrap_or(crate::context_policy::DEFAULT_CONTEXT_WINDOW);
+                let answer = self.max_tokens.map_or(0, |n| n as usize);
+                ContextPolicy::TokenBudget(window.saturating_sub(answer))
+            }
+            other => other,
+        }
     }
 
     /// The reply of a turn whose tool messages are `internal` and whose
