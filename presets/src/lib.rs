@@ -43,7 +43,7 @@ mod swarm;
 mod team;
 
 pub use error::PresetError;
-pub use map_reduce::{MapReduce, MapReduceBuilder};
+pub use map_reduce::{DEFAULT_MAX_SUBTASKS, MapReduce, MapReduceBuilder};
 pub use round_robin::{RoundRobinBuilder, RoundRobinGroupChat};
 pub use selector::{SelectorBuilder, SelectorGroupChat, SelectorInput};
 pub use sequential::{Sequential, SequentialBuilder, StepFlow};
