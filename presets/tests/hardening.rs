@@ -135,6 +135,7 @@ async fn resuming_a_stopped_preset_run_runs_no_turn() {
     assert!(matches!(first.status, RunStatus::Stopped(_)), "{}", first.status);
     let ran = calls.load(Ordering::SeqCst);
     assert_eq!(ran, 3);
+    let saved = store.list("r").await.unwrap().len();
     for _ in 0..3 {
         let again = w.resume("r", &RunContext::new()).await.unwrap();
         assert_eq!(again.status, first.status);
@@ -143,4 +144,9 @@ async fn resuming_a_stopped_preset_run_runs_no_turn() {
         assert_eq!(again.final_text(), first.final_text());
         assert_eq!(calls.load(Ordering::SeqCst), ran, "no turn ran");
     }
+    assert_eq!(
+        store.list("r").await.unwrap().len(),
+        saved,
+        "a resume that changes nothing saves no checkpoint"
+    );
 }
