@@ -120,7 +120,9 @@ async fn router(n: u64) -> Result<serde_json::Value, BoxError> {
     let client = FnAgent::sync("client", move |_: &Thread| {
         p1.tick(3);
         Ok(Reply::messages(
-            (0..3).map(|i| Message::text("client", format!("ping {i}"))).collect(),
+            (0..3)
+                .map(|i| Message::text("client", format!("ping {i}")))
+                .collect(),
         ))
     });
     let server = FnAgent::sync("server", move |_: &Thread| {

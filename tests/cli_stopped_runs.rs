@@ -85,7 +85,8 @@ fn resuming_a_run_that_stopped_runs_no_turn() {
     let whole = summary(&first);
     assert_eq!(whole.0, "stopped");
     assert_eq!(whole.2, 5);
-    let calls = |out: &std::process::Output| result_line(out)["stats"]["total"]["model_calls"].clone();
+    let calls =
+        |out: &std::process::Output| result_line(out)["stats"]["total"]["model_calls"].clone();
     for _ in 0..3 {
         let out = run(
             dir.path(),

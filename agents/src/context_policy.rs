@@ -144,9 +144,7 @@ impl ContextPolicy {
             ContextPolicy::TokenBudget(budget) => within_budget(rendered, budget, reserved),
             // An agent resolves the window of its model before it gets
             // here; alone, the policy assumes the default window.
-            ContextPolicy::ModelWindow => {
-                within_budget(rendered, DEFAULT_CONTEXT_WINDOW, reserved)
-            }
+            ContextPolicy::ModelWindow => within_budget(rendered, DEFAULT_CONTEXT_WINDOW, reserved),
         };
         units.reverse();
         // Results whose calls were trimmed cannot be shown: they count as

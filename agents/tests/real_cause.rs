@@ -29,7 +29,10 @@ async fn a_structured_answer_that_fails_its_schema_is_the_cause() {
         }))
         .build()
         .unwrap();
-    let err = agent.run(ask("where?"), RunContext::new()).await.unwrap_err();
+    let err = agent
+        .run(ask("where?"), RunContext::new())
+        .await
+        .unwrap_err();
     let text = err.to_string();
     assert!(
         text.starts_with("model error: 'geo' gave no valid structured output"),
@@ -40,8 +43,7 @@ async fn a_structured_answer_that_fails_its_schema_is_the_cause() {
     assert_eq!(err.kind(), ErrorKind::Model);
     // The failure of the call that asked again stays reachable.
     assert!(
-        std::error::Error::source(&err)
-            .is_some_and(|s| s.to_string().contains("exhausted")),
+        std::error::Error::source(&err).is_some_and(|s| s.to_string().contains("exhausted")),
         "{err:?}"
     );
 }

@@ -24,7 +24,9 @@ fn map_reduce(parts: usize, cap: Option<usize>) -> Result<Workflow, PresetError>
         .name("mr")
         .split(move |_: &Thread| (0..parts).map(|i| format!("part {i}")).collect())
         .worker(FnAgent::sync("w", |_: &Thread| Ok("done")))
-        .reducer(FnAgent::sync("r", |t: &Thread| Ok(format!("{} results", t.len()))));
+        .reducer(FnAgent::sync("r", |t: &Thread| {
+            Ok(format!("{} results", t.len()))
+        }));
     if let Some(cap) = cap {
         b = b.max_subtasks(cap);
     }
@@ -52,7 +54,10 @@ async fn a_split_past_the_cap_fails_the_run_and_says_why() {
         .run_task("go", &RunContext::new())
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("more than the limit of 3"), "{err}");
+    assert!(
+        err.to_string().contains("more than the limit of 3"),
+        "{err}"
+    );
     let ok = map_reduce(3, Some(3))
         .unwrap()
         .run_task("go", &RunContext::new())
@@ -63,9 +68,12 @@ async fn a_split_past_the_cap_fails_the_run_and_says_why() {
 
 #[test]
 fn a_cap_of_zero_is_refused_when_the_team_is_built() {
-    let err = map_reduce(1, Some(0)).err().expect("a cap of 0 is refused");
+    let err = map_reduce(1, Some(0)).expect_err("a cap of 0 is refused");
     assert!(matches!(err, PresetError::ZeroLimit { .. }), "{err}");
-    assert_eq!(err.to_string(), "team 'mr': `max_subtasks` must be at least 1");
+    assert_eq!(
+        err.to_string(),
+        "team 'mr': `max_subtasks` must be at least 1"
+    );
 }
 
 /// A writer and a critic; the critic approves on its second turn, each
@@ -117,11 +125,18 @@ async fn a_store_does_not_change_what_a_preset_reports() {
         let bare = run(&desk(stop.clone(), delay, None, calls.clone())).await;
         let store = Arc::new(MemoryStore::new());
         let stored = run(&desk(stop.clone(), delay, Some(store.clone()), calls)).await;
-        assert!(matches!(bare.status, RunStatus::Stopped(_)), "{}", bare.status);
+        assert!(
+            matches!(bare.status, RunStatus::Stopped(_)),
+            "{}",
+            bare.status
+        );
         assert_eq!(stored.status, bare.status, "{stop:?}");
         assert_eq!(stored.turns, bare.turns, "{stop:?}");
         assert_eq!(stored.thread.len(), bare.thread.len(), "{stop:?}");
-        assert!(store.latest("r").await.unwrap().is_some(), "it checkpointed");
+        assert!(
+            store.latest("r").await.unwrap().is_some(),
+            "it checkpointed"
+        );
     }
 }
 
@@ -132,7 +147,11 @@ async fn resuming_a_stopped_preset_run_runs_no_turn() {
     let stop = StopCondition::max_turns(3);
     let w = desk(stop, Duration::ZERO, Some(store.clone()), calls.clone());
     let first = run(&w).await;
-    assert!(matches!(first.status, RunStatus::Stopped(_)), "{}", first.status);
+    assert!(
+        matches!(first.status, RunStatus::Stopped(_)),
+        "{}",
+        first.status
+    );
     let ran = calls.load(Ordering::SeqCst);
     assert_eq!(ran, 3);
     let saved = store.list("r").await.unwrap().len();

@@ -76,7 +76,9 @@ pub enum BuildError {
     },
     /// A stop condition whose limit is 0 would end the run before its first
     /// turn (the input counts as a message).
-    #[error("stop condition {condition} would stop the run before anything runs: its limit must be at least 1")]
+    #[error(
+        "stop condition {condition} would stop the run before anything runs: its limit must be at least 1"
+    )]
     ZeroStopLimit {
         /// The condition, as written (`max_messages(0)`).
         condition: String,

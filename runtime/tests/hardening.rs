@@ -19,7 +19,9 @@ fn echo(name: &str) -> FnAgent {
 }
 
 fn two() -> WorkflowBuilder {
-    Workflow::builder().participant(echo("a")).participant(echo("b"))
+    Workflow::builder()
+        .participant(echo("a"))
+        .participant(echo("b"))
 }
 
 #[test]
@@ -27,9 +29,11 @@ fn a_retry_policy_without_attempts_is_refused() {
     let err = two()
         .retry("b", RetryPolicy::fixed(0, Duration::ZERO))
         .build()
-        .err()
-        .expect("refused");
-    assert!(matches!(&err, BuildError::ZeroAttempts { agent } if agent == "b"), "{err}");
+        .expect_err("refused");
+    assert!(
+        matches!(&err, BuildError::ZeroAttempts { agent } if agent == "b"),
+        "{err}"
+    );
     assert!(err.to_string().contains("max_attempts 0"), "{err}");
 
     // A graph node's own policy too.
@@ -39,10 +43,18 @@ fn a_retry_policy_without_attempts_is_refused() {
         .start("a")
         .build()
         .unwrap();
-    let err = Workflow::builder().graph(graph).build().err().expect("refused");
+    let err = Workflow::builder()
+        .graph(graph)
+        .build()
+        .expect_err("refused");
     assert!(matches!(err, BuildError::ZeroAttempts { .. }), "{err}");
 
-    assert!(two().retry("b", RetryPolicy::fixed(1, Duration::ZERO)).build().is_ok());
+    assert!(
+        two()
+            .retry("b", RetryPolicy::fixed(1, Duration::ZERO))
+            .build()
+            .is_ok()
+    );
 }
 
 #[test]
@@ -51,14 +63,23 @@ fn a_stop_limit_of_zero_is_refused_wherever_it_stands() {
         StopCondition::max_messages(0),
         StopCondition::max_turns(0),
         StopCondition::text_mention("DONE") | StopCondition::max_messages(0),
-        StopCondition::text_mention("DONE") & (StopCondition::max_turns(0) | StopCondition::max_turns(3)),
+        StopCondition::text_mention("DONE")
+            & (StopCondition::max_turns(0) | StopCondition::max_turns(3)),
     ] {
         let shown = stop.to_string();
-        let err = two().stop_condition(stop).build().err().expect("refused");
-        assert!(matches!(err, BuildError::ZeroStopLimit { .. }), "{shown}: {err}");
+        let err = two().stop_condition(stop).build().expect_err("refused");
+        assert!(
+            matches!(err, BuildError::ZeroStopLimit { .. }),
+            "{shown}: {err}"
+        );
         assert!(err.to_string().contains("must be at least 1"), "{err}");
     }
-    assert!(two().stop_condition(StopCondition::max_messages(1)).build().is_ok());
+    assert!(
+        two()
+            .stop_condition(StopCondition::max_messages(1))
+            .build()
+            .is_ok()
+    );
 }
 
 #[tokio::test]

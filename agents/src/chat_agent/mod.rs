@@ -194,9 +194,9 @@ impl ChatAgent {
         let reserved = self.instructions.as_ref().map_or(0, |i| {
             crate::context_policy::estimate_tokens(&ChatMessage::system(i.clone()))
         });
-        let context = self
-            .context_policy()
-            .apply(&self.name, all, reserved, !self.tools.is_empty());
+        let context =
+            self.context_policy()
+                .apply(&self.name, all, reserved, !self.tools.is_empty());
 
         let mut system = self.instructions.clone().unwrap_or_default();
         if !context.memories.is_empty() {
