@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --release --example soak -- router 1000000
-//! cargo run --release --example soak -- chat 10000
+//! cargo run --release --example soak -- chat 10000 8192
 //! ```
 //!
 //! - `router N`: a router-only run of N messages between two function
@@ -12,9 +12,10 @@
 //!   the server's inbox of capacity 2 (the oldest dropped), the server
 //!   answers one into the client's inbox of capacity 2.
 //! - `chat N`: a round-robin group chat of three `ChatAgent`s over a
-//!   scripted model that reports an 8,192-token context window (the
-//!   default context then shows the newest messages that fit), for N
-//!   turns, checkpointing every turn into a file store.
+//!   scripted model that reports a context window of WINDOW tokens
+//!   (8,192 by default; the default context then shows the newest
+//!   messages that fit), for N turns, checkpointing every turn into a
+//!   file store.
 //!
 //! Each prints one JSON line: per-message time (µs) and RSS (MiB) at the
 //! end of the first and the last tenth, and the memory each message added
@@ -150,7 +151,7 @@ async fn router(n: u64) -> Result<serde_json::Value, BoxError> {
     Ok(line)
 }
 
-async fn chat(turns: u64) -> Result<serde_json::Value, BoxError> {
+async fn chat(turns: u64, window: usize) -> Result<serde_json::Value, BoxError> {
     let probe = Probe::new(turns);
     let dir = tempfile::tempdir()?;
     let store = Arc::new(FileStore::open(dir.path())?);
@@ -165,7 +166,7 @@ async fn chat(turns: u64) -> Result<serde_json::Value, BoxError> {
                 request.messages.len()
             )))
         })
-        .with_context_window(8_192)
+        .with_context_window(window)
         .record_requests(false);
         team = team.participant(
             ChatAgent::builder(name)
@@ -202,8 +203,14 @@ fn main() -> Result<(), BoxError> {
     let runtime = tokio::runtime::Runtime::new()?;
     let line = match args.first().map(String::as_str) {
         Some("router") => runtime.block_on(router(n(1_000_000)?))?,
-        Some("chat") => runtime.block_on(chat(n(10_000)?))?,
-        _ => return Err("usage: soak router [N] | soak chat [TURNS]".into()),
+        Some("chat") => {
+            let window = match args.get(2) {
+                Some(v) => v.parse()?,
+                None => 8_192,
+            };
+            runtime.block_on(chat(n(10_000)?, window))?
+        }
+        _ => return Err("usage: soak router [N] | soak chat [TURNS [WINDOW]]".into()),
     };
     println!("{line}");
     Ok(())
