@@ -128,6 +128,7 @@ fn every_example_runs_offline_with_its_final_response() {
                 "RUST 2024 EDITION SHIPS — Rust's 2024 edition shipped with Rust 1.85, nine years after 1.0; like every edition, it changes defaults without breaking old code, because each crate picks its own edition.",
             ),
         ),
+        ("magentic.yaml", Answer("Rust 1.0 shipped on 15 May 2015.")),
         (
             "human_in_the_loop.yaml",
             Asks(

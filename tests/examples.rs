@@ -153,6 +153,19 @@ fn selector_reads_a_verbose_choice() {
 }
 
 #[test]
+fn magentic_replans_after_two_stalls_and_answers() {
+    let out = stdout_of("magentic", &[], "");
+    assert!(out.contains("📋 magentic/manager task ledger:"), "{out}");
+    assert!(out.contains("(replanned: reset 1/2)"), "{out}");
+    assert_line(
+        &out,
+        "task ledgers: 2 (a plan and a replan), progress ledgers: 6",
+    );
+    assert_line(&out, "final response: Rust 1.0 shipped on 15 May 2015.");
+    assert_line(&out, "status: completed");
+}
+
+#[test]
 fn swarm_resumes_with_the_agent_that_asked_the_user() {
     let out = stdout_of("swarm", &[], "");
     assert_line(&out, "speakers this run: triage → billing → refunds");

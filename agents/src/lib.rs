@@ -15,6 +15,8 @@
 //!   output and a [`ContextPolicy`]; its turn is the tool-result feedback
 //!   loop.
 //! - [`UserProxy`]: an agent whose answer comes from the caller.
+//! - [`a2a`]: a remote agent spoken to over the Agent2Agent protocol
+//!   ([`A2aAgent`](a2a::A2aAgent)), and the protocol's types.
 //!
 //! Every agent here implements [`troupe_runtime::Agent`], so it can run
 //! alone or as a participant of a workflow.
@@ -59,6 +61,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod a2a;
 mod chat_agent;
 mod context_policy;
 mod conversation;

@@ -1,6 +1,7 @@
 //! The body of `troupe node`: start a node from settings, join the peers,
 //! serve until told to stop.
 
+use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -121,7 +122,10 @@ pub async fn serve(
 ) -> Result<(), ClusterError> {
     let node = settings.start(agents).await?;
     let peers: Vec<String> = node.peers().into_iter().map(|p| p.name).collect();
-    println!(
+    // Not `println!`, which panics on a closed stdout: the line is for
+    // whoever watches; the node serves whether it is read or not.
+    let _ = writeln!(
+        std::io::stdout(),
         "node {} listening on {} (hosting: {}; peers: {})",
         node.name(),
         node.addr(),

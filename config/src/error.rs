@@ -3,6 +3,10 @@
 use std::fmt;
 use std::path::PathBuf;
 
+/// At most this many problems are listed; one more line says how many
+/// were left out.
+pub const MAX_DIAGNOSTICS: usize = 512;
+
 /// A place in a config file: 1-based line and column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Position {

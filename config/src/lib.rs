@@ -20,7 +20,7 @@
 //! ```
 //!
 //! The workflow is one of: a preset (`round_robin`, `selector`, `swarm`,
-//! `sequential`, `map_reduce`), a `graph` (nodes, conditional transitions,
+//! `sequential`, `map_reduce`, `magentic`), a `graph` (nodes, conditional transitions,
 //! loops), cagent-style `steps` (sequential, `parallel` blocks that nest,
 //! `condition` steps whose branches may go back to an earlier step), or a
 //! `router` alone (a graph may have one too). `workflows:` names nested
@@ -119,7 +119,7 @@ mod validate;
 pub use build::{BuildOptions, Built, Hosted, Store};
 pub use builtin::{BUILTIN_TOOLS, builtin_tool};
 pub use duration::HumanDuration;
-pub use error::{ConfigError, Diagnostic, Position};
+pub use error::{ConfigError, Diagnostic, MAX_DIAGNOSTICS, Position};
 pub use load::{Config, MAX_CONFIG_BYTES};
 pub use refs::valid_name;
 pub use remote::RemoteRef;

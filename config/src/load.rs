@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::de;
-use crate::error::{ConfigError, Diagnostic};
+use crate::error::{ConfigError, Diagnostic, MAX_DIAGNOSTICS, Position};
 use crate::schema::ConfigFile;
 use crate::tree::{self, FieldPath};
 use crate::validate;
@@ -30,10 +30,11 @@ impl Config {
     /// Loads and checks a config file (and the files it nests).
     pub fn load(path: impl AsRef<Path>) -> Result<Config, ConfigError> {
         let path = path.as_ref();
-        let text = read_config_file(path).map_err(|source| ConfigError::Read {
+        let bytes = read_config_file(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
             source,
         })?;
+        let text = decode(bytes, path).map_err(|d| ConfigError::Invalid(vec![d]))?;
         Self::parse(&text, path)
     }
 
@@ -47,6 +48,7 @@ impl Config {
             Some(c) if diagnostics.is_empty() => Ok(c),
             _ => {
                 sort(&mut diagnostics, path.as_ref());
+                cap(&mut diagnostics);
                 Err(ConfigError::Invalid(diagnostics))
             }
         }
@@ -113,6 +115,26 @@ fn sort(diagnostics: &mut [Diagnostic], main: &Path) {
     });
 }
 
+/// Keeps the first [`MAX_DIAGNOSTICS`] problems and says, at the first
+/// one left out, how many more there are.
+fn cap(diagnostics: &mut Vec<Diagnostic>) {
+    if diagnostics.len() <= MAX_DIAGNOSTICS {
+        return;
+    }
+    let left_out = diagnostics.split_off(MAX_DIAGNOSTICS);
+    if let Some(first) = left_out.first() {
+        diagnostics.push(Diagnostic::new(
+            &first.file,
+            first.position,
+            "",
+            format!(
+                "{} more problem(s) from here on not listed (only the first {MAX_DIAGNOSTICS} are)",
+                left_out.len()
+            ),
+        ));
+    }
+}
+
 fn load_text(
     text: &str,
     path: &Path,
@@ -157,7 +179,7 @@ fn load_text(
             Some(dir) if !Path::new(file).is_absolute() => dir.join(file),
             _ => PathBuf::from(file),
         };
-        if stack.len() >= MAX_NESTING || stack.iter().any(|p| same_file(p, &target)) {
+        if stack.iter().any(|p| same_file(p, &target)) {
             diagnostics.push(
                 Diagnostic::new(
                     path,
@@ -169,8 +191,29 @@ fn load_text(
             );
             continue;
         }
+        if stack.len() >= MAX_NESTING {
+            diagnostics.push(
+                Diagnostic::new(
+                    path,
+                    at,
+                    field.to_string(),
+                    format!(
+                        "`{file}` would be file {} of a chain of nested configs, past the limit of {MAX_NESTING}",
+                        stack.len() + 1
+                    ),
+                )
+                .expected(format!("configs nested at most {MAX_NESTING} files deep")),
+            );
+            continue;
+        }
         let text = match read_config_file(&target) {
-            Ok(t) => t,
+            Ok(bytes) => match decode(bytes, &target) {
+                Ok(t) => t,
+                Err(d) => {
+                    diagnostics.push(d);
+                    continue;
+                }
+            },
             Err(e) => {
                 diagnostics.push(
                     Diagnostic::new(
@@ -208,12 +251,39 @@ fn load_text(
     })
 }
 
+/// Config text from the bytes of `path`; text that is not UTF-8 is an
+/// error placed at the first byte that is not.
+fn decode(bytes: Vec<u8>, path: &Path) -> Result<String, Diagnostic> {
+    String::from_utf8(bytes).map_err(|e| {
+        let good = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let before = String::from_utf8_lossy(&bytes[..good]);
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        let byte = bytes.get(good).copied().unwrap_or_default();
+        let at = Position::new(
+            u32::try_from(line).unwrap_or(u32::MAX),
+            u32::try_from(column).unwrap_or(u32::MAX),
+        );
+        Diagnostic::new(
+            path,
+            at,
+            "",
+            format!(
+                "not UTF-8 text: byte 0x{byte:02X} (byte {} of the file) is not UTF-8",
+                good + 1
+            ),
+        )
+        .expected("a config file in UTF-8")
+    })
+}
+
 /// Reads a config file: a regular file of at most [`MAX_CONFIG_BYTES`].
 ///
 /// The type is checked before the file is opened, so a FIFO cannot block
 /// the open and a device such as `/dev/zero` is never read; the read is
 /// capped too, should the file grow or be swapped after the check.
-fn read_config_file(path: &Path) -> std::io::Result<String> {
+fn read_config_file(path: &Path) -> std::io::Result<Vec<u8>> {
     use std::io::{Error, ErrorKind, Read};
     let not_regular = |kind: &str| {
         Error::new(
@@ -245,12 +315,11 @@ fn read_config_file(path: &Path) -> std::io::Result<String> {
     if bytes.len() as u64 > MAX_CONFIG_BYTES {
         return Err(too_big());
     }
-    String::from_utf8(bytes)
-        .map_err(|e| Error::new(ErrorKind::InvalidData, format!("not UTF-8 text: {e}")))
+    Ok(bytes)
 }
 
 /// What kind of non-regular file this is, in words.
-fn file_kind(t: &std::fs::FileType) -> &'static str {
+pub(crate) fn file_kind(t: &std::fs::FileType) -> &'static str {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;

@@ -124,6 +124,14 @@ fn draw(c: &mut Chart, config: &Config, w: &WorkflowSpec, user: &str) {
             c.edge(&sel, &id, "selected", false);
             c.edge(&id, &sel, "", true);
         }
+    } else if let Some(m) = &w.magentic {
+        let manager = c.node("manager", "manager: ledgers", true);
+        c.edge(user, &manager, "", false);
+        for n in &m.participants {
+            let id = c.node(ref_id(n), &label_of(n), false);
+            c.edge(&manager, &id, "instructs", false);
+            c.edge(&id, &manager, "", true);
+        }
     } else if let Some(t) = &w.swarm {
         let ids: Vec<String> = t
             .participants

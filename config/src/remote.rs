@@ -82,6 +82,7 @@ fn references<'w>(w: &'w WorkflowSpec, out: &mut Vec<&'w str>, spread: &mut Vec<
         w.round_robin.as_ref().map(|t| &t.participants),
         w.selector.as_ref().map(|s| &s.participants),
         w.swarm.as_ref().map(|t| &t.participants),
+        w.magentic.as_ref().map(|m| &m.participants),
         w.sequential.as_ref().map(|s| &s.participants),
         w.router.as_ref().and_then(|r| r.participants.as_ref()),
     ]

@@ -33,9 +33,10 @@ pub(crate) enum Value {
     Bool(bool),
     Int(i64),
     UInt(u64),
-    /// An integer too wide for 64 bits, kept exact so that errors quote it
-    /// as written rather than as a rounded float.
-    Wide(i128),
+    /// An integer too wide for 64 bits, kept as written (sign and digits,
+    /// any width) so that errors quote it exactly rather than as a rounded
+    /// float.
+    Wide(String),
     Float(f64),
     Str(String),
     Seq(Vec<Node>),
@@ -271,10 +272,10 @@ impl<'de> Deserialize<'de> for Value {
                 Ok(Value::UInt(v))
             }
             fn visit_i128<E: de::Error>(self, v: i128) -> Result<Value, E> {
-                Ok(Value::Wide(v))
+                Ok(Value::Wide(v.to_string()))
             }
             fn visit_u128<E: de::Error>(self, v: u128) -> Result<Value, E> {
-                Ok(i128::try_from(v).map_or(Value::Float(v as f64), Value::Wide))
+                Ok(Value::Wide(v.to_string()))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
                 Ok(Value::Float(v))
@@ -380,7 +381,7 @@ fn exact_integers(node: &mut Node, lines: &[&str]) {
 
 /// The integer written at `at`, if a plain (signed) decimal integer is
 /// written there and nothing else.
-fn written_integer(lines: &[&str], at: Position) -> Option<i128> {
+fn written_integer(lines: &[&str], at: Position) -> Option<String> {
     let line = lines.get(usize::try_from(at.line).ok()?.checked_sub(1)?)?;
     let skip = usize::try_from(at.column).ok()?.checked_sub(1)?;
     let rest: String = line.chars().skip(skip).collect();
@@ -395,7 +396,7 @@ fn written_integer(lines: &[&str], at: Position) -> Option<i128> {
         None | Some(' ' | '\t' | ',' | ']' | '}' | '#' | '\r')
     );
     if end > digits_from && ends_there {
-        token.parse().ok()
+        Some(token.trim_start_matches('+').to_string())
     } else {
         None
     }
@@ -411,9 +412,50 @@ fn bare_message(rendered: &str) -> String {
         None => first,
     };
     let first = first.trim_start_matches("error: ").trim();
+    // Advice meant for the parser's callers, not for whoever writes YAML.
+    let first = ["; use from_str_multiple", ", set DuplicateKeyPolicy"]
+        .iter()
+        .filter_map(|advice| first.find(advice))
+        .min()
+        .map_or(first, |i| &first[..i]);
+    let first = first.replace("non-finite float", "a number too large for a float,");
+    let first = first.replace(" rejected by the configured policy", "");
     if first.is_empty() {
         "invalid YAML".to_string()
     } else {
         format!("invalid YAML: {first}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Value, parse};
+
+    #[test]
+    fn integers_of_any_width_are_kept_as_written() {
+        for (text, written) in [
+            (
+                "n: 99999999999999999999999999\n",
+                "99999999999999999999999999",
+            ),
+            (
+                "n: 9999999999999999999999999999999999999999999\n",
+                "9999999999999999999999999999999999999999999",
+            ),
+            (
+                "n: [-99999999999999999999999999]\n",
+                "-99999999999999999999999999",
+            ),
+        ] {
+            let tree = parse(text).unwrap();
+            let Value::Map(entries) = &tree.value else {
+                panic!("{text}: not a mapping")
+            };
+            let value = match &entries[0].1.value {
+                Value::Seq(items) => items[0].value.clone(),
+                v => v.clone(),
+            };
+            assert_eq!(value, Value::Wide(written.into()), "{text}");
+        }
     }
 }

@@ -13,6 +13,7 @@
 //! | [`RoundRobinGroupChat`] | a ring | broadcast |
 //! | [`SelectorGroupChat`] | selector ⇄ each participant | broadcast |
 //! | [`Swarm`] | each → each on `handoff_to` | broadcast |
+//! | [`Magentic`] | manager ⇄ each participant | broadcast |
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -35,18 +36,25 @@
 //! ```
 
 mod error;
+mod magentic;
 mod map_reduce;
 mod round_robin;
 mod selector;
 mod sequential;
+mod speaker;
 mod swarm;
 mod team;
 
 pub use error::PresetError;
+pub use magentic::{
+    Choice, Judgement, Magentic, MagenticBuilder, ProgressLedger, TaskLedger,
+    progress_ledger_schema, task_ledger_schema,
+};
 pub use map_reduce::{DEFAULT_MAX_SUBTASKS, MapReduce, MapReduceBuilder};
 pub use round_robin::{RoundRobinBuilder, RoundRobinGroupChat};
 pub use selector::{SelectorBuilder, SelectorGroupChat, SelectorInput};
 pub use sequential::{Sequential, SequentialBuilder, StepFlow};
+pub use speaker::{SpeakerFallback, SpeakerMatch, parse_speaker};
 pub use swarm::{Swarm, SwarmBuilder};
 
 // The README's example is compiled and run as a doc test, so it cannot

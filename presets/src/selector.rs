@@ -11,6 +11,7 @@ use troupe_runtime::{
 };
 
 use crate::error::PresetError;
+use crate::speaker::{SpeakerFallback, SpeakerMatch, correction, fallback_speaker, parse_speaker};
 use crate::team::{Team, team_methods};
 
 /// The name of the node that picks speakers; no participant may take it.
@@ -55,11 +56,14 @@ type CandidateFn = Arc<dyn Fn(&SelectorInput<'_>) -> Vec<String> + Send + Sync>;
 /// (`Condition::selected`); a broadcast router. The selector adds nothing
 /// to the conversation: its choices are `Selected` events.
 ///
-/// When the model names no valid candidate it is told so and asked again,
-/// up to `max_selector_attempts` (default 3); then the previous speaker
-/// speaks again if it is a candidate, else the first candidate (a `Warning`
-/// event says so). An answer mentioning exactly one candidate among other
-/// text counts as naming it.
+/// The model's answer is read by [`parse_speaker`](crate::parse_speaker):
+/// any case, quotes, Markdown, `Agent: x`, or a sentence that mentions
+/// exactly one candidate. When it names no single candidate the model is
+/// told so, with the valid names, and asked again, up to
+/// `max_selector_attempts` (default 3); then the
+/// [`fallback`](SelectorBuilder::fallback) decides: the next candidate
+/// after the previous speaker (a `Warning` event says so), or a failed
+/// turn.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -106,6 +110,7 @@ pub struct SelectorBuilder {
     allow_repeated_speaker: bool,
     max_selector_attempts: u32,
     prompt: String,
+    fallback: SpeakerFallback,
 }
 
 impl Default for SelectorBuilder {
@@ -118,6 +123,7 @@ impl Default for SelectorBuilder {
             allow_repeated_speaker: false,
             max_selector_attempts: 3,
             prompt: DEFAULT_SELECTOR_PROMPT.to_string(),
+            fallback: SpeakerFallback::default(),
         }
     }
 }
@@ -162,6 +168,14 @@ impl SelectorBuilder {
         self
     }
 
+    /// What happens when the model names no valid speaker in
+    /// `max_selector_attempts`: the next candidate in turn (the default)
+    /// or a failed turn.
+    pub fn fallback(mut self, fallback: SpeakerFallback) -> Self {
+        self.fallback = fallback;
+        self
+    }
+
     /// The selection prompt, with `{roles}`, `{participants}`, `{history}`.
     pub fn prompt(mut self, template: impl Into<String>) -> Self {
         self.prompt = template.into();
@@ -201,6 +215,7 @@ impl SelectorBuilder {
             allow_repeated_speaker: self.allow_repeated_speaker,
             max_attempts: self.max_selector_attempts,
             prompt: self.prompt,
+            fallback: self.fallback,
         };
         let mut graph = Graph::builder()
             .add_agent(selector)
@@ -233,6 +248,7 @@ struct SelectorAgent {
     allow_repeated_speaker: bool,
     max_attempts: u32,
     prompt: String,
+    fallback: SpeakerFallback,
 }
 
 impl fmt::Debug for SelectorAgent {
@@ -353,6 +369,7 @@ impl SelectorAgent {
         if !earlier.is_empty() {
             messages.push(ChatMessage::user(NEXT_SPEAKER));
         }
+        let mut last = String::new();
         for _ in 0..self.max_attempts {
             let response = model
                 .complete(&ChatRequest::new(messages.clone()))
@@ -360,25 +377,22 @@ impl SelectorAgent {
                 .map_err(|e| AgentError::Model(e.to_string()).with_source(e))?;
             ctx.record_model_call(response.usage.unwrap_or_default(), None);
             let answer = response.text_content().to_string();
-            let mentioned = mentioned_candidates(&answer, candidates);
-            if let [one] = mentioned.as_slice() {
-                return Ok(one.clone());
+            let found = parse_speaker(&answer, candidates);
+            if let SpeakerMatch::One(one) = found {
+                return Ok(one);
             }
-            let problem = if mentioned.is_empty() {
-                "names no valid candidate".to_string()
-            } else {
-                format!("names several candidates ({})", mentioned.join(", "))
-            };
-            messages.push(ChatMessage::assistant(answer));
-            messages.push(ChatMessage::user(format!(
-                "Your answer {problem}. Reply with exactly one name from {participants} and nothing else."
-            )));
+            messages.push(ChatMessage::assistant(answer.clone()));
+            messages.push(ChatMessage::user(correction(&found, candidates)));
+            last = answer;
         }
-        let fallback = previous
-            .filter(|p| candidates.iter().any(|c| c == p))
-            .map(str::to_string)
-            .or_else(|| candidates.first().cloned())
-            .unwrap_or_default();
+        let Some(fallback) = fallback_speaker(self.fallback, previous, &self.names, candidates)
+        else {
+            return Err(AgentError::failed(format!(
+                "the selector's model named no valid speaker in {} attempts (last answer: '{last}'; valid: {})",
+                self.max_attempts,
+                candidates.join(", ")
+            )));
+        };
         ctx.emit_with(|| Event::Warning {
             path: ctx.path().clone(),
             text: format!(
@@ -387,68 +401,5 @@ impl SelectorAgent {
             ),
         });
         Ok(fallback)
-    }
-}
-
-/// The candidates an answer mentions as whole words (a name with
-/// underscores also counts when written with spaces), in candidate order.
-fn mentioned_candidates(answer: &str, candidates: &[String]) -> Vec<String> {
-    let trimmed = answer
-        .trim()
-        .trim_matches(|c: char| !c.is_alphanumeric() && c != '_');
-    if let Some(exact) = candidates.iter().find(|c| **c == trimmed) {
-        return vec![exact.clone()];
-    }
-    candidates
-        .iter()
-        .filter(|c| {
-            mentions(answer, c) || (c.contains('_') && mentions(answer, &c.replace('_', " ")))
-        })
-        .cloned()
-        .collect()
-}
-
-fn mentions(text: &str, name: &str) -> bool {
-    if name.is_empty() {
-        return false;
-    }
-    let is_word = |c: char| c.is_alphanumeric() || c == '_';
-    text.match_indices(name).any(|(at, _)| {
-        let before = text[..at].chars().next_back();
-        let after = text[at + name.len()..].chars().next();
-        !before.is_some_and(is_word) && !after.is_some_and(is_word)
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn names(v: &[&str]) -> Vec<String> {
-        v.iter().map(|s| s.to_string()).collect()
-    }
-
-    #[test]
-    fn reads_names_out_of_verbose_answers() {
-        let c = names(&["planner", "coder", "code_reviewer"]);
-        assert_eq!(mentioned_candidates("coder", &c), ["coder"]);
-        assert_eq!(mentioned_candidates("  'coder'.", &c), ["coder"]);
-        assert_eq!(
-            mentioned_candidates(
-                "I think the coder should go next, since the plan is done",
-                &c
-            ),
-            ["coder"]
-        );
-        assert_eq!(
-            mentioned_candidates("the code reviewer, please", &c),
-            ["code_reviewer"]
-        );
-        assert_eq!(mentioned_candidates("planner or coder", &c).len(), 2);
-        assert!(mentioned_candidates("nobody", &c).is_empty());
-        assert!(
-            mentioned_candidates("decoder", &c).is_empty(),
-            "not a whole word"
-        );
     }
 }

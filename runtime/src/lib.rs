@@ -82,7 +82,7 @@ pub use error::{BuildError, CheckpointError};
 /// The JSON Schema of an event line (see [`EventRecord`]).
 #[cfg(feature = "schema")]
 pub use event::json_schema as events_json_schema;
-pub use event::{Event, EventRecord, FinalStatus};
+pub use event::{Event, EventRecord, FinalStatus, LedgerKind};
 pub use fn_agent::FnAgent;
 pub use graph::{Condition, Graph, GraphBuilder, Isolation, Join, NodeInput, Scheduler};
 pub use message::{Content, Handoff, Message, MessageId, ToolCall, ToolResult, USER, Usage};

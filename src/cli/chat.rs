@@ -6,16 +6,18 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::BufReader;
 use troupe::config::{Config, Store};
 use troupe::{RunContext, Session, Workflow};
 
 use super::cluster::{ClusterArgs, join};
 use super::end_line::{EndLine, Question};
+use super::input;
 use super::interrupt::Interrupt;
+use super::render::Console;
 use super::{
     EventsFormat, FAILED, INTERRUPTED, INVALID, OK, Output, build_options, emit, leave, make_id,
-    report, show, sinks, store, write_out,
+    report, show, sinks, store, write_failed, write_out,
 };
 
 /// How long a turn under way gets to finish after Ctrl-C.
@@ -129,7 +131,7 @@ async fn converse(config: &Config, start: Start, output: Output) -> u8 {
         }
     }
     let tty = std::io::stdin().is_terminal();
-    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut stdin = BufReader::new(tokio::io::stdin());
     let mut code = OK;
     loop {
         if tty {
@@ -137,7 +139,7 @@ async fn converse(config: &Config, start: Start, output: Output) -> u8 {
             let _ = std::io::stderr().flush();
         }
         let line = tokio::select! {
-            l = lines.next_line() => l,
+            l = input::next_line(&mut stdin) => l,
             _ = interrupted.wait() => { code = INTERRUPTED; break; }
         };
         let line = match line {
@@ -155,10 +157,15 @@ async fn converse(config: &Config, start: Start, output: Output) -> u8 {
             "/exit" | "/quit" => break,
             "/history" => {
                 if let Ok(t) = chat.history(&id).await {
-                    for m in t.messages() {
-                        // A closed stdout is not worth a panic: the turn
-                        // loop ends at stdin's end as usual.
-                        let _ = write_out(&format!("{}: {}\n", m.source, m.text_content()));
+                    let lines: String = t
+                        .messages()
+                        .iter()
+                        .map(|m| format!("{}: {}\n", m.source, m.text_content()))
+                        .collect();
+                    // Nobody reads any more: the conversation ends.
+                    if let Err(e) = write_out(&lines) {
+                        code = write_failed(&e);
+                        break;
                     }
                 }
                 continue;
@@ -185,9 +192,15 @@ async fn converse(config: &Config, start: Start, output: Output) -> u8 {
                         checkpoint: r.checkpoint.map(|c| c.to_string()),
                         requests: Question::all(&Workflow::pending_requests(&r.thread)),
                     };
-                    let _ = write_out(&line.to_line());
-                } else if console.is_none() {
-                    let _ = write_out(&format!("{}\n", r.final_text()));
+                    if let Err(e) = write_out(&line.to_line()) {
+                        code = write_failed(&e);
+                        break;
+                    }
+                } else if console.is_none()
+                    && let Err(e) = write_out(&format!("{}\n", r.final_text()))
+                {
+                    code = write_failed(&e);
+                    break;
                 }
             }
             Err(e) => {
@@ -198,6 +211,10 @@ async fn converse(config: &Config, start: Start, output: Output) -> u8 {
                 eprintln!("turn failed: {e}");
                 code = FAILED;
             }
+        }
+        if let Some(e) = console.as_ref().and_then(Console::take_write_error) {
+            code = write_failed(&e);
+            break;
         }
         if interrupted.happened() {
             code = INTERRUPTED;

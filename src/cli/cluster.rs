@@ -17,6 +17,25 @@ use super::{FAILED, INVALID, OK, report};
 /// show up on the nodes.
 const AGENT_WAIT: Duration = Duration::from_secs(10);
 
+/// How long past `--connect-wait` a connection attempt under way may take.
+const ATTEMPT_GRACE: Duration = Duration::from_secs(1);
+
+/// For an error after which the peers were tried again until `wait` ran
+/// out, a note that says so (and `hint`); else nothing.
+fn retried(e: &ClusterError, wait: Duration, hint: &str) -> String {
+    match e {
+        ClusterError::Connect { .. } | ClusterError::ConnectTimeout { .. } => {
+            format!(" (kept trying for {}{hint})", seconds(wait))
+        }
+        _ => String::new(),
+    }
+}
+
+/// A duration in seconds as a user wrote it: `10s`, `2.5s`.
+fn seconds(d: Duration) -> String {
+    format!("{}s", d.as_secs_f64())
+}
+
 /// `--listen`, `--connect`, `--node-name`: joining a cluster to run a
 /// workflow whose participants live on other nodes.
 #[derive(clap::Args, Clone, Debug, Default)]
@@ -33,6 +52,10 @@ pub(crate) struct ClusterArgs {
     /// This process's node name in the cluster (default `run-<pid>`).
     #[arg(long, value_name = "NAME")]
     node_name: Option<String>,
+    /// Seconds to keep trying the `--connect` nodes (they may still be
+    /// starting) before giving up.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    connect_wait: f64,
 }
 
 /// What `troupe node` says.
@@ -98,6 +121,7 @@ pub(crate) async fn node(args: NodeArgs) -> u8 {
         eprintln!("troupe node: {}", no_cookie());
         return INVALID;
     };
+    let wait = settings.startup_wait;
     let names = match hosted_names(&config, &args) {
         Ok(n) => n,
         Err(message) => {
@@ -123,7 +147,7 @@ pub(crate) async fn node(args: NodeArgs) -> u8 {
     match served {
         Ok(()) => OK,
         Err(e) => {
-            eprintln!("troupe node: {e}");
+            eprintln!("troupe node: {e}{}", retried(&e, wait, ""));
             code_of(&e)
         }
     }
@@ -200,17 +224,41 @@ pub(crate) async fn join(
     for peer in &args.connect {
         settings = settings.connect(peer.clone());
     }
-    let settings = settings.cookie_from_env().map_err(|_| {
+    let mut settings = settings.cookie_from_env().map_err(|_| {
         eprintln!("troupe: {}", no_cookie());
         INVALID
     })?;
+    let Ok(wait) = Duration::try_from_secs_f64(args.connect_wait) else {
+        eprintln!(
+            "troupe: --connect-wait takes a number of seconds, 0 or more (got {})",
+            args.connect_wait
+        );
+        return Err(INVALID);
+    };
+    settings.startup_wait = wait;
     if chatty && !args.connect.is_empty() {
         eprintln!("joining the cluster at {}", args.connect.join(", "));
     }
-    let node = settings.start(Vec::new()).await.map_err(|e| {
-        eprintln!("troupe: cannot join the cluster: {e}");
-        code_of(&e)
-    })?;
+    // Retries stop at the wait; the bound covers an attempt under way then.
+    let started = tokio::time::timeout(wait + ATTEMPT_GRACE, settings.start(Vec::new())).await;
+    let node = match started {
+        Ok(Ok(node)) => node,
+        Ok(Err(e)) => {
+            eprintln!(
+                "troupe: cannot join the cluster: {e}{}",
+                retried(&e, wait, "; --connect-wait sets how long")
+            );
+            return Err(code_of(&e));
+        }
+        Err(_) => {
+            eprintln!(
+                "troupe: cannot join the cluster at {}: no answer within {} (--connect-wait sets how long)",
+                args.connect.join(", "),
+                seconds(wait)
+            );
+            return Err(FAILED);
+        }
+    };
     if chatty {
         let peers: Vec<String> = node.peers().into_iter().map(|p| p.name).collect();
         eprintln!(

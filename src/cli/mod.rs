@@ -21,6 +21,7 @@ macro_rules! eprint {
 mod chat;
 mod cluster;
 mod end_line;
+mod input;
 mod interrupt;
 mod mcp_demo;
 mod render;
@@ -148,8 +149,8 @@ enum Command {
     },
     /// Serves the team (or every config of a directory) over HTTP until
     /// Ctrl-C or SIGTERM: an OpenAI-compatible endpoint, a runs API with
-    /// live events, stored sessions. Loopback unless told otherwise;
-    /// anything else needs TROUPE_SERVE_TOKEN.
+    /// live events, stored sessions, each team as an A2A agent. Loopback
+    /// unless told otherwise; anything else needs TROUPE_SERVE_TOKEN.
     Serve(crate::serve::ServeArgs),
     /// Serves a small demo MCP server on stdio (for the MCP example).
     #[command(hide = true)]
@@ -308,7 +309,14 @@ fn summary(c: &Config) -> String {
 pub(crate) fn report(e: &ConfigError) -> u8 {
     eprintln!("{e}");
     if let ConfigError::Invalid(d) = e {
-        eprintln!("{} problem(s) found", d.len());
+        if d.len() > troupe::config::MAX_DIAGNOSTICS {
+            eprintln!(
+                "more than {} problems found (the first listed)",
+                troupe::config::MAX_DIAGNOSTICS
+            );
+        } else {
+            eprintln!("{} problem(s) found", d.len());
+        }
     }
     match e {
         ConfigError::Build(_) => FAILED,

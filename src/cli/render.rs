@@ -36,6 +36,9 @@ struct State {
     streamed: BTreeSet<String>,
     spinner_shown: bool,
     frame: usize,
+    /// The first write to stdout that failed (a closed pipe, a full
+    /// disk): nothing more is written once set.
+    lost: Option<std::io::Error>,
 }
 
 /// Prints events for people.
@@ -67,6 +70,7 @@ impl Console {
             streamed: BTreeSet::new(),
             spinner_shown: false,
             frame: 0,
+            lost: None,
         }));
         let stop = Arc::new(AtomicBool::new(false));
         let spinner = std::io::stderr().is_terminal().then(|| {
@@ -86,6 +90,12 @@ impl Console {
     pub(crate) fn sink(&self) -> EventSink {
         let state = self.state.clone();
         EventSink::background(move |e| handle(&state, e))
+    }
+
+    /// The first failed write to stdout, if any (taken: asked again, it
+    /// is `None`).
+    pub(crate) fn take_write_error(&self) -> Option<std::io::Error> {
+        lock(&self.state).lost.take()
     }
 
     /// Stops the spinner and clears its line.
@@ -193,13 +203,17 @@ fn header(s: &State, path: &str, elapsed_ms: f64, usage: &Usage) -> String {
 
 fn print(s: &mut State, lines: &[String]) {
     clear_spinner(s);
+    if s.lost.is_some() {
+        return;
+    }
     let mut out = std::io::stdout().lock();
     close_live(s, &mut out);
     s.speaker = None;
-    for l in lines {
-        let _ = writeln!(out, "{}", troupe::secrets::redact(l));
-    }
-    let _ = out.flush();
+    let written = lines
+        .iter()
+        .try_for_each(|l| writeln!(out, "{}", troupe::secrets::redact(l)))
+        .and_then(|()| out.flush());
+    s.lost = written.err();
 }
 
 /// Ends the line of streamed text, if one is open.
@@ -239,15 +253,19 @@ fn stream_text(s: &mut State, path: &str, text: &str) {
     // Masked piece by piece: a secret the model spells out whole in one
     // piece is caught; the final message is masked whole when printed.
     let text = troupe::secrets::redact(text);
+    if s.lost.is_some() {
+        return;
+    }
     let mut out = std::io::stdout().lock();
+    let mut written = Ok(());
     for piece in text.split_inclusive('\n') {
         if s.line_start {
-            let _ = out.write_all(b"  ");
+            written = written.and_then(|()| out.write_all(b"  "));
         }
-        let _ = out.write_all(piece.as_bytes());
+        written = written.and_then(|()| out.write_all(piece.as_bytes()));
         s.line_start = piece.ends_with('\n');
     }
-    let _ = out.flush();
+    s.lost = written.and_then(|()| out.flush()).err();
 }
 
 /// Prints `lines` about `path`, naming it first unless the latest lines
@@ -407,6 +425,16 @@ fn handle(state: &Mutex<State>, event: &Event) {
             } else {
                 s.finished.insert(path, (elapsed_ms, left - 1));
             }
+            print(&mut s, &out);
+        }
+        // A Magentic manager's plan and progress checks.
+        Event::Ledger { kind, summary, .. } => {
+            let mut out = vec![paint(
+                c,
+                "36",
+                &format!("📋 {} {} ledger", short(&s.root, &path), kind.as_str()),
+            )];
+            out.extend(summary.lines().map(|l| paint(c, "2", &format!("  {l}"))));
             print(&mut s, &out);
         }
         Event::Selected { next, .. } => {

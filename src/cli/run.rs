@@ -3,7 +3,7 @@
 //! `--answer REQUEST_ID=TEXT` or, on a terminal, asked inline. Ctrl-C and
 //! SIGTERM stop it gracefully (see `interrupt`).
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -87,6 +87,14 @@ pub(crate) async fn run(args: RunArgs) -> u8 {
             return INVALID;
         }
     };
+    // Checked before anything runs: a run id no store takes would run
+    // with every checkpoint refused.
+    if let Some(id) = &args.run_id
+        && let Err(e) = troupe::store::check_run_id(id)
+    {
+        eprintln!("troupe run: --run-id: {e}");
+        return INVALID;
+    }
     let task = match (&args.resume, args.prompt.clone()) {
         (Some(_), Some(_)) => {
             eprintln!(
@@ -232,6 +240,9 @@ async fn drive(
             }
         }
     };
+    // A cancelled turn of a remote A2A agent cancels its remote task in
+    // the background: those cancels go out before the process exits.
+    troupe::agents::a2a::settle_cancels(Duration::from_secs(6)).await;
     let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     if terminal && !args.no_input {
         sink.flush().await;
@@ -239,9 +250,11 @@ async fn drive(
     }
     // Every event is out before the result line and the exit.
     sink.flush().await;
-    if let Some(c) = console {
+    let lost = console.and_then(|c| {
+        let lost = c.take_write_error();
         c.finish();
-    }
+        lost
+    });
     let ended = Ended {
         file: &args.file,
         run_id: &run_id,
@@ -249,7 +262,11 @@ async fn drive(
         interrupted: interrupt.happened(),
         hint: hint.as_deref(),
     };
-    ended.report(built, result)
+    match (ended.report(built, result), lost) {
+        // The events shown were lost: a run that passed fails.
+        (OK, Some(e)) => write_failed(&e),
+        (code, _) => code,
+    }
 }
 
 /// Asks the questions a run waits on, one at a time on the terminal, and
@@ -331,9 +348,7 @@ fn read_prompt(prompt: Option<String>) -> Result<String, String> {
 }
 
 fn read_stdin() -> Result<String, String> {
-    let mut text = String::new();
-    std::io::stdin()
-        .read_to_string(&mut text)
+    let text = super::input::read_all(std::io::stdin().lock())
         .map_err(|e| format!("cannot read the task from stdin: {e}"))?;
     let text = text.trim().to_string();
     if text.is_empty() {

@@ -10,8 +10,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::TOKEN_ENV;
-use super::app::{Shared, query_param};
 use super::error::ApiError;
+use super::query::query_param;
+use super::state::Shared;
 
 /// Refuses a bind that would expose the server without a token.
 pub(crate) fn check_bind(addr: SocketAddr, has_token: bool) -> Result<(), String> {

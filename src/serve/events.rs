@@ -12,9 +12,9 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::Stream;
 use tokio::sync::watch;
 
-use super::app::Shared;
 use super::error::ApiError;
-use super::runs::{Run, Status};
+use super::run::{Run, Status};
+use super::state::Shared;
 
 /// Where a stream stands.
 struct Cursor {

@@ -1,6 +1,6 @@
 //! `troupe serve`: teams behind HTTP — an OpenAI-compatible endpoint, a
-//! runs API with live events over SSE, stored sessions, and a description
-//! of each team (the HTTP contract is in the README's "Serve a team").
+//! runs API with live events over SSE, stored sessions, each team as an
+//! A2A agent (`a2a/`), and a description of each team (the HTTP contract is in the README's "Serve a team").
 //!
 //! Safe by default: loopback unless `--listen` says otherwise, and then
 //! only with a bearer token (`TROUPE_SERVE_TOKEN`), checked on every route;
@@ -9,18 +9,24 @@
 //! flight gracefully (their turns finish and a checkpoint is saved when the
 //! config has a store) and exits.
 
+mod a2a;
 mod app;
 mod auth;
 mod body;
 mod console;
 mod cors;
+mod describe;
 mod error;
 mod events;
 mod limits;
 mod openai;
+mod query;
+mod registry;
+mod run;
 mod runs;
 mod sessions;
 mod shutdown;
+mod state;
 mod team;
 
 use std::net::SocketAddr;
@@ -110,7 +116,7 @@ pub(crate) async fn serve(args: ServeArgs) -> u8 {
         }
     };
     let addr = listener.local_addr().unwrap_or(args.listen);
-    let state = app::State::new(
+    let state = state::State::new(
         teams,
         token.map(Arc::from),
         limits::Limits::new(args.max_body, args.max_runs),

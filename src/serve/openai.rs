@@ -23,11 +23,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use troupe::{Message, Thread};
 
-use super::app::Shared;
 use super::body::JsonBody;
 use super::error::ApiError;
-use super::runs::{self, Run, Start, Status, usage_json};
+use super::run::{Run, Status, usage_json};
+use super::runs::{self, Start};
 use super::sessions::check_id;
+use super::state::Shared;
 
 /// The header naming a stored session.
 const SESSION_HEADER: &str = "x-troupe-session";

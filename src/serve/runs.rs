@@ -1,317 +1,21 @@
-//! The runs API: a registry of the runs started since the server started,
-//! each with its status, its result and the log of its events, and the
-//! routes that start, list, show, answer and cancel them.
+//! The runs API: the routes that start, list, show, answer and cancel
+//! runs, and the task that drives a run in the background.
 
-use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State as Axum};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::sync::{OwnedSemaphorePermit, watch};
-use troupe::{
-    EventOutput, EventRecord, EventSink, InputRequest, JsonLines, RunContext, RunResult, RunStatus,
-    Thread, Workflow,
-};
+use tokio::sync::OwnedSemaphorePermit;
+use troupe::{RunResult, Thread, Workflow};
 
-use super::app::Shared;
 use super::body::JsonBody;
 use super::error::ApiError;
+use super::run::{Run, Status};
 use super::sessions::check_id;
-
-/// How many finished runs are kept (the oldest go first).
-const KEPT: usize = 1000;
-
-/// Where a run stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Status {
-    /// Under way.
-    Running,
-    /// Ended asking questions (`requests`); an answer runs it on.
-    WaitingForInput,
-    /// Done: nothing left to do.
-    Completed,
-    /// Its stop condition held.
-    Stopped,
-    /// It failed (`error` says why).
-    Failed,
-    /// Cancelled (`POST /runs/{id}/cancel`).
-    Cancelled,
-    /// Stopped gracefully when the server shut down (checkpointed when the
-    /// config has a store).
-    Interrupted,
-}
-
-impl Status {
-    /// As JSON shows it.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Status::Running => "running",
-            Status::WaitingForInput => "waiting_for_input",
-            Status::Completed => "completed",
-            Status::Stopped => "stopped",
-            Status::Failed => "failed",
-            Status::Cancelled => "cancelled",
-            Status::Interrupted => "interrupted",
-        }
-    }
-
-    /// Whether the run is over for good (not running, not waiting).
-    pub(crate) fn ended(self) -> bool {
-        !matches!(self, Status::Running | Status::WaitingForInput)
-    }
-}
-
-/// One run.
-pub(crate) struct Run {
-    /// Its id (`run-<millis>-<n>`), also the engine's run id (checkpoints).
-    pub(crate) id: String,
-    /// The team it runs.
-    pub(crate) team: String,
-    /// The task (the user's message).
-    pub(crate) task: String,
-    /// The stored conversation it is a turn of, if any.
-    pub(crate) session: Option<String>,
-    started_at: SystemTime,
-    /// Its context: events into its log; cancel and stop through it.
-    pub(crate) ctx: RunContext,
-    inner: Mutex<Inner>,
-    /// Bumped whenever an event is logged or the status changes.
-    changed: watch::Sender<u64>,
-}
-
-/// What changes as a run goes.
-#[derive(Default)]
-pub(crate) struct Inner {
-    /// Where it stands (`None`: running).
-    pub(crate) status: Option<Status>,
-    /// The final response of its last stretch.
-    pub(crate) response: Option<String>,
-    /// The tokens it spent.
-    pub(crate) usage: Option<troupe::Usage>,
-    /// Why it failed.
-    pub(crate) error: Option<String>,
-    /// The questions it waits on.
-    pub(crate) requests: Vec<InputRequest>,
-    /// The thread of a run waiting for input, to answer it in.
-    thread: Option<Thread>,
-    /// Every event so far, each as one line of `--events jsonl`.
-    pub(crate) events: Vec<Arc<str>>,
-}
-
-impl Inner {
-    /// The status (a run is running until told otherwise).
-    pub(crate) fn status(&self) -> Status {
-        self.status.unwrap_or(Status::Running)
-    }
-}
-
-impl Run {
-    fn new(id: String, team: String, task: String, session: Option<String>) -> Arc<Run> {
-        Arc::new_cyclic(|me: &Weak<Run>| {
-            let me = me.clone();
-            // Weak: the run owns its context, whose sink must not own the run.
-            let sink = EventSink::callback(move |record| {
-                if let Some(run) = me.upgrade() {
-                    run.log(record);
-                }
-            });
-            Run {
-                ctx: RunContext::with_sink(sink).with_run_id(id.as_str()),
-                id,
-                team,
-                task,
-                session,
-                started_at: SystemTime::now(),
-                inner: Mutex::default(),
-                changed: watch::Sender::new(0),
-            }
-        })
-    }
-
-    /// Its changing part, locked (briefly: never across an await).
-    pub(crate) fn inner(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// A receiver woken at every change.
-    pub(crate) fn watch(&self) -> watch::Receiver<u64> {
-        self.changed.subscribe()
-    }
-
-    fn bump(&self) {
-        self.changed.send_modify(|n| *n += 1);
-    }
-
-    /// Logs an event as `troupe run --events jsonl` writes it.
-    fn log(&self, record: &EventRecord) {
-        let mut out = JsonLines::new(Vec::new());
-        if out.write(record).is_err() {
-            return;
-        }
-        let mut bytes = out.into_inner();
-        if bytes.last() == Some(&b'\n') {
-            bytes.pop();
-        }
-        let line: Arc<str> = String::from_utf8_lossy(&bytes).into();
-        self.inner().events.push(line);
-        self.bump();
-    }
-
-    /// Records how a stretch of the run ended.
-    fn finish(&self, result: Result<RunResult, String>) {
-        {
-            let mut inner = self.inner();
-            match result {
-                Ok(r) => {
-                    let pending = Workflow::pending_requests(&r.thread);
-                    inner.usage = Some(r.usage);
-                    inner.response = Some(r.final_text());
-                    if pending.is_empty() {
-                        inner.status = Some(match r.status {
-                            RunStatus::Completed => Status::Completed,
-                            RunStatus::Stopped(_) => Status::Stopped,
-                            RunStatus::Cancelled => Status::Cancelled,
-                            RunStatus::Interrupted => Status::Interrupted,
-                            RunStatus::WaitingForInput(_) => Status::WaitingForInput,
-                        });
-                    } else {
-                        inner.status = Some(Status::WaitingForInput);
-                        inner.requests = pending;
-                        inner.thread = Some(r.thread);
-                    }
-                }
-                Err(e) => {
-                    inner.status = Some(Status::Failed);
-                    inner.error = Some(troupe::secrets::redact(&e).into_owned());
-                }
-            }
-        }
-        self.bump();
-    }
-
-    /// Ends a run waiting for input, at shutdown (its thread goes; a
-    /// checkpoint, if the config has a store, keeps it).
-    pub(crate) fn interrupt(&self) {
-        {
-            let mut inner = self.inner();
-            inner.status = Some(Status::Interrupted);
-            inner.thread = None;
-        }
-        self.bump();
-    }
-
-    /// `GET /runs` shows this.
-    fn summary(&self) -> Value {
-        json!({
-            "id": self.id,
-            "team": self.team,
-            "status": self.inner().status().as_str(),
-            "task": self.task,
-            "session": self.session,
-            "started_at": humantime::format_rfc3339_millis(self.started_at).to_string(),
-        })
-    }
-
-    /// `GET /runs/{id}` shows this (and the SSE stream's `end` event).
-    pub(crate) fn detail(&self) -> Value {
-        let inner = self.inner();
-        json!({
-            "id": self.id,
-            "team": self.team,
-            "status": inner.status().as_str(),
-            "task": self.task,
-            "session": self.session,
-            "started_at": humantime::format_rfc3339_millis(self.started_at).to_string(),
-            "response": inner.response,
-            "usage": inner.usage.map(usage_json),
-            "error": inner.error,
-            "requests": inner.requests.iter().map(|q| json!({
-                "id": q.id, "agent": q.agent, "question": q.prompt,
-            })).collect::<Vec<_>>(),
-        })
-    }
-}
-
-/// Usage as OpenAI shows it.
-pub(crate) fn usage_json(u: troupe::Usage) -> Value {
-    json!({
-        "prompt_tokens": u.prompt_tokens,
-        "completion_tokens": u.completion_tokens,
-        "total_tokens": u.total(),
-    })
-}
-
-/// The runs, by id and in the order they started.
-#[derive(Default)]
-pub(crate) struct Registry {
-    runs: Mutex<Table>,
-    counter: AtomicU64,
-}
-
-/// The runs by id, and their ids oldest first.
-#[derive(Default)]
-struct Table {
-    map: BTreeMap<String, Arc<Run>>,
-    order: VecDeque<String>,
-}
-
-impl Registry {
-    fn lock(&self) -> MutexGuard<'_, Table> {
-        self.runs.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// A new run, registered (the oldest finished runs beyond [`KEPT`] go).
-    pub(crate) fn create(&self, team: &str, task: &str, session: Option<String>) -> Arc<Run> {
-        let n = self.counter.fetch_add(1, Ordering::Relaxed);
-        let millis = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis());
-        let id = format!("run-{millis}-{n}");
-        let run = Run::new(id.clone(), team.to_string(), task.to_string(), session);
-        let mut guard = self.lock();
-        let Table { map, order } = &mut *guard;
-        map.insert(id.clone(), run.clone());
-        order.push_back(id);
-        if order.len() > KEPT {
-            let ended: Vec<String> = order
-                .iter()
-                .filter(|id| map.get(*id).is_some_and(|r| r.inner().status().ended()))
-                .take(order.len() - KEPT)
-                .cloned()
-                .collect();
-            for id in ended {
-                map.remove(&id);
-                order.retain(|o| *o != id);
-            }
-        }
-        run
-    }
-
-    /// The run `id`, or 404.
-    pub(crate) fn get(&self, id: &str) -> Result<Arc<Run>, ApiError> {
-        self.lock()
-            .map
-            .get(id)
-            .cloned()
-            .ok_or_else(|| ApiError::not_found(format!("no run `{id}`")))
-    }
-
-    /// Every run, newest first.
-    pub(crate) fn all(&self) -> Vec<Arc<Run>> {
-        let guard = self.lock();
-        guard
-            .order
-            .iter()
-            .rev()
-            .filter_map(|id| guard.map.get(id).cloned())
-            .collect()
-    }
-}
+use super::state::Shared;
 
 /// What a stretch of a run starts from.
 pub(crate) enum Start {
@@ -478,6 +182,22 @@ pub(crate) async fn input(
     JsonBody(body): JsonBody<InputBody>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let run = state.runs.get(&id)?;
+    answer(&state, &run, body.request_id.as_deref(), body.answer)?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({"id": run.id, "status": "running"})),
+    ))
+}
+
+/// Answers an open request of `run` (the oldest when none is named) and
+/// runs it on in the background (the runs API and A2A follow-ups).
+pub(crate) fn answer(
+    state: &Shared,
+    run: &Arc<Run>,
+    request_id: Option<&str>,
+    answer: String,
+) -> Result<(), ApiError> {
+    let id = &run.id;
     let slot = state.limits.run_slot()?;
     let start = {
         let mut inner = run.inner();
@@ -487,8 +207,8 @@ pub(crate) async fn input(
                 inner.status().as_str()
             )));
         }
-        let request = match &body.request_id {
-            Some(r) => inner.requests.iter().find(|q| &q.id == r).ok_or_else(|| {
+        let request = match request_id {
+            Some(r) => inner.requests.iter().find(|q| q.id == r).ok_or_else(|| {
                 ApiError::not_found(format!(
                     "run `{id}` has no open request `{r}`; open: {}",
                     inner
@@ -515,16 +235,13 @@ pub(crate) async fn input(
         inner.requests.clear();
         Start::Answer {
             request,
-            answer: body.answer,
+            answer,
             thread,
         }
     };
     run.bump();
     spawn(state.clone(), run.clone(), start, slot);
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(json!({"id": run.id, "status": "running"})),
-    ))
+    Ok(())
 }
 
 /// `POST /runs/{id}/cancel`: cancels a run under way or waiting; 202.
@@ -533,6 +250,17 @@ pub(crate) async fn cancel(
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let run = state.runs.get(&id)?;
+    let status = cancel_run(&run)?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({"id": run.id, "status": status.as_str()})),
+    ))
+}
+
+/// Cancels `run` if it is under way or waiting (the runs API and A2A's
+/// `CancelTask`); its status after (still running until the cancel lands).
+pub(crate) fn cancel_run(run: &Run) -> Result<Status, ApiError> {
+    let id = &run.id;
     let status = {
         let mut inner = run.inner();
         match inner.status() {
@@ -556,8 +284,5 @@ pub(crate) async fn cancel(
         run.ctx.cancel();
     }
     run.bump();
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(json!({"id": run.id, "status": status.as_str()})),
-    ))
+    Ok(status)
 }

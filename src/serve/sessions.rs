@@ -5,8 +5,8 @@ use axum::Json;
 use axum::extract::{Path, State as Axum};
 use serde_json::{Value, json};
 
-use super::app::Shared;
 use super::error::ApiError;
+use super::state::Shared;
 
 /// The longest session id taken.
 const MAX_ID: usize = 128;

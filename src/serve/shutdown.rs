@@ -12,8 +12,8 @@ use std::future::IntoFuture;
 use axum::Router;
 use tokio::net::TcpListener;
 
-use super::app::Shared;
-use super::runs::Status;
+use super::run::Status;
+use super::state::Shared;
 use super::{FAILED, OK, say};
 
 /// How long open connections get to close after the runs ended.

@@ -5,14 +5,14 @@
 
 mod anthropic;
 mod fallback;
-mod http;
+pub(crate) mod http;
 mod observer;
 mod openai;
 mod openai_wire;
 mod pricing;
 mod rate_limit;
 mod responses;
-mod retry;
+pub(crate) mod retry;
 mod scripted;
 mod scripted_reply;
 pub mod sse;

@@ -1,6 +1,7 @@
 //! Agents: a [`ChatAgent`] from an agent's section, or one made afresh
 //! each turn when its instructions read `{{ $steps… }}` templates; a
-//! `user:` agent is a [`UserProxy`] asking the caller.
+//! `user:` agent is a [`UserProxy`] asking the caller; an `a2a:` agent is
+//! built in `a2a.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,6 +24,9 @@ impl Ctx<'_> {
         name: &str,
         spec: &AgentSpec,
     ) -> Result<Arc<dyn Agent>, ConfigError> {
+        if let Some(a2a) = &spec.a2a {
+            return self.a2a_agent(name, spec, a2a);
+        }
         if let Some(user) = &spec.user {
             let mut proxy = UserProxy::ask(name);
             if let Some(d) = &spec.description {
@@ -35,7 +39,7 @@ impl Ctx<'_> {
         }
         let Some(model_name) = spec.model.as_deref() else {
             return Err(build_error(format!(
-                "agent `{name}` has no `model` (nor `user`)"
+                "agent `{name}` has no `model` (nor `user`, nor `a2a`)"
             )));
         };
         let model = self.model(

@@ -12,7 +12,7 @@ use super::ctx::{Ctx, build_error};
 use super::options::BuildOptions;
 use super::store::Store;
 use crate::error::{ConfigError, Diagnostic};
-use crate::load::Config;
+use crate::load::{Config, file_kind};
 use crate::schema::StoreKind;
 use crate::tree::FieldPath;
 
@@ -93,11 +93,20 @@ impl Config {
                 }
                 Some(Store::open(StoreKind::Memory, None)?)
             }
-            Some(cp) => Some(Store::open_durable(
-                cp.store,
-                cp.path.as_deref().map(|p| self.resolve_path(p)),
-                cp.durability.map_or(Default::default(), |d| d.to_runtime()),
-            )?),
+            Some(cp) => {
+                let path = cp.path.as_deref().map(|p| self.resolve_path(p));
+                // What checking finds is said the same way here; what only
+                // opening finds (no permission) is placed there too.
+                if let Some(p) = &path {
+                    self.check_store_path(cp.store, p)?;
+                }
+                let durability = cp.durability.map_or(Default::default(), |d| d.to_runtime());
+                let opened = Store::open_durable(cp.store, path, durability);
+                Some(opened.map_err(|e| match (e, cp.path.is_some()) {
+                    (ConfigError::Build(why), true) => self.store_error(why),
+                    (e, _) => e,
+                })?)
+            }
             None => None,
         };
         let mut ctx = Ctx::new(self, options, None);
@@ -168,6 +177,12 @@ impl Config {
                 "`{}` is a directory, not a database file",
                 path.display()
             )),
+            // A device or FIFO: SQLite would fail on it, or block.
+            StoreKind::Sqlite if path.exists() && !path.is_file() => Some(format!(
+                "`{}` is not a regular file ({}), not a database file",
+                path.display(),
+                std::fs::metadata(path).map_or("unknown", |m| file_kind(&m.file_type()))
+            )),
             StoreKind::Dir | StoreKind::Sqlite => path
                 .ancestors()
                 .skip(1)
@@ -177,17 +192,22 @@ impl Config {
         };
         match problem {
             None => Ok(()),
-            Some(p) => {
-                let field = FieldPath::root().key("checkpoint").key("path");
-                Err(ConfigError::Invalid(vec![
-                    self.locate(
-                        &field,
-                        format!("the checkpoint store cannot be opened: {p}"),
-                    )
-                    .expected("a path whose directories can be created"),
-                ]))
-            }
+            Some(p) => Err(self.store_error(p)),
         }
+    }
+
+    /// The store at `checkpoint.path` cannot be opened, for `why`.
+    fn store_error(&self, why: impl fmt::Display) -> ConfigError {
+        let field = FieldPath::root().key("checkpoint").key("path");
+        let why = why.to_string();
+        let why = why.strip_prefix("checkpoint store: ").unwrap_or(&why);
+        ConfigError::Invalid(vec![
+            self.locate(
+                &field,
+                format!("the checkpoint store cannot be opened: {why}"),
+            )
+            .expected("a path whose directories can be created"),
+        ])
     }
 
     /// Builds the agents (or named workflows) `names` for cluster node

@@ -8,10 +8,12 @@
 //! ([`Config::build`](crate::Config::build),
 //! [`Config::build_hosted`](crate::Config::build_hosted)) are in `built`.
 
+mod a2a;
 mod agents;
 mod built;
 mod ctx;
 mod graph;
+mod magentic;
 mod model_limits;
 mod models;
 mod options;

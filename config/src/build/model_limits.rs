@@ -9,40 +9,45 @@ use troupe_agents::model::{FallbackModel, Position, RateLimit, RetryOn, RetryPol
 
 use super::ctx::{Ctx, build_error};
 use crate::error::ConfigError;
-use crate::schema::{ModelSpec, RetryKindSpec};
+use crate::schema::{ModelRetrySpec, ModelSpec, RetryKindSpec};
+
+/// The policy a `retry:` section describes (a model's, an A2A agent's).
+pub(super) fn retry_policy_of(r: &ModelRetrySpec) -> RetryPolicy {
+    let mut policy = RetryPolicy::default();
+    if let Some(n) = r.attempts {
+        policy.max_attempts = n.max(1);
+    }
+    if let Some(d) = &r.initial {
+        policy.initial_backoff = d.duration;
+    }
+    if let Some(d) = &r.max {
+        policy.max_backoff = d.duration;
+    }
+    if let Some(m) = r.multiplier {
+        policy.multiplier = m;
+    }
+    if let Some(j) = r.jitter {
+        policy.jitter = j;
+    }
+    if let Some(on) = &r.on {
+        policy.on = on
+            .iter()
+            .map(|k| match k {
+                RetryKindSpec::RateLimit => RetryOn::RateLimit,
+                RetryKindSpec::ServerError => RetryOn::ServerError,
+                RetryKindSpec::Timeout => RetryOn::Timeout,
+                RetryKindSpec::Connect => RetryOn::Connect,
+            })
+            .collect();
+    }
+    policy
+}
 
 /// The retry policy of a model: `retry:`, else `retries:` (attempts, the
 /// first included), else the client's default.
 pub(super) fn retry_policy(spec: &ModelSpec) -> Option<RetryPolicy> {
     if let Some(r) = &spec.retry {
-        let mut policy = RetryPolicy::default();
-        if let Some(n) = r.attempts {
-            policy.max_attempts = n.max(1);
-        }
-        if let Some(d) = &r.initial {
-            policy.initial_backoff = d.duration;
-        }
-        if let Some(d) = &r.max {
-            policy.max_backoff = d.duration;
-        }
-        if let Some(m) = r.multiplier {
-            policy.multiplier = m;
-        }
-        if let Some(j) = r.jitter {
-            policy.jitter = j;
-        }
-        if let Some(on) = &r.on {
-            policy.on = on
-                .iter()
-                .map(|k| match k {
-                    RetryKindSpec::RateLimit => RetryOn::RateLimit,
-                    RetryKindSpec::ServerError => RetryOn::ServerError,
-                    RetryKindSpec::Timeout => RetryOn::Timeout,
-                    RetryKindSpec::Connect => RetryOn::Connect,
-                })
-                .collect();
-        }
-        return Some(policy);
+        return Some(retry_policy_of(r));
     }
     spec.retries
         .map(|n| RetryPolicy::new(n, Duration::from_millis(500)))

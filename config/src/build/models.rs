@@ -61,9 +61,10 @@ impl<'a> Ctx<'a> {
                 _ => self.client::<OpenAiChat>(model_name, spec, OPENAI),
             };
         }
-        if self.options.check {
+        {
             // Not expanded offline, but a malformed reference is wrong
-            // wherever the config runs.
+            // wherever the config runs: `run` refuses it as `validate`
+            // does.
             let what = format!("model `{model_name}`");
             let at = FieldPath::root().key("models").key(model_name);
             let strings = spec

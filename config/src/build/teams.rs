@@ -73,6 +73,10 @@ impl Ctx<'_> {
             self.sequential(name, description, s, common).await?
         } else if let Some(m) = &w.map_reduce {
             self.map_reduce(name, description, m, common).await?
+        } else if let Some(m) = &w.magentic {
+            let Common { stop, store, every } = common;
+            self.magentic(name, description, m, stop, store, every)
+                .await?
         } else {
             return Ok(None);
         };
@@ -116,6 +120,9 @@ impl Ctx<'_> {
         }
         if let Some(n) = s.max_selector_attempts {
             b = b.max_selector_attempts(n);
+        }
+        if let Some(f) = s.fallback {
+            b = b.fallback(f);
         }
         preset(common!(b, common).build())
     }

@@ -35,13 +35,11 @@ impl DeError {
         self
     }
 
-    /// An error about an integer wider than 64 bits: serde names it by its
-    /// Rust type (`integer … as i128`); say the number as written instead,
+    /// An error about an integer wider than 64 bits (a visitor refused it):
+    /// serde names it by its Rust type (`integer … as i128`, or as a float
+    /// when wider still); say the number as written instead,
     /// and that it is out of range where a number was expected.
-    pub(super) fn quoting(mut self, n: i128) -> Self {
-        if !self.message.contains("i128") {
-            return self;
-        }
+    pub(super) fn quoting(mut self, n: &str) -> Self {
         let number_expected = self
             .expected
             .as_deref()

@@ -56,7 +56,7 @@ impl<'a> NodeDe<'a> {
             Value::Bool(b) => Some(b.to_string()),
             Value::Int(n) => Some(n.to_string()),
             Value::UInt(n) => Some(n.to_string()),
-            Value::Wide(n) => Some(n.to_string()),
+            Value::Wide(n) => Some(n.clone()),
             Value::Float(n) => Some(n.to_string()),
             _ => None,
         }
@@ -72,7 +72,14 @@ impl<'de> de::Deserializer<'de> for NodeDe<'_> {
             Value::Bool(b) => visitor.visit_bool(*b),
             Value::Int(n) => visitor.visit_i64(*n),
             Value::UInt(n) => visitor.visit_u64(*n),
-            Value::Wide(n) => visitor.visit_i128(*n).map_err(|e: DeError| e.quoting(*n)),
+            // Within i128 a visitor may take it; beyond, it is a float to
+            // whatever reads one (a JSON Schema's `maximum`), out of range
+            // for anything else — quoted as written either way.
+            Value::Wide(n) => match n.parse::<i128>() {
+                Ok(v) => visitor.visit_i128(v),
+                Err(_) => visitor.visit_f64(wide_float(n)),
+            }
+            .map_err(|e: DeError| e.quoting(n)),
             Value::Float(n) => visitor.visit_f64(*n),
             Value::Str(s) => visitor.visit_str(s),
             Value::Seq(items) => visitor.visit_seq(SeqAcc {
@@ -200,14 +207,31 @@ impl<'de> de::Deserializer<'de> for NodeDe<'_> {
         result.map_err(|e| self.place(e))
     }
 
+    fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        // A float field takes an integer of any width (`1e26` written out).
+        match &self.node.value {
+            Value::Wide(n) => visitor.visit_f64(wide_float(n)).map_err(|e| self.place(e)),
+            _ => self.deserialize_any(visitor),
+        }
+    }
+
+    fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        self.deserialize_f64(visitor)
+    }
+
     fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
         visitor.visit_unit()
     }
 
     serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 char
         bytes byte_buf unit unit_struct seq tuple tuple_struct map
     }
+}
+
+/// An integer written wider than 64 bits, as the nearest float.
+fn wide_float(written: &str) -> f64 {
+    written.parse().unwrap_or(f64::INFINITY)
 }
 
 struct SeqAcc<'a, I> {

@@ -1,9 +1,11 @@
 //! `agents:`: a model with instructions, tools and handoffs — or, with
-//! `user:`, the caller taking part in the conversation.
+//! `user:`, the caller taking part in the conversation, or, with `a2a:`,
+//! a remote agent.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::a2a::A2aSpec;
 use super::context::ContextSpec;
 use super::replies::ReplySpec;
 use super::tools::ToolSpec;
@@ -40,6 +42,10 @@ pub struct AgentSpec {
     /// `description` besides.
     #[serde(default)]
     pub user: Option<UserSpec>,
+    /// A remote agent answers this agent's turns over the Agent2Agent
+    /// protocol, instead of a model. Takes only `description` besides.
+    #[serde(default)]
+    pub a2a: Option<A2aSpec>,
     /// Tools: built-in names (`ask_user` among them), a built-in name with
     /// options (`calculator: {approval: true}`), `mcp:` servers, and
     /// agents or named workflows (`agent: researcher`, `workflow: review`).

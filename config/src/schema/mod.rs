@@ -9,12 +9,14 @@
 //!
 //! One file per topic; `file` is the whole document.
 
+mod a2a;
 mod agents;
 mod checkpoint;
 mod conditions;
 mod context;
 mod file;
 mod graph;
+mod magentic;
 mod model_limits;
 mod models;
 mod plan;
@@ -27,12 +29,14 @@ mod teams;
 mod tools;
 mod workflow;
 
+pub use a2a::A2aSpec;
 pub use agents::{AgentSpec, UserSpec};
 pub use checkpoint::{CheckpointSpec, DurabilitySpec, StoreKind};
 pub use conditions::{ConditionForm, ConditionSpec, FieldSpec};
 pub use context::ContextSpec;
 pub use file::{CONFIG_VERSION, ConfigFile, json_schema};
 pub use graph::{GraphSpec, NodeForm, NodeSpec, TransitionSpec};
+pub use magentic::MagenticSpec;
 pub use model_limits::{ModelRetrySpec, OnLengthSpec, RateLimitSpec, RetryKindSpec};
 pub use models::{ModelSpec, PricingSpec, Provider};
 pub use plan::{

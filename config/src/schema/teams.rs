@@ -3,7 +3,7 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use troupe_presets::StepFlow;
+use troupe_presets::{SpeakerFallback, StepFlow};
 use troupe_runtime::Isolation;
 
 /// Participants of a team preset.
@@ -33,6 +33,11 @@ pub struct SelectorSpec {
     /// How often the model is asked before falling back (default 3).
     #[serde(default)]
     pub max_selector_attempts: Option<u32>,
+    /// Who speaks when the model names no valid speaker in
+    /// `max_selector_attempts`: `round_robin` (the next participant in
+    /// turn, the default) or `fail` (the run fails, quoting the answer).
+    #[serde(default)]
+    pub fallback: Option<SpeakerFallback>,
 }
 
 /// A sequential pipeline.

@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::graph::GraphSpec;
+use super::magentic::MagenticSpec;
 use super::plan::PlanSectionSpec;
 use super::router::RouterSpec;
 use super::steps::StepSpec;
@@ -43,6 +44,10 @@ pub struct WorkflowSpec {
     /// Split, work in parallel, combine.
     #[serde(default)]
     pub map_reduce: Option<MapReduceSpec>,
+    /// A manager plans, checks progress after every turn, picks who speaks
+    /// next, replans when stuck, and writes the final answer.
+    #[serde(default)]
+    pub magentic: Option<MagenticSpec>,
     /// A control-flow graph.
     #[serde(default)]
     pub graph: Option<GraphSpec>,
@@ -74,7 +79,7 @@ pub struct WorkflowSpec {
 
 impl WorkflowSpec {
     /// The kinds the workflow names, in the order `round_robin`,
-    /// `selector`, `swarm`, `sequential`, `map_reduce`, `graph`, `steps`,
+    /// `selector`, `swarm`, `sequential`, `map_reduce`, `magentic`, `graph`, `steps`,
     /// `plan`, `file` (a router is not counted: it may go with a graph).
     pub fn kinds(&self) -> Vec<&'static str> {
         [
@@ -83,6 +88,7 @@ impl WorkflowSpec {
             ("swarm", self.swarm.is_some()),
             ("sequential", self.sequential.is_some()),
             ("map_reduce", self.map_reduce.is_some()),
+            ("magentic", self.magentic.is_some()),
             ("graph", self.graph.is_some()),
             ("steps", self.steps.is_some()),
             ("plan", self.plan.is_some()),
@@ -100,6 +106,7 @@ impl WorkflowSpec {
             || self.swarm.is_some()
             || self.sequential.is_some()
             || self.map_reduce.is_some()
+            || self.magentic.is_some()
     }
 
     /// Whether it has a stop condition (`stop:` or `max_turns:`).

@@ -47,12 +47,24 @@ impl Expr {
         };
         let reference = parse_reference(&inner[..close])?;
         let tail = inner[close + 2..].trim();
+        // `== value`, `!= value`: a value that is missing or starts with
+        // `=` (`===`, `!==`) is a typo, not a comparison with `=`.
+        let value = |v: &str| -> Result<String, TemplateError> {
+            let v = v.trim();
+            if v.is_empty() || v.starts_with('=') {
+                err(format!(
+                    "`{tail}` after the reference: no value to compare with (expected `== value` or `!= value`; `== ''` for the empty text)"
+                ))
+            } else {
+                Ok(unquote(v))
+            }
+        };
         let test = if tail.is_empty() {
             Test::Truthy
         } else if let Some(v) = tail.strip_prefix("==") {
-            Test::Equals(unquote(v.trim()))
+            Test::Equals(value(v)?)
         } else if let Some(v) = tail.strip_prefix("!=") {
-            Test::NotEquals(unquote(v.trim()))
+            Test::NotEquals(value(v)?)
         } else {
             return err(format!(
                 "unexpected `{tail}` after the reference (expected `== value` or `!= value`)"

@@ -1,10 +1,13 @@
 //! `agents:` entries: a valid, unreserved name, a known model with a
-//! script when it runs offline (or `user:`, the caller), handoffs to known
+//! script when it runs offline (or `user:`, the caller, or `a2a:`, a
+//! remote agent), handoffs to known
 //! participants, templates that name known steps, a node the templates
 //! can run on.
 
 use std::collections::BTreeSet;
 
+use super::a2a::check_a2a_agent;
+use super::block_index::check_block_indexes;
 use super::checker::{Checker, Defined, at_least_one, expected_names, p};
 use super::humans::check_user_agent;
 use super::models::check_temperature;
@@ -47,6 +50,10 @@ pub(super) fn check_agent(
             Some("distinct names".into()),
         );
     }
+    if let Some(a2a) = &agent.a2a {
+        check_a2a_agent(c, &base, agent, a2a);
+        return;
+    }
     if agent.user.is_some() {
         check_user_agent(c, &base, agent);
         return;
@@ -55,7 +62,7 @@ pub(super) fn check_agent(
         None => c.error(
             &base.key("model"),
             "missing field `model`",
-            Some("`model:` naming a model, or `user: {}` for an agent the caller answers".into()),
+            Some("`model:` naming a model, `user: {}` for an agent the caller answers, or `a2a: {url: …}` for a remote agent".into()),
         ),
         Some(model) => check_agent_model(c, names, spec, &base, name, agent, model),
     }
@@ -124,6 +131,7 @@ pub(super) fn check_agent(
             Err(e) => c.value_error(&path, e.message, None),
             Ok(t) => {
                 for r in t.references() {
+                    check_block_indexes(c, &path, r);
                     for step in r.steps() {
                         if !ids.contains(step) {
                             c.value_error(

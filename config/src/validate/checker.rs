@@ -1,7 +1,7 @@
 //! [`Checker`], which collects problems at the position of the field at
 //! fault, and [`Defined`], the names a config defines.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use crate::error::{Diagnostic, Position, one_of};
@@ -23,6 +23,9 @@ pub(super) struct Checker<'a> {
     tree: &'a Node,
     removed: &'a [FieldPath],
     pub(super) diagnostics: Vec<Diagnostic>,
+    /// The parallel blocks of every workflow, by id, with their steps'
+    /// ids (for templates that index into them).
+    pub(super) blocks: BTreeMap<String, Vec<String>>,
 }
 
 impl<'a> Checker<'a> {
@@ -38,6 +41,7 @@ impl<'a> Checker<'a> {
             tree,
             removed,
             diagnostics: Vec::new(),
+            blocks: BTreeMap::new(),
         }
     }
 

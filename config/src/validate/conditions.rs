@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use super::block_index::check_block_indexes;
 use super::checker::{Checker, expected_names};
 use crate::error::one_of;
 use crate::schema::{ConditionForm, ConditionSpec};
@@ -75,6 +76,7 @@ fn check_expr(
         Err(e) => return c.value_error(vp, e.message, None),
         Ok(expr) => expr,
     };
+    check_block_indexes(c, vp, expr.reference());
     for step in expr.reference().steps() {
         if known.iter().any(|k| k == step) {
             continue;

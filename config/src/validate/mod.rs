@@ -5,8 +5,10 @@
 //! One file per topic; each checks its part of the config with a
 //! [`Checker`](checker::Checker), and [`check`] walks the whole file.
 
+mod a2a;
 mod agent_tools;
 mod agents;
+mod block_index;
 mod checker;
 mod checkpoint;
 mod conditions;
@@ -14,6 +16,7 @@ mod context;
 mod graph;
 mod humans;
 mod loops;
+mod magentic;
 mod model_limits;
 mod models;
 mod participants;
@@ -38,8 +41,8 @@ use workflows::check_workflow;
 
 use crate::error::Diagnostic;
 use crate::refs::valid_name;
-use crate::schema::{CONFIG_VERSION, ConfigFile, WorkflowSpec, collect_step_ids};
-use crate::tree::{FieldPath, Node};
+use crate::schema::{CONFIG_VERSION, ConfigFile, WorkflowSpec, collect_step_ids, parallel_blocks};
+use crate::tree::{FieldPath, Node, Seg};
 use troupe_runtime::USER;
 
 /// Checks a deserialized config (`source` is its text). `removed` are the paths dropped while
@@ -71,6 +74,9 @@ pub(crate) fn check(
     let mut ids: BTreeSet<String> = names.participants().iter().map(|s| s.to_string()).collect();
     for w in spec.workflow.iter().chain(spec.workflows.values()) {
         collect_ids(w, &mut ids);
+        if let Some(steps) = &w.steps {
+            parallel_blocks(steps, &mut c.blocks);
+        }
     }
 
     for (name, agent) in &spec.agents {
@@ -114,8 +120,7 @@ pub(crate) fn check(
                 check_workflow(&mut c, &names, spec, &base, w);
             }
         }
-        None if spec.agents.len() + names.broken.len() == 1 || c.was_removed(&p(&["workflow"])) => {
-        }
+        None if agent_count(spec, removed) == 1 || c.was_removed(&p(&["workflow"])) => {}
         None => c.error(
             &FieldPath::root(),
             "the config has no `workflow`",
@@ -128,6 +133,20 @@ pub(crate) fn check(
     }
 
     c.diagnostics
+}
+
+/// How many agents the config names, those dropped for errors inside
+/// them included (an agent with a bad field is still one agent).
+fn agent_count(spec: &ConfigFile, removed: &[FieldPath]) -> usize {
+    let dropped = removed.iter().filter_map(|r| match r.0.as_slice() {
+        [Seg::Key(section), Seg::Key(name), ..] if section == "agents" => Some(name),
+        _ => None,
+    });
+    spec.agents
+        .keys()
+        .chain(dropped)
+        .collect::<BTreeSet<_>>()
+        .len()
 }
 
 /// The ids a workflow defines: its graph's nodes and its steps.

@@ -2,7 +2,8 @@
 //! retries, numbers in range, fallbacks that exist.
 
 use super::checker::{Checker, Defined, p};
-use crate::schema::ModelSpec;
+use crate::schema::{ModelRetrySpec, ModelSpec};
+use crate::tree::FieldPath;
 
 /// Checks model `name`'s traffic settings.
 pub(super) fn check_model_limits(c: &mut Checker<'_>, names: &Defined, name: &str, m: &ModelSpec) {
@@ -15,32 +16,7 @@ pub(super) fn check_model_limits(c: &mut Checker<'_>, names: &Defined, name: &st
                 Some("`retry: {attempts: n}` alone".into()),
             );
         }
-        if r.attempts == Some(0) {
-            c.value_error(
-                &base.key("retry").key("attempts"),
-                "must be at least 1 (attempts, the first included)",
-                Some("1 or more".into()),
-            );
-        }
-        if let Some(x) = r.multiplier
-            && !(x.is_finite() && x >= 1.0)
-        {
-            c.value_error(
-                &base.key("retry").key("multiplier"),
-                format!("multiplier {x} would not grow the wait"),
-                Some("a number of at least 1, such as 2".into()),
-            );
-        }
-        if r.on.as_ref().is_some_and(Vec::is_empty) {
-            c.value_error(
-                &base.key("retry").key("on"),
-                "an empty `on` retries nothing",
-                Some(
-                    "`attempts: 1` to never retry, or kinds such as [rate_limit, server_error]"
-                        .into(),
-                ),
-            );
-        }
+        check_retry(c, &base.key("retry"), r);
     }
     if let Some(r) = &m.rate_limit {
         for (field, value) in [
@@ -78,6 +54,35 @@ pub(super) fn check_model_limits(c: &mut Checker<'_>, names: &Defined, name: &st
             &base.key("cooldown"),
             "`cooldown` is only used with `fallback`",
             Some("`fallback: [other_model]`".into()),
+        );
+    }
+}
+
+/// Checks a `retry:` section at `at` (a model's, an A2A agent's).
+pub(super) fn check_retry(c: &mut Checker<'_>, at: &FieldPath, r: &ModelRetrySpec) {
+    if r.attempts == Some(0) {
+        c.value_error(
+            &at.key("attempts"),
+            "must be at least 1 (attempts, the first included)",
+            Some("1 or more".into()),
+        );
+    }
+    if let Some(x) = r.multiplier
+        && !(x.is_finite() && x >= 1.0)
+    {
+        c.value_error(
+            &at.key("multiplier"),
+            format!("multiplier {x} would not grow the wait"),
+            Some("a number of at least 1, such as 2".into()),
+        );
+    }
+    if r.on.as_ref().is_some_and(Vec::is_empty) {
+        c.value_error(
+            &at.key("on"),
+            "an empty `on` retries nothing",
+            Some(
+                "`attempts: 1` to never retry, or kinds such as [rate_limit, server_error]".into(),
+            ),
         );
     }
 }

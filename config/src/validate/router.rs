@@ -49,19 +49,35 @@ pub(super) fn check_router(
     // A graph (or steps or a plan, compiled into one) decides when a node runs, and
     // the node reads its whole inbox: batching cannot apply there.
     let in_graph = w.graph.is_some() || w.steps.is_some() || w.plan.is_some();
+    // What an unknown name could have been: the members given, or with
+    // members drawn from the routes, any agent or workflow.
+    let pool: Vec<&str> = if r.participants.is_none() && w.graph.is_none() {
+        names.participants()
+    } else {
+        members.iter().map(String::as_str).collect()
+    };
     for (i, route) in r.routes.iter().enumerate() {
         let rp = path.key("routes").index(i);
-        check_route(c, names, &rp, route, &members);
+        check_route(c, names, &rp, route, &members, &pool);
         if in_graph {
             refuse_batching(c, &rp, route);
         }
     }
     for (i, out) in r.output.iter().enumerate() {
         if !members.contains(out) && !names.broken.contains(out) {
+            let message = if names.participant(out) {
+                format!("`{out}` is not a member of the router (no route names it)")
+            } else {
+                format!("unknown agent `{out}`")
+            };
             c.value_error(
                 &path.key("output").index(i),
-                format!("unknown agent `{out}`"),
-                expected_names(members.iter().map(String::as_str).collect()),
+                message,
+                if members.is_empty() {
+                    Some("an agent a route names".into())
+                } else {
+                    expected_names(members.iter().map(String::as_str).collect())
+                },
             );
         }
     }
@@ -76,6 +92,7 @@ fn check_route(
     rp: &FieldPath,
     route: &RouteSpec,
     members: &[String],
+    pool: &[&str],
 ) {
     for (j, from) in route.from.0.iter().enumerate() {
         if from != USER && from != "*" && !members.contains(from) && !names.broken.contains(from) {
@@ -84,7 +101,7 @@ fn check_route(
             } else {
                 rp.key("from").index(j)
             };
-            let mut known: Vec<&str> = members.iter().map(String::as_str).collect();
+            let mut known = pool.to_vec();
             known.extend([USER, "*"]);
             c.value_error(
                 &fp,
@@ -100,7 +117,7 @@ fn check_route(
                 ref_id(&route.to)
             ))
         } else {
-            expected_names(members.iter().map(String::as_str).collect())
+            expected_names(pool.to_vec())
         };
         c.value_error(
             &rp.key("to"),

@@ -91,6 +91,10 @@ pub(super) fn check_teams(
         check_map_reduce(c, names, spec, &base.key("map_reduce"), m);
         *participants = ids(&[m.mapper.clone(), m.reducer.clone()]);
     }
+    if let Some(m) = &w.magentic {
+        super::magentic::check_magentic(c, names, spec, &base.key("magentic"), m);
+        *participants = ids(&m.participants);
+    }
 }
 
 fn check_map_reduce(

@@ -12,7 +12,7 @@ use super::teams::check_teams;
 use crate::schema::{ConfigFile, WorkflowSpec};
 use crate::tree::FieldPath;
 
-const KINDS: &str = "one of `round_robin`, `selector`, `swarm`, `sequential`, `map_reduce`, `graph`, `steps`, `plan`, `router`";
+const KINDS: &str = "one of `round_robin`, `selector`, `swarm`, `sequential`, `map_reduce`, `magentic`, `graph`, `steps`, `plan`, `router`";
 
 /// Checks the workflow `w` at `base`.
 pub(super) fn check_workflow(

@@ -124,6 +124,18 @@ impl fmt::Display for Event {
                 }
                 Ok(())
             }
+            Event::Ledger {
+                path,
+                kind,
+                summary,
+                ..
+            } => {
+                write!(f, "  📋 {path} {} ledger:", kind.as_str())?;
+                for line in summary.lines() {
+                    write!(f, "\n      {line}")?;
+                }
+                Ok(())
+            }
             Event::Selected { path, next } => write!(f, "  ☞ {path} selects {}", next.join(", ")),
             Event::SuperstepStarted {
                 path,

@@ -146,6 +146,19 @@ pub enum Event {
         /// The plan as text (steps and their dependency graph).
         plan: String,
     },
+    /// A ledger-keeping manager (the Magentic preset's) wrote a ledger:
+    /// the task ledger (facts and plan) when it plans or replans, a
+    /// progress ledger after every turn of the team.
+    Ledger {
+        /// The manager's path.
+        path: Arc<str>,
+        /// Which ledger.
+        kind: LedgerKind,
+        /// The ledger in words, for the console (one line per item).
+        summary: String,
+        /// The ledger as the manager wrote it (JSON, matching its schema).
+        ledger: serde_json::Value,
+    },
     /// An agent chose who runs next (a selector picking a speaker).
     Selected {
         /// The choosing agent's path.
@@ -345,6 +358,7 @@ impl Event {
             | Event::ToolResult { path, .. }
             | Event::Handoff { path, .. }
             | Event::Plan { path, .. }
+            | Event::Ledger { path, .. }
             | Event::Selected { path, .. }
             | Event::InputRequested { path, .. }
             | Event::CheckpointSaved { path, .. }
@@ -361,6 +375,29 @@ impl Event {
             | Event::ToolCallStarted { path, .. }
             | Event::ToolCallFinished { path, .. }
             | Event::ModelCallThrottled { path, .. } => path,
+        }
+    }
+}
+
+/// Which ledger an [`Event::Ledger`] carries.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LedgerKind {
+    /// The task ledger: facts given, to look up, to derive, educated
+    /// guesses, and the plan.
+    Task,
+    /// A progress ledger: is the request satisfied, are we in a loop, is
+    /// progress being made, who speaks next with what instruction.
+    Progress,
+}
+
+impl LedgerKind {
+    /// The word, as in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LedgerKind::Task => "task",
+            LedgerKind::Progress => "progress",
         }
     }
 }

@@ -45,8 +45,9 @@ pub(crate) fn check_id(kind: &'static str, id: &str) -> Result<(), StoreError> {
     }
 }
 
-/// Checks a run id.
-pub(crate) fn check_run_id(id: &str) -> Result<(), StoreError> {
+/// Checks a run id: the rules every store applies (see [`MAX_ID_LEN`]),
+/// for a caller that names a run before any store sees it.
+pub fn check_run_id(id: &str) -> Result<(), StoreError> {
     check_id("run id", id)
 }
 

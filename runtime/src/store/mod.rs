@@ -79,8 +79,8 @@ pub use delta::{ChainPayload, Folded, ThreadOp, ThreadPath};
 pub use durability::{Durability, UnknownDurability};
 pub use error::StoreError;
 pub use file::FileStore;
-pub use key::MAX_ID_LEN;
 pub(crate) use key::check_conversation_id;
+pub use key::{MAX_ID_LEN, check_run_id};
 pub use memory::{DEFAULT_KEEP, MemoryStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;

@@ -376,7 +376,7 @@ impl<W: Dialect> HttpModel<W> {
 }
 
 /// An error and its sources on one line (reqwest's own text is terse).
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

@@ -1,0 +1,232 @@
+//! One run the server started: its status, its result and the log of its
+//! events, which SSE readers follow.
+
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::SystemTime;
+
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use troupe::{
+    EventOutput, EventRecord, EventSink, InputRequest, JsonLines, RunContext, RunResult, RunStatus,
+    Thread, Workflow,
+};
+
+/// Where a run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Status {
+    /// Under way.
+    Running,
+    /// Ended asking questions (`requests`); an answer runs it on.
+    WaitingForInput,
+    /// Done: nothing left to do.
+    Completed,
+    /// Its stop condition held.
+    Stopped,
+    /// It failed (`error` says why).
+    Failed,
+    /// Cancelled (`POST /runs/{id}/cancel`).
+    Cancelled,
+    /// Stopped gracefully when the server shut down (checkpointed when the
+    /// config has a store).
+    Interrupted,
+}
+
+impl Status {
+    /// As JSON shows it.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::WaitingForInput => "waiting_for_input",
+            Status::Completed => "completed",
+            Status::Stopped => "stopped",
+            Status::Failed => "failed",
+            Status::Cancelled => "cancelled",
+            Status::Interrupted => "interrupted",
+        }
+    }
+
+    /// Whether the run is over for good (not running, not waiting).
+    pub(crate) fn ended(self) -> bool {
+        !matches!(self, Status::Running | Status::WaitingForInput)
+    }
+}
+
+/// One run.
+pub(crate) struct Run {
+    /// Its id (`run-<millis>-<n>`), also the engine's run id (checkpoints).
+    pub(crate) id: String,
+    /// The team it runs.
+    pub(crate) team: String,
+    /// The task (the user's message).
+    pub(crate) task: String,
+    /// The stored conversation it is a turn of, if any.
+    pub(crate) session: Option<String>,
+    started_at: SystemTime,
+    /// Its context: events into its log; cancel and stop through it.
+    pub(crate) ctx: RunContext,
+    inner: Mutex<Inner>,
+    /// Bumped whenever an event is logged or the status changes.
+    changed: watch::Sender<u64>,
+}
+
+/// What changes as a run goes.
+#[derive(Default)]
+pub(crate) struct Inner {
+    /// Where it stands (`None`: running).
+    pub(crate) status: Option<Status>,
+    /// The final response of its last stretch.
+    pub(crate) response: Option<String>,
+    /// The tokens it spent.
+    pub(crate) usage: Option<troupe::Usage>,
+    /// Why it failed.
+    pub(crate) error: Option<String>,
+    /// The questions it waits on.
+    pub(crate) requests: Vec<InputRequest>,
+    /// The thread of a run waiting for input, to answer it in.
+    pub(crate) thread: Option<Thread>,
+    /// Every event so far, each as one line of `--events jsonl`.
+    pub(crate) events: Vec<Arc<str>>,
+}
+
+impl Inner {
+    /// The status (a run is running until told otherwise).
+    pub(crate) fn status(&self) -> Status {
+        self.status.unwrap_or(Status::Running)
+    }
+}
+
+impl Run {
+    pub(crate) fn new(id: String, team: String, task: String, session: Option<String>) -> Arc<Run> {
+        Arc::new_cyclic(|me: &Weak<Run>| {
+            let me = me.clone();
+            // Weak: the run owns its context, whose sink must not own the run.
+            let sink = EventSink::callback(move |record| {
+                if let Some(run) = me.upgrade() {
+                    run.log(record);
+                }
+            });
+            Run {
+                ctx: RunContext::with_sink(sink).with_run_id(id.as_str()),
+                id,
+                team,
+                task,
+                session,
+                started_at: SystemTime::now(),
+                inner: Mutex::default(),
+                changed: watch::Sender::new(0),
+            }
+        })
+    }
+
+    /// Its changing part, locked (briefly: never across an await).
+    pub(crate) fn inner(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A receiver woken at every change.
+    pub(crate) fn watch(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
+    }
+
+    pub(crate) fn bump(&self) {
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// Logs an event as `troupe run --events jsonl` writes it.
+    fn log(&self, record: &EventRecord) {
+        let mut out = JsonLines::new(Vec::new());
+        if out.write(record).is_err() {
+            return;
+        }
+        let mut bytes = out.into_inner();
+        if bytes.last() == Some(&b'\n') {
+            bytes.pop();
+        }
+        let line: Arc<str> = String::from_utf8_lossy(&bytes).into();
+        self.inner().events.push(line);
+        self.bump();
+    }
+
+    /// Records how a stretch of the run ended.
+    pub(crate) fn finish(&self, result: Result<RunResult, String>) {
+        {
+            let mut inner = self.inner();
+            match result {
+                Ok(r) => {
+                    let pending = Workflow::pending_requests(&r.thread);
+                    inner.usage = Some(r.usage);
+                    inner.response = Some(r.final_text());
+                    if pending.is_empty() {
+                        inner.status = Some(match r.status {
+                            RunStatus::Completed => Status::Completed,
+                            RunStatus::Stopped(_) => Status::Stopped,
+                            RunStatus::Cancelled => Status::Cancelled,
+                            RunStatus::Interrupted => Status::Interrupted,
+                            RunStatus::WaitingForInput(_) => Status::WaitingForInput,
+                        });
+                    } else {
+                        inner.status = Some(Status::WaitingForInput);
+                        inner.requests = pending;
+                        inner.thread = Some(r.thread);
+                    }
+                }
+                Err(e) => {
+                    inner.status = Some(Status::Failed);
+                    inner.error = Some(troupe::secrets::redact(&e).into_owned());
+                }
+            }
+        }
+        self.bump();
+    }
+
+    /// Ends a run waiting for input, at shutdown (its thread goes; a
+    /// checkpoint, if the config has a store, keeps it).
+    pub(crate) fn interrupt(&self) {
+        {
+            let mut inner = self.inner();
+            inner.status = Some(Status::Interrupted);
+            inner.thread = None;
+        }
+        self.bump();
+    }
+
+    /// `GET /runs` shows this.
+    pub(crate) fn summary(&self) -> Value {
+        json!({
+            "id": self.id,
+            "team": self.team,
+            "status": self.inner().status().as_str(),
+            "task": self.task,
+            "session": self.session,
+            "started_at": humantime::format_rfc3339_millis(self.started_at).to_string(),
+        })
+    }
+
+    /// `GET /runs/{id}` shows this (and the SSE stream's `end` event).
+    pub(crate) fn detail(&self) -> Value {
+        let inner = self.inner();
+        json!({
+            "id": self.id,
+            "team": self.team,
+            "status": inner.status().as_str(),
+            "task": self.task,
+            "session": self.session,
+            "started_at": humantime::format_rfc3339_millis(self.started_at).to_string(),
+            "response": inner.response,
+            "usage": inner.usage.map(usage_json),
+            "error": inner.error,
+            "requests": inner.requests.iter().map(|q| json!({
+                "id": q.id, "agent": q.agent, "question": q.prompt,
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// Usage as OpenAI shows it.
+pub(crate) fn usage_json(u: troupe::Usage) -> Value {
+    json!({
+        "prompt_tokens": u.prompt_tokens,
+        "completion_tokens": u.completion_tokens,
+        "total_tokens": u.total(),
+    })
+}
