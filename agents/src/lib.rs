@@ -66,6 +66,8 @@ mod chat_agent;
 mod context_policy;
 mod conversation;
 mod error;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod json_schema;
 pub mod model;
 mod structured;
