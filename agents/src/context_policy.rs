@@ -18,8 +18,17 @@ use crate::model::ChatMessage;
 /// dropped together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ContextPolicy {
-    /// Every message (the default).
+    /// The newest messages that fit in the model's context window (the
+    /// default): [`TokenBudget`](Self::TokenBudget) of the window the
+    /// model reports ([`ChatModel::context_window`]), else
+    /// [`DEFAULT_CONTEXT_WINDOW`], less the answer's `max_tokens`. A long
+    /// run then costs each turn what the window holds, not the whole
+    /// thread, and never sends a request the model must refuse.
+    ///
+    /// [`ChatModel::context_window`]: crate::ChatModel::context_window
     #[default]
+    ModelWindow,
+    /// Every message, however long the thread grows.
     WholeThread,
     /// The last N messages of the thread (a message with several tool
     /// results counts once); at least one.
@@ -29,6 +38,10 @@ pub enum ContextPolicy {
     /// memory notes do not. The newest message is always kept.
     TokenBudget(usize),
 }
+
+/// The context window assumed for a model that does not report its own
+/// (see [`ContextPolicy::ModelWindow`]), in tokens.
+pub const DEFAULT_CONTEXT_WINDOW: usize = 128_000;
 
 /// What the model is shown of a thread.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -128,19 +141,10 @@ impl ContextPolicy {
         let mut units: Vec<(usize, Vec<ChatMessage>)> = match *self {
             ContextPolicy::WholeThread => rendered.collect(),
             ContextPolicy::LastN(n) => rendered.take(n.max(1)).collect(),
-            ContextPolicy::TokenBudget(budget) => {
-                let mut left = budget.saturating_sub(reserved);
-                let mut kept = Vec::new();
-                for unit in rendered {
-                    let cost: usize = unit.1.iter().map(estimate_tokens).sum();
-                    if cost > left && !kept.is_empty() {
-                        break;
-                    }
-                    left = left.saturating_sub(cost);
-                    kept.push(unit);
-                }
-                kept
-            }
+            ContextPolicy::TokenBudget(budget) => within_budget(rendered, budget, reserved),
+            // An agent resolves the window of its model before it gets
+            // here; alone, the policy assumes the default window.
+            ContextPolicy::ModelWindow => within_budget(rendered, DEFAULT_CONTEXT_WINDOW, reserved),
         };
         units.reverse();
         // Results whose calls were trimmed cannot be shown: they count as
@@ -178,6 +182,26 @@ impl ContextPolicy {
             memories,
         }
     }
+}
+
+/// The newest of `rendered` (newest first) that fit in `budget` tokens
+/// less `reserved`; the newest is always kept.
+fn within_budget(
+    rendered: impl Iterator<Item = (usize, Vec<ChatMessage>)>,
+    budget: usize,
+    reserved: usize,
+) -> Vec<(usize, Vec<ChatMessage>)> {
+    let mut left = budget.saturating_sub(reserved);
+    let mut kept = Vec::new();
+    for unit in rendered {
+        let cost: usize = unit.1.iter().map(estimate_tokens).sum();
+        if cost > left && !kept.is_empty() {
+            break;
+        }
+        left = left.saturating_sub(cost);
+        kept.push(unit);
+    }
+    kept
 }
 
 #[cfg(test)]

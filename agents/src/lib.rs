@@ -66,6 +66,8 @@ mod chat_agent;
 mod context_policy;
 mod conversation;
 mod error;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod json_schema;
 pub mod model;
 mod structured;
@@ -82,7 +84,7 @@ pub use troupe_runtime::FnAgent;
 pub use chat_agent::{
     CONTINUE_PROMPT, ChatAgent, ChatAgentBuilder, HandoffTarget, OnLength, ToolMessages,
 };
-pub use context_policy::ContextPolicy;
+pub use context_policy::{ContextPolicy, DEFAULT_CONTEXT_WINDOW};
 pub use error::{BuildError, McpError, ModelError, NotWaiting, ToolError};
 pub use json_schema::{SchemaError, SchemaErrors, SchemaValidator};
 pub use model::{

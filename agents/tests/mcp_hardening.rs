@@ -237,7 +237,32 @@ async fn a_header_secret_echoed_by_an_http_server_is_masked() {
     assert!(text.contains("invalid credentials: ***"), "{text}");
 }
 
+async fn closing_after_a_timed_out_call_kills_the_hung_server_at_once() {
+    let exe = std::env::current_exe().unwrap();
+    // A server that ignores SIGTERM, as a hung one may.
+    let config = McpServerConfig::stdio("hung", "sh")
+        .args(["-c", "trap '' TERM; exec \"$0\"", &exe.to_string_lossy()])
+        .env(SERVE, "stdio")
+        .timeout(Duration::from_millis(300))
+        .startup_timeout(Duration::from_secs(10));
+    let client = McpClient::connect(config).await.unwrap();
+    let pid = client.process_id().unwrap();
+    let e = client
+        .call_tool("sleep", json!({"ms": 60_000}))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, McpError::Timeout { .. }), "{e}");
+    let started = Instant::now();
+    client.close().await;
+    let took = started.elapsed();
+    // A server that answered nothing in time is killed, not asked to
+    // exit and waited for (rmcp waits seconds for a graceful exit).
+    assert!(took < Duration::from_millis(1_500), "closing took {took:?}");
+    mcp_support::wait_until_reaped(pid).await;
+}
+
 const TESTS: &[(&str, mcp_support::Test)] = tests![
+    closing_after_a_timed_out_call_kills_the_hung_server_at_once,
     a_stdio_server_gets_only_the_minimal_environment_and_what_it_is_given,
     a_startup_timeout_kills_the_wrappers_whole_group,
     closing_or_dropping_a_client_kills_what_its_server_started,

@@ -101,6 +101,8 @@
 mod builder;
 mod call;
 mod error;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod host;
 mod node;
 mod placement;

@@ -6,7 +6,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
-        match troupe::config::Config::parse(text, "fuzz.yaml") {
+        match troupe_config::Config::parse(text, "fuzz.yaml") {
             Ok(config) => {
                 let _ = config.mermaid();
             }

@@ -33,6 +33,14 @@ pub enum PresetError {
         /// The participant name the preset keeps for itself.
         name: String,
     },
+    /// A limit was set to 0, which would refuse every run.
+    #[error("team '{team}': `{what}` must be at least 1")]
+    ZeroLimit {
+        /// The name of the team that failed to build.
+        team: String,
+        /// The limit.
+        what: String,
+    },
     /// The underlying workflow did not build.
     #[error(transparent)]
     Workflow(#[from] troupe_runtime::BuildError),

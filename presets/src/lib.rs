@@ -50,7 +50,7 @@ pub use magentic::{
     Choice, Judgement, Magentic, MagenticBuilder, ProgressLedger, TaskLedger,
     progress_ledger_schema, task_ledger_schema,
 };
-pub use map_reduce::{MapReduce, MapReduceBuilder};
+pub use map_reduce::{DEFAULT_MAX_SUBTASKS, MapReduce, MapReduceBuilder};
 pub use round_robin::{RoundRobinBuilder, RoundRobinGroupChat};
 pub use selector::{SelectorBuilder, SelectorGroupChat, SelectorInput};
 pub use sequential::{Sequential, SequentialBuilder, StepFlow};

@@ -78,6 +78,10 @@ impl MapReduce {
     }
 }
 
+/// How many sub-tasks a [`MapReduce`] run takes at most unless
+/// [`MapReduceBuilder::max_subtasks`] says otherwise.
+pub const DEFAULT_MAX_SUBTASKS: usize = 10_000;
+
 /// Builds a [`MapReduce`] workflow.
 #[derive(Default)]
 pub struct MapReduceBuilder {
@@ -87,6 +91,7 @@ pub struct MapReduceBuilder {
     reducer: Option<Arc<dyn Agent>>,
     isolation: Isolation,
     max_concurrency: Option<usize>,
+    max_subtasks: Option<usize>,
 }
 
 impl MapReduceBuilder {
@@ -146,6 +151,16 @@ impl MapReduceBuilder {
         self
     }
 
+    /// Fails a run whose mapper splits the task into more than `n`
+    /// sub-tasks (default [`DEFAULT_MAX_SUBTASKS`]): each sub-task is a
+    /// worker of its own, so a mapper gone wrong would otherwise take the
+    /// memory of as many workers as it cares to list. `n` of 0 is refused
+    /// when the team is built.
+    pub fn max_subtasks(mut self, n: usize) -> Self {
+        self.max_subtasks = Some(n);
+        self
+    }
+
     /// Sets the stop condition.
     pub fn stop_condition(mut self, stop: StopCondition) -> Self {
         self.team.stop = Some(stop);
@@ -197,6 +212,13 @@ impl MapReduceBuilder {
                 });
             }
         }
+        let max_subtasks = self.max_subtasks.unwrap_or(DEFAULT_MAX_SUBTASKS);
+        if max_subtasks == 0 {
+            return Err(PresetError::ZeroLimit {
+                team: name,
+                what: "max_subtasks".into(),
+            });
+        }
         let (split, mapper_agent) = match mapper {
             Mapper::Agent(a) => (None, Some(a)),
             Mapper::Split(f) => (Some(f), None),
@@ -206,6 +228,7 @@ impl MapReduceBuilder {
             split,
             isolation: self.isolation,
             max_concurrency: self.max_concurrency,
+            max_subtasks,
             last: Mutex::new(None),
         };
         let mut graph = Graph::builder();
@@ -268,6 +291,8 @@ struct MapStep {
     split: Option<SplitFn>,
     isolation: Isolation,
     max_concurrency: Option<usize>,
+    /// More sub-tasks than this fail the run.
+    max_subtasks: usize,
     /// The inner workflow of the last run and its number of workers: a run
     /// with as many sub-tasks reuses it, and with it the worker actors the
     /// last run handed on (see `WorkflowBuilder::reuse_actors`).
@@ -341,6 +366,14 @@ impl Agent for MapStep {
         };
         if subtasks.is_empty() {
             return Err(AgentError::failed("the mapper produced no sub-tasks"));
+        }
+        if subtasks.len() > self.max_subtasks {
+            return Err(AgentError::failed(format!(
+                "the mapper produced {} sub-tasks, more than the limit of {} \
+                 (raise it with `max_subtasks` if that many workers are meant)",
+                subtasks.len(),
+                self.max_subtasks
+            )));
         }
         let base = self.worker.name().to_string();
         let worker_name = |i: usize| format!("{base}#{}", i + 1);

@@ -56,10 +56,45 @@ pub fn encode_into<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) -> Resul
         .map_err(|e| CodecError::Encode(e.to_string()))
 }
 
-/// Decodes a value from exactly these bytes.
+/// How many bytes a decode may claim per input byte. bincode claims a
+/// primitive's in-memory size (at most 16 bytes, a `u128`) for each value
+/// it reads, at least one byte each, and a string's or byte buffer's
+/// length before it allocates it: a valid input never claims more than 16
+/// times its length, and a length prefix that claims more (a few bytes
+/// saying "a terabyte follows") is refused before the allocation that
+/// would abort the process.
+const CLAIM_PER_BYTE: usize = 16;
+
+/// Decodes with a limit of `LIMIT` bytes claimed.
+fn decode_within<T: DeserializeOwned, const LIMIT: usize>(
+    bytes: &[u8],
+) -> Result<(T, usize), bincode::error::DecodeError> {
+    bincode::serde::decode_from_slice(bytes, config().with_limit::<LIMIT>())
+}
+
+/// Decodes `bytes` with the smallest limit (a power of 16 from 1 MiB) at
+/// least [`CLAIM_PER_BYTE`] times their length: bincode's limit is a
+/// type parameter, so it is picked from a few.
+fn decode_limited<T: DeserializeOwned>(
+    bytes: &[u8],
+) -> Result<(T, usize), bincode::error::DecodeError> {
+    let need = bytes.len().saturating_mul(CLAIM_PER_BYTE);
+    match need {
+        n if n <= 1 << 20 => decode_within::<T, { 1 << 20 }>(bytes),
+        n if n <= 1 << 24 => decode_within::<T, { 1 << 24 }>(bytes),
+        n if n <= 1 << 28 => decode_within::<T, { 1 << 28 }>(bytes),
+        #[cfg(target_pointer_width = "64")]
+        n if n <= 1 << 32 => decode_within::<T, { 1 << 32 }>(bytes),
+        #[cfg(target_pointer_width = "64")]
+        n if n <= 1 << 36 => decode_within::<T, { 1 << 36 }>(bytes),
+        _ => decode_within::<T, { usize::MAX }>(bytes),
+    }
+}
+
+/// Decodes a value from exactly these bytes. A length inside them that
+/// claims more than the bytes could hold is an error, not an allocation.
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CodecError> {
-    let (value, read) = bincode::serde::decode_from_slice(bytes, config())
-        .map_err(|e| CodecError::Decode(e.to_string()))?;
+    let (value, read) = decode_limited(bytes).map_err(|e| CodecError::Decode(e.to_string()))?;
     if read != bytes.len() {
         return Err(CodecError::Trailing(bytes.len() - read));
     }

@@ -66,6 +66,23 @@ pub enum BuildError {
     /// A shared thread's name is also a participant's or another group's.
     #[error("shared thread name '{0}' is already used by a participant or another shared thread")]
     GroupNameTaken(String),
+    /// A retry policy allows no attempt at all.
+    #[error(
+        "the retry policy of '{agent}' has max_attempts 0: it counts the first attempt too, so it must be at least 1"
+    )]
+    ZeroAttempts {
+        /// The participant (or graph node) the policy is for.
+        agent: String,
+    },
+    /// A stop condition whose limit is 0 would end the run before its first
+    /// turn (the input counts as a message).
+    #[error(
+        "stop condition {condition} would stop the run before anything runs: its limit must be at least 1"
+    )]
+    ZeroStopLimit {
+        /// The condition, as written (`max_messages(0)`).
+        condition: String,
+    },
 }
 
 /// Why a run could not resume from a checkpoint.

@@ -195,7 +195,9 @@ impl ChatAgentBuilder {
         self
     }
 
-    /// How much of the thread the model sees (default: all of it).
+    /// How much of the thread the model sees (default: the newest
+    /// messages that fit in the model's context window,
+    /// [`ContextPolicy::ModelWindow`]).
     pub fn context(mut self, policy: ContextPolicy) -> Self {
         self.context = policy;
         self

@@ -194,9 +194,9 @@ impl ChatAgent {
         let reserved = self.instructions.as_ref().map_or(0, |i| {
             crate::context_policy::estimate_tokens(&ChatMessage::system(i.clone()))
         });
-        let context = self
-            .context
-            .apply(&self.name, all, reserved, !self.tools.is_empty());
+        let context =
+            self.context_policy()
+                .apply(&self.name, all, reserved, !self.tools.is_empty());
 
         let mut system = self.instructions.clone().unwrap_or_default();
         if !context.memories.is_empty() {
@@ -236,6 +236,23 @@ impl ChatAgent {
         request.temperature = self.temperature;
         request.max_tokens = self.max_tokens;
         request
+    }
+
+    /// The context policy with the model's window put in: the default
+    /// shows the newest messages that fit in the window, less the room
+    /// kept for the answer.
+    fn context_policy(&self) -> ContextPolicy {
+        match self.context {
+            ContextPolicy::ModelWindow => {
+                let window = self
+                    .model
+                    .context_window()
+                    .unwrap_or(crate::context_policy::DEFAULT_CONTEXT_WINDOW);
+                let answer = self.max_tokens.map_or(0, |n| n as usize);
+                ContextPolicy::TokenBudget(window.saturating_sub(answer))
+            }
+            other => other,
+        }
     }
 
     /// The reply of a turn whose tool messages are `internal` and whose
@@ -307,6 +324,31 @@ fn not_asked(call: &ToolCall, target: &str) -> ToolResult {
     }
 }
 
+/// What is wrong with a round whose results say the model called tools
+/// (or handoffs) the agent does not have, if any did.
+fn unknown_calls(agent: &str, results: &[ToolResult]) -> Option<String> {
+    let unknown: Vec<&str> = results
+        .iter()
+        .filter(|r| r.is_error)
+        .filter_map(|r| r.content.strip_prefix(tool_round::NO_SUCH_TOOL))
+        .collect();
+    (!unknown.is_empty()).then(|| format!("'{agent}' called {}", unknown.join(" and ")))
+}
+
+/// The error of a turn whose model, asked again after `problem`, failed
+/// with `e`: the problem first, the failure after it (and as the source).
+/// A cancelled turn stays cancelled, and a failure worth retrying stays
+/// one.
+fn asked_again(problem: &str, e: AgentError) -> AgentError {
+    let text = format!("{problem}; asked again, the model failed: {e}");
+    let error = match e.kind() {
+        troupe_runtime::ErrorKind::Cancelled => return e,
+        troupe_runtime::ErrorKind::Transient => AgentError::Transient(text),
+        _ => AgentError::Model(text),
+    };
+    error.with_source(e)
+}
+
 fn add_usage(total: &mut Option<Usage>, usage: Option<Usage>) {
     if let Some(u) = usage {
         *total = Some(total.unwrap_or_default() + u);
@@ -345,6 +387,11 @@ impl Agent for ChatAgent {
         let mut usage: Option<Usage> = None;
         let mut total: Option<Usage> = None;
         let mut rounds = 0;
+        // What went wrong with the model's last answer (a structured answer
+        // that failed its schema, a call of a tool or handoff it does not
+        // have), while it is asked again: if asking again fails, that is
+        // the turn's real cause, not the failed call alone.
+        let mut unanswered: Option<String> = None;
         if let Some(pending) = human::pending_round(&self.name, &thread) {
             let resumed = tokio::select! {
                 biased;
@@ -374,7 +421,11 @@ impl Agent for ChatAgent {
             crate::telemetry::record_chat_end(&span, &response);
             drop(span); // the call's span ends with the call
             // `answer` counted each model call in the turn's meter.
-            let response = response?;
+            let response = match (response, unanswered.take()) {
+                (Ok(response), _) => response,
+                (Err(e), Some(problem)) => return Err(asked_again(&problem, e)),
+                (Err(e), None) => return Err(e),
+            };
             add_usage(&mut usage, response.usage);
             add_usage(&mut total, response.usage);
 
@@ -417,6 +468,7 @@ impl Agent for ChatAgent {
                     outcome = self.run_tool_calls(&now, &thread, &produced, &ctx) => outcome?,
                 };
                 let mut results = outcome.results;
+                unanswered = unknown_calls(&self.name, &results);
                 if let Some(handoff) = outcome.handoff {
                     results.extend(waiting.iter().map(|c| not_asked(c, &handoff.target)));
                     produced.push(Message::new(
@@ -449,6 +501,10 @@ impl Agent for ChatAgent {
                 Some(output) => match output.parse(&text) {
                     Ok(json) => Message::structured(self.name.clone(), json),
                     Err(why) if corrections.len() / 2 < self.structured_retries => {
+                        unanswered = Some(format!(
+                            "'{}' gave no valid structured output: {why}",
+                            self.name
+                        ));
                         corrections.push(ChatMessage::assistant(text));
                         corrections.push(ChatMessage::user(format!(
                             "{why}. Answer again with only JSON matching the required schema."

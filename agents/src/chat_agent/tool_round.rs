@@ -15,6 +15,10 @@ use super::ChatAgent;
 use crate::error::ToolError;
 use crate::tool::ToolContext;
 
+/// How the error result of a call of a tool the agent does not have
+/// begins (the turn's error names it when the model then fails).
+pub(super) const NO_SUCH_TOOL: &str = "Error: there is no tool ";
+
 /// What a round gave back.
 pub(super) struct RoundOutcome {
     /// One result per call, in the calls' order.
@@ -151,14 +155,21 @@ impl ChatAgent {
         }
         let Some(&index) = self.tool_index.get(&call.name) else {
             let known: Vec<&str> = self.definitions.iter().map(|d| d.name.as_str()).collect();
-            return Ok(error_result(
-                call,
-                format!(
-                    "there is no tool '{}'; the tools are: {}",
-                    call.name,
-                    known.join(", ")
+            // A handoff the agent was not given reads as one.
+            let what = match call.name.strip_prefix("transfer_to_") {
+                Some(target) => format!(
+                    "'{}' (a handoff to '{target}', which is not among its handoffs)",
+                    call.name
                 ),
-            ));
+                None => format!("'{}'", call.name),
+            };
+            return Ok(ToolResult {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: format!("{NO_SUCH_TOOL}{what}; the tools are: {}", known.join(", ")),
+                is_error: true,
+                memory: None,
+            });
         };
         // Its `execute_tool` span parents what the tool starts (an agent
         // as a tool's turn).

@@ -188,6 +188,12 @@ impl ChatModel for FallbackModel {
         &self.name
     }
 
+    /// The smallest window of the chain: whichever model answers, the
+    /// request fits.
+    fn context_window(&self) -> Option<usize> {
+        self.models.iter().filter_map(|m| m.context_window()).min()
+    }
+
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
         self.complete_observed(request, &NoObserver).await
     }

@@ -326,6 +326,15 @@ pub trait ChatModel: Send + Sync + 'static {
         "unknown"
     }
 
+    /// How many tokens the model takes in one request (prompt and answer
+    /// together), if known. A [`ChatAgent`](crate::ChatAgent) with the
+    /// default [`ContextPolicy`](crate::ContextPolicy) shows the model no
+    /// more of its thread than fits; unknown, it assumes
+    /// [`DEFAULT_CONTEXT_WINDOW`](crate::DEFAULT_CONTEXT_WINDOW).
+    fn context_window(&self) -> Option<usize> {
+        None
+    }
+
     /// Answers the request.
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError>;
 
@@ -368,6 +377,9 @@ impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
     }
     fn provider_name(&self) -> &str {
         (**self).provider_name()
+    }
+    fn context_window(&self) -> Option<usize> {
+        (**self).context_window()
     }
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
         (**self).complete(request).await

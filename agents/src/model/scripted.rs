@@ -138,6 +138,8 @@ pub struct ScriptedModel {
     when_exhausted: WhenExhausted,
     delay: Option<Duration>,
     record: bool,
+    /// The context window it claims (see [`ChatModel::context_window`]).
+    window: Option<usize>,
     state: Mutex<State>,
 }
 
@@ -176,6 +178,7 @@ impl ScriptedModel {
             when_exhausted: WhenExhausted::Fail,
             delay: None,
             record: true,
+            window: None,
             state: Mutex::new(State {
                 source,
                 calls: 0,
@@ -217,6 +220,14 @@ impl ScriptedModel {
     /// call abandoned during it uses none.
     pub fn delay(mut self, delay: Duration) -> Self {
         self.delay = Some(delay);
+        self
+    }
+
+    /// Claims a context window of `tokens` (none by default), as a real
+    /// model's client would: a `ChatAgent` with the default context shows
+    /// it no more of the thread than fits.
+    pub fn with_context_window(mut self, tokens: usize) -> Self {
+        self.window = Some(tokens);
         self
     }
 
@@ -325,6 +336,10 @@ impl ChatModel for ScriptedModel {
 
     fn provider_name(&self) -> &str {
         "troupe.scripted"
+    }
+
+    fn context_window(&self) -> Option<usize> {
+        self.window
     }
 
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {

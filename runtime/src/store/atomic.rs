@@ -74,6 +74,59 @@ fn temp_path(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.tmp-{}-{n}", std::process::id()))
 }
 
+/// Removes the temporary files in `dir` that writes cut short left behind
+/// (a process killed between creating one and renaming it), returning how
+/// many. A temporary file is ours by its name (`.<name>.tmp-<pid>-<n>`);
+/// it is stale when the process that wrote it is gone — where `/proc`
+/// tells — or else once it is older than [`STALE_AFTER`]. Files of this
+/// process and of live processes sharing the directory are left alone.
+/// Best effort: a file that cannot be read or removed is skipped.
+pub(crate) fn remove_stale_temps(dir: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    let me = std::process::id();
+    let proc_fs = Path::new("/proc/self").exists();
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(temp_writer) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let stale = if proc_fs {
+            !Path::new("/proc").join(pid.to_string()).exists()
+        } else {
+            entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > STALE_AFTER)
+        };
+        if stale && fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// How old a temporary file must be to count as stale where no `/proc`
+/// says whether its writer still runs.
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// The process id in a temporary file's name (`.<name>.tmp-<pid>-<n>`),
+/// if `name` is one.
+fn temp_writer(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix('.')?;
+    let (_, tail) = rest.rsplit_once(".tmp-")?;
+    let (pid, n) = tail.split_once('-')?;
+    n.parse::<u64>().ok()?;
+    pid.parse().ok()
+}
+
 /// Whether a directory entry's name is one of our temporary files (or any
 /// hidden file): listings skip them.
 pub(crate) fn is_hidden(name: &str) -> bool {
@@ -83,6 +136,17 @@ pub(crate) fn is_hidden(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn temp_names_are_recognised_by_their_writer() {
+        assert_eq!(temp_writer(".r1.thread.tmp-4242-7"), Some(4242));
+        let ours = temp_path(Path::new("/x/log"));
+        let ours = ours.file_name().and_then(|n| n.to_str()).unwrap();
+        assert_eq!(temp_writer(ours), Some(std::process::id()));
+        assert_eq!(temp_writer("r1.thread"), None);
+        assert_eq!(temp_writer(".hidden"), None);
+        assert_eq!(temp_writer(".a.tmp-x-1"), None);
+    }
 
     #[test]
     fn replaces_and_leaves_no_temp_file() {

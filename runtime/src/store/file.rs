@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
-use super::atomic::{is_hidden, sync_dir, write_atomic};
+use super::atomic::{is_hidden, remove_stale_temps, sync_dir, write_atomic};
 use super::chain::{keep_bases_before_delete, keep_bases_before_prune};
 use super::checkpoint::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use super::durability::Durability;
@@ -66,13 +66,20 @@ pub struct FileStore {
 type LastLog = Option<(PathBuf, log::Version, Arc<Log>)>;
 
 impl FileStore {
-    /// Opens (creating if needed) a store rooted at `root`.
+    /// Opens (creating if needed) a store rooted at `root`, removing the
+    /// temporary files that writes of a killed process left behind.
     ///
     /// Creating the directories is blocking I/O; call this at setup.
     pub fn open(root: impl Into<PathBuf>) -> Result<Self, StoreError> {
         let root = root.into();
         for dir in [root.join("checkpoints"), root.join("threads")] {
             fs::create_dir_all(&dir).map_err(|e| StoreError::io("create directory", &dir, e))?;
+        }
+        remove_stale_temps(&root.join("threads"));
+        if let Ok(runs) = fs::read_dir(root.join("checkpoints")) {
+            for run in runs.flatten() {
+                remove_stale_temps(&run.path());
+            }
         }
         Ok(FileStore {
             root: Arc::new(root),

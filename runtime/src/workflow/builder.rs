@@ -247,6 +247,16 @@ impl WorkflowBuilder {
             };
             retries[i] = Some(policy);
         }
+        for (i, policy) in retries.iter().enumerate() {
+            if policy.as_ref().is_some_and(|p| p.max_attempts == 0) {
+                return Err(BuildError::ZeroAttempts {
+                    agent: names[i].to_string(),
+                });
+            }
+        }
+        if let Some(stop) = &self.stop {
+            refuse_zero_limits(stop)?;
+        }
         let inputs = match &self.graph {
             Some(g) => g.inputs.clone(),
             None => vec![NodeInput::Messages; names.len()],
@@ -309,6 +319,22 @@ impl WorkflowBuilder {
                 pool: self.reuse_actors.unwrap_or(true).then(ActorPool::default),
             }),
         })
+    }
+}
+
+/// Refuses a `max_messages(0)` or `max_turns(0)` anywhere in `stop`: the
+/// run would stop before its first turn, which is never what was meant.
+fn refuse_zero_limits(stop: &StopCondition) -> Result<(), BuildError> {
+    match stop {
+        StopCondition::MaxMessages(0) | StopCondition::MaxTurns(0) => {
+            Err(BuildError::ZeroStopLimit {
+                condition: stop.to_string(),
+            })
+        }
+        StopCondition::Any(all) | StopCondition::All(all) => {
+            all.iter().try_for_each(refuse_zero_limits)
+        }
+        _ => Ok(()),
     }
 }
 

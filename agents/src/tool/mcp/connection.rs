@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::ServiceExt;
@@ -26,6 +27,9 @@ pub(super) struct Connection {
     /// A stdio server's process group, killed when the connection goes.
     group: Mutex<Option<ProcessGroup>>,
     pub(super) pid: Option<u32>,
+    /// A request went unanswered past its timeout: the server is taken for
+    /// hung, and closing kills it rather than waiting for it to exit.
+    hung: AtomicBool,
 }
 
 impl Connection {
@@ -116,6 +120,7 @@ impl Connection {
             service: Mutex::new(Some(service)),
             group: Mutex::new(group),
             pid,
+            hung: AtomicBool::new(false),
         }
     }
 
@@ -144,7 +149,11 @@ impl Connection {
         if self.is_closed() {
             return Err(disconnected("the connection is closed".into()));
         }
-        match tokio::time::timeout(config.timeout, request).await {
+        let answer = tokio::time::timeout(config.timeout, request).await;
+        if matches!(answer, Err(_) | Ok(Err(ServiceError::Timeout { .. }))) {
+            self.hung.store(true, Ordering::SeqCst);
+        }
+        match answer {
             Err(_) => Err(McpError::Timeout {
                 server: config.name.clone(),
                 operation: operation.to_string(),
@@ -168,8 +177,13 @@ impl Connection {
 
     /// Closes the session: a stdio server is asked to exit (its stdin
     /// closed), then terminated, then killed, and its whole process group
-    /// is killed after it.
+    /// is killed after it. A server that left a request unanswered past its
+    /// timeout is killed first: asked to exit, a hung server would hold
+    /// the close for the seconds rmcp waits for a graceful exit.
     pub(super) async fn close(&self) {
+        if self.hung.load(Ordering::SeqCst) {
+            self.kill();
+        }
         // The locks are held only to take the values out: a poisoned lock
         // still holds either the value or nothing, both fine to take.
         let service = self

@@ -135,6 +135,16 @@ impl Checkpointer {
         self.changed || delivered != self.delivered_at || self.parent.is_none() || !self.ended
     }
 
+    /// The run carries on from a checkpoint that records how it ended, and
+    /// will end so again without changing anything: that checkpoint stays
+    /// the last one (`delivered`: the deliveries its restored inboxes
+    /// made), rather than a copy of it being saved at every resume.
+    pub(super) fn resumed_ended(&mut self, delivered: u64) {
+        self.delivered_at = delivered;
+        self.changed = false;
+        self.ended = true;
+    }
+
     /// Reports `thread` (put together with the run's counters) to the run
     /// above, the run having made `delivered` deliveries.
     pub(super) fn report(&mut self, thread: Thread, delivered: u64) {

@@ -105,6 +105,7 @@ impl RunState {
         }
         // A checkpoint's counters, or those a run not finished left in
         // the thread: the run counts on from them.
+        let mut ended = false;
         let counters = match resumed_from {
             Some((_, snapshot)) => {
                 run.tally.started_at = snapshot.started_at;
@@ -112,6 +113,7 @@ impl RunState {
                     // It had ended on its stop condition: it ends so again,
                     // running nothing more.
                     run.phase.stop_gracefully(RunStatus::Stopped(reason));
+                    ended = true;
                 }
                 Some(RunCounters {
                     stop: snapshot.stop,
@@ -141,6 +143,9 @@ impl RunState {
             participants: run.parts.len(),
         });
         run.inboxes.restore(&run.spec, &run.ctx, scheduling.pending);
+        if ended {
+            run.checkpoints.resumed_ended(run.inboxes.delivered());
+        }
         for name in scheduling.interrupted {
             if let Some(i) = run.spec.router.index_of(&name) {
                 run.restart.push(i);

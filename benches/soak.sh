@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Soak (not in CI): the long runs that used to grow, in release, their
+# figures written to target/soak.txt (per-message time and RSS in the
+# first tenth against the last; see examples/soak.rs).
+#
+#   benches/soak.sh                   # 1,000,000 router messages, 10,000 chat turns
+#   benches/soak.sh 100000 2000       # shorter
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+messages="${1:-1000000}"
+turns="${2:-10000}"
+cargo build --release --example soak
+out=target/soak.txt
+{
+    echo "# soak $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores; $(rustc --version)"
+    target/release/examples/soak router "$messages"
+    target/release/examples/soak chat "$turns"
+} | tee "$out"
+echo "== written to $out"
