@@ -5,8 +5,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// How much of the thread the model is shown: exactly one of `last` or
-/// `max_tokens` (absent: the whole thread). Trimmed tool results leave
-/// their memory notes behind.
+/// `max_tokens` (absent: the newest messages that fit in the model's
+/// context window, 128,000 tokens for a model that does not report its
+/// own). Trimmed tool results leave their memory notes behind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContextSpec {
