@@ -23,15 +23,17 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 seconds="${1:-30}"
 shift || true
 
+# Each install gives up after 15 minutes (a network that stalls is a
+# skip, not a CI run that hangs).
 if [ "${TROUPE_FUZZ_INSTALL:-0}" = 1 ]; then
     if ! rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
         echo "== fuzz: installing a nightly toolchain"
-        rustup toolchain install nightly --profile minimal ||
+        timeout 900 rustup toolchain install nightly --profile minimal ||
             echo "== fuzz: the nightly install failed"
     fi
     if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
         echo "== fuzz: installing cargo-fuzz"
-        cargo install cargo-fuzz --locked || echo "== fuzz: the cargo-fuzz install failed"
+        timeout 900 cargo install cargo-fuzz --locked || echo "== fuzz: the cargo-fuzz install failed"
     fi
 fi
 if ! rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
