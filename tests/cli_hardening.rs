@@ -474,3 +474,46 @@ fn run_refuses_a_device_or_fifo_as_validate_does() {
         assert!(started.elapsed() < Duration::from_secs(5), "{args:?}");
     }
 }
+
+/// The prompt tokens of the last model call in a `--events jsonl` run.
+fn last_prompt_tokens(out: &Output) -> u64 {
+    common::jsonl(out)
+        .iter()
+        .filter(|e| e["type"] == "model_call_finished")
+        .filter_map(|e| e["usage"]["prompt_tokens"].as_u64())
+        .next_back()
+        .expect("a model_call_finished event with usage")
+}
+
+#[test]
+fn a_models_context_window_bounds_what_a_long_chat_shows_it() {
+    // Two agents trading long answers for 40 turns: with the default
+    // window (128k tokens) the last call is shown the whole chat; with
+    // `context_window: 300` only the newest messages that fit.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let long = "word ".repeat(100);
+    let config = |window: &str| {
+        format!(
+            "version: 1\nmodels:\n  m: {{provider: scripted, replies: [\"{long}\"], when_exhausted: cycle{window}}}\nagents:\n  a: {{model: m}}\n  b: {{model: m}}\nworkflow:\n  round_robin: {{participants: [a, b]}}\n  max_turns: 40\n"
+        )
+    };
+    let whole = write(dir.path(), "whole.yaml", &config(""));
+    let window = write(dir.path(), "window.yaml", &config(", context_window: 300"));
+    let mut shown = Vec::new();
+    for file in [&whole, &window] {
+        let out = run(&["run", "--events", "jsonl", path(file), "go"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        shown.push(last_prompt_tokens(&out));
+    }
+    assert!(shown[0] > 2_000, "the whole chat: {} tokens", shown[0]);
+    assert!(shown[1] <= 300, "within the window: {} tokens", shown[1]);
+
+    // A window of 0 is refused where it is written.
+    let zero = write(dir.path(), "zero.yaml", &config(", context_window: 0"));
+    let (code, err) = outcome(&["validate", path(&zero)]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("zero.yaml:3:") && err.contains("models.m.context_window"),
+        "{err}"
+    );
+}

@@ -108,6 +108,9 @@ impl<'a> Ctx<'a> {
         if let Some(d) = &spec.delay {
             model = model.delay(d.duration);
         }
+        if let Some(tokens) = spec.context_window {
+            model = model.with_context_window(tokens);
+        }
         Ok(Arc::new(model))
     }
 
@@ -151,6 +154,9 @@ impl<'a> Ctx<'a> {
         }
         if let Some(limit) = super::model_limits::rate_limit(spec) {
             b = b.rate_limit(limit);
+        }
+        if let Some(tokens) = spec.context_window {
+            b = b.context_window(tokens);
         }
         let client = b.build().map_err(|e| build_error(format!("{what}: {e}")))?;
         self.notes

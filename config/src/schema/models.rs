@@ -74,6 +74,11 @@ pub struct ModelSpec {
     /// Cap on completion tokens per call.
     #[serde(default)]
     pub max_tokens: Option<u32>,
+    /// The model's context window in tokens (prompt and answer together,
+    /// at least 1): an agent's default context shows the model the newest
+    /// messages that fit (unset: 128,000).
+    #[serde(default)]
+    pub context_window: Option<usize>,
     /// Stream the answers: `true` shows each piece as it is generated
     /// (`troupe run` prints tokens live; `--events jsonl` writes
     /// `text_delta` lines), `false` waits for whole answers. Default: stream

@@ -58,6 +58,9 @@ pub(super) fn check_model(c: &mut Checker<'_>, name: &str, m: &ModelSpec) {
     if let Some(t) = m.temperature {
         check_temperature(c, &base.key("temperature"), t);
     }
+    if m.context_window == Some(0) {
+        super::checker::at_least_one(c, &base.key("context_window"));
+    }
     if m.retries == Some(0) {
         c.value_error(
             &base.key("retries"),

@@ -159,6 +159,10 @@ impl<W: Dialect> ChatModel for HttpModel<W> {
         W::PROVIDER
     }
 
+    fn context_window(&self) -> Option<usize> {
+        self.inner.window
+    }
+
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
         self.complete_observed(request, &NoObserver).await
     }

@@ -66,6 +66,7 @@ pub struct HttpModelBuilder<W: Dialect> {
     retry: RetryPolicy,
     rate_limit: Option<RateLimit>,
     limiter: Option<Arc<dyn RateLimiter>>,
+    window: Option<usize>,
     pub(crate) dialect: W,
 }
 
@@ -148,6 +149,15 @@ impl<W: Dialect> HttpModelBuilder<W> {
         self
     }
 
+    /// The model's context window in tokens (prompt and answer together):
+    /// a [`ChatAgent`](crate::ChatAgent) with the default context shows it
+    /// no more of its thread than fits (unset:
+    /// [`DEFAULT_CONTEXT_WINDOW`](crate::DEFAULT_CONTEXT_WINDOW)).
+    pub fn context_window(mut self, tokens: usize) -> Self {
+        self.window = Some(tokens);
+        self
+    }
+
     /// Whether an API key was given.
     pub fn has_api_key(&self) -> bool {
         self.api_key.is_some()
@@ -209,6 +219,7 @@ impl<W: Dialect> HttpModelBuilder<W> {
                 timeout: self.timeout,
                 retry: self.retry,
                 limiter,
+                window: self.window,
                 dialect: self.dialect,
             }),
         })
@@ -263,6 +274,7 @@ struct Inner<W> {
     timeout: Duration,
     retry: RetryPolicy,
     limiter: Option<Arc<dyn RateLimiter>>,
+    window: Option<usize>,
     dialect: W,
 }
 
@@ -312,6 +324,7 @@ impl<W: Dialect + Default> HttpModel<W> {
             retry: RetryPolicy::default(),
             rate_limit: None,
             limiter: None,
+            window: None,
             dialect: W::default(),
         }
     }
