@@ -312,6 +312,15 @@ async fn a_cancelled_run_cancels_the_sdk_agents_task() {
             break;
         }
     }
+    // The echo agent works on the task (a loaded machine may take a while
+    // to get the request there), and troupe has had time to hear its id.
+    let (echo, working) = tokio::task::spawn_blocking(move || {
+        let working = echo.said("working ");
+        (echo, working)
+    })
+    .await
+    .unwrap();
+    assert!(working, "the echo agent never started the slow task");
     tokio::time::sleep(Duration::from_millis(500)).await;
     ctx.cancel();
     let result = tokio::time::timeout(Duration::from_secs(20), run)
@@ -366,6 +375,10 @@ fn an_interrupted_troupe_run_cancels_the_sdk_agents_task_before_it_exits() {
     });
     rx.recv_timeout(Duration::from_secs(30))
         .expect("the remote agent's turn starts");
+    assert!(
+        echo.said("working "),
+        "the echo agent never started the slow task"
+    );
     std::thread::sleep(Duration::from_millis(500));
     let pid = child.id().to_string();
     assert!(

@@ -9,8 +9,8 @@ it accepts connections. What it does with a message's text:
 - `ask …`: asks "Which colour?" (TASK_STATE_INPUT_REQUIRED); the follow-up
   message of the same task is echoed as `colour: <answer>`.
 - `fail …`: the task fails with "the echo agent refuses: …".
-- `slow …`: works for a minute (a task to cancel); a cancel is logged on
-  stderr as `cancelled <task id>`.
+- `slow …`: works for a minute (a task to cancel), logged on stderr as
+  `working <task id>`; a cancel is logged as `cancelled <task id>`.
 - anything else: streamed back in pieces as the artifact `echo`:
   `echo #<n>: <text>`, n counting the messages of the context (so a test
   sees the context kept from one turn to the next).
@@ -69,6 +69,7 @@ class Echo(AgentExecutor):
             await updater.failed(updater.new_agent_message([Part(text=f"the echo agent refuses: {text}")]))
             return
         if text.startswith("slow"):
+            print(f"working {context.task_id}", file=sys.stderr, flush=True)
             await asyncio.sleep(60)
             await updater.complete()
             return
