@@ -288,6 +288,22 @@ fn a_team_answers_the_sdk_agent_and_fails_with_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_run_cancels_the_sdk_agents_task() {
+    // Cancelled once the echo agent works on the task, and troupe has had
+    // time to hear its id.
+    cancel_relay("slow, please", "working ", Duration::from_millis(500)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_cancelled_before_the_sdk_agent_names_its_task_still_cancels_it() {
+    // Cancelled while the echo agent holds the request but has not named
+    // the task yet (it waits a second first): troupe cancels it once named.
+    cancel_relay("late, please", "starting ", Duration::ZERO).await;
+}
+
+/// Runs a relay to the echo agent with `task`, cancels the run once the
+/// echo agent said `started` (and `after` more), and checks that the echo
+/// agent was told to cancel the task.
+async fn cancel_relay(task: &'static str, started: &'static str, after: Duration) {
     let Some(python) = python() else { return };
     let echo = tokio::task::spawn_blocking(move || Echo::start(&python, &[]))
         .await
@@ -300,28 +316,19 @@ async fn a_cancelled_run_cancels_the_sdk_agents_task() {
         .participant(troupe::agents::a2a::A2aAgent::new("remote", client))
         .build()
         .unwrap();
-    let (ctx, mut events) = troupe::RunContext::stream();
+    let ctx = troupe::RunContext::new();
     let run = {
         let ctx = ctx.clone();
-        tokio::spawn(async move { team.run_task("slow, please", &ctx).await })
+        tokio::spawn(async move { team.run_task(task, &ctx).await })
     };
-    // Cancelled once the remote task is under way (its turn started and
-    // the echo agent holds the task).
-    while let Some(e) = events.next().await {
-        if matches!(*e, troupe::Event::AgentStarted { .. }) {
-            break;
-        }
-    }
-    // The echo agent works on the task (a loaded machine may take a while
-    // to get the request there), and troupe has had time to hear its id.
     let (echo, working) = tokio::task::spawn_blocking(move || {
-        let working = echo.said("working ");
+        let working = echo.said(started);
         (echo, working)
     })
     .await
     .unwrap();
-    assert!(working, "the echo agent never started the slow task");
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(working, "the echo agent never started the task");
+    tokio::time::sleep(after).await;
     ctx.cancel();
     let result = tokio::time::timeout(Duration::from_secs(20), run)
         .await

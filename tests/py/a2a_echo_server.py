@@ -11,6 +11,9 @@ it accepts connections. What it does with a message's text:
 - `fail …`: the task fails with "the echo agent refuses: …".
 - `slow …`: works for a minute (a task to cancel), logged on stderr as
   `working <task id>`; a cancel is logged as `cancelled <task id>`.
+- `late …`: as `slow`, but first logs `starting <task id>` and waits a
+  second before it names the task to the caller (a task cancelled before
+  the caller knows its id).
 - anything else: streamed back in pieces as the artifact `echo`:
   `echo #<n>: <text>`, n counting the messages of the context (so a test
   sees the context kept from one turn to the next).
@@ -48,6 +51,9 @@ class Echo(AgentExecutor):
         text = context.get_user_input()
         task = context.current_task
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        if text.startswith("late"):
+            print(f"starting {context.task_id}", file=sys.stderr, flush=True)
+            await asyncio.sleep(1)
         if task is None:
             await event_queue.enqueue_event(
                 Task(
@@ -68,7 +74,7 @@ class Echo(AgentExecutor):
         if text.startswith("fail"):
             await updater.failed(updater.new_agent_message([Part(text=f"the echo agent refuses: {text}")]))
             return
-        if text.startswith("slow"):
+        if text.startswith("slow") or text.startswith("late"):
             print(f"working {context.task_id}", file=sys.stderr, flush=True)
             await asyncio.sleep(60)
             await updater.complete()

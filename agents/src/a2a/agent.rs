@@ -3,7 +3,6 @@
 //! updates into troupe events, and answers with the task's artifacts.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use troupe_runtime::{
@@ -12,11 +11,9 @@ use troupe_runtime::{
 
 use super::client::A2aClient;
 use super::error::A2aError;
-use super::remote_task::{OpenTask, Seen};
-use super::types::{
-    self, Role, SendMessageConfiguration, SendMessageRequest, StreamResponse, Task, TaskIdParams,
-    TaskState, method,
-};
+use super::exchange::Exchange;
+use super::remote_task::Seen;
+use super::types::{self, Role, SendMessageConfiguration, SendMessageRequest, TaskState};
 
 /// Metadata key of the remote conversation (`contextId`) on the agent's
 /// messages.
@@ -27,10 +24,6 @@ pub const TASK_KEY: &str = "a2a.task_id";
 /// Metadata key marking the private message of a turn that ended with the
 /// remote task asking for input.
 pub const WAITING_KEY: &str = "a2a.input_required";
-
-/// How often a task not settled yet is asked about (a server that answers
-/// `SendMessage` before the task is over).
-const POLL_EVERY: Duration = Duration::from_millis(200);
 
 /// A remote agent spoken to over A2A (JSON-RPC, protocol 1.0).
 ///
@@ -142,52 +135,6 @@ impl A2aAgent {
         }
     }
 
-    /// One exchange with the remote agent, recorded in `seen` as it goes.
-    async fn exchange(
-        &self,
-        request: &SendMessageRequest,
-        seen: &mut Seen,
-        ctx: &RunContext,
-    ) -> Result<(), A2aError> {
-        let params = serde_json::to_value(request).map_err(|e| A2aError::Config(e.to_string()))?;
-        let streams = self.client.card().await?.capabilities.streaming == Some(true);
-        if streams {
-            let mut stream = self.client.stream(method::STREAM, params).await?;
-            while let Some(event) = stream.next().await {
-                seen.take(event?, ctx);
-            }
-        } else {
-            let answer: types::SendMessageResponse = self.client.call(method::SEND, params).await?;
-            seen.take(
-                StreamResponse {
-                    task: answer.task,
-                    message: answer.message,
-                    ..StreamResponse::default()
-                },
-                ctx,
-            );
-        }
-        // A task neither over nor waiting (a stream that ended early, a
-        // server that answered at once): asked about until it settles.
-        while let Some(id) = seen.unsettled() {
-            tokio::time::sleep(POLL_EVERY).await;
-            let params = serde_json::to_value(TaskIdParams {
-                id: id.clone(),
-                history_length: Some(0),
-            })
-            .map_err(|e| A2aError::Config(e.to_string()))?;
-            let task: Task = self.client.call(method::GET_TASK, params).await?;
-            seen.take(
-                StreamResponse {
-                    task: Some(task),
-                    ..StreamResponse::default()
-                },
-                ctx,
-            );
-        }
-        Ok(())
-    }
-
     /// The turn's reply, from what the exchange saw.
     fn reply(&self, seen: Seen) -> Result<Reply, A2aError> {
         let url = self.client.card_url().to_string();
@@ -269,27 +216,13 @@ impl Agent for A2aAgent {
             }),
             metadata: None,
         };
-        let open = OpenTask::new(self.client.clone());
-        let mut seen = Seen {
-            open: open.id.clone(),
-            ..Seen::default()
-        };
-        let outcome = {
-            let exchange = self.exchange(&request, &mut seen, &ctx);
-            tokio::pin!(exchange);
-            tokio::select! {
-                biased;
-                _ = ctx.cancelled() => None,
-                outcome = &mut exchange => Some(outcome),
-            }
-        };
-        match outcome {
-            None => {
-                open.cancel().await;
-                Err(AgentError::Cancelled)
-            }
-            Some(Err(e)) => Err(e.into()),
-            Some(Ok(())) => Ok(self.reply(seen)?),
+        // Dropped — this turn cancelled, or dropped by a cancelled run —
+        // the exchange cancels the remote task.
+        let mut exchange = Exchange::start(self.client.clone(), request, ctx.clone());
+        tokio::select! {
+            biased;
+            _ = ctx.cancelled() => Err(AgentError::Cancelled),
+            seen = exchange.finish() => Ok(self.reply(seen?)?),
         }
     }
 }

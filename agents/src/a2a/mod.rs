@@ -7,10 +7,11 @@
 mod agent;
 mod client;
 mod error;
+mod exchange;
 mod remote_task;
 pub mod types;
 
 pub use agent::{A2aAgent, CONTEXT_KEY, TASK_KEY, WAITING_KEY};
 pub use client::{A2aClient, A2aClientBuilder, A2aStream};
 pub use error::A2aError;
-pub use remote_task::settle_cancels;
+pub use exchange::settle_cancels;

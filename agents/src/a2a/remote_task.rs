@@ -1,38 +1,13 @@
 //! The remote task as a turn sees it: what the exchange saw of it so far
 //! ([`Seen`]: its ids, status and artifacts, the pieces of which are text
-//! deltas), and, while it is open, the guard that cancels it when the turn
-//! is cancelled or dropped ([`OpenTask`]).
+//! deltas).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
-use serde_json::Value;
+use tokio::sync::watch;
 use troupe_runtime::{Event, RunContext};
 
-use super::client::A2aClient;
 use super::types::{
-    self, Artifact, StreamResponse, TaskArtifactUpdateEvent, TaskStatus, method, parts_text,
+    self, Artifact, StreamResponse, TaskArtifactUpdateEvent, TaskStatus, parts_text,
 };
-
-/// The time a cancelled turn gives the remote agent to take the cancel.
-const CANCEL_GRACE: Duration = Duration::from_secs(5);
-
-/// Cancels of remote tasks this process has sent and not yet seen end
-/// (answered, failed or given up on).
-static CANCELLING: AtomicUsize = AtomicUsize::new(0);
-
-/// Waits until every cancel of a remote task this process sent has ended
-/// (the remote took it, refused it, or [`CANCEL_GRACE`] passed), or until
-/// `within` passed. A cancelled turn cancels its remote task in the
-/// background; a process about to exit calls this so the cancels go out
-/// before it does. Returns at once when none is under way.
-pub async fn settle_cancels(within: Duration) {
-    let deadline = Instant::now() + within;
-    while CANCELLING.load(Ordering::Acquire) > 0 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
 
 /// Adds streamed `pieces` to `parts`: text continuing text joins it (the
 /// pieces of a streamed answer make one text), anything else follows.
@@ -52,72 +27,12 @@ fn append_parts(parts: &mut Vec<types::Part>, pieces: Vec<types::Part>) {
     }
 }
 
-/// The remote task of a turn while it is neither over nor waiting: a
-/// turn cancelled — or dropped, as a cancelled run drops its turns in
-/// flight — cancels it (`CancelTask`), on a task of its own when dropped.
-pub(super) struct OpenTask {
-    client: Arc<A2aClient>,
-    pub(super) id: Arc<Mutex<Option<String>>>,
-}
-
-impl OpenTask {
-    pub(super) fn new(client: Arc<A2aClient>) -> Self {
-        OpenTask {
-            client,
-            id: Arc::default(),
-        }
-    }
-
-    fn take(&self) -> Option<String> {
-        self.id.lock().unwrap_or_else(|p| p.into_inner()).take()
-    }
-
-    /// Cancels the task, if one is open, now.
-    pub(super) async fn cancel(&self) {
-        if let Some(id) = self.take() {
-            cancel_remote(&self.client, id).await;
-        }
-    }
-}
-
-impl Drop for OpenTask {
-    fn drop(&mut self) {
-        if let Some(id) = self.take()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            let client = self.client.clone();
-            CANCELLING.fetch_add(1, Ordering::AcqRel);
-            runtime.spawn(async move {
-                cancel_remote(&client, id).await;
-                CANCELLING.fetch_sub(1, Ordering::AcqRel);
-            });
-        }
-    }
-}
-
-/// Cancels the remote task `id`, giving up after a short while (the turn
-/// is cancelled either way).
-async fn cancel_remote(client: &A2aClient, id: String) {
-    let params = serde_json::json!({"id": id});
-    match tokio::time::timeout(
-        CANCEL_GRACE,
-        client.call::<Value>(method::CANCEL_TASK, params),
-    )
-    .await
-    {
-        Ok(Ok(_)) => tracing::debug!(task = %id, "remote A2A task cancelled"),
-        Ok(Err(e)) => tracing::warn!(task = %id, error = %e, "cannot cancel the remote A2A task"),
-        Err(_) => {
-            tracing::warn!(task = %id, "the remote A2A agent did not take the cancel in time")
-        }
-    }
-}
-
 /// What an exchange saw of the remote task so far.
 #[derive(Debug, Default)]
 pub(super) struct Seen {
-    /// The task while it is open (shared with the turn's [`OpenTask`]).
-    pub(super) open: Arc<Mutex<Option<String>>>,
+    /// Told the task while it is open (neither over nor waiting), for an
+    /// abandoned exchange to cancel it.
+    open: Option<watch::Sender<Option<String>>>,
     pub(super) task_id: Option<String>,
     pub(super) context_id: Option<String>,
     pub(super) status: Option<TaskStatus>,
@@ -128,6 +43,14 @@ pub(super) struct Seen {
 }
 
 impl Seen {
+    /// Nothing seen yet; `open` is told the task while it is open.
+    pub(super) fn watched(open: watch::Sender<Option<String>>) -> Self {
+        Seen {
+            open: Some(open),
+            ..Seen::default()
+        }
+    }
+
     /// Takes in one event of the exchange.
     pub(super) fn take(&mut self, event: StreamResponse, ctx: &RunContext) {
         if let Some(task) = event.task {
@@ -148,8 +71,14 @@ impl Seen {
             self.ids(&update.task_id, &update.context_id);
             self.artifact(update, ctx);
         }
-        let open = self.unsettled();
-        *self.open.lock().unwrap_or_else(|p| p.into_inner()) = open;
+        if let Some(open) = &self.open {
+            let now = self.unsettled();
+            open.send_if_modified(|was| {
+                let changed = *was != now;
+                *was = now;
+                changed
+            });
+        }
     }
 
     fn ids(&mut self, task: &str, context: &str) {
@@ -269,7 +198,8 @@ mod tests {
     #[tokio::test]
     async fn pieces_are_deltas_and_make_one_text_and_the_whole_again_is_not() {
         let (ctx, mut events) = RunContext::stream();
-        let mut seen = Seen::default();
+        let (open, named) = watch::channel(None);
+        let mut seen = Seen::watched(open);
         seen.take(
             StreamResponse {
                 task: Some(Task {
@@ -286,7 +216,7 @@ mod tests {
             &ctx,
         );
         // Open while working: a cancelled turn would cancel it.
-        assert_eq!(seen.open.lock().unwrap().as_deref(), Some("t"));
+        assert_eq!(named.borrow().as_deref(), Some("t"));
         seen.take(piece("Hello", false, false), &ctx);
         seen.take(piece(", world", true, false), &ctx);
         // A new turn's stream replaces what was there, and is a delta.
@@ -299,7 +229,7 @@ mod tests {
         assert_eq!(seen.artifacts_text().as_deref(), Some("Bye now"));
         assert_eq!(seen.artifacts[0].parts.len(), 1);
         assert!(seen.settled());
-        assert_eq!(*seen.open.lock().unwrap(), None);
+        assert_eq!(*named.borrow(), None);
         assert_eq!(seen.context_id.as_deref(), Some("c"));
     }
 
