@@ -55,6 +55,7 @@ pub struct CompileOptions {
     scheduler: Scheduler,
     stop: Option<StopCondition>,
     max_concurrency: Option<usize>,
+    max_history: Option<usize>,
     retry: Option<RetryPolicy>,
 }
 
@@ -69,6 +70,7 @@ impl Default for CompileOptions {
             scheduler: Scheduler::default(),
             stop: None,
             max_concurrency: None,
+            max_history: None,
             retry: None,
         }
     }
@@ -140,6 +142,13 @@ impl CompileOptions {
     /// Runs at most `n` steps at once (dataflow scheduling).
     pub fn max_concurrency(mut self, n: usize) -> Self {
         self.max_concurrency = Some(n.max(1));
+        self
+    }
+
+    /// Keeps at most the last `n` messages in each thread of a run
+    /// (`WorkflowBuilder::max_history`).
+    pub fn max_history(mut self, n: usize) -> Self {
+        self.max_history = Some(n.max(1));
         self
     }
 
@@ -277,6 +286,9 @@ impl Plan {
             .description(options.description.clone())
             .graph(graph.build()?)
             .stop_condition(stop);
+        if let Some(n) = options.max_history {
+            workflow = workflow.max_history(n);
+        }
         if let Some(limit) = options.max_concurrency {
             workflow = workflow.max_concurrency(limit);
         }

@@ -173,6 +173,13 @@ impl MapReduceBuilder {
         self
     }
 
+    /// Keeps at most the last `n` messages in each of the team's threads
+    /// and in a run's result (`WorkflowBuilder::max_history`).
+    pub fn max_history(mut self, n: usize) -> Self {
+        self.team.max_history = Some(n.max(1));
+        self
+    }
+
     /// Saves a checkpoint after every superstep and when a run ends.
     pub fn checkpoint_store(
         mut self,

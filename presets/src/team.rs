@@ -18,6 +18,8 @@ pub(crate) struct Team {
     /// Deliveries between checkpoints besides the superstep ones
     /// (`WorkflowBuilder::checkpoint_every`).
     pub(crate) every: Option<u64>,
+    /// Messages kept per thread (`WorkflowBuilder::max_history`).
+    pub(crate) max_history: Option<usize>,
 }
 
 impl Team {
@@ -29,9 +31,12 @@ impl Team {
         self.agents.iter().map(|a| a.name().to_string()).collect()
     }
 
-    /// Gives the team's workflow its stop condition and checkpoint store
-    /// (a graph team checkpoints after each superstep).
+    /// Gives the team's workflow its stop condition, history limit and
+    /// checkpoint store (a graph team checkpoints after each superstep).
     pub(crate) fn configure(&self, mut workflow: WorkflowBuilder) -> WorkflowBuilder {
+        if let Some(n) = self.max_history {
+            workflow = workflow.max_history(n);
+        }
         if let Some(stop) = self.stop_condition() {
             workflow = workflow.stop_condition(stop);
         }
@@ -106,6 +111,14 @@ macro_rules! team_methods {
         /// Stops after `n` agent turns (besides any stop condition).
         pub fn max_turns(mut self, n: u64) -> Self {
             self.team.max_turns = Some(n);
+            self
+        }
+
+        /// Keeps at most the last `n` messages in each of the team's
+        /// threads and in a run's result (`WorkflowBuilder::max_history`;
+        /// by default everything is kept).
+        pub fn max_history(mut self, n: usize) -> Self {
+            self.team.max_history = Some(n.max(1));
             self
         }
 

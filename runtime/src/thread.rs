@@ -136,6 +136,19 @@ impl Thread {
         &mut self.state
     }
 
+    /// Lets go of the oldest messages so that at most `keep` remain (the
+    /// children are not touched); returns how many went. A message let go
+    /// is forgotten: were it delivered again, it would enter again.
+    pub fn forget_oldest(&mut self, keep: usize) -> usize {
+        let gone = self.messages.len().saturating_sub(keep);
+        if gone > 0 {
+            for m in self.messages.drain(..gone) {
+                self.ids.remove(&m.id);
+            }
+        }
+        gone
+    }
+
     /// Appends every message of `messages` (skipping known ids); returns how
     /// many were added.
     pub fn extend_shared(&mut self, messages: impl IntoIterator<Item = Arc<Message>>) -> usize {
@@ -212,6 +225,25 @@ mod tests {
         assert!(!t.push(m.clone()));
         assert_eq!(t.len(), 1);
         assert!(t.contains(m.id));
+    }
+
+    #[test]
+    fn forgetting_the_oldest_keeps_the_newest_and_their_ids() {
+        let all: Vec<Message> = (0..5).map(|i| Message::user(i.to_string())).collect();
+        let mut t = Thread::from_messages(all.clone());
+        assert_eq!(t.forget_oldest(7), 0);
+        assert_eq!(t.forget_oldest(2), 3);
+        let texts: Vec<String> = t
+            .messages()
+            .iter()
+            .map(|m| m.text_content().into_owned())
+            .collect();
+        assert_eq!(texts, ["3", "4"]);
+        assert!(!t.contains(all[0].id));
+        assert!(t.contains(all[4].id));
+        // Forgotten, it enters again; kept, it does not.
+        assert!(t.push(all[0].clone()));
+        assert!(!t.push(all[4].clone()));
     }
 
     #[test]

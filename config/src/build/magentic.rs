@@ -4,10 +4,10 @@
 
 use troupe_agents::model::Position;
 use troupe_presets::Magentic;
-use troupe_runtime::{StopCondition, Workflow};
+use troupe_runtime::Workflow;
 
 use super::ctx::{Ctx, build_error};
-use super::store::Store;
+use super::teams::Common;
 use crate::error::ConfigError;
 use crate::schema::MagenticSpec;
 
@@ -18,10 +18,14 @@ impl Ctx<'_> {
         name: &str,
         description: &str,
         m: &MagenticSpec,
-        stop: Option<StopCondition>,
-        store: Option<&Store>,
-        every: Option<u64>,
+        common: Common<'_>,
     ) -> Result<Workflow, ConfigError> {
+        let Common {
+            stop,
+            store,
+            every,
+            max_history,
+        } = common;
         // The manager's requests show its earlier ledgers as its own
         // answers, so its script goes by the conversation.
         let model = self.model(&m.model, "manager", None, Position::Conversation)?;
@@ -56,6 +60,9 @@ impl Ctx<'_> {
         }
         if let Some(s) = stop {
             b = b.stop_condition(s);
+        }
+        if let Some(n) = max_history {
+            b = b.max_history(n);
         }
         if let Some(store) = store {
             b = b.checkpoint_store(store.checkpoints.clone());

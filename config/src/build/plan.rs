@@ -27,8 +27,9 @@ impl Ctx<'_> {
         description: String,
         plan: &PlanSectionSpec,
         stop: Option<StopCondition>,
-        max_concurrency: Option<usize>,
+        limits: (Option<usize>, Option<usize>),
     ) -> Result<Workflow, ConfigError> {
+        let (max_concurrency, max_history) = limits;
         let failed = |e: &dyn std::fmt::Display| build_error(format!("plan of `{name}`: {e}"));
         let mut options = CompileOptions::new()
             .name(name)
@@ -51,6 +52,9 @@ impl Ctx<'_> {
         }
         if let Some(n) = max_concurrency {
             options = options.max_concurrency(n);
+        }
+        if let Some(n) = max_history {
+            options = options.max_history(n);
         }
         if let Some(planner) = &plan.planner {
             let model = self.model(

@@ -21,11 +21,13 @@ fn preset(built: Result<Workflow, PresetError>) -> Result<Workflow, ConfigError>
 }
 
 /// What every preset builder is given besides its participants: the stop
-/// condition, and the checkpoint store with how often to save.
-struct Common<'s> {
-    stop: Option<StopCondition>,
-    store: Option<&'s Store>,
-    every: Option<u64>,
+/// condition, the history limit, and the checkpoint store with how often
+/// to save.
+pub(super) struct Common<'s> {
+    pub(super) stop: Option<StopCondition>,
+    pub(super) store: Option<&'s Store>,
+    pub(super) every: Option<u64>,
+    pub(super) max_history: Option<usize>,
 }
 
 /// Builder `$b` with `$common`'s stop condition and checkpoints (every
@@ -36,6 +38,9 @@ macro_rules! common {
         let common: Common<'_> = $common;
         if let Some(s) = common.stop {
             b = b.stop_condition(s);
+        }
+        if let Some(n) = common.max_history {
+            b = b.max_history(n);
         }
         if let Some(store) = common.store {
             b = b.checkpoint_store(store.checkpoints.clone());
@@ -62,6 +67,7 @@ impl Ctx<'_> {
             stop,
             store,
             every: self.config.spec().checkpoint.as_ref().and_then(|c| c.every),
+            max_history: w.max_history,
         };
         let team = if let Some(t) = &w.round_robin {
             self.round_robin(name, description, t, common).await?
@@ -74,9 +80,7 @@ impl Ctx<'_> {
         } else if let Some(m) = &w.map_reduce {
             self.map_reduce(name, description, m, common).await?
         } else if let Some(m) = &w.magentic {
-            let Common { stop, store, every } = common;
-            self.magentic(name, description, m, stop, store, every)
-                .await?
+            self.magentic(name, description, m, common).await?
         } else {
             return Ok(None);
         };

@@ -48,7 +48,13 @@ impl Ctx<'_> {
             .unwrap_or_default();
         if let Some(plan) = &w.plan {
             let planned = self
-                .plan_workflow(name, description, plan, stop, w.max_concurrency)
+                .plan_workflow(
+                    name,
+                    description,
+                    plan,
+                    stop,
+                    (w.max_concurrency, w.max_history),
+                )
                 .await?;
             // A compiled plan has no store of its own: nested in a workflow
             // that has one, it checkpoints through it.
@@ -126,6 +132,9 @@ impl Ctx<'_> {
         }
         if let Some(n) = w.max_concurrency {
             b = b.max_concurrency(n);
+        }
+        if let Some(n) = w.max_history {
+            b = b.max_history(n);
         }
         if let Some(s) = store {
             b = self.checkpointing(b, s);

@@ -75,6 +75,10 @@ pub struct WorkflowSpec {
     /// At most this many turns at once (router and dataflow runs).
     #[serde(default)]
     pub max_concurrency: Option<usize>,
+    /// Keep at most the last this many messages in each thread of a run
+    /// and in its result (at least 1; by default everything is kept).
+    #[serde(default)]
+    pub max_history: Option<usize>,
 }
 
 impl WorkflowSpec {

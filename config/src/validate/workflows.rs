@@ -32,6 +32,9 @@ pub(super) fn check_workflow(
     if w.max_concurrency == Some(0) {
         at_least_one(c, &base.key("max_concurrency"));
     }
+    if w.max_history == Some(0) {
+        at_least_one(c, &base.key("max_history"));
+    }
     if let Some(stop) = &w.stop {
         check_stop(c, &base.key("stop"), stop);
     }

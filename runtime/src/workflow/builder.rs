@@ -39,6 +39,7 @@ pub struct WorkflowBuilder {
     graph: Option<Graph>,
     retries: Vec<(String, RetryPolicy)>,
     max_concurrency: Option<usize>,
+    max_history: Option<usize>,
     store: Option<Arc<dyn CheckpointStore>>,
     durability: Option<Durability>,
     checkpoint_every: Option<u64>,
@@ -124,6 +125,20 @@ impl WorkflowBuilder {
     /// a superstep always runs whole). `n` of 0 counts as 1.
     pub fn max_concurrency(mut self, n: usize) -> Self {
         self.max_concurrency = Some(n.max(1));
+        self
+    }
+
+    /// Keeps at most the last `n` messages in each thread of a run — the
+    /// run thread, each participant's (or shared group's) — and in the
+    /// result's [`messages`](crate::RunResult::messages), so a long run
+    /// holds a bounded history (by default it keeps everything).
+    ///
+    /// While the run goes on, a thread may grow to `n + n/4` before its
+    /// oldest messages go (so that letting go costs nothing per message);
+    /// the result holds `n`. Participants see what is kept; checkpoints
+    /// store it. `n` of 0 counts as 1.
+    pub fn max_history(mut self, n: usize) -> Self {
+        self.max_history = Some(n.max(1));
         self
     }
 
@@ -316,6 +331,7 @@ impl WorkflowBuilder {
                 graph: self.graph,
                 edge_delivery,
                 max_concurrency: self.max_concurrency,
+                max_history: self.max_history,
                 pool: self.reuse_actors.unwrap_or(true).then(ActorPool::default),
             }),
         })

@@ -33,6 +33,9 @@ pub(crate) struct Spec {
     pub(crate) edge_delivery: bool,
     /// At most this many turns at once (router and dataflow scheduling).
     pub(crate) max_concurrency: Option<usize>,
+    /// At most this many messages kept per thread (see
+    /// [`WorkflowBuilder::max_history`](crate::WorkflowBuilder::max_history)).
+    pub(crate) max_history: Option<usize>,
     /// Where checkpoints go.
     pub(crate) store: Option<Arc<dyn CheckpointStore>>,
     /// Overrides the store's durability (see [`Durability`]).

@@ -127,6 +127,7 @@ impl RunState {
             return;
         };
         self.watcher.stop();
+        self.trim_history();
         let mut scheduling = self.scheduling();
         // A run that ends with questions open waits for their answers; a
         // run over its thread then counts on from here.

@@ -23,6 +23,7 @@
 mod checkpoints;
 mod finish;
 mod graph_run;
+mod history;
 mod inboxes;
 mod participants;
 mod phase;

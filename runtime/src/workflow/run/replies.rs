@@ -97,6 +97,7 @@ impl RunState {
         {
             self.phase.stop_gracefully(RunStatus::Stopped(reason));
         }
+        self.keep_history(slot);
         self.checkpoints.touch();
         // An agent waiting for the caller's answer goes nowhere yet: it
         // runs again once the answer arrives.

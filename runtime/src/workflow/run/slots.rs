@@ -205,6 +205,15 @@ impl ThreadSlots {
         Arc::make_mut(&mut self.slots[s])
     }
 
+    /// Trims every slot's thread to its last `keep` messages.
+    pub(super) fn forget_oldest_in_slots(&mut self, keep: usize) {
+        for slot in &mut self.slots {
+            if slot.len() > keep {
+                Arc::make_mut(slot).forget_oldest(keep);
+            }
+        }
+    }
+
     /// Replaces slot `s`'s thread (a turn gave back a new one).
     #[inline]
     pub(super) fn replace(&mut self, s: usize, thread: Thread) {

@@ -67,6 +67,7 @@ impl RunState {
         let slot = self.spec.slot_of[i];
         if taken > 0 {
             self.threads.slot_mut(slot).extend_shared(batch);
+            self.keep_history(slot);
         }
         self.checkpoints.touch();
         let state = self.threads.values();
