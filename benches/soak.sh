@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Soak (not in CI): the long runs that used to grow, in release, their
 # figures written to target/soak.txt (per-message time and RSS in the
-# first tenth against the last; see examples/soak.rs).
+# first tenth against the last; see examples/soak.rs). Each runs with a
+# history of 1,000 messages per thread (`max_history`), then keeping
+# everything (`all`) for comparison.
 #
 #   benches/soak.sh                   # 1,000,000 router messages, 10,000 chat turns
 #   benches/soak.sh 100000 2000       # shorter
@@ -13,7 +15,9 @@ cargo build --release --example soak
 out=target/soak.txt
 {
     echo "# soak $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores; $(rustc --version)"
-    target/release/examples/soak router "$messages"
-    target/release/examples/soak chat "$turns"
+    for history in 1000 all; do
+        target/release/examples/soak router "$messages" "$history"
+        target/release/examples/soak chat "$turns" 8192 "$history"
+    done
 } | tee "$out"
 echo "== written to $out"

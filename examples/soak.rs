@@ -3,9 +3,12 @@
 //! memory and time per message in its first tenth against its last.
 //!
 //! ```text
-//! cargo run --release --example soak -- router 1000000
-//! cargo run --release --example soak -- chat 10000 8192
+//! cargo run --release --example soak -- router 1000000 [HISTORY]
+//! cargo run --release --example soak -- chat 10000 [8192 [HISTORY]]
 //! ```
+//!
+//! Both keep the last HISTORY messages of each thread
+//! (`max_history`, 1,000 by default; `all` keeps everything).
 //!
 //! - `router N`: a router-only run of N messages between two function
 //!   agents with capped inboxes: the client says three things a turn into
@@ -19,7 +22,8 @@
 //!
 //! Each prints one JSON line: per-message time (µs) and RSS (MiB) at the
 //! end of the first and the last tenth, and the memory each message added
-//! in between (bytes) — what the run keeps of every message: its thread.
+//! in between (bytes): with `all`, what the run keeps of every message
+//! (its thread); with a limit, nothing once the threads are full.
 
 use std::error::Error;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -115,7 +119,16 @@ fn rss_kib() -> f64 {
         .unwrap_or(0.0)
 }
 
-async fn router(n: u64) -> Result<serde_json::Value, BoxError> {
+/// The history limit argument: a number, or `all` for none.
+fn history(arg: Option<&String>) -> Result<Option<usize>, BoxError> {
+    match arg.map(String::as_str) {
+        None => Ok(Some(1_000)),
+        Some("all") => Ok(None),
+        Some(n) => Ok(Some(n.parse()?)),
+    }
+}
+
+async fn router(n: u64, history: Option<usize>) -> Result<serde_json::Value, BoxError> {
     let probe = Probe::new(n);
     let (p1, p2) = (probe.clone(), probe.clone());
     let client = FnAgent::sync("client", move |_: &Thread| {
@@ -131,7 +144,11 @@ async fn router(n: u64) -> Result<serde_json::Value, BoxError> {
         Ok("pong")
     });
     let capped = InboxConfig::new().capacity(2);
-    let flow = Workflow::builder()
+    let mut flow = Workflow::builder();
+    if let Some(h) = history {
+        flow = flow.max_history(h);
+    }
+    let flow = flow
         .name("soak-router")
         .participant(client)
         .participant(server)
@@ -151,11 +168,18 @@ async fn router(n: u64) -> Result<serde_json::Value, BoxError> {
     Ok(line)
 }
 
-async fn chat(turns: u64, window: usize) -> Result<serde_json::Value, BoxError> {
+async fn chat(
+    turns: u64,
+    window: usize,
+    history: Option<usize>,
+) -> Result<serde_json::Value, BoxError> {
     let probe = Probe::new(turns);
     let dir = tempfile::tempdir()?;
     let store = Arc::new(FileStore::open(dir.path())?);
     let mut team = RoundRobinGroupChat::builder().name("soak-chat");
+    if let Some(h) = history {
+        team = team.max_history(h);
+    }
     for i in 0..3 {
         let p = probe.clone();
         let name = format!("a{i}");
@@ -202,15 +226,19 @@ fn main() -> Result<(), BoxError> {
     };
     let runtime = tokio::runtime::Runtime::new()?;
     let line = match args.first().map(String::as_str) {
-        Some("router") => runtime.block_on(router(n(1_000_000)?))?,
+        Some("router") => runtime.block_on(router(n(1_000_000)?, history(args.get(2))?))?,
         Some("chat") => {
             let window = match args.get(2) {
                 Some(v) => v.parse()?,
                 None => 8_192,
             };
-            runtime.block_on(chat(n(10_000)?, window))?
+            runtime.block_on(chat(n(10_000)?, window, history(args.get(3))?))?
         }
-        _ => return Err("usage: soak router [N] | soak chat [TURNS [WINDOW]]".into()),
+        _ => {
+            return Err(
+                "usage: soak router [N [HISTORY]] | soak chat [TURNS [WINDOW [HISTORY]]]".into(),
+            );
+        }
     };
     println!("{line}");
     Ok(())
