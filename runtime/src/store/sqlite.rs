@@ -66,9 +66,13 @@ CREATE TABLE IF NOT EXISTS threads (
 /// `synchronous=FULL` flushes the WAL on every commit. At `NORMAL`, a
 /// checkpoint of up to 64 KiB is committed on the calling thread when the
 /// connection is free and no other process holds the lock (a write into
-/// the WAL, nothing waited for); otherwise, and for the WAL's copies into
-/// the database (every ~4 MiB committed), on the blocking pool. A delta's chain
-/// loads in one query ([`CheckpointStore::chain`]).
+/// the WAL, nothing waited for); otherwise on the blocking pool. The WAL
+/// is copied into the database every ~4 MiB committed, on the blocking
+/// pool: first through a connection of its own while saves go on, then
+/// what they added meanwhile through the store's connection, so the WAL is
+/// whole in the database and SQLite starts it over (SQLite's automatic
+/// WAL checkpoint is off: it would run, and flush, inside a save). A
+/// delta's chain loads in one query ([`CheckpointStore::chain`]).
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
@@ -76,6 +80,8 @@ pub struct SqliteStore {
     durability: Durability,
     /// Bytes committed since the WAL was last copied into the database.
     wal_bytes: Arc<AtomicU64>,
+    /// The database file (`None` in memory), for the WAL's copies.
+    path: Option<Arc<Path>>,
 }
 
 impl SqliteStore {
@@ -86,7 +92,9 @@ impl SqliteStore {
         let path = path.as_ref();
         let db = path.display().to_string();
         let conn = Connection::open(path).map_err(sql_error(&db))?;
-        Self::init(conn, db)
+        let mut store = Self::init(conn, db)?;
+        store.path = Some(Arc::from(path));
+        Ok(store)
     }
 
     /// A database in memory, gone when the last clone is dropped.
@@ -129,6 +137,7 @@ impl SqliteStore {
             db: Arc::from(db),
             durability: Durability::Process,
             wal_bytes: Arc::new(AtomicU64::new(0)),
+            path: None,
         })
     }
 
@@ -220,12 +229,34 @@ impl SqliteStore {
 
     /// Copies the WAL into the database in the background (on the blocking
     /// pool), as SQLite's automatic checkpoint would have at the commit.
+    ///
+    /// The bulk of the copy — and its flush of the database, nearly all of
+    /// its time — goes through a connection of its own, beside the saves
+    /// (a passive copy never blocks a writer). What they committed
+    /// meanwhile is copied after through the store's connection, saves
+    /// waiting for that short copy only: a WAL copied whole is started
+    /// over by the next commit, while one copied beside a writer that
+    /// never pauses would never be, and would grow with the run.
     fn checkpoint_wal(&self) {
         let conn = self.conn.clone();
+        let path = self.path.clone();
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return;
         };
         handle.spawn_blocking(move || {
+            if let Some(path) = path
+                && let Ok(beside) = Connection::open(&*path)
+            {
+                let _ = beside.busy_timeout(BUSY_TIMEOUT);
+                // Again while the saves add much during a copy: what is
+                // left for the store's connection is then little.
+                for _ in 0..BESIDE_COPIES {
+                    match checkpoint_wal(&beside) {
+                        Some(left) if left > SMALL_REST => {}
+                        _ => break,
+                    }
+                }
+            }
             let conn = conn.lock().unwrap_or_else(|p| p.into_inner());
             checkpoint_wal(&conn);
         });
@@ -244,6 +275,13 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// mark — on the calling thread when that commit is made there.
 const WAL_CHECKPOINT_BYTES: u64 = 4 << 20;
 
+/// Copies of the WAL beside the saves, at most, before the rest is copied
+/// through the store's connection.
+const BESIDE_COPIES: usize = 4;
+
+/// WAL frames left that the store's connection copies while saves wait.
+const SMALL_REST: i64 = 64;
+
 /// What a commit adds to the WAL besides its payload (at least a page).
 const COMMIT_OVERHEAD: u64 = 4096;
 
@@ -258,14 +296,12 @@ impl CheckpointStore for SqliteStore {
         // The blocking task needs its own copy of the payload.
         let payload = checkpoint.payload.clone();
         let due = self.wrote(payload.len());
-        self.with_conn(move |conn, db| {
-            insert(conn, db, &meta, &payload)?;
-            if due {
-                checkpoint_wal(conn);
-            }
-            Ok(())
-        })
-        .await
+        self.with_conn(move |conn, db| insert(conn, db, &meta, &payload))
+            .await?;
+        if due {
+            self.checkpoint_wal();
+        }
+        Ok(())
     }
 
     async fn load(
@@ -457,12 +493,13 @@ impl ThreadStore for SqliteStore {
                 params![conversation, record, now],
             )
             .map_err(sql_error(db))?;
-            if due {
-                checkpoint_wal(conn);
-            }
             Ok(())
         })
-        .await
+        .await?;
+        if due {
+            self.checkpoint_wal();
+        }
+        Ok(())
     }
 
     async fn delete_thread(&self, conversation: &str) -> Result<bool, StoreError> {

@@ -19,10 +19,14 @@ pub(super) fn sql_error(db: &str) -> impl Fn(rusqlite::Error) -> StoreError + '_
     }
 }
 
-/// Copies the WAL into the database as far as readers allow. Best
-/// effort: one that fails leaves the WAL longer until the next.
-pub(super) fn checkpoint_wal(conn: &Connection) {
-    let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+/// Copies the WAL into the database as far as readers allow; returns how
+/// many of its frames are not copied yet (when SQLite says). Best effort:
+/// one that fails leaves the WAL longer until the next.
+pub(super) fn checkpoint_wal(conn: &Connection) -> Option<i64> {
+    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+        Ok(r.get::<_, i64>(1)? - r.get::<_, i64>(2)?)
+    })
+    .ok()
 }
 
 /// Inserts (or replaces) one checkpoint row.
