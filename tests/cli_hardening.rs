@@ -475,16 +475,6 @@ fn run_refuses_a_device_or_fifo_as_validate_does() {
     }
 }
 
-/// The prompt tokens of the last model call in a `--events jsonl` run.
-fn last_prompt_tokens(out: &Output) -> u64 {
-    common::jsonl(out)
-        .iter()
-        .filter(|e| e["type"] == "model_call_finished")
-        .filter_map(|e| e["usage"]["prompt_tokens"].as_u64())
-        .next_back()
-        .expect("a model_call_finished event with usage")
-}
-
 #[test]
 fn a_models_context_window_bounds_what_a_long_chat_shows_it() {
     // Two agents trading long answers for 40 turns: with the default
@@ -503,7 +493,7 @@ fn a_models_context_window_bounds_what_a_long_chat_shows_it() {
     for file in [&whole, &window] {
         let out = run(&["run", "--events", "jsonl", path(file), "go"]);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-        shown.push(last_prompt_tokens(&out));
+        shown.push(common::last_prompt_tokens(&out));
     }
     assert!(shown[0] > 2_000, "the whole chat: {} tokens", shown[0]);
     assert!(shown[1] <= 300, "within the window: {} tokens", shown[1]);

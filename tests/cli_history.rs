@@ -27,16 +27,6 @@ fn path(p: &Path) -> &str {
     p.to_str().expect("a UTF-8 path")
 }
 
-/// The prompt tokens of the last model call of a `--events jsonl` run.
-fn last_prompt_tokens(out: &Output) -> u64 {
-    common::jsonl(out)
-        .iter()
-        .filter(|e| e["type"] == "model_call_finished")
-        .filter_map(|e| e["usage"]["prompt_tokens"].as_u64())
-        .next_back()
-        .expect("a model_call_finished event with usage")
-}
-
 /// Two agents trading 100-word answers, with `workflow` (which holds
 /// `{history}` where the limit goes).
 fn config(workflow: &str, history: &str) -> String {
@@ -59,7 +49,7 @@ fn shown(dir: &Path, name: &str, workflow: &str) -> (u64, u64) {
         );
         let out = run(&["run", "--events", "jsonl", path(&file), "go"]);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-        shown.push(last_prompt_tokens(&out));
+        shown.push(common::last_prompt_tokens(&out));
     }
     (shown[0], shown[1])
 }
@@ -94,7 +84,7 @@ fn a_kept_history_bounds_a_router_only_run_with_a_checkpoint_store() {
     let file = write(dir.path(), "stored.yaml", &with_store);
     let out = run(&["run", "--events", "jsonl", path(&file), "go"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(last_prompt_tokens(&out) < 700);
+    assert!(common::last_prompt_tokens(&out) < 700);
 }
 
 #[test]

@@ -152,6 +152,16 @@ pub fn jsonl(out: &Output) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The prompt tokens of the last model call of a `--events jsonl` run.
+pub fn last_prompt_tokens(out: &Output) -> u64 {
+    jsonl(out)
+        .iter()
+        .filter(|e| e["type"] == "model_call_finished")
+        .filter_map(|e| e["usage"]["prompt_tokens"].as_u64())
+        .next_back()
+        .expect("a model_call_finished event with usage")
+}
+
 /// The result line of a `--events jsonl` run.
 pub fn result_line(out: &Output) -> serde_json::Value {
     let all = jsonl(out);
