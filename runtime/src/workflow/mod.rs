@@ -28,6 +28,7 @@ mod run;
 pub(crate) mod scheduler_state;
 mod snapshot;
 mod snapshot_delta;
+mod snapshot_refs;
 mod snapshot_value;
 mod spec;
 mod summary;

@@ -211,7 +211,7 @@ mod tests {
         damage(state.scheduler.body_mut());
         let counters = crate::workflow::snapshot_delta::Counters {
             stop: snapshot.stop.clone(),
-            stats: snapshot.stats.clone(),
+            stats: crate::workflow::snapshot_refs::StatsRef::of(&snapshot.stats),
             turns: snapshot.turns,
             last: snapshot.last,
             start_len: snapshot.start_len,

@@ -8,10 +8,13 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::Deserialize;
 
 use super::result::RunStatus;
 use super::scheduler_state::SchedulerState;
+use super::snapshot_refs::{
+    Bytes, HeadRef, IdsOf, OpRef, PathAt, PathRef, PayloadRef, StateRef, StatsRef, WithPaths,
+};
 use super::snapshot_value::Snapshot;
 use crate::codec::{self, CodecError};
 use crate::message::{IdHash, Message, MessageId};
@@ -28,7 +31,7 @@ pub(crate) struct TreeView<'a> {
     /// The run thread's messages.
     pub(crate) messages: &'a [Arc<Message>],
     /// Its workflow state.
-    pub(crate) state: Option<&'a WorkflowState>,
+    pub(crate) state: Option<StateRef<'a>>,
     /// Its children by name, in name order.
     pub(crate) children: Vec<(&'a str, &'a Thread)>,
 }
@@ -38,7 +41,7 @@ impl<'a> TreeView<'a> {
     pub(crate) fn of(thread: &'a Thread) -> Self {
         TreeView {
             messages: thread.messages(),
-            state: thread.state(),
+            state: thread.state().map(StateRef::Whole),
             children: thread
                 .children()
                 .iter()
@@ -50,30 +53,14 @@ impl<'a> TreeView<'a> {
 
 /// What a checkpoint holds besides the thread tree (a [`Snapshot`]
 /// without its thread).
-#[derive(Debug, Clone)]
-pub(crate) struct Counters {
+pub(crate) struct Counters<'a> {
     pub(crate) stop: Option<TrackerState>,
-    pub(crate) stats: RunStats,
+    pub(crate) stats: StatsRef<'a>,
     pub(crate) turns: u64,
     pub(crate) last: Option<MessageId>,
     pub(crate) start_len: usize,
     pub(crate) started_at: SystemTime,
     pub(crate) status: Option<RunStatus>,
-}
-
-/// The small state, whole in every checkpoint: each thread's workflow
-/// state (inbox contents by id) and the run's counters. Times are
-/// nanoseconds since the epoch.
-#[derive(Serialize)]
-struct HeadRef<'a> {
-    states: Vec<(PathRef<'a>, StateRef<'a>)>,
-    stop: &'a Option<TrackerState>,
-    stats: &'a RunStats,
-    turns: u64,
-    last: Option<MessageId>,
-    start_len: u64,
-    started_at_ns: u64,
-    status: &'a Option<RunStatus>,
 }
 
 /// [`HeadRef`] read back.
@@ -89,16 +76,6 @@ struct Head {
     status: Option<RunStatus>,
 }
 
-/// A [`WorkflowState`] with its inbox contents by id.
-#[derive(Serialize)]
-struct StateRef<'a> {
-    consumed: u64,
-    pending: Vec<(&'a str, IdsOf<'a>)>,
-    turns: u64,
-    last_speaker: &'a Option<String>,
-    scheduler: &'a SchedulerState,
-}
-
 /// [`StateRef`] read back.
 #[derive(Deserialize)]
 struct StoredState {
@@ -107,71 +84,6 @@ struct StoredState {
     turns: u64,
     last_speaker: Option<String>,
     scheduler: SchedulerState,
-}
-
-/// The ids of some messages, written as a `Vec<MessageId>` is, without
-/// making one.
-#[derive(Clone, Copy)]
-struct IdsOf<'a>(&'a [Arc<Message>]);
-
-impl Serialize for IdsOf<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(|m| m.id))
-    }
-}
-
-/// A thread's path as the writer walks it: names borrowed from the tree.
-type PathRef<'a> = Vec<&'a str>;
-
-/// A [`ThreadOp`](crate::store::ThreadOp) written from borrowed data: the same bytes.
-enum OpRef<'a> {
-    Append(IdsOf<'a>),
-    Replace(IdsOf<'a>),
-    Remove,
-}
-
-impl Serialize for OpRef<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        // The variants' indices and names of `ThreadOp`.
-        match self {
-            OpRef::Append(ids) => s.serialize_newtype_variant("ThreadOp", 0, "Append", ids),
-            OpRef::Replace(ids) => s.serialize_newtype_variant("ThreadOp", 1, "Replace", ids),
-            OpRef::Remove => s.serialize_unit_variant("ThreadOp", 2, "Remove"),
-        }
-    }
-}
-
-/// A thread path to write: borrowed from the tree, or kept by the writer
-/// (a thread that is gone).
-enum PathOut<'a> {
-    Walked(PathRef<'a>),
-    Gone(ThreadPath),
-}
-
-impl Serialize for PathOut<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            PathOut::Walked(p) => p.serialize(s),
-            PathOut::Gone(p) => p.serialize(s),
-        }
-    }
-}
-
-/// A [`ChainPayload`](crate::store::ChainPayload) written from borrowed data: the same bytes.
-#[derive(Serialize)]
-struct PayloadRef<'a> {
-    messages: &'a [&'a Message],
-    threads: &'a [(PathOut<'a>, OpRef<'a>)],
-    head: Bytes<'a>,
-}
-
-/// Bytes written as one byte string (as `ChainPayload::head` is).
-struct Bytes<'a>(&'a [u8]);
-
-impl Serialize for Bytes<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_bytes(self.0)
-    }
 }
 
 /// How far a thread was written: its length and last message then.
@@ -211,11 +123,20 @@ pub(crate) struct DeltaWriter {
     head: Vec<u8>,
 }
 
+/// How many of the run thread's last messages a message is looked for
+/// among before the writer's set of stored messages (see
+/// [`DeltaWriter::is_new`]).
+const TAIL: usize = 16;
+
 /// One checkpoint's payload as it is being made.
 struct Out<'a> {
     messages: Vec<&'a Message>,
-    threads: Vec<(PathOut<'a>, OpRef<'a>)>,
-    states: Vec<(PathRef<'a>, StateRef<'a>)>,
+    /// Each thread's operation, the thread named by its place in `written`.
+    threads: Vec<(PathAt, OpRef<'a>)>,
+    /// Each thread's workflow state, likewise.
+    states: Vec<(PathAt, StateRef<'a>)>,
+    /// The run thread's last messages, once it is written: all stored.
+    tail: &'a [Arc<Message>],
     /// What the last checkpoint wrote of the threads not walked yet.
     before: Vec<Option<(ThreadPath, Written)>>,
     /// Where the next thread is looked for first in `before`.
@@ -236,7 +157,7 @@ impl DeltaWriter {
     pub(crate) fn encode(
         &mut self,
         tree: &TreeView<'_>,
-        counters: &Counters,
+        counters: &Counters<'_>,
     ) -> Result<(Vec<u8>, bool), CodecError> {
         let delta = self.has_base && self.since_base < self.base_len.saturating_mul(COMPACT_FACTOR);
         if !delta {
@@ -244,16 +165,19 @@ impl DeltaWriter {
             self.stored.clear();
         }
         let before = std::mem::take(&mut self.written);
+        let threads = before.len().max(1 + tree.children.len());
         let mut out = Out {
             messages: Vec::new(),
-            threads: Vec::new(),
+            threads: Vec::with_capacity(threads),
             states: Vec::new(),
-            written: Vec::with_capacity(before.len()),
+            tail: &[],
+            written: Vec::with_capacity(threads),
             before: before.into_iter().map(Some).collect(),
             next: 0,
         };
         let mut path: PathRef<'_> = Vec::new();
         self.node(&path, tree.messages, tree.state, &mut out);
+        out.tail = &tree.messages[tree.messages.len().saturating_sub(TAIL)..];
         for (name, child) in &tree.children {
             path.push(name);
             self.walk(&mut path, child, &mut out);
@@ -261,11 +185,14 @@ impl DeltaWriter {
         }
         // Threads written before and not walked now are gone.
         for (p, _) in out.before.into_iter().flatten() {
-            out.threads.push((PathOut::Gone(p), OpRef::Remove));
+            out.threads.push((PathAt::Gone(p), OpRef::Remove));
         }
         self.written = out.written;
         let head = HeadRef {
-            states: out.states,
+            states: WithPaths {
+                items: &out.states,
+                walked: &self.written,
+            },
             stop: &counters.stop,
             stats: &counters.stats,
             turns: counters.turns,
@@ -281,7 +208,10 @@ impl DeltaWriter {
         codec::encode_into(
             &PayloadRef {
                 messages: &out.messages,
-                threads: &out.threads,
+                threads: WithPaths {
+                    items: &out.threads,
+                    walked: &self.written,
+                },
                 head: Bytes(&self.head),
             },
             &mut bytes,
@@ -299,7 +229,12 @@ impl DeltaWriter {
 
     /// Writes `thread` at `path` and its children below it.
     fn walk<'a>(&mut self, path: &mut PathRef<'a>, thread: &'a Thread, out: &mut Out<'a>) {
-        self.node(path, thread.messages(), thread.state(), out);
+        self.node(
+            path,
+            thread.messages(),
+            thread.state().map(StateRef::Whole),
+            out,
+        );
         for (name, child) in thread.children() {
             path.push(name.as_str());
             self.walk(path, child, out);
@@ -312,7 +247,7 @@ impl DeltaWriter {
         &mut self,
         path: &PathRef<'a>,
         messages: &'a [Arc<Message>],
-        state: Option<&'a WorkflowState>,
+        state: Option<StateRef<'a>>,
         out: &mut Out<'a>,
     ) {
         let len = messages.len();
@@ -337,11 +272,15 @@ impl DeltaWriter {
                 Some((0, true)),
             ),
         };
+        let at = out.written.len();
         out.written.push((key, Written { len, last }));
         if let Some((from, replace)) = op {
             let new = &messages[from..];
+            // A long run of messages (a whole thread) is mostly old: looked
+            // up in the set directly.
+            let tail = if new.len() <= TAIL { out.tail } else { &[] };
             for m in new {
-                if self.stored.insert(m.id) {
+                if self.is_new(m, tail) {
                     out.messages.push(m);
                 }
             }
@@ -351,29 +290,35 @@ impl DeltaWriter {
             } else {
                 OpRef::Append(ids)
             };
-            out.threads.push((PathOut::Walked(path.clone()), op));
+            out.threads.push((PathAt::Walked(at), op));
         }
         if let Some(state) = state {
-            let mut pending = Vec::with_capacity(state.pending.len());
-            for (name, waiting) in &state.pending {
-                for m in waiting {
-                    if self.stored.insert(m.id) {
-                        out.messages.push(m);
-                    }
+            // This thread's messages are all stored now: its inboxes hold
+            // mostly its last ones.
+            let own_tail = &messages[len.saturating_sub(TAIL)..];
+            for m in state.waiting() {
+                if self.is_new(m, own_tail) {
+                    out.messages.push(m);
                 }
-                pending.push((name.as_str(), IdsOf(waiting)));
             }
-            out.states.push((
-                path.clone(),
-                StateRef {
-                    consumed: state.consumed as u64,
-                    pending,
-                    turns: state.turns,
-                    last_speaker: &state.last_speaker,
-                    scheduler: &state.scheduler,
-                },
-            ));
+            out.states.push((PathAt::Walked(at), state));
         }
+    }
+
+    /// Whether `m` is not stored in the chain yet (and is from now on).
+    ///
+    /// A message among `tail`, the last messages of a thread written
+    /// already (the run thread's, or the thread whose inboxes these are),
+    /// was written with it: known stored without a look in the set. A
+    /// message a turn has just added reaches the run thread and, routed,
+    /// the threads and inboxes of the participants — so most of a
+    /// checkpoint's messages are found there, a few compares each.
+    #[inline]
+    fn is_new(&mut self, m: &Message, tail: &[Arc<Message>]) -> bool {
+        if tail.iter().rev().any(|t| t.id == m.id) {
+            return false;
+        }
+        self.stored.insert(m.id)
     }
 }
 
@@ -473,10 +418,10 @@ mod tests {
     use super::*;
     use crate::store::ChainPayload;
 
-    fn counters() -> Counters {
+    fn counters(stats: &RunStats) -> Counters<'_> {
         Counters {
             stop: None,
-            stats: RunStats::default(),
+            stats: StatsRef::of(stats),
             turns: 3,
             last: None,
             start_len: 1,
@@ -511,7 +456,9 @@ mod tests {
             assert_eq!(payload.encode(delta).unwrap(), bytes);
             payload
         };
-        let (first, delta) = writer.encode(&TreeView::of(&t), &counters()).unwrap();
+        let (first, delta) = writer
+            .encode(&TreeView::of(&t), &counters(&RunStats::default()))
+            .unwrap();
         let p = same_bytes(&first, delta);
         assert!(!delta);
         assert_eq!(p.threads.len(), 4);
@@ -525,7 +472,9 @@ mod tests {
         // "b" replaced by another thread; "inner" gone with it.
         t.children_mut()
             .insert("b".into(), Thread::from_messages([Message::user("new")]));
-        let (second, delta) = writer.encode(&TreeView::of(&t), &counters()).unwrap();
+        let (second, delta) = writer
+            .encode(&TreeView::of(&t), &counters(&RunStats::default()))
+            .unwrap();
         let p = same_bytes(&second, delta);
         assert!(delta);
         let ops: Vec<(String, &str, usize)> = p

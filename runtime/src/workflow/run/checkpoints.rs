@@ -164,7 +164,7 @@ impl Checkpointer {
         &mut self,
         ctx: &RunContext,
         tree: &TreeView<'_>,
-        counters: &Counters,
+        counters: &Counters<'_>,
         superstep: u64,
         topology: u64,
         delivered: u64,

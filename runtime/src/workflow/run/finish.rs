@@ -3,44 +3,82 @@
 //! the result handed back — waiting for input while any question is open —
 //! and the idle actors handed on to the workflow's next run.
 
+use std::sync::Arc;
+
 use ractor::ActorRef;
 
 use super::RunState;
 use super::phase::Phase;
 use super::slots::Scheduling;
+use super::tally::Tally;
 use crate::event::{Event, FinalStatus};
+use crate::graph::cursor::Cursor;
+use crate::stop::StopTracker;
 use crate::thread::Thread;
 use crate::workflow::protocol::RunMsg;
 use crate::workflow::result::RunStatus;
 use crate::workflow::scheduler_state::RunCounters;
 use crate::workflow::snapshot_delta::{Counters, TreeView};
+use crate::workflow::snapshot_refs::StateRef;
+
+/// What a checkpoint holds besides the thread tree — the run's counters,
+/// borrowed from `tally` — with the status the run ended with (at its end).
+fn snapshot_counters<'a>(
+    tally: &'a Tally,
+    tracker: Option<&StopTracker>,
+    status: Option<RunStatus>,
+) -> Counters<'a> {
+    Counters {
+        stop: tracker.map(|t| t.state()),
+        stats: tally.stats_ref(),
+        turns: tally.turns,
+        last: tally.last.as_ref().map(|m| m.id),
+        start_len: tally.start_len,
+        started_at: tally.started_at,
+        status,
+    }
+}
 
 impl RunState {
     /// The scheduling state its other owners hold now, for the thread.
     fn scheduling(&self) -> Scheduling {
-        let graph = self.graph.as_ref();
-        let questions_open =
-            !self.tally.waiting.is_empty() || !self.threads.state().scheduler.requests().is_empty();
         Scheduling {
             pending: self.inboxes.contents(&self.spec),
-            graph: graph.and_then(|g| g.cursor_to_keep(questions_open)),
-            // Their input is in their threads already: they run again on
-            // resume (with their superstep, if one is under way).
-            interrupted: self
-                .parts
-                .to_run_again()
-                .filter(|&i| !graph.is_some_and(|g| g.runs_with_superstep(i)))
-                .map(|i| self.spec.names[i].to_string())
-                .collect(),
+            graph: self.cursor_to_keep(),
+            interrupted: self.interrupted(),
             new_requests: self.tally.waiting.clone(),
             counters: None,
-            // A nested run under way continues from what it reported.
-            progress: self
-                .parts
-                .progress()
-                .map(|(i, t)| (self.spec.slot_of[i], t.clone()))
-                .collect(),
+            progress: self.reported_slots(),
         }
+    }
+
+    /// Where the graph stands, if it is to be kept.
+    fn cursor_to_keep(&self) -> Option<Cursor> {
+        let questions_open =
+            !self.tally.waiting.is_empty() || !self.threads.state().scheduler.requests().is_empty();
+        self.graph
+            .as_ref()
+            .and_then(|g| g.cursor_to_keep(questions_open))
+    }
+
+    /// The participants whose turn runs again on resume: their input is in
+    /// their threads already (those of a superstep under way run with it).
+    fn interrupted(&self) -> Vec<String> {
+        let graph = self.graph.as_ref();
+        self.parts
+            .to_run_again()
+            .filter(|&i| !graph.is_some_and(|g| g.runs_with_superstep(i)))
+            .map(|i| self.spec.names[i].to_string())
+            .collect()
+    }
+
+    /// The slots of nested runs under way, as they last reported them: a
+    /// nested run continues from there.
+    fn reported_slots(&self) -> Vec<(usize, Arc<Thread>)> {
+        self.parts
+            .progress()
+            .map(|(i, t)| (self.spec.slot_of[i], t.clone()))
+            .collect()
     }
 
     /// What the run counted so far, to carry on from.
@@ -56,20 +94,30 @@ impl RunState {
 
     /// Takes a checkpoint of the run as it is now: saved if it has a
     /// store, reported to the run above if it is a nested run that does.
+    ///
+    /// Saved, the checkpoint is written from the run's state where it is
+    /// (inboxes, slots, counters borrowed from their owners): nothing is
+    /// copied to be serialized.
     pub(super) async fn checkpoint_now(&mut self) {
         if self.checkpoints.stores() {
             if self.checkpoints.at_exit_only() {
                 return;
             }
-            let mut scheduling = self.scheduling();
-            let progress = std::mem::take(&mut scheduling.progress);
-            let counters = self.snapshot_counters(None);
-            let (state, children) = self.threads.view(&self.spec, &progress, scheduling);
+            let progress = self.reported_slots();
+            let scheduler = self.threads.scheduler_with(
+                self.cursor_to_keep(),
+                &self.tally.waiting,
+                self.interrupted(),
+            );
+            let mut state = self.threads.state_view(&scheduler);
+            self.inboxes
+                .waiting(&self.spec, &mut state.pending, &mut state.waiting);
             let tree = TreeView {
                 messages: self.threads.root().messages(),
-                state: Some(&state),
-                children,
+                state: Some(StateRef::Parts(&state)),
+                children: self.threads.children_view(&self.spec, &progress),
             };
+            let counters = snapshot_counters(&self.tally, self.tracker.as_ref(), None);
             let superstep = self.graph.as_ref().map_or(0, |g| g.completed_superstep());
             self.checkpoints
                 .save(
@@ -89,24 +137,10 @@ impl RunState {
         }
     }
 
-    /// What a checkpoint holds besides the thread tree, with the status
-    /// the run ended with (at its end).
-    fn snapshot_counters(&self, status: Option<RunStatus>) -> Counters {
-        Counters {
-            stop: self.tracker.as_ref().map(|t| t.state()),
-            stats: self.tally.stats(),
-            turns: self.tally.turns,
-            last: self.tally.last.as_ref().map(|m| m.id),
-            start_len: self.tally.start_len,
-            started_at: self.tally.started_at,
-            status,
-        }
-    }
-
     /// Saves `thread` (put together) with the run's counters and the
     /// status it ended with as a checkpoint.
     async fn save_checkpoint(&mut self, thread: &Thread, status: RunStatus) {
-        let counters = self.snapshot_counters(Some(status));
+        let counters = snapshot_counters(&self.tally, self.tracker.as_ref(), Some(status));
         let superstep = self.graph.as_ref().map_or(0, |g| g.completed_superstep());
         self.checkpoints
             .save(

@@ -4,6 +4,7 @@
 //! scheduler should look at again.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -28,6 +29,8 @@ pub(super) struct Inboxes {
     is_dirty: Vec<bool>,
     /// Deliveries accepted over the run.
     delivered: u64,
+    /// The inboxes by participant name, in name order.
+    by_name: Vec<usize>,
 }
 
 impl Inboxes {
@@ -45,7 +48,10 @@ impl Inboxes {
             })
             .collect::<Result<Vec<_>, String>>()?;
         let n = inboxes.len();
+        let mut by_name: Vec<usize> = (0..n).collect();
+        by_name.sort_unstable_by(|&a, &b| spec.names[a].cmp(&spec.names[b]));
         Ok(Inboxes {
+            by_name,
             inboxes,
             queued: 0,
             held: (0..n).map(|_| VecDeque::new()).collect(),
@@ -307,6 +313,29 @@ impl Inboxes {
                 )
             })
             .collect()
+    }
+
+    /// What waits in each inbox, borrowed, for a checkpoint: appended to
+    /// `waiting` inbox after inbox, each non-empty inbox's range in it
+    /// added to `pending` under its participant's name, in name order (as
+    /// [`Inboxes::contents`] keys them).
+    pub(super) fn waiting<'a>(
+        &'a self,
+        spec: &'a Spec,
+        pending: &mut Vec<(&'a str, Range<usize>)>,
+        waiting: &mut Vec<&'a Arc<Message>>,
+    ) {
+        waiting.reserve(self.queued + self.held.iter().map(VecDeque::len).sum::<usize>());
+        for &i in &self.by_name {
+            let inbox = &self.inboxes[i];
+            if inbox.is_empty() {
+                continue;
+            }
+            let from = waiting.len();
+            waiting.extend(inbox.iter());
+            waiting.extend(&self.held[i]);
+            pending.push((&*spec.names[i], from..waiting.len()));
+        }
     }
 }
 

@@ -11,6 +11,7 @@ use crate::state::{StateDelta, StateSnapshot};
 use crate::thread::{Thread, WorkflowState};
 use crate::workflow::request::InputRequest;
 use crate::workflow::scheduler_state::{RunCounters, SchedulerState};
+use crate::workflow::snapshot_refs::StateView;
 use crate::workflow::spec::Spec;
 
 /// What of a thread's workflow state lives with other owners while the
@@ -47,6 +48,8 @@ pub(super) struct ThreadSlots {
     slots: Vec<Arc<Thread>>,
     /// Slots some participant uses (only those become children).
     used: Vec<bool>,
+    /// The used slots, in name order.
+    used_by_name: Vec<usize>,
     /// The workflow state, its scheduling part taken out.
     state: WorkflowState,
     /// The run's state values, changed by the replies it applies.
@@ -80,11 +83,14 @@ impl ThreadSlots {
             counters: carried.counters,
             progress: Vec::new(),
         };
+        let mut used_by_name: Vec<usize> = (0..used.len()).filter(|&s| used[s]).collect();
+        used_by_name.sort_unstable_by(|&a, &b| spec.slot_names[a].cmp(&spec.slot_names[b]));
         let slots = ThreadSlots {
             root: thread,
             foreign: children,
             slots,
             used,
+            used_by_name,
             state,
             values: carried.values,
         };
@@ -105,36 +111,60 @@ impl ThreadSlots {
         )
     }
 
-    /// The thread tree as it stands with `scheduling`, without putting it
-    /// together (for a checkpoint: what is borrowed here is not copied):
-    /// the run thread's workflow state and its children by name.
-    ///
-    /// `progress` is what nested runs under way reported (taken out of
-    /// `scheduling`, which the state takes whole: nothing is copied twice).
-    pub(super) fn view<'a>(
+    /// The run thread's children as they stand, by name (for a
+    /// checkpoint: nothing is copied). `progress` is what nested runs
+    /// under way reported: their slots are written as reported.
+    pub(super) fn children_view<'a>(
         &'a self,
         spec: &'a Spec,
         progress: &'a [(usize, Arc<Thread>)],
-        scheduling: Scheduling,
-    ) -> (WorkflowState, Vec<(&'a str, &'a Thread)>) {
-        let mut children: BTreeMap<&'a str, &'a Thread> =
-            self.foreign.iter().map(|(n, t)| (n.as_str(), t)).collect();
-        for (s, slot) in self.slots.iter().enumerate() {
-            if !self.used[s] {
-                continue;
+    ) -> Vec<(&'a str, &'a Thread)> {
+        // Both in name order: merged.
+        let mut children = Vec::with_capacity(self.foreign.len() + self.used_by_name.len());
+        let mut foreign = self.foreign.iter().peekable();
+        for &s in &self.used_by_name {
+            let name = spec.slot_names[s].as_str();
+            while let Some((n, t)) = foreign.next_if(|(n, _)| n.as_str() < name) {
+                children.push((n.as_str(), t));
             }
+            // A slot's thread takes the place of a child of its name.
+            foreign.next_if(|(n, _)| n.as_str() == name);
             let slot = match progress.iter().find(|(p, _)| *p == s) {
                 Some((_, reported)) => reported,
-                None => slot,
+                None => &self.slots[s],
             };
-            children.insert(spec.slot_names[s].as_str(), &**slot);
+            children.push((name, &**slot));
         }
-        let state = settle(
-            with_values(self.state.clone(), self.values.clone()),
-            scheduling,
-            self.root.len(),
-        );
-        (state, children.into_iter().collect())
+        children.extend(foreign.map(|(n, t)| (n.as_str(), t)));
+        children
+    }
+
+    /// The scheduler's part of the run thread's state as it would be put
+    /// together with `graph`, `new_requests` and `interrupted` (see
+    /// [`settle`]), for a checkpoint.
+    pub(super) fn scheduler_with(
+        &self,
+        graph: Option<Cursor>,
+        new_requests: &[InputRequest],
+        interrupted: Vec<String>,
+    ) -> SchedulerState {
+        let mut requests = self.state.scheduler.requests().to_vec();
+        requests.extend_from_slice(new_requests);
+        SchedulerState::new(graph, requests, interrupted, self.values.clone())
+    }
+
+    /// The run thread's workflow state as it stands, in parts, with
+    /// `scheduler` (see [`ThreadSlots::scheduler_with`]); the inboxes'
+    /// contents are for their owner to fill in.
+    pub(super) fn state_view<'a>(&'a self, scheduler: &'a SchedulerState) -> StateView<'a> {
+        StateView {
+            consumed: self.root.len(),
+            pending: Vec::new(),
+            waiting: Vec::new(),
+            turns: self.state.turns,
+            last_speaker: &self.state.last_speaker,
+            scheduler,
+        }
     }
 
     /// The thread put back together with `scheduling`, at the run's end.

@@ -14,6 +14,7 @@ use crate::store::CheckpointId;
 use crate::thread::Thread;
 use crate::workflow::request::InputRequest;
 use crate::workflow::result::{RunResult, RunStatus};
+use crate::workflow::snapshot_refs::StatsRef;
 
 /// The run's output and counters.
 pub(super) struct Tally {
@@ -30,6 +31,8 @@ pub(super) struct Tally {
     /// What each participant (by index) spent itself in this run: a slot
     /// per participant, so folding a turn looks nothing up by path.
     own: Vec<Option<(Arc<str>, AgentStats)>>,
+    /// The participants in `own`, in path order.
+    own_by_path: Vec<usize>,
     /// What `stats` held when this run started (counted on from a
     /// checkpoint or an unfinished run): a nested run hands the run
     /// above only what it spent itself.
@@ -54,6 +57,7 @@ impl Default for Tally {
             produced: Vec::new(),
             stats: RunStats::default(),
             own: Vec::new(),
+            own_by_path: Vec::new(),
             base: RunStats::default(),
             turns: 0,
             waiting: Vec::new(),
@@ -132,8 +136,27 @@ impl Tally {
         }
         match &mut self.own[index] {
             Some((_, slot)) => *slot += own,
-            slot @ None => *slot = Some((path.clone(), own)),
+            slot @ None => {
+                *slot = Some((path.clone(), own));
+                let own = &self.own;
+                let at = self
+                    .own_by_path
+                    .partition_point(|&i| own[i].as_ref().is_some_and(|(p, _)| p < path));
+                self.own_by_path.insert(at, index);
+            }
         }
+    }
+
+    /// What the run spent, per agent and in total, as [`Tally::stats`]
+    /// adds it up, without adding it up (for a checkpoint).
+    pub(super) fn stats_ref(&self) -> StatsRef<'_> {
+        StatsRef::with_own(
+            &self.stats,
+            self.own_by_path
+                .iter()
+                .filter_map(|&i| self.own[i].as_ref())
+                .map(|(path, own)| (&**path, *own)),
+        )
     }
 
     /// What the run spent, per agent and in total.
