@@ -51,9 +51,21 @@ pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CodecError> {
 
 /// Encodes a value at the end of `out`.
 pub fn encode_into<T: Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) -> Result<(), CodecError> {
-    bincode::serde::encode_into_std_write(value, out, config())
-        .map(|_| ())
+    bincode::serde::encode_into_writer(value, Append(out), config())
         .map_err(|e| CodecError::Encode(e.to_string()))
+}
+
+/// bincode's writer appending to a `Vec`: each piece one
+/// `extend_from_slice` (through `std::io::Write`, each is a `write_all`
+/// with its own result, counted — a checkpoint writes hundreds).
+struct Append<'a>(&'a mut Vec<u8>);
+
+impl bincode::enc::write::Writer for Append<'_> {
+    #[inline(always)]
+    fn write(&mut self, bytes: &[u8]) -> Result<(), bincode::error::EncodeError> {
+        self.0.extend_from_slice(bytes);
+        Ok(())
+    }
 }
 
 /// How many bytes a decode may claim per input byte. bincode claims a

@@ -203,7 +203,11 @@ impl CheckpointStore for MemoryStore {
     async fn save(&self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
         check_run_id(&checkpoint.run_id)?;
         let mut runs = write(&self.inner.runs);
-        let run = runs.entry(checkpoint.run_id.clone()).or_default();
+        // The run's id copied once, not at every save.
+        let run = match runs.get_mut(&checkpoint.run_id) {
+            Some(run) => run,
+            None => runs.entry(checkpoint.run_id.clone()).or_default(),
+        };
         run.listed.insert(checkpoint.id, checkpoint.clone());
         // In batches: the chains are followed every `keep` saves, not every save.
         if run.listed.len() >= self.keep.saturating_mul(2) {

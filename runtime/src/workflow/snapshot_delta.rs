@@ -313,9 +313,11 @@ impl DeltaWriter {
     /// message a turn has just added reaches the run thread and, routed,
     /// the threads and inboxes of the participants — so most of a
     /// checkpoint's messages are found there, a few compares each.
+    /// The same message shared, not a copy: compared by pointer (a copy
+    /// is looked up in the set).
     #[inline]
-    fn is_new(&mut self, m: &Message, tail: &[Arc<Message>]) -> bool {
-        if tail.iter().rev().any(|t| t.id == m.id) {
+    fn is_new(&mut self, m: &Arc<Message>, tail: &[Arc<Message>]) -> bool {
+        if tail.iter().rev().any(|t| Arc::ptr_eq(t, m)) {
             return false;
         }
         self.stored.insert(m.id)
