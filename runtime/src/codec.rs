@@ -68,6 +68,87 @@ impl bincode::enc::write::Writer for Append<'_> {
     }
 }
 
+/// A few pieces of the binary format written by hand, for the one hot
+/// path that writes them by the hundred (a checkpoint's small state, see
+/// `workflow/snapshot_refs.rs`): each appends exactly the bytes bincode
+/// writes for the value — the tests below hold them to it — without going
+/// through serde's layers for every integer.
+pub(crate) mod raw {
+    /// bincode's varint: values up to 250 in one byte, larger ones after
+    /// a marker byte, little-endian.
+    const SINGLE_BYTE_MAX: u64 = 250;
+    const U16_BYTE: u8 = 251;
+    const U32_BYTE: u8 = 252;
+    const U64_BYTE: u8 = 253;
+    const U128_BYTE: u8 = 254;
+
+    /// A `u64` (or a `usize`, a length).
+    #[inline]
+    pub(crate) fn u64(out: &mut Vec<u8>, v: u64) {
+        if v <= SINGLE_BYTE_MAX {
+            out.push(v as u8);
+        } else if let Ok(v) = u16::try_from(v) {
+            out.push(U16_BYTE);
+            out.extend_from_slice(&v.to_le_bytes());
+        } else if let Ok(v) = u32::try_from(v) {
+            out.push(U32_BYTE);
+            out.extend_from_slice(&v.to_le_bytes());
+        } else {
+            out.push(U64_BYTE);
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+
+    /// A `u128` (a message id).
+    #[inline]
+    pub(crate) fn u128(out: &mut Vec<u8>, v: u128) {
+        match u64::try_from(v) {
+            Ok(v) => u64(out, v),
+            Err(_) => {
+                out.push(U128_BYTE);
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+    }
+
+    /// A length: of a string, a sequence or a map.
+    #[inline]
+    pub(crate) fn len(out: &mut Vec<u8>, n: usize) {
+        u64(out, n as u64);
+    }
+
+    /// A string.
+    #[inline]
+    pub(crate) fn str(out: &mut Vec<u8>, s: &str) {
+        bytes(out, s.as_bytes());
+    }
+
+    /// A byte string (serde's `serialize_bytes`).
+    #[inline]
+    pub(crate) fn bytes(out: &mut Vec<u8>, b: &[u8]) {
+        len(out, b.len());
+        out.extend_from_slice(b);
+    }
+
+    /// An `Option`'s tag: `None` is 0, `Some` 1 and then the value.
+    #[inline]
+    pub(crate) fn some(out: &mut Vec<u8>, is_some: bool) {
+        out.push(u8::from(is_some));
+    }
+
+    /// An `f64`.
+    #[inline]
+    pub(crate) fn f64(out: &mut Vec<u8>, v: f64) {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+
+    /// An enum's variant, by index.
+    #[inline]
+    pub(crate) fn variant(out: &mut Vec<u8>, index: u32) {
+        u64(out, u64::from(index));
+    }
+}
+
 /// How many bytes a decode may claim per input byte. bincode claims a
 /// primitive's in-memory size (at most 16 bytes, a `u128`) for each value
 /// it reads, at least one byte each, and a string's or byte buffer's
@@ -189,6 +270,61 @@ mod tests {
         *t.state_mut() = Some(state);
         let back: Thread = decode(&encode(&t).unwrap()).unwrap();
         assert_eq!(back, t);
+    }
+
+    /// Every hand-written piece is bincode's bytes for the value, at each
+    /// varint boundary.
+    #[test]
+    fn raw_pieces_are_bincode_bytes() {
+        let edges: [u64; 12] = [
+            0,
+            1,
+            250,
+            251,
+            255,
+            65_535,
+            65_536,
+            u32::MAX as u64,
+            u32::MAX as u64 + 1,
+            1 << 40,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        for v in edges {
+            let mut out = Vec::new();
+            raw::u64(&mut out, v);
+            assert_eq!(out, encode(&v).unwrap(), "u64 {v}");
+            let mut out = Vec::new();
+            raw::u128(&mut out, u128::from(v));
+            assert_eq!(out, encode(&u128::from(v)).unwrap(), "u128 {v}");
+            let wide = (u128::from(v) << 64) | 7;
+            let mut out = Vec::new();
+            raw::u128(&mut out, wide);
+            assert_eq!(out, encode(&wide).unwrap(), "u128 {wide}");
+        }
+        for s in ["", "agent-1", &"x".repeat(300), &"é".repeat(40_000)] {
+            let mut out = Vec::new();
+            raw::str(&mut out, s);
+            assert_eq!(out, encode(s).unwrap());
+        }
+        for o in [None, Some(0.25f64), Some(-1e300)] {
+            let mut out = Vec::new();
+            raw::some(&mut out, o.is_some());
+            if let Some(v) = o {
+                raw::f64(&mut out, v);
+            }
+            assert_eq!(out, encode(&o).unwrap());
+        }
+        #[derive(Serialize)]
+        enum E {
+            _A,
+            _B,
+            C(u8),
+        }
+        let mut out = Vec::new();
+        raw::variant(&mut out, 2);
+        out.push(9);
+        assert_eq!(out, encode(&E::C(9)).unwrap());
     }
 
     #[test]

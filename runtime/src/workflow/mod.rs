@@ -28,6 +28,8 @@ mod run;
 pub(crate) mod scheduler_state;
 mod snapshot;
 mod snapshot_delta;
+#[cfg(test)]
+mod snapshot_oracle;
 mod snapshot_refs;
 mod snapshot_value;
 mod spec;

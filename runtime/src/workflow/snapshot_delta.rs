@@ -202,20 +202,18 @@ impl DeltaWriter {
             status: &counters.status,
         };
         self.head.clear();
-        codec::encode_into(&head, &mut self.head)?;
+        head.write(&mut self.head)?;
         let mut bytes = Vec::with_capacity(self.last_len + self.last_len / 4 + 64);
         bytes.push(if delta { DELTA_TAG } else { FULL_TAG });
-        codec::encode_into(
-            &PayloadRef {
-                messages: &out.messages,
-                threads: WithPaths {
-                    items: &out.threads,
-                    walked: &self.written,
-                },
-                head: Bytes(&self.head),
+        PayloadRef {
+            messages: &out.messages,
+            threads: WithPaths {
+                items: &out.threads,
+                walked: &self.written,
             },
-            &mut bytes,
-        )?;
+            head: Bytes(&self.head),
+        }
+        .write(&mut bytes)?;
         self.has_base = true;
         self.last_len = bytes.len();
         if delta {

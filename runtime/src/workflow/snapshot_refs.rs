@@ -5,18 +5,20 @@
 //!
 //! Each view writes exactly what serializing the owned type it stands for
 //! writes (a `StateRef` a `WorkflowState` with its inbox contents by id, a
-//! `StatsRef` a `RunStats`, an `OpRef` a `ThreadOp`); the tests here and in
-//! `snapshot_delta` hold them to it.
+//! `StatsRef` a `RunStats`, an `OpRef` a `ThreadOp`), the hot parts by hand
+//! (`codec::raw`); `snapshot_oracle` (tests) and `snapshot_delta`'s tests
+//! hold them to it.
 
 use std::borrow::Borrow;
 use std::ops::Range;
 use std::sync::Arc;
 
-use serde::ser::{Error as _, SerializeMap, SerializeSeq, SerializeStruct};
-use serde::{Serialize, Serializer};
+#[cfg(test)]
+use serde::Serialize;
 
 use super::result::RunStatus;
 use super::scheduler_state::SchedulerState;
+use crate::codec::{self, CodecError, raw};
 use crate::message::{Message, MessageId};
 use crate::stats::{AgentStats, RunStats};
 use crate::stop::TrackerState;
@@ -35,12 +37,6 @@ impl<T> Clone for IdsOf<'_, T> {
 
 impl<T> Copy for IdsOf<'_, T> {}
 
-impl<T: Borrow<Arc<Message>>> Serialize for IdsOf<'_, T> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(|m| m.borrow().id))
-    }
-}
-
 /// A thread's path as the writer walks it: names borrowed from the tree.
 pub(super) type PathRef<'a> = Vec<&'a str>;
 
@@ -49,17 +45,6 @@ pub(super) enum OpRef<'a> {
     Append(IdsOf<'a, Arc<Message>>),
     Replace(IdsOf<'a, Arc<Message>>),
     Remove,
-}
-
-impl Serialize for OpRef<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        // The variants' indices and names of `ThreadOp`.
-        match self {
-            OpRef::Append(ids) => s.serialize_newtype_variant("ThreadOp", 0, "Append", ids),
-            OpRef::Replace(ids) => s.serialize_newtype_variant("ThreadOp", 1, "Replace", ids),
-            OpRef::Remove => s.serialize_unit_variant("ThreadOp", 2, "Remove"),
-        }
-    }
 }
 
 /// Where the path of a thread to write is: that of the `n`th thread the
@@ -78,46 +63,48 @@ pub(super) struct WithPaths<'r, T, W> {
     pub(super) walked: &'r [(ThreadPath, W)],
 }
 
-impl<T: Serialize, W> Serialize for WithPaths<'_, T, W> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.items.len()))?;
-        for (at, item) in self.items {
-            let path = match at {
-                PathAt::Walked(n) => match self.walked.get(*n) {
-                    Some((path, _)) => path,
-                    None => return Err(S::Error::custom("a walked thread is not in the list")),
-                },
-                PathAt::Gone(path) => path,
-            };
-            seq.serialize_element(&(path, item))?;
-        }
-        seq.end()
-    }
-}
-
 /// A [`ChainPayload`](crate::store::ChainPayload) written from borrowed data: the same bytes.
-#[derive(Serialize)]
-#[serde(bound = "")]
 pub(super) struct PayloadRef<'r, 'a, W> {
     pub(super) messages: &'r [&'a Message],
     pub(super) threads: WithPaths<'r, OpRef<'a>, W>,
     pub(super) head: Bytes<'r>,
 }
 
-/// Bytes written as one byte string (as `ChainPayload::head` is).
-pub(super) struct Bytes<'a>(pub(super) &'a [u8]);
-
-impl Serialize for Bytes<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_bytes(self.0)
+impl<W> PayloadRef<'_, '_, W> {
+    /// Appends what serializing the `ChainPayload` it stands for writes:
+    /// the messages through serde, the thread operations and the small
+    /// state (one byte string) by hand.
+    pub(super) fn write(&self, out: &mut Vec<u8>) -> Result<(), CodecError> {
+        codec::encode_into(self.messages, out)?;
+        raw::len(out, self.threads.items.len());
+        for (at, op) in self.threads.items {
+            write_path(out, at, self.threads.walked)?;
+            // The variants' indices of `ThreadOp`.
+            match op {
+                OpRef::Append(ids) => {
+                    raw::variant(out, 0);
+                    write_ids(out, ids.0);
+                }
+                OpRef::Replace(ids) => {
+                    raw::variant(out, 1);
+                    write_ids(out, ids.0);
+                }
+                OpRef::Remove => raw::variant(out, 2),
+            }
+        }
+        raw::bytes(out, self.head.0);
+        Ok(())
     }
 }
+
+/// Bytes written as one byte string (as `ChainPayload::head` is).
+pub(super) struct Bytes<'a>(pub(super) &'a [u8]);
 
 /// The small state, whole in every checkpoint: each thread's workflow
 /// state (inbox contents by id) and the run's counters. Times are
 /// nanoseconds since the epoch.
-#[derive(Serialize)]
-#[serde(bound = "")]
+#[cfg_attr(test, derive(Serialize))]
+#[cfg_attr(test, serde(bound = ""))]
 pub(super) struct HeadRef<'r, 'a, W> {
     pub(super) states: WithPaths<'r, StateRef<'a>, W>,
     pub(super) stop: &'r Option<TrackerState>,
@@ -127,6 +114,82 @@ pub(super) struct HeadRef<'r, 'a, W> {
     pub(super) start_len: u64,
     pub(super) started_at_ns: u64,
     pub(super) status: &'r Option<RunStatus>,
+}
+
+impl<W> HeadRef<'_, '_, W> {
+    /// Appends the small state's bytes to `out`: what serializing it
+    /// writes (the test below holds it to it), the inbox contents, the
+    /// per-agent stats and the counters written by hand (`codec::raw`),
+    /// the rarer and richer parts — the stop condition's counters, the
+    /// scheduler's state, the status — through serde.
+    pub(super) fn write(&self, out: &mut Vec<u8>) -> Result<(), CodecError> {
+        raw::len(out, self.states.items.len());
+        for (at, state) in self.states.items {
+            write_path(out, at, self.states.walked)?;
+            state.write(out)?;
+        }
+        codec::encode_into(self.stop, out)?;
+        self.stats.write(out);
+        raw::u64(out, self.turns);
+        raw::some(out, self.last.is_some());
+        if let Some(id) = self.last {
+            raw::u128(out, id.0);
+        }
+        raw::u64(out, self.start_len);
+        raw::u64(out, self.started_at_ns);
+        codec::encode_into(self.status, out)
+    }
+}
+
+/// A thread's path (a sequence of names).
+fn write_path<W>(
+    out: &mut Vec<u8>,
+    at: &PathAt,
+    walked: &[(ThreadPath, W)],
+) -> Result<(), CodecError> {
+    let path = match at {
+        PathAt::Walked(n) => match walked.get(*n) {
+            Some((path, _)) => path,
+            None => {
+                return Err(CodecError::Encode(
+                    "a walked thread is not in the list".into(),
+                ));
+            }
+        },
+        PathAt::Gone(path) => path,
+    };
+    raw::len(out, path.len());
+    for name in path {
+        raw::str(out, name);
+    }
+    Ok(())
+}
+
+/// Message ids, as a sequence.
+fn write_ids<T: Borrow<Arc<Message>>>(out: &mut Vec<u8>, ids: &[T]) {
+    raw::len(out, ids.len());
+    for m in ids {
+        raw::u128(out, m.borrow().id.0);
+    }
+}
+
+/// What one agent spent, as serializing an [`AgentStats`] writes it.
+fn write_agent_stats(out: &mut Vec<u8>, s: &AgentStats) {
+    let AgentStats {
+        turns,
+        model_calls,
+        tool_calls,
+        input_tokens,
+        output_tokens,
+        cost,
+    } = *s;
+    for v in [turns, model_calls, tool_calls, input_tokens, output_tokens] {
+        raw::u64(out, v);
+    }
+    raw::some(out, cost.is_some());
+    if let Some(cost) = cost {
+        raw::f64(out, cost);
+    }
 }
 
 /// A run thread's workflow state as it stands while its run goes on, its
@@ -180,53 +243,36 @@ impl<'a> StateRef<'a> {
     }
 }
 
-/// One inbox's contents by id, written as `(String, Vec<MessageId>)`.
-type Inbox<'a, T> = (&'a str, IdsOf<'a, T>);
-
-impl Serialize for StateRef<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+impl StateRef<'_> {
+    /// Appends what serializing it writes (see [`HeadRef::write`]).
+    fn write(&self, out: &mut Vec<u8>) -> Result<(), CodecError> {
         let (consumed, turns, last_speaker, scheduler) = match *self {
             StateRef::Whole(w) => (w.consumed, w.turns, &w.last_speaker, &w.scheduler),
             StateRef::Parts(v) => (v.consumed, v.turns, v.last_speaker, v.scheduler),
         };
-        let mut st = s.serialize_struct("StateRef", 5)?;
-        st.serialize_field("consumed", &(consumed as u64))?;
+        raw::u64(out, consumed as u64);
         match *self {
-            StateRef::Whole(w) => st.serialize_field(
-                "pending",
-                &Pending(|| {
-                    w.pending
-                        .iter()
-                        .map(|(n, ids)| -> Inbox<'_, Arc<Message>> { (n.as_str(), IdsOf(ids)) })
-                }),
-            )?,
-            StateRef::Parts(v) => st.serialize_field(
-                "pending",
-                &Pending(|| {
-                    v.pending.iter().map(|(n, r)| -> Inbox<'_, &Arc<Message>> {
-                        (n, IdsOf(&v.waiting[r.clone()]))
-                    })
-                }),
-            )?,
+            StateRef::Whole(w) => {
+                raw::len(out, w.pending.len());
+                for (name, waiting) in &w.pending {
+                    raw::str(out, name);
+                    write_ids(out, waiting);
+                }
+            }
+            StateRef::Parts(v) => {
+                raw::len(out, v.pending.len());
+                for (name, range) in &v.pending {
+                    raw::str(out, name);
+                    write_ids(out, v.waiting.get(range.clone()).unwrap_or_default());
+                }
+            }
         }
-        st.serialize_field("turns", &turns)?;
-        st.serialize_field("last_speaker", last_speaker)?;
-        st.serialize_field("scheduler", scheduler)?;
-        st.end()
-    }
-}
-
-/// A sequence made on demand, written as a `Vec` of its items.
-struct Pending<F>(F);
-
-impl<F, I> Serialize for Pending<F>
-where
-    F: Fn() -> I,
-    I: ExactSizeIterator,
-    I::Item: Serialize,
-{
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq((self.0)())
+        raw::u64(out, turns);
+        raw::some(out, last_speaker.is_some());
+        if let Some(speaker) = last_speaker {
+            raw::str(out, speaker);
+        }
+        codec::encode_into(scheduler, out)
     }
 }
 
@@ -235,7 +281,7 @@ where
 /// (`own`, which `base.total` counts already), without adding them up
 /// into a new map.
 pub(crate) struct StatsRef<'a> {
-    base: &'a RunStats,
+    pub(super) base: &'a RunStats,
     /// By agent path, in path order, one entry per path.
     own: Vec<(&'a str, AgentStats)>,
 }
@@ -265,7 +311,7 @@ impl<'a> StatsRef<'a> {
     }
 
     /// The per-agent entries, in path order, added up where both have one.
-    fn agents(&self) -> impl Iterator<Item = (&'a str, AgentStats)> + '_ {
+    pub(super) fn agents(&self) -> impl Iterator<Item = (&'a str, AgentStats)> + '_ {
         let mut base = self.base.agents.iter().peekable();
         let mut own = self.own.iter().copied().peekable();
         std::iter::from_fn(move || match (base.peek(), own.peek()) {
@@ -291,94 +337,14 @@ impl<'a> StatsRef<'a> {
     }
 }
 
-impl Serialize for StatsRef<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("RunStats", 2)?;
-        st.serialize_field("total", &self.base.total)?;
-        st.serialize_field("agents", &Agents(self))?;
-        st.end()
-    }
-}
-
-/// [`StatsRef`]'s per-agent map.
-struct Agents<'r, 'a>(&'r StatsRef<'a>);
-
-impl Serialize for Agents<'_, '_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let len = self.0.agents().count();
-        let mut map = s.serialize_map(Some(len))?;
-        for (path, stats) in self.0.agents() {
-            map.serialize_entry(path, &stats)?;
+impl StatsRef<'_> {
+    /// Appends what serializing the [`RunStats`] it adds up to writes.
+    fn write(&self, out: &mut Vec<u8>) {
+        write_agent_stats(out, &self.base.total);
+        raw::len(out, self.agents().count());
+        for (path, stats) in self.agents() {
+            raw::str(out, path);
+            write_agent_stats(out, &stats);
         }
-        map.end()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::codec;
-
-    fn spent(turns: u64, input_tokens: u64) -> AgentStats {
-        AgentStats {
-            turns,
-            input_tokens,
-            ..AgentStats::default()
-        }
-    }
-
-    /// A `StatsRef` writes the bytes of the `RunStats` it adds up to.
-    #[test]
-    fn stats_ref_writes_the_stats_it_adds_up_to() {
-        let mut base = RunStats::default();
-        base.add("b", spent(1, 10));
-        base.add("d", spent(2, 20));
-        let own = [("a", spent(1, 1)), ("b", spent(3, 1)), ("c", spent(1, 5))];
-        let mut whole = base.clone();
-        for (path, s) in own {
-            *whole.agents.entry(path.to_string()).or_default() += s;
-        }
-        let view = StatsRef::with_own(&base, own);
-        assert_eq!(
-            codec::encode(&view).unwrap(),
-            codec::encode(&whole).unwrap()
-        );
-        assert_eq!(
-            codec::encode(&StatsRef::of(&whole)).unwrap(),
-            codec::encode(&whole).unwrap()
-        );
-    }
-
-    /// A state in parts writes the bytes of the same state put together.
-    #[test]
-    fn a_state_in_parts_writes_the_state_put_together() {
-        let m = |t: &str| Arc::new(Message::text("x", t));
-        let (one, two, three) = (m("1"), m("2"), m("3"));
-        let speaker = Some("b".to_string());
-        let scheduler = SchedulerState::default();
-        let whole = WorkflowState {
-            consumed: 4,
-            pending: [
-                ("a".to_string(), vec![one.clone()]),
-                ("c".to_string(), vec![two.clone(), three.clone()]),
-            ]
-            .into(),
-            turns: 9,
-            last_speaker: speaker.clone(),
-            scheduler: scheduler.clone(),
-        };
-        let parts = StateView {
-            consumed: 4,
-            pending: vec![("a", 0..1), ("c", 1..3)],
-            waiting: vec![&one, &two, &three],
-            turns: 9,
-            last_speaker: &speaker,
-            scheduler: &scheduler,
-        };
-        let (w, p) = (StateRef::Whole(&whole), StateRef::Parts(&parts));
-        assert_eq!(codec::encode(&w).unwrap(), codec::encode(&p).unwrap());
-        let ids = |s: StateRef<'_>| s.waiting().map(|m| m.id).collect::<Vec<_>>();
-        assert_eq!(ids(w), ids(p));
-        assert_eq!(ids(p), [one.id, two.id, three.id]);
     }
 }

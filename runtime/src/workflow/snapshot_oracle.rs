@@ -1,0 +1,281 @@
+//! The borrowed writers of `snapshot_refs` against serde: each view
+//! serialized the plain way (serde, bincode) is the bytes its hand-written
+//! `write` must produce, and the owned value it stands for serialized is
+//! the same bytes again. Tests only.
+
+use std::borrow::Borrow;
+use std::sync::Arc;
+
+use serde::ser::{Error as _, SerializeMap, SerializeSeq, SerializeStruct};
+use serde::{Serialize, Serializer};
+
+use super::scheduler_state::SchedulerState;
+use super::snapshot_refs::{IdsOf, PathAt, StateRef, StateView, StatsRef, WithPaths};
+use crate::message::Message;
+use crate::stats::{AgentStats, RunStats};
+use crate::thread::WorkflowState;
+
+impl<T: Borrow<Arc<Message>>> Serialize for IdsOf<'_, T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|m| m.borrow().id))
+    }
+}
+
+impl<T: Serialize, W> Serialize for WithPaths<'_, T, W> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.items.len()))?;
+        for (at, item) in self.items {
+            let path = match at {
+                PathAt::Walked(n) => match self.walked.get(*n) {
+                    Some((path, _)) => path,
+                    None => return Err(S::Error::custom("a walked thread is not in the list")),
+                },
+                PathAt::Gone(path) => path,
+            };
+            seq.serialize_element(&(path, item))?;
+        }
+        seq.end()
+    }
+}
+
+/// One inbox's contents by id, written as `(String, Vec<MessageId>)`.
+type Inbox<'a, T> = (&'a str, IdsOf<'a, T>);
+
+impl Serialize for StateRef<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (consumed, turns, last_speaker, scheduler) = match *self {
+            StateRef::Whole(w) => (w.consumed, w.turns, &w.last_speaker, &w.scheduler),
+            StateRef::Parts(v) => (v.consumed, v.turns, v.last_speaker, v.scheduler),
+        };
+        let mut st = s.serialize_struct("StateRef", 5)?;
+        st.serialize_field("consumed", &(consumed as u64))?;
+        match *self {
+            StateRef::Whole(w) => st.serialize_field(
+                "pending",
+                &Pending(|| {
+                    w.pending
+                        .iter()
+                        .map(|(n, ids)| -> Inbox<'_, Arc<Message>> { (n.as_str(), IdsOf(ids)) })
+                }),
+            )?,
+            StateRef::Parts(v) => st.serialize_field(
+                "pending",
+                &Pending(|| {
+                    v.pending.iter().map(|(n, r)| -> Inbox<'_, &Arc<Message>> {
+                        (n, IdsOf(&v.waiting[r.clone()]))
+                    })
+                }),
+            )?,
+        }
+        st.serialize_field("turns", &turns)?;
+        st.serialize_field("last_speaker", last_speaker)?;
+        st.serialize_field("scheduler", scheduler)?;
+        st.end()
+    }
+}
+
+/// A sequence made on demand, written as a `Vec` of its items.
+struct Pending<F>(F);
+
+impl<F, I> Serialize for Pending<F>
+where
+    F: Fn() -> I,
+    I: ExactSizeIterator,
+    I::Item: Serialize,
+{
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq((self.0)())
+    }
+}
+
+impl Serialize for StatsRef<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("RunStats", 2)?;
+        st.serialize_field("total", &self.base.total)?;
+        st.serialize_field("agents", &Agents(self))?;
+        st.end()
+    }
+}
+
+/// [`StatsRef`]'s per-agent map.
+struct Agents<'r, 'a>(&'r StatsRef<'a>);
+
+impl Serialize for Agents<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let len = self.0.agents().count();
+        let mut map = s.serialize_map(Some(len))?;
+        for (path, stats) in self.0.agents() {
+            map.serialize_entry(path, &stats)?;
+        }
+        map.end()
+    }
+}
+
+use crate::codec;
+
+fn spent(turns: u64, input_tokens: u64) -> AgentStats {
+    AgentStats {
+        turns,
+        input_tokens,
+        ..AgentStats::default()
+    }
+}
+
+/// A `StatsRef` writes the bytes of the `RunStats` it adds up to.
+#[test]
+fn stats_ref_writes_the_stats_it_adds_up_to() {
+    let mut base = RunStats::default();
+    base.add("b", spent(1, 10));
+    base.add("d", spent(2, 20));
+    let own = [("a", spent(1, 1)), ("b", spent(3, 1)), ("c", spent(1, 5))];
+    let mut whole = base.clone();
+    for (path, s) in own {
+        *whole.agents.entry(path.to_string()).or_default() += s;
+    }
+    let view = StatsRef::with_own(&base, own);
+    assert_eq!(
+        codec::encode(&view).unwrap(),
+        codec::encode(&whole).unwrap()
+    );
+    assert_eq!(
+        codec::encode(&StatsRef::of(&whole)).unwrap(),
+        codec::encode(&whole).unwrap()
+    );
+}
+
+/// A state in parts writes the bytes of the same state put together.
+#[test]
+fn a_state_in_parts_writes_the_state_put_together() {
+    let m = |t: &str| Arc::new(Message::text("x", t));
+    let (one, two, three) = (m("1"), m("2"), m("3"));
+    let speaker = Some("b".to_string());
+    let scheduler = SchedulerState::default();
+    let whole = WorkflowState {
+        consumed: 4,
+        pending: [
+            ("a".to_string(), vec![one.clone()]),
+            ("c".to_string(), vec![two.clone(), three.clone()]),
+        ]
+        .into(),
+        turns: 9,
+        last_speaker: speaker.clone(),
+        scheduler: scheduler.clone(),
+    };
+    let parts = StateView {
+        consumed: 4,
+        pending: vec![("a", 0..1), ("c", 1..3)],
+        waiting: vec![&one, &two, &three],
+        turns: 9,
+        last_speaker: &speaker,
+        scheduler: &scheduler,
+    };
+    let (w, p) = (StateRef::Whole(&whole), StateRef::Parts(&parts));
+    assert_eq!(codec::encode(&w).unwrap(), codec::encode(&p).unwrap());
+    let ids = |s: StateRef<'_>| s.waiting().map(|m| m.id).collect::<Vec<_>>();
+    assert_eq!(ids(w), ids(p));
+    assert_eq!(ids(p), [one.id, two.id, three.id]);
+}
+
+/// The small state written by hand is the bytes serde writes for it:
+/// inboxes in parts and whole, a thread gone, per-agent stats with their
+/// own spend added, costs, small and large ids and numbers, a scheduler
+/// state with something in it, every `Option` both ways.
+#[test]
+fn the_small_state_written_by_hand_is_what_serde_writes() {
+    use super::result::RunStatus;
+    use super::snapshot_refs::HeadRef;
+    use crate::message::MessageId;
+    use crate::state::StateSnapshot;
+    use crate::stop::TrackerState;
+    use crate::store::ThreadPath;
+
+    let with_id = |id: u128, text: &str| {
+        let mut m = Message::text("x", text);
+        m.id = MessageId(id);
+        Arc::new(m)
+    };
+    let small = with_id(7, "small");
+    let mid = with_id(70_000, "mid");
+    let large = with_id(u128::MAX - 3, "large");
+    let scheduler = SchedulerState::new(
+        None,
+        Vec::new(),
+        vec!["b".to_string()],
+        StateSnapshot::default(),
+    );
+    let speaker = Some("agent-b".to_string());
+    let root = StateView {
+        consumed: 300,
+        pending: vec![("a", 0..2), ("b", 2..3)],
+        waiting: vec![&small, &mid, &large],
+        turns: 1 << 33,
+        last_speaker: &speaker,
+        scheduler: &scheduler,
+    };
+    let child = WorkflowState {
+        consumed: 1,
+        pending: [("inner".to_string(), vec![large.clone(), small.clone()])].into(),
+        ..WorkflowState::default()
+    };
+    let walked: Vec<(ThreadPath, ())> = vec![
+        (Vec::new(), ()),
+        (vec!["team".to_string(), "é".repeat(200)], ()),
+    ];
+    let states = [
+        (PathAt::Walked(0), StateRef::Parts(&root)),
+        (PathAt::Walked(1), StateRef::Whole(&child)),
+        (
+            PathAt::Gone(vec!["gone".to_string()]),
+            StateRef::Whole(&child),
+        ),
+    ];
+    let mut base = RunStats::default();
+    let priced = AgentStats {
+        turns: 3,
+        model_calls: 300,
+        input_tokens: 1 << 40,
+        cost: Some(0.125),
+        ..AgentStats::default()
+    };
+    base.add("a", priced);
+    base.add(
+        "z",
+        AgentStats {
+            turns: 1,
+            ..AgentStats::default()
+        },
+    );
+    let own = [
+        ("a", priced),
+        (
+            "m",
+            AgentStats {
+                output_tokens: 251,
+                ..AgentStats::default()
+            },
+        ),
+    ];
+    let stats = StatsRef::with_own(&base, own);
+    let stops = [None, Some(TrackerState::default())];
+    let statuses = [None, Some(RunStatus::Completed)];
+    for (stop, status) in stops.iter().zip(&statuses) {
+        for last in [None, Some(MessageId(5)), Some(MessageId(u128::MAX))] {
+            let head = HeadRef {
+                states: WithPaths {
+                    items: &states,
+                    walked: &walked,
+                },
+                stop,
+                stats: &stats,
+                turns: 251,
+                last,
+                start_len: 65_536,
+                started_at_ns: 1_764_000_000_000_000_000,
+                status,
+            };
+            let mut by_hand = Vec::new();
+            head.write(&mut by_hand).unwrap();
+            assert_eq!(by_hand, codec::encode(&head).unwrap());
+        }
+    }
+}
