@@ -83,7 +83,7 @@ pub(crate) mod raw {
     const U128_BYTE: u8 = 254;
 
     /// A `u64` (or a `usize`, a length).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn u64(out: &mut Vec<u8>, v: u64) {
         if v <= SINGLE_BYTE_MAX {
             out.push(v as u8);

@@ -10,6 +10,7 @@
 mod handle;
 mod parse;
 mod tracker;
+mod tracker_state;
 
 use std::fmt;
 use std::sync::Arc;
@@ -19,7 +20,8 @@ use crate::message::Message;
 
 pub use handle::StopHandle;
 pub use parse::{ParseStopError, STOP_KINDS};
-pub(crate) use tracker::{StopTracker, TrackerState, Trigger};
+pub(crate) use tracker::{StopTracker, Trigger};
+pub(crate) use tracker_state::TrackerState;
 
 /// When a run stops. Combine with `|` (any) and `&` (all).
 ///

@@ -1,5 +1,6 @@
 //! [`StopTracker`]: a condition with the counters and latches of one run.
 
+use super::tracker_state::TrackerState;
 use super::{StopCondition, StopReason};
 use crate::message::{Content, Message};
 use crate::stats::AgentStats;
@@ -43,20 +44,6 @@ pub(crate) struct StopTracker {
     /// Whether the condition reads `spent` (else a turn's spend changes
     /// nothing it judges).
     reads_spend: bool,
-}
-
-/// What a [`StopTracker`] has counted, as kept in checkpoints. Its token
-/// counts are those of the run's input messages; the run's own spend is
-/// kept with the run's counters.
-#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-pub(crate) struct TrackerState {
-    latched: Vec<bool>,
-    messages: u64,
-    turns: u64,
-    tokens: u64,
-    prompt_tokens: u64,
-    completion_tokens: u64,
-    timed_out: bool,
 }
 
 impl StopTracker {
@@ -318,6 +305,7 @@ fn calls(m: &Message, name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use crate::message::{ToolCall, ToolResult, Usage};
     use crate::stop::StopHandle;
     use std::time::Duration;

@@ -279,3 +279,49 @@ fn the_small_state_written_by_hand_is_what_serde_writes() {
         }
     }
 }
+
+/// Every kind of message written by hand (or, not text, through serde) is
+/// the bytes serde writes for it: text with and without usage and
+/// metadata, at small and large ids and times, and every other content.
+#[test]
+fn a_message_written_by_hand_is_what_serde_writes() {
+    use super::snapshot_refs::write_message;
+    use crate::message::{Content, Handoff, MessageId, Usage};
+    use std::time::{Duration, UNIX_EPOCH};
+
+    let mut messages = vec![
+        Message::user("hello"),
+        Message::text("agent-é", "x".repeat(300)).with_usage(Usage {
+            prompt_tokens: 251,
+            completion_tokens: 1 << 40,
+        }),
+        Message::text("a", "")
+            .with_metadata("k", "v")
+            .with_metadata("ключ", "z".repeat(70_000)),
+        Message::new("a", Content::Structured(r#"{"ok":true}"#.into())),
+        Message::new("a", Content::Stop("done".into())),
+        Message::handoff("a", "b", "yours"),
+        Message::new(
+            "a",
+            Content::Handoff(Handoff {
+                target: "user".into(),
+                reason: String::new(),
+            }),
+        ),
+    ];
+    for (id, secs, nanos) in [
+        (0, 0, 0),
+        (250, 251, 999_999_999),
+        (u128::MAX, 1 << 40, 65_536),
+    ] {
+        let mut m = Message::text("t", "timed");
+        m.id = MessageId(id);
+        m.created_at = UNIX_EPOCH + Duration::new(secs, nanos);
+        messages.push(m);
+    }
+    for m in &messages {
+        let mut by_hand = Vec::new();
+        write_message(&mut by_hand, m).unwrap();
+        assert_eq!(by_hand, codec::encode(m).unwrap(), "{m:?}");
+    }
+}

@@ -12,6 +12,7 @@
 use std::borrow::Borrow;
 use std::ops::Range;
 use std::sync::Arc;
+use std::time::UNIX_EPOCH;
 
 #[cfg(test)]
 use serde::Serialize;
@@ -19,7 +20,7 @@ use serde::Serialize;
 use super::result::RunStatus;
 use super::scheduler_state::SchedulerState;
 use crate::codec::{self, CodecError, raw};
-use crate::message::{Message, MessageId};
+use crate::message::{Content, Message, MessageId};
 use crate::stats::{AgentStats, RunStats};
 use crate::stop::TrackerState;
 use crate::store::ThreadPath;
@@ -75,7 +76,10 @@ impl<W> PayloadRef<'_, '_, W> {
     /// the messages through serde, the thread operations and the small
     /// state (one byte string) by hand.
     pub(super) fn write(&self, out: &mut Vec<u8>) -> Result<(), CodecError> {
-        codec::encode_into(self.messages, out)?;
+        raw::len(out, self.messages.len());
+        for m in self.messages {
+            write_message(out, m)?;
+        }
         raw::len(out, self.threads.items.len());
         for (at, op) in self.threads.items {
             write_path(out, at, self.threads.walked)?;
@@ -95,6 +99,34 @@ impl<W> PayloadRef<'_, '_, W> {
         raw::bytes(out, self.head.0);
         Ok(())
     }
+}
+
+/// A message, as serializing it writes it: a text message (nearly every
+/// message a checkpoint stores) by hand, any other through serde.
+pub(super) fn write_message(out: &mut Vec<u8>, m: &Message) -> Result<(), CodecError> {
+    let (Content::Text(text), Ok(since)) = (&m.content, m.created_at.duration_since(UNIX_EPOCH))
+    else {
+        return codec::encode_into(m, out);
+    };
+    raw::u128(out, m.id.0);
+    raw::str(out, &m.source);
+    raw::variant(out, 0); // `Content::Text`
+    raw::str(out, text);
+    // `SystemTime`: seconds and nanoseconds since the epoch (a `u32`'s
+    // varint is a `u64`'s of the same value).
+    raw::u64(out, since.as_secs());
+    raw::u64(out, u64::from(since.subsec_nanos()));
+    raw::some(out, m.usage.is_some());
+    if let Some(usage) = m.usage {
+        raw::u64(out, usage.prompt_tokens);
+        raw::u64(out, usage.completion_tokens);
+    }
+    raw::len(out, m.metadata.len());
+    for (key, value) in &m.metadata {
+        raw::str(out, key);
+        raw::str(out, value);
+    }
+    Ok(())
 }
 
 /// Bytes written as one byte string (as `ChainPayload::head` is).
@@ -128,7 +160,10 @@ impl<W> HeadRef<'_, '_, W> {
             write_path(out, at, self.states.walked)?;
             state.write(out)?;
         }
-        codec::encode_into(self.stop, out)?;
+        raw::some(out, self.stop.is_some());
+        if let Some(stop) = self.stop {
+            stop.write(out);
+        }
         self.stats.write(out);
         raw::u64(out, self.turns);
         raw::some(out, self.last.is_some());
@@ -137,7 +172,13 @@ impl<W> HeadRef<'_, '_, W> {
         }
         raw::u64(out, self.start_len);
         raw::u64(out, self.started_at_ns);
-        codec::encode_into(self.status, out)
+        match self.status {
+            None => {
+                raw::some(out, false);
+                Ok(())
+            }
+            Some(_) => codec::encode_into(self.status, out),
+        }
     }
 }
 
@@ -272,7 +313,15 @@ impl StateRef<'_> {
         if let Some(speaker) = last_speaker {
             raw::str(out, speaker);
         }
-        codec::encode_into(scheduler, out)
+        // Empty (most runs: no graph, no question, nothing to run again),
+        // a scheduler state is `None`.
+        match scheduler.body() {
+            None => {
+                raw::some(out, false);
+                Ok(())
+            }
+            Some(_) => codec::encode_into(scheduler, out),
+        }
     }
 }
 
@@ -302,7 +351,11 @@ impl<'a> StatsRef<'a> {
         base: &'a RunStats,
         own: impl IntoIterator<Item = (&'a str, AgentStats)>,
     ) -> Self {
-        let own: Vec<(&'a str, AgentStats)> = own.into_iter().collect();
+        let own = own.into_iter();
+        // One allocation: the upper bound is the participants' count.
+        let mut kept = Vec::with_capacity(own.size_hint().1.unwrap_or(0));
+        kept.extend(own);
+        let own: Vec<(&'a str, AgentStats)> = kept;
         debug_assert!(
             own.windows(2).all(|w| w[0].0 < w[1].0),
             "own not in path order"
@@ -341,10 +394,30 @@ impl StatsRef<'_> {
     /// Appends what serializing the [`RunStats`] it adds up to writes.
     fn write(&self, out: &mut Vec<u8>) {
         write_agent_stats(out, &self.base.total);
-        raw::len(out, self.agents().count());
+        // The map's length comes first: written as one byte while it fits
+        // in one (up to 250 agents), so the entries are merged once.
+        let at = out.len();
+        out.push(0);
+        let mut n = 0usize;
         for (path, stats) in self.agents() {
             raw::str(out, path);
             write_agent_stats(out, &stats);
+            n += 1;
+        }
+        match u8::try_from(n) {
+            Ok(one) if n <= 250 => {
+                if let Some(len) = out.get_mut(at) {
+                    *len = one;
+                }
+            }
+            _ => {
+                out.truncate(at);
+                raw::len(out, n);
+                for (path, stats) in self.agents() {
+                    raw::str(out, path);
+                    write_agent_stats(out, &stats);
+                }
+            }
         }
     }
 }

@@ -325,6 +325,7 @@ impl Inboxes {
         pending: &mut Vec<(&'a str, Range<usize>)>,
         waiting: &mut Vec<&'a Arc<Message>>,
     ) {
+        pending.reserve(self.by_name.len());
         waiting.reserve(self.queued + self.held.iter().map(VecDeque::len).sum::<usize>());
         for &i in &self.by_name {
             let inbox = &self.inboxes[i];
