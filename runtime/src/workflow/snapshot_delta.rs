@@ -13,7 +13,7 @@ use serde::Deserialize;
 use super::result::RunStatus;
 use super::scheduler_state::SchedulerState;
 use super::snapshot_refs::{
-    Bytes, HeadRef, IdsOf, OpRef, PathAt, PathRef, PayloadRef, StateRef, StatsRef, WithPaths,
+    HeadRef, IdsOf, OpRef, PathAt, PathRef, PayloadRef, StateRef, StatsRef, WithPaths,
 };
 use super::snapshot_value::Snapshot;
 use crate::codec::{self, CodecError};
@@ -211,7 +211,7 @@ impl DeltaWriter {
                 items: &out.threads,
                 walked: &self.written,
             },
-            head: Bytes(&self.head),
+            head: &self.head,
         }
         .write(&mut bytes)?;
         self.has_base = true;

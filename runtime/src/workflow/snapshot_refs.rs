@@ -30,14 +30,6 @@ use crate::thread::WorkflowState;
 /// making one.
 pub(super) struct IdsOf<'a, T>(pub(super) &'a [T]);
 
-impl<T> Clone for IdsOf<'_, T> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<T> Copy for IdsOf<'_, T> {}
-
 /// A thread's path as the writer walks it: names borrowed from the tree.
 pub(super) type PathRef<'a> = Vec<&'a str>;
 
@@ -68,13 +60,14 @@ pub(super) struct WithPaths<'r, T, W> {
 pub(super) struct PayloadRef<'r, 'a, W> {
     pub(super) messages: &'r [&'a Message],
     pub(super) threads: WithPaths<'r, OpRef<'a>, W>,
-    pub(super) head: Bytes<'r>,
+    /// The small state, written as one byte string.
+    pub(super) head: &'r [u8],
 }
 
 impl<W> PayloadRef<'_, '_, W> {
-    /// Appends what serializing the `ChainPayload` it stands for writes:
-    /// the messages through serde, the thread operations and the small
-    /// state (one byte string) by hand.
+    /// Appends what serializing the `ChainPayload` it stands for writes,
+    /// by hand: the messages (see [`write_message`]), the thread
+    /// operations and the small state as one byte string.
     pub(super) fn write(&self, out: &mut Vec<u8>) -> Result<(), CodecError> {
         raw::len(out, self.messages.len());
         for m in self.messages {
@@ -96,7 +89,7 @@ impl<W> PayloadRef<'_, '_, W> {
                 OpRef::Remove => raw::variant(out, 2),
             }
         }
-        raw::bytes(out, self.head.0);
+        raw::bytes(out, self.head);
         Ok(())
     }
 }
@@ -129,9 +122,6 @@ pub(super) fn write_message(out: &mut Vec<u8>, m: &Message) -> Result<(), CodecE
     Ok(())
 }
 
-/// Bytes written as one byte string (as `ChainPayload::head` is).
-pub(super) struct Bytes<'a>(pub(super) &'a [u8]);
-
 /// The small state, whole in every checkpoint: each thread's workflow
 /// state (inbox contents by id) and the run's counters. Times are
 /// nanoseconds since the epoch.
@@ -150,10 +140,9 @@ pub(super) struct HeadRef<'r, 'a, W> {
 
 impl<W> HeadRef<'_, '_, W> {
     /// Appends the small state's bytes to `out`: what serializing it
-    /// writes (the test below holds it to it), the inbox contents, the
-    /// per-agent stats and the counters written by hand (`codec::raw`),
-    /// the rarer and richer parts — the stop condition's counters, the
-    /// scheduler's state, the status — through serde.
+    /// writes (`snapshot_oracle` holds it to it), written by hand
+    /// (`codec::raw`) but for the rare and rich parts — a scheduler state
+    /// with something in it, a status — which go through serde.
     pub(super) fn write(&self, out: &mut Vec<u8>) -> Result<(), CodecError> {
         raw::len(out, self.states.items.len());
         for (at, state) in self.states.items {
