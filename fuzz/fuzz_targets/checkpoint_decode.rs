@@ -13,8 +13,8 @@ use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
 use troupe_runtime::store::{
-    ChainPayload, Checkpoint, CheckpointStore, FileStore, Folded, MemoryStore, SqliteStore,
-    legacy_checksum,
+    ChainPayload, Checkpoint, CheckpointStore, FileStore, Folded, ID_RUNS_VERSION, MemoryStore,
+    SqliteStore, legacy_checksum,
 };
 use troupe_runtime::{FnAgent, Graph, RunContext, StopCondition, Thread, Workflow};
 
@@ -120,12 +120,20 @@ fuzz_target!(|data: &[u8]| {
             chain.push(cp);
         }
         _ => {
-            if let Ok((delta, payload)) = ChainPayload::decode(rest) {
-                let mut folded = Folded::default();
-                folded.apply(delta, payload);
-                let _ = folded.to_payload().encode(false);
+            for version in [5, ID_RUNS_VERSION] {
+                if let Ok((delta, payload)) = ChainPayload::decode(rest, version) {
+                    let mut folded = Folded::default();
+                    folded.apply(delta, payload);
+                    let _ = folded.to_payload().encode(false, version);
+                }
             }
             return;
+        }
+    }
+    // Chained payloads as format 5 wrote them (ids whole) half the time.
+    if pick & 0x10 != 0 {
+        for cp in chain.iter_mut().filter(|cp| cp.format_version > 5) {
+            cp.format_version = 5;
         }
     }
     f.runtime.block_on(async {

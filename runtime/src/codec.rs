@@ -24,7 +24,11 @@ use serde::de::DeserializeOwned;
 /// parent (`D`): messages stored once by id, threads as id lists appended
 /// to or replaced, the small state whole (`store/delta.rs`,
 /// `workflow/snapshot_delta.rs`); checksummed with CRC-32C.
-pub const FORMAT_VERSION: u32 = 5;
+/// 6: the small state names each message waiting in an inbox by where it
+/// sits in its thread, counted back from the end (two bytes), and by id
+/// only when it is not among the thread's last 256 — the inboxes were
+/// most of a delta's bytes; the payload is otherwise format 5's.
+pub const FORMAT_VERSION: u32 = 6;
 
 /// Encoding or decoding failed.
 #[derive(Debug, thiserror::Error)]

@@ -60,6 +60,15 @@ impl Thread {
         Self::default()
     }
 
+    /// An empty thread with room for `n` messages.
+    pub(crate) fn with_capacity(n: usize) -> Self {
+        Thread {
+            messages: Vec::with_capacity(n),
+            ids: HashSet::with_capacity_and_hasher(n, IdHash::default()),
+            ..Self::default()
+        }
+    }
+
     /// A thread holding `messages` in order (duplicates by id are skipped).
     pub fn from_messages(messages: impl IntoIterator<Item = Message>) -> Self {
         let mut t = Self::new();

@@ -1,7 +1,7 @@
-//! Checkpoints as chains of deltas (format 5): a chain resumes as its
+//! Checkpoints as chains of deltas (format 5 on): a chain resumes as its
 //! folded whole would, pruning and deleting keep chains loadable, the
 //! memory store's history is bounded, durability is a choice, damage is
-//! caught, and a run written by format 4 still resumes.
+//! caught, and runs written by formats 4 and 5 still resume.
 
 // Test helpers may fail loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -391,7 +391,7 @@ async fn a_run_checkpointed_by_format_4_resumes() {
     // The resumed run wrote format 5 after them, in the log.
     let now = store.list("v4-run").await.unwrap();
     assert!(now.len() > 3);
-    assert!(now[3..].iter().all(|m| m.format_version == 5));
+    assert!(now[3..].iter().all(|m| m.format_version == CURRENT_FORMAT));
     // The last checkpoint of format 4 resumes to the same end.
     let r = guard(wf.run_from_checkpoint(
         store.as_ref(),
@@ -402,4 +402,75 @@ async fn a_run_checkpointed_by_format_4_resumes() {
     .await
     .unwrap();
     assert_eq!(content(&r.thread), expected);
+}
+
+/// The checkpoint format this build writes.
+const CURRENT_FORMAT: u32 = 6;
+
+/// `tests/fixtures/format-v5` holds a `FileStore` run written by format 5:
+/// `ring(3, 8, ..)` from "hello v5", a checkpoint per superstep (deltas,
+/// a whole one at superstep 5), the small state naming the messages
+/// waiting in the inboxes by id. Every one of them resumes on this build
+/// to the end the run had, and the resumed run writes the current format.
+#[tokio::test]
+async fn a_run_checkpointed_by_format_5_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/format-v5");
+    copy_tree(&fixture, dir.path());
+    let store = Arc::new(FileStore::open(dir.path()).unwrap());
+    let metas = store.list("v5-run").await.unwrap();
+    assert_eq!(metas.len(), 7);
+    assert!(metas.iter().all(|m| m.format_version == 5));
+    let second = store.load("v5-run", &metas[1].id).await.unwrap().unwrap();
+    assert_eq!(second.kind(), CheckpointKind::Delta);
+    // The run uninterrupted, on this build: the run thread and each
+    // agent's own thread.
+    let whole = guard(ring(3, 8, None).run(
+        Thread::from_messages([troupe_runtime::Message::user("hello v5")]),
+        &RunContext::new(),
+    ))
+    .await
+    .unwrap();
+    let expected = content(&whole.thread);
+    assert_eq!(
+        expected[..8],
+        [
+            "user: hello v5",
+            "m0: m0 saw 1 (8)",
+            "m1: m1 saw 2 (20)",
+            "m2: m2 saw 3 (33)",
+            "m0: m0 saw 4 (46)",
+            "m1: m1 saw 5 (59)",
+            "m2: m2 saw 6 (72)",
+            "m0: m0 saw 7 (85)",
+        ]
+    );
+    for meta in &metas {
+        let r = resume(store.as_ref(), "v5-run", Some(meta.id), 3, 8).await;
+        assert_eq!(
+            content(&r.thread),
+            expected,
+            "from superstep {}",
+            meta.superstep
+        );
+    }
+    // Resumed with the store, from superstep 3, the run writes the current
+    // format after the old checkpoints, and each of those resumes too.
+    let dyn_store: Arc<dyn CheckpointStore> = store.clone();
+    let r = guard(ring(3, 8, Some(dyn_store)).run_from_checkpoint(
+        store.as_ref(),
+        "v5-run",
+        Some(metas[2].id),
+        &RunContext::new(),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(content(&r.thread), expected);
+    let now = store.list("v5-run").await.unwrap();
+    assert!(now.len() > metas.len() + 1);
+    for meta in &now[metas.len()..] {
+        assert_eq!(meta.format_version, CURRENT_FORMAT);
+        let r = resume(store.as_ref(), "v5-run", Some(meta.id), 3, 8).await;
+        assert_eq!(content(&r.thread), expected, "from {}", meta.id);
+    }
 }

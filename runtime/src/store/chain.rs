@@ -14,7 +14,7 @@ fn what(cp: &Checkpoint) -> String {
 
 /// Applies one checkpoint of a chain to `folded`.
 pub(crate) fn apply(folded: &mut Folded, cp: &Checkpoint) -> Result<(), StoreError> {
-    let (delta, payload) = ChainPayload::decode(&cp.payload)
+    let (delta, payload) = ChainPayload::decode(&cp.payload, cp.format_version)
         .map_err(|e| StoreError::corrupt(what(cp), e.to_string()))?;
     folded.apply(delta, payload);
     Ok(())
@@ -41,7 +41,7 @@ pub fn fold(chain: &[Checkpoint]) -> Result<Option<Checkpoint>, StoreError> {
 pub(crate) fn whole(like: &Checkpoint, folded: &Folded) -> Result<Checkpoint, StoreError> {
     let payload = folded
         .to_payload()
-        .encode(false)
+        .encode(false, like.format_version)
         .map_err(|source| StoreError::Encode {
             what: what(like),
             source,

@@ -12,6 +12,8 @@
 //!   `protocol`: what the two kinds of actor say to each other;
 //! - `snapshot`, `scheduler_state` and `answer`: what a checkpoint holds,
 //!   the scheduler's part of a thread, and answering a pending question;
+//!   `snapshot_delta` and `snapshot_refs` write a checkpoint as a delta,
+//!   `snapshot_restore` reads a folded chain back;
 //!   `summary`: a run as a store describes it, for listing runs;
 //!   `progress`: how a nested run reports its state to the run above it.
 
@@ -31,6 +33,7 @@ mod snapshot_delta;
 #[cfg(test)]
 mod snapshot_oracle;
 mod snapshot_refs;
+mod snapshot_restore;
 mod snapshot_value;
 mod spec;
 mod summary;

@@ -2,7 +2,7 @@
 //! resumes from one.
 
 use super::scheduler_state::{SchedulerState, SchedulerStateError};
-use super::snapshot_delta::restore;
+use super::snapshot_restore::restore;
 pub(crate) use super::snapshot_value::Snapshot;
 use super::spec::Spec;
 use crate::codec;
@@ -86,7 +86,7 @@ pub(crate) async fn load(
         });
     }
     let snapshot = match &folded {
-        Some(folded) => restore(folded),
+        Some(folded) => restore(folded, checkpoint.format_version),
         None => decode(&checkpoint),
     };
     let snapshot = snapshot.map_err(|reason| CheckpointError::Corrupt {
@@ -115,10 +115,11 @@ pub(crate) fn decode(checkpoint: &Checkpoint) -> Result<Snapshot, String> {
     if checkpoint.format_version < FIRST_CHAINED_VERSION {
         return codec::decode(&checkpoint.payload).map_err(|e| e.to_string());
     }
-    let (_, payload) = ChainPayload::decode(&checkpoint.payload).map_err(|e| e.to_string())?;
+    let (_, payload) = ChainPayload::decode(&checkpoint.payload, checkpoint.format_version)
+        .map_err(|e| e.to_string())?;
     let mut folded = Folded::default();
     folded.apply(false, payload);
-    restore(&folded)
+    restore(&folded, checkpoint.format_version)
 }
 
 /// Checks that workflow `spec` can carry on from scheduler state `state`:

@@ -1,4 +1,5 @@
-//! A run's checkpoints as deltas (format 5): the [`DeltaWriter`] a run
+//! A run's checkpoints as deltas (format 5 on; format 6 names the
+//! messages waiting in inboxes by place, see [`IdRef`]): the [`DeltaWriter`] a run
 //! keeps remembers, per thread of its tree, how far it was written, so a
 //! checkpoint costs what changed since the last one — never a walk over
 //! every message. [`restore`] turns a folded chain back into a
@@ -6,24 +7,19 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
-
-use serde::Deserialize;
+use std::time::SystemTime;
 
 use super::result::RunStatus;
-use super::scheduler_state::SchedulerState;
 use super::snapshot_refs::{
-    HeadRef, IdsOf, OpRef, PathAt, PathRef, PayloadRef, StateRef, StatsRef, WithPaths,
+    HeadRef, IdsOf, OpRef, PathAt, PathRef, PayloadRef, StateAt, StateRef, StatsRef, WithPaths,
 };
-use super::snapshot_value::Snapshot;
-use crate::codec::{self, CodecError};
+use crate::codec::CodecError;
 use crate::message::{IdHash, Message, MessageId};
-use crate::stats::RunStats;
 use crate::stop::TrackerState;
 #[cfg(test)]
 use crate::store::ThreadOp;
-use crate::store::{DELTA_TAG, FULL_TAG, Folded, ThreadPath};
-use crate::thread::{Thread, WorkflowState};
+use crate::store::{DELTA_TAG, FULL_TAG, Runs, ThreadPath};
+use crate::thread::Thread;
 
 /// A thread tree as it stands, without putting it together: the run
 /// thread's own messages, its workflow state and its children.
@@ -63,29 +59,6 @@ pub(crate) struct Counters<'a> {
     pub(crate) status: Option<RunStatus>,
 }
 
-/// [`HeadRef`] read back.
-#[derive(Deserialize)]
-struct Head {
-    states: Vec<(ThreadPath, StoredState)>,
-    stop: Option<TrackerState>,
-    stats: RunStats,
-    turns: u64,
-    last: Option<MessageId>,
-    start_len: u64,
-    started_at_ns: u64,
-    status: Option<RunStatus>,
-}
-
-/// [`StateRef`] read back.
-#[derive(Deserialize)]
-struct StoredState {
-    consumed: u64,
-    pending: Vec<(String, Vec<MessageId>)>,
-    turns: u64,
-    last_speaker: Option<String>,
-    scheduler: SchedulerState,
-}
-
 /// How far a thread was written: its length and last message then.
 #[derive(Debug, Clone, Copy)]
 struct Written {
@@ -121,6 +94,8 @@ pub(crate) struct DeltaWriter {
     last_len: usize,
     /// The small state's bytes, reused from one checkpoint to the next.
     head: Vec<u8>,
+    /// A thread operation's ids as runs, likewise.
+    runs: Runs,
 }
 
 /// How many of the run thread's last messages a message is looked for
@@ -134,7 +109,7 @@ struct Out<'a> {
     /// Each thread's operation, the thread named by its place in `written`.
     threads: Vec<(PathAt, OpRef<'a>)>,
     /// Each thread's workflow state, likewise.
-    states: Vec<(PathAt, StateRef<'a>)>,
+    states: Vec<(PathAt, StateAt<'a>)>,
     /// The run thread's last messages, once it is written: all stored.
     tail: &'a [Arc<Message>],
     /// What the last checkpoint wrote of the threads not walked yet.
@@ -213,7 +188,7 @@ impl DeltaWriter {
             },
             head: &self.head,
         }
-        .write(&mut bytes)?;
+        .write(&mut bytes, &mut self.runs)?;
         self.has_base = true;
         self.last_len = bytes.len();
         if delta {
@@ -299,7 +274,13 @@ impl DeltaWriter {
                     out.messages.push(m);
                 }
             }
-            out.states.push((PathAt::Walked(at), state));
+            out.states.push((
+                PathAt::Walked(at),
+                StateAt {
+                    state,
+                    thread: messages,
+                },
+            ));
         }
     }
 
@@ -347,76 +328,15 @@ fn nanos_since_epoch(t: SystemTime) -> u64 {
         .unwrap_or(0)
 }
 
-/// The [`Snapshot`] a folded chain holds; an error says what is missing
-/// or damaged.
-pub(crate) fn restore(folded: &Folded) -> Result<Snapshot, String> {
-    let head: Head = codec::decode(&folded.head).map_err(|e| format!("small state: {e}"))?;
-    let message = |id: &MessageId| {
-        folded
-            .message(id)
-            .cloned()
-            .ok_or_else(|| format!("message {id} is not stored in the chain"))
-    };
-    // Paths sort parents first: put children in from the deepest up.
-    let mut threads: Vec<(ThreadPath, Thread)> = Vec::with_capacity(folded.threads.len());
-    for (path, ids) in &folded.threads {
-        let mut t = Thread::new();
-        for id in ids {
-            t.push_shared(message(id)?);
-        }
-        threads.push((path.clone(), t));
-    }
-    let mut root = None;
-    while let Some((mut path, t)) = threads.pop() {
-        let Some(name) = path.pop() else {
-            root = Some(t);
-            break;
-        };
-        let parent = threads
-            .iter_mut()
-            .rev()
-            .find(|(p, _)| *p == path)
-            .ok_or_else(|| format!("thread {path:?}/{name} has no parent thread"))?;
-        parent.1.children_mut().insert(name, t);
-    }
-    let mut root = root.ok_or("no run thread")?;
-    for (path, st) in head.states {
-        let mut t = &mut root;
-        for name in &path {
-            t = t
-                .children_mut()
-                .get_mut(name)
-                .ok_or_else(|| format!("state of a missing thread {path:?}"))?;
-        }
-        let mut pending = std::collections::BTreeMap::new();
-        for (name, ids) in st.pending {
-            let waiting = ids.iter().map(message).collect::<Result<Vec<_>, _>>()?;
-            pending.insert(name, waiting);
-        }
-        *t.state_mut() = Some(WorkflowState {
-            consumed: usize::try_from(st.consumed).map_err(|e| e.to_string())?,
-            pending,
-            turns: st.turns,
-            last_speaker: st.last_speaker,
-            scheduler: st.scheduler,
-        });
-    }
-    Ok(Snapshot {
-        thread: root,
-        stop: head.stop,
-        stats: head.stats,
-        turns: head.turns,
-        last: head.last,
-        start_len: usize::try_from(head.start_len).map_err(|e| e.to_string())?,
-        started_at: SystemTime::UNIX_EPOCH + Duration::from_nanos(head.started_at_ns),
-        status: head.status,
-    })
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
-    use crate::store::ChainPayload;
+    use crate::codec;
+    use crate::stats::RunStats;
+    use crate::store::{ChainPayload, Folded};
+    use crate::thread::WorkflowState;
 
     fn counters(stats: &RunStats) -> Counters<'_> {
         Counters {
@@ -431,15 +351,18 @@ mod tests {
     }
 
     /// The writer's borrowed payloads are the bytes `ChainPayload` writes
-    /// for what they hold (format 5, unchanged), whole, appended to,
+    /// for what they hold, whole, appended to,
     /// replaced and with a thread gone.
     #[test]
     fn borrowed_payloads_are_chain_payload_bytes() {
         let mut t = Thread::from_messages([Message::user("task"), Message::text("a", "one")]);
         let waiting = Arc::new(Message::text("b", "queued"));
+        // One inbox's message is in the thread (named by place), one is
+        // not (by id).
+        let task = t.messages()[0].clone();
         *t.state_mut() = Some(WorkflowState {
             consumed: 2,
-            pending: [("b".to_string(), vec![waiting.clone()])].into(),
+            pending: [("b".to_string(), vec![task, waiting.clone()])].into(),
             ..WorkflowState::default()
         });
         let kids = t.children_mut();
@@ -451,9 +374,9 @@ mod tests {
             .insert("inner".into(), Thread::from_messages([Message::user("z")]));
         let mut writer = DeltaWriter::default();
         let same_bytes = |bytes: &[u8], delta: bool| {
-            let (d, payload) = ChainPayload::decode(bytes).unwrap();
+            let (d, payload) = ChainPayload::decode(bytes, codec::FORMAT_VERSION).unwrap();
             assert_eq!(d, delta);
-            assert_eq!(payload.encode(delta).unwrap(), bytes);
+            assert_eq!(payload.encode(delta, codec::FORMAT_VERSION).unwrap(), bytes);
             payload
         };
         let (first, delta) = writer
@@ -505,10 +428,11 @@ mod tests {
 
         let mut folded = Folded::default();
         for bytes in [&first, &second] {
-            let (d, payload) = ChainPayload::decode(bytes).unwrap();
+            let (d, payload) = ChainPayload::decode(bytes, codec::FORMAT_VERSION).unwrap();
             folded.apply(d, payload);
         }
-        let back = restore(&folded).unwrap();
+        let back =
+            crate::workflow::snapshot_restore::restore(&folded, codec::FORMAT_VERSION).unwrap();
         assert_eq!(back.thread, t);
     }
 }

@@ -10,16 +10,12 @@ use serde::ser::{Error as _, SerializeMap, SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 
 use super::scheduler_state::SchedulerState;
-use super::snapshot_refs::{IdsOf, PathAt, StateRef, StateView, StatsRef, WithPaths};
+use super::snapshot_refs::{
+    IdRef, PathAt, REF_WINDOW, StateAt, StateRef, StateView, StatsRef, WithPaths,
+};
 use crate::message::Message;
 use crate::stats::{AgentStats, RunStats};
 use crate::thread::WorkflowState;
-
-impl<T: Borrow<Arc<Message>>> Serialize for IdsOf<'_, T> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(|m| m.borrow().id))
-    }
-}
 
 impl<T: Serialize, W> Serialize for WithPaths<'_, T, W> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -38,31 +34,64 @@ impl<T: Serialize, W> Serialize for WithPaths<'_, T, W> {
     }
 }
 
-/// One inbox's contents by id, written as `(String, Vec<MessageId>)`.
-type Inbox<'a, T> = (&'a str, IdsOf<'a, T>);
+/// One inbox's contents, written as `(String, Vec<IdRef>)`.
+type Inbox<'a> = (&'a str, Vec<IdRef>);
 
-impl Serialize for StateRef<'_> {
+/// [`snapshot_refs::refs`](super::snapshot_refs::refs) the plain way: for
+/// each waiting message, the place after the last one found if it holds
+/// it, else the last place among the thread's last `REF_WINDOW` that
+/// does (searched from the front), else its id.
+fn plain_refs<T: Borrow<Arc<Message>>>(waiting: &[T], thread: &[Arc<Message>]) -> Vec<IdRef> {
+    let mut out = Vec::new();
+    let mut next: Option<usize> = None;
+    for m in waiting {
+        let id = m.borrow().id;
+        let mut at = None;
+        if let Some(n) = next
+            && n < thread.len()
+            && thread[n].id == id
+        {
+            at = Some(n);
+        }
+        if at.is_none() {
+            for (i, t) in thread.iter().enumerate() {
+                if i + REF_WINDOW >= thread.len() && t.id == id {
+                    at = Some(i);
+                }
+            }
+        }
+        next = at.map(|i| i + 1);
+        out.push(match at {
+            Some(i) => IdRef::Back((thread.len() - 1 - i) as u64),
+            None => IdRef::Id(id),
+        });
+    }
+    out
+}
+
+impl Serialize for StateAt<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let (consumed, turns, last_speaker, scheduler) = match *self {
+        let thread = self.thread;
+        let (consumed, turns, last_speaker, scheduler) = match self.state {
             StateRef::Whole(w) => (w.consumed, w.turns, &w.last_speaker, &w.scheduler),
             StateRef::Parts(v) => (v.consumed, v.turns, v.last_speaker, v.scheduler),
         };
         let mut st = s.serialize_struct("StateRef", 5)?;
         st.serialize_field("consumed", &(consumed as u64))?;
-        match *self {
+        match self.state {
             StateRef::Whole(w) => st.serialize_field(
                 "pending",
                 &Pending(|| {
                     w.pending
                         .iter()
-                        .map(|(n, ids)| -> Inbox<'_, Arc<Message>> { (n.as_str(), IdsOf(ids)) })
+                        .map(|(n, ids)| -> Inbox<'_> { (n.as_str(), plain_refs(ids, thread)) })
                 }),
             )?,
             StateRef::Parts(v) => st.serialize_field(
                 "pending",
                 &Pending(|| {
-                    v.pending.iter().map(|(n, r)| -> Inbox<'_, &Arc<Message>> {
-                        (n, IdsOf(&v.waiting[r.clone()]))
+                    v.pending.iter().map(|(n, r)| -> Inbox<'_> {
+                        (n, plain_refs(&v.waiting[r.clone()], thread))
                     })
                 }),
             )?,
@@ -170,7 +199,15 @@ fn a_state_in_parts_writes_the_state_put_together() {
         scheduler: &scheduler,
     };
     let (w, p) = (StateRef::Whole(&whole), StateRef::Parts(&parts));
-    assert_eq!(codec::encode(&w).unwrap(), codec::encode(&p).unwrap());
+    let thread = [two.clone(), m("other"), one.clone(), three.clone()];
+    let at = |state| StateAt {
+        state,
+        thread: &thread,
+    };
+    assert_eq!(
+        codec::encode(&at(w)).unwrap(),
+        codec::encode(&at(p)).unwrap()
+    );
     let ids = |s: StateRef<'_>| s.waiting().map(|m| m.id).collect::<Vec<_>>();
     assert_eq!(ids(w), ids(p));
     assert_eq!(ids(p), [one.id, two.id, three.id]);
@@ -221,12 +258,49 @@ fn the_small_state_written_by_hand_is_what_serde_writes() {
         (Vec::new(), ()),
         (vec!["team".to_string(), "é".repeat(200)], ()),
     ];
+    // The run thread holds `small` and `mid` (named by place, `mid` right
+    // after `small`); the child's holds `small` 252 places before its last
+    // (a three-byte place) and `large` before its last 256 (named by id),
+    // the gone thread's nothing.
+    let filler = |n: usize| (0..n).map(|i| with_id(1_000 + i as u128, "f"));
+    let run_thread: Vec<Arc<Message>> = filler(3)
+        .chain([small.clone(), mid.clone()])
+        .chain(filler(2))
+        .collect();
+    let child_thread: Vec<Arc<Message>> = std::iter::once(large.clone())
+        .chain(filler(REF_WINDOW))
+        .chain([small.clone()])
+        .chain(filler(252))
+        .collect();
+    assert_eq!(
+        plain_refs(&[&small, &mid, &large], &run_thread),
+        [IdRef::Back(3), IdRef::Back(2), IdRef::Id(large.id)]
+    );
+    assert_eq!(
+        plain_refs(&[&large, &small], &child_thread),
+        [IdRef::Id(large.id), IdRef::Back(252)]
+    );
     let states = [
-        (PathAt::Walked(0), StateRef::Parts(&root)),
-        (PathAt::Walked(1), StateRef::Whole(&child)),
+        (
+            PathAt::Walked(0),
+            StateAt {
+                state: StateRef::Parts(&root),
+                thread: &run_thread,
+            },
+        ),
+        (
+            PathAt::Walked(1),
+            StateAt {
+                state: StateRef::Whole(&child),
+                thread: &child_thread,
+            },
+        ),
         (
             PathAt::Gone(vec!["gone".to_string()]),
-            StateRef::Whole(&child),
+            StateAt {
+                state: StateRef::Whole(&child),
+                thread: &[],
+            },
         ),
     ];
     let mut base = RunStats::default();

@@ -1,33 +1,36 @@
-//! What a checkpoint writes, as borrowed views: the bytes of format 5's
+//! What a checkpoint writes, as borrowed views: the bytes of a chained
 //! payload (`store/delta.rs`) and of its small state, written straight
 //! from the run's own state — no inbox, statistics or state copied into
 //! a value first only to be serialized and dropped.
 //!
 //! Each view writes exactly what serializing the owned type it stands for
-//! writes (a `StateRef` a `WorkflowState` with its inbox contents by id, a
-//! `StatsRef` a `RunStats`, an `OpRef` a `ThreadOp`), the hot parts by hand
-//! (`codec::raw`); `snapshot_oracle` (tests) and `snapshot_delta`'s tests
-//! hold them to it.
+//! writes (a `StateAt` a `WorkflowState` with its inbox contents as
+//! [`IdRef`]s, a `StatsRef` a `RunStats`, an `OpRef` a `ThreadOp`), the
+//! hot parts by hand (`codec::raw`); `snapshot_oracle` (tests) and
+//! `snapshot_delta`'s tests hold them to it.
 
 use std::borrow::Borrow;
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
+use serde::Deserialize;
 #[cfg(test)]
 use serde::Serialize;
 
 use super::result::RunStatus;
 use super::scheduler_state::SchedulerState;
 use crate::codec::{self, CodecError, raw};
-use crate::message::{Content, Message, MessageId};
+use std::collections::HashMap;
+
+use crate::message::{Content, IdHash, Message, MessageId};
 use crate::stats::{AgentStats, RunStats};
 use crate::stop::TrackerState;
-use crate::store::ThreadPath;
+use crate::store::{Runs, ThreadPath};
 use crate::thread::WorkflowState;
 
-/// The ids of some messages, written as a `Vec<MessageId>` is, without
-/// making one.
+/// The messages a thread operation names (written as `IdRun`s, see
+/// `store/delta.rs`).
 pub(super) struct IdsOf<'a, T>(pub(super) &'a [T]);
 
 /// A thread's path as the writer walks it: names borrowed from the tree.
@@ -65,32 +68,78 @@ pub(super) struct PayloadRef<'r, 'a, W> {
 }
 
 impl<W> PayloadRef<'_, '_, W> {
-    /// Appends what serializing the `ChainPayload` it stands for writes,
-    /// by hand: the messages (see [`write_message`]), the thread
-    /// operations and the small state as one byte string.
-    pub(super) fn write(&self, out: &mut Vec<u8>) -> Result<(), CodecError> {
+    /// Appends what `ChainPayload::encode` writes in the current format
+    /// for the payload it stands for, by hand: the messages (see [`write_message`]), the thread
+    /// operations (their ids made into runs in `runs`, reused from one
+    /// payload to the next) and the small state as one byte string.
+    pub(super) fn write(&self, out: &mut Vec<u8>, runs: &mut Runs) -> Result<(), CodecError> {
         raw::len(out, self.messages.len());
         for m in self.messages {
             write_message(out, m)?;
         }
         raw::len(out, self.threads.items.len());
+        let mut places = Places {
+            messages: self.messages,
+            next: 0,
+            map: None,
+        };
         for (at, op) in self.threads.items {
             write_path(out, at, self.threads.walked)?;
-            // The variants' indices of `ThreadOp`.
-            match op {
-                OpRef::Append(ids) => {
-                    raw::variant(out, 0);
-                    write_ids(out, ids.0);
+            // The variants' indices of `ThreadOp`, its ids as `IdRun`s.
+            let (variant, ids) = match op {
+                OpRef::Append(ids) => (0, ids.0),
+                OpRef::Replace(ids) => (1, ids.0),
+                OpRef::Remove => {
+                    raw::variant(out, 2);
+                    continue;
                 }
-                OpRef::Replace(ids) => {
-                    raw::variant(out, 1);
-                    write_ids(out, ids.0);
-                }
-                OpRef::Remove => raw::variant(out, 2),
+            };
+            raw::variant(out, variant);
+            runs.clear();
+            for m in ids {
+                runs.push(m.id, places.of(m));
             }
+            runs.write(out);
         }
         raw::bytes(out, self.head);
         Ok(())
+    }
+}
+
+/// Where each of a payload's messages sits among them, for its threads'
+/// `IdRun`s (`store/delta.rs`): the place after the last one found is
+/// tried first (a thread names the payload's messages mostly in order), a
+/// few messages are searched, many looked up in a map made once.
+struct Places<'r, 'a> {
+    messages: &'r [&'a Message],
+    next: usize,
+    map: Option<HashMap<MessageId, u64, IdHash>>,
+}
+
+/// Up to how many messages a payload's are searched rather than mapped.
+const SEARCHED: usize = 16;
+
+impl Places<'_, '_> {
+    /// The place of `m` among the payload's messages, if it is one.
+    fn of(&mut self, m: &Message) -> Option<u64> {
+        let at = match self.messages.get(self.next) {
+            Some(x) if x.id == m.id => Some(self.next),
+            _ if self.messages.len() <= SEARCHED => self.messages.iter().position(|x| x.id == m.id),
+            _ => {
+                let messages = self.messages;
+                let map = self.map.get_or_insert_with(|| {
+                    let mut map =
+                        HashMap::with_capacity_and_hasher(messages.len(), IdHash::default());
+                    for (i, x) in messages.iter().enumerate() {
+                        map.entry(x.id).or_insert(i as u64);
+                    }
+                    map
+                });
+                map.get(&m.id).map(|&i| i as usize)
+            }
+        };
+        self.next = at.map_or(0, |i| i + 1);
+        at.map(|i| i as u64)
     }
 }
 
@@ -128,7 +177,7 @@ pub(super) fn write_message(out: &mut Vec<u8>, m: &Message) -> Result<(), CodecE
 #[cfg_attr(test, derive(Serialize))]
 #[cfg_attr(test, serde(bound = ""))]
 pub(super) struct HeadRef<'r, 'a, W> {
-    pub(super) states: WithPaths<'r, StateRef<'a>, W>,
+    pub(super) states: WithPaths<'r, StateAt<'a>, W>,
     pub(super) stop: &'r Option<TrackerState>,
     pub(super) stats: &'r StatsRef<'a>,
     pub(super) turns: u64,
@@ -147,7 +196,7 @@ impl<W> HeadRef<'_, '_, W> {
         raw::len(out, self.states.items.len());
         for (at, state) in self.states.items {
             write_path(out, at, self.states.walked)?;
-            state.write(out)?;
+            state.state.write(out, state.thread)?;
         }
         raw::some(out, self.stop.is_some());
         if let Some(stop) = self.stop {
@@ -195,11 +244,76 @@ fn write_path<W>(
     Ok(())
 }
 
-/// Message ids, as a sequence.
-fn write_ids<T: Borrow<Arc<Message>>>(out: &mut Vec<u8>, ids: &[T]) {
-    raw::len(out, ids.len());
-    for m in ids {
-        raw::u128(out, m.borrow().id.0);
+/// A thread's workflow state with the messages of its thread, which its
+/// inbox contents are written against (see [`IdRef`]).
+#[derive(Clone, Copy)]
+pub(super) struct StateAt<'a> {
+    pub(super) state: StateRef<'a>,
+    pub(super) thread: &'a [Arc<Message>],
+}
+
+/// A message waiting in an inbox, in a small state from format 6 on: where
+/// it sits in the thread whose state it is, counted back from that
+/// thread's last message (`Back(0)` is the last), or its id when it is not
+/// among the thread's last [`REF_WINDOW`] messages. Nearly every waiting
+/// message was just added to the thread: two bytes instead of seventeen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(test, derive(Serialize))]
+pub(super) enum IdRef {
+    /// The message this many places before the thread's last.
+    Back(u64),
+    /// The message with this id.
+    Id(MessageId),
+}
+
+/// How far back from a thread's end an inbox's message is looked for.
+pub(super) const REF_WINDOW: usize = 256;
+
+/// Each of `waiting`, in order, as the [`IdRef`] into `thread` that names
+/// it: the place after the last one found when it holds the same message
+/// (an inbox's messages mostly follow each other in the thread), else
+/// the last place among the thread's last [`REF_WINDOW`] that does, else
+/// its id.
+pub(super) fn refs<'t, T: Borrow<Arc<Message>>>(
+    waiting: &'t [T],
+    thread: &'t [Arc<Message>],
+) -> impl Iterator<Item = IdRef> + 't {
+    let len = thread.len();
+    let window = len.saturating_sub(REF_WINDOW);
+    let mut next = None::<usize>;
+    waiting.iter().map(move |m| {
+        let id = m.borrow().id;
+        let at = next
+            .filter(|&i| thread.get(i).is_some_and(|t| t.id == id))
+            .or_else(|| {
+                thread
+                    .get(window..)
+                    .and_then(|tail| tail.iter().rposition(|t| t.id == id))
+                    .map(|i| window + i)
+            });
+        next = at.map(|i| i + 1);
+        match at {
+            Some(i) => IdRef::Back((len - 1 - i) as u64),
+            None => IdRef::Id(id),
+        }
+    })
+}
+
+/// An inbox's messages as [`IdRef`]s into `thread`, as a sequence.
+fn write_refs<T: Borrow<Arc<Message>>>(out: &mut Vec<u8>, waiting: &[T], thread: &[Arc<Message>]) {
+    raw::len(out, waiting.len());
+    for r in refs(waiting, thread) {
+        // The variants' indices of `IdRef`.
+        match r {
+            IdRef::Back(back) => {
+                raw::variant(out, 0);
+                raw::u64(out, back);
+            }
+            IdRef::Id(id) => {
+                raw::variant(out, 1);
+                raw::u128(out, id.0);
+            }
+        }
     }
 }
 
@@ -274,8 +388,10 @@ impl<'a> StateRef<'a> {
 }
 
 impl StateRef<'_> {
-    /// Appends what serializing it writes (see [`HeadRef::write`]).
-    fn write(&self, out: &mut Vec<u8>) -> Result<(), CodecError> {
+    /// Appends what serializing it writes (see [`HeadRef::write`]), each
+    /// inbox's messages as [`IdRef`]s into `thread`, the messages of the
+    /// thread whose state it is.
+    fn write(&self, out: &mut Vec<u8>, thread: &[Arc<Message>]) -> Result<(), CodecError> {
         let (consumed, turns, last_speaker, scheduler) = match *self {
             StateRef::Whole(w) => (w.consumed, w.turns, &w.last_speaker, &w.scheduler),
             StateRef::Parts(v) => (v.consumed, v.turns, v.last_speaker, v.scheduler),
@@ -286,14 +402,18 @@ impl StateRef<'_> {
                 raw::len(out, w.pending.len());
                 for (name, waiting) in &w.pending {
                     raw::str(out, name);
-                    write_ids(out, waiting);
+                    write_refs(out, waiting, thread);
                 }
             }
             StateRef::Parts(v) => {
                 raw::len(out, v.pending.len());
                 for (name, range) in &v.pending {
                     raw::str(out, name);
-                    write_ids(out, v.waiting.get(range.clone()).unwrap_or_default());
+                    write_refs(
+                        out,
+                        v.waiting.get(range.clone()).unwrap_or_default(),
+                        thread,
+                    );
                 }
             }
         }
