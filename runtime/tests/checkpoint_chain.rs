@@ -388,7 +388,7 @@ async fn a_run_checkpointed_by_format_4_resumes() {
     .await
     .unwrap();
     assert_eq!(content(&r.thread), expected);
-    // The resumed run wrote format 5 after them, in the log.
+    // The resumed run wrote the current format after them, in the log.
     let now = store.list("v4-run").await.unwrap();
     assert!(now.len() > 3);
     assert!(now[3..].iter().all(|m| m.format_version == CURRENT_FORMAT));
