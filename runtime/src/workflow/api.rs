@@ -13,7 +13,7 @@ use super::answer;
 use super::progress::Progress;
 use super::request::InputRequest;
 use super::result::{RunResult, RunStatus, RunStream};
-use super::run::{RunActor, RunArgs};
+use super::run::{RunActor, RunArgs, RunTask};
 use super::snapshot::{self, Resumed};
 use super::spec::Spec;
 use crate::agent::{Agent, AgentError, Reply};
@@ -274,12 +274,23 @@ impl Workflow {
             progress,
             span,
         };
-        // Boxed: spawning's future is large and over at once, and a run's
-        // caller holds this future for the whole run — thousands of them
-        // when as many runs wait on their models at once.
-        let spawned = Box::pin(Actor::spawn(None, RunActor, args)).await;
+        // A workflow sharing its actors runs a plain task as the run's
+        // supervisor; one that keeps none, a ractor actor its own actors
+        // link to (see `RunAddr`).
+        let spawned = if self.spec.pool.is_some() {
+            RunTask::start(args).map(|task| {
+                tokio::spawn(task.run());
+            })
+        } else {
+            // Boxed: spawning's future is large and over at once, and a
+            // run's caller holds this future for the whole run.
+            Box::pin(Actor::spawn(None, RunActor, args))
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
         let result = match spawned {
-            Ok(_) => rx.await.unwrap_or_else(|_| {
+            Ok(()) => rx.await.unwrap_or_else(|_| {
                 Err(RunError::Runtime {
                     workflow: run_path,
                     reason: "the run's supervisor stopped without a result".into(),

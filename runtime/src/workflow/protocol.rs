@@ -5,12 +5,13 @@
 //! an agent actor a thread for a turn ([`AgentMsg::Turn`]), and the turn's
 //! end comes back as [`RunMsg::TurnDone`] (a nested run's progress on the
 //! way as [`RunMsg::Progress`]); everything else the supervisor hears is
-//! timers and its watcher.
+//! timers and its watcher, all through its [`RunAddr`].
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use ractor::ActorRef;
+use futures::channel::mpsc;
+use ractor::{ActorCell, ActorRef};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -64,6 +65,74 @@ pub(crate) enum RunMsg {
 
 crate::local_message!(RunMsg);
 
+/// Where a run's supervisor takes its messages, in the order sent.
+///
+/// A run of a workflow that shares its agent actors between its runs (the
+/// default) supervises nothing but its turns, whose tickets report every
+/// end ([`TurnTicket`]): its supervisor is a plain task reading a mailbox
+/// (`Task`), a few hundred bytes where a ractor actor's four channels,
+/// task and handler are ~12 KiB — what thousands of runs waiting on their
+/// models at once hold. A run of a workflow that keeps no actors spawns
+/// its own, linked to it: its supervisor is a ractor actor (`Actor`),
+/// told when one of them fails.
+#[derive(Clone)]
+pub(crate) enum RunAddr {
+    /// A supervisor actor.
+    Actor(ActorRef<RunMsg>),
+    /// A supervisor task's mailbox.
+    Task(mpsc::UnboundedSender<RunMsg>),
+}
+
+impl RunAddr {
+    /// Sends `msg`; `false` when the run is over (nobody reads it).
+    pub(crate) fn send(&self, msg: RunMsg) -> bool {
+        match self {
+            RunAddr::Actor(a) => a.cast(msg).is_ok(),
+            RunAddr::Task(tx) => tx.unbounded_send(msg).is_ok(),
+        }
+    }
+
+    /// Sends what `make` makes after `delay` (if the run is still there).
+    pub(crate) fn send_after(
+        &self,
+        delay: Duration,
+        make: impl FnOnce() -> RunMsg + Send + 'static,
+    ) {
+        match self {
+            RunAddr::Actor(a) => {
+                a.send_after(delay, make);
+            }
+            RunAddr::Task(tx) => {
+                let tx = tx.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(delay).await;
+                    let _ = tx.unbounded_send(make());
+                });
+            }
+        }
+    }
+
+    /// The supervisor actor's cell, to link actors to: `None` for a task.
+    pub(crate) fn cell(&self) -> Option<ActorCell> {
+        match self {
+            RunAddr::Actor(a) => Some(a.get_cell()),
+            RunAddr::Task(_) => None,
+        }
+    }
+
+    /// Ends the supervisor: an actor stops with its linked actors; a
+    /// task's mailbox closes (late news is dropped where it is sent).
+    pub(crate) fn stop(&self) {
+        match self {
+            RunAddr::Actor(a) => {
+                a.stop_children(None);
+                a.stop(None);
+            }
+            RunAddr::Task(tx) => tx.close_channel(),
+        }
+    }
+}
+
 /// How a turn ended.
 pub(crate) enum TurnOutcome {
     /// The agent replied. Boxed: a reply is large, and it stays where it is
@@ -89,7 +158,7 @@ pub(crate) enum TurnOutcome {
 /// (an actor a workflow shares between its runs).
 pub(crate) struct TurnTicket {
     /// Where the turn's end goes.
-    run: ActorRef<RunMsg>,
+    run: RunAddr,
     /// The participant's index in the run.
     index: usize,
     /// When the actor took the turn in (`None`: not yet).
@@ -98,7 +167,7 @@ pub(crate) struct TurnTicket {
 
 impl TurnTicket {
     /// The ticket of participant `index`'s turn in run `run`.
-    pub(crate) fn new(run: ActorRef<RunMsg>, index: usize) -> Self {
+    pub(crate) fn new(run: RunAddr, index: usize) -> Self {
         TurnTicket {
             run,
             index,
@@ -119,7 +188,7 @@ impl TurnTicket {
 
     fn send(&mut self, outcome: TurnOutcome) {
         let elapsed = self.started.map(|s| s.elapsed()).unwrap_or_default();
-        let _ = self.run.cast(RunMsg::TurnDone {
+        self.run.send(RunMsg::TurnDone {
             index: self.index,
             outcome,
             elapsed,

@@ -5,8 +5,6 @@
 
 use std::sync::Arc;
 
-use ractor::ActorRef;
-
 use super::RunState;
 use super::phase::Phase;
 use super::slots::Scheduling;
@@ -15,7 +13,7 @@ use crate::event::{Event, FinalStatus};
 use crate::graph::cursor::Cursor;
 use crate::stop::StopTracker;
 use crate::thread::Thread;
-use crate::workflow::protocol::RunMsg;
+use crate::workflow::protocol::RunAddr;
 use crate::workflow::result::RunStatus;
 use crate::workflow::scheduler_state::RunCounters;
 use crate::workflow::snapshot_delta::{Counters, TreeView};
@@ -156,7 +154,7 @@ impl RunState {
 
     /// Hands back the result, saves the last checkpoint and stops the run's
     /// actors.
-    pub(super) async fn finish(&mut self, myself: &ActorRef<RunMsg>) {
+    pub(super) async fn finish(&mut self, myself: &RunAddr) {
         let Some(reply) = self.reply.take() else {
             return;
         };
@@ -245,7 +243,6 @@ impl RunState {
         if !failed {
             self.parts.keep_idle_actors(myself);
         }
-        myself.stop_children(None);
-        myself.stop(None);
+        myself.stop();
     }
 }

@@ -38,6 +38,8 @@ mod watcher;
 
 use std::sync::Arc;
 
+use futures::StreamExt;
+use futures::channel::mpsc;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
 
@@ -51,7 +53,7 @@ use self::tally::Tally;
 use self::wake::Wake;
 use self::watcher::Watcher;
 use super::progress::Progress;
-use super::protocol::RunMsg;
+use super::protocol::{RunAddr, RunMsg};
 use super::result::{RunResult, RunStatus};
 use super::snapshot::Resumed;
 use super::spec::Spec;
@@ -119,7 +121,7 @@ impl Actor for RunActor {
         myself: ActorRef<RunMsg>,
         args: RunArgs,
     ) -> Result<RunState, ActorProcessingErr> {
-        Ok(RunState::start(myself, args)?)
+        Ok(RunState::start(RunAddr::Actor(myself), args)?)
     }
 
     async fn post_start(
@@ -127,7 +129,7 @@ impl Actor for RunActor {
         myself: ActorRef<RunMsg>,
         state: &mut RunState,
     ) -> Result<(), ActorProcessingErr> {
-        state.drive(&myself).await;
+        state.drive(&RunAddr::Actor(myself)).await;
         Ok(())
     }
 
@@ -140,6 +142,7 @@ impl Actor for RunActor {
         if state.reply.is_none() {
             return Ok(()); // finished; late news changes nothing
         }
+        let myself = RunAddr::Actor(myself);
         // Taken in before the drive: the handler future does not hold
         // the message while the drive awaits.
         state.take_in(message, &myself);
@@ -162,6 +165,7 @@ impl Actor for RunActor {
             _ => return Ok(()),
         };
         if let Some(index) = state.parts.actor_gone(cell.get_id()) {
+            let myself = RunAddr::Actor(myself);
             state.actor_lost(index, failure, &myself);
             state.drive(&myself).await;
         }
@@ -169,10 +173,55 @@ impl Actor for RunActor {
     }
 }
 
+/// A run's supervisor as a plain task (see [`RunAddr`]): the same state
+/// and steps as [`RunActor`], its messages from a mailbox. For workflows
+/// that share their agent actors between runs, whose runs link no actor
+/// to themselves.
+pub(crate) struct RunTask {
+    /// Boxed: an `async fn` keeps its argument and the local it is moved
+    /// into side by side, and this is most of a waiting run's bytes.
+    state: Box<RunState>,
+    addr: RunAddr,
+    mailbox: mpsc::UnboundedReceiver<RunMsg>,
+}
+
+impl RunTask {
+    /// Sets the run up (as [`RunActor`]'s start does); an error says why
+    /// it cannot start.
+    pub(crate) fn start(args: RunArgs) -> Result<Self, String> {
+        let (tx, mailbox) = mpsc::unbounded();
+        let addr = RunAddr::Task(tx);
+        let state = Box::new(RunState::start(addr.clone(), args)?);
+        Ok(RunTask {
+            state,
+            addr,
+            mailbox,
+        })
+    }
+
+    /// Drives the run to its end: a drive at the start, then one after
+    /// each message taken in, until the result is sent.
+    pub(crate) async fn run(mut self) {
+        let RunTask {
+            state,
+            addr,
+            mailbox,
+        } = &mut self;
+        state.drive(addr).await;
+        while state.reply.is_some() {
+            let Some(message) = mailbox.next().await else {
+                break;
+            };
+            state.take_in(message, addr);
+            state.drive(addr).await;
+        }
+    }
+}
+
 impl RunState {
     /// Takes in one message: a turn's end, a nested run's progress, a
     /// wake-up, a retry's end of backoff, or news from the watcher.
-    fn take_in(&mut self, message: RunMsg, myself: &ActorRef<RunMsg>) {
+    fn take_in(&mut self, message: RunMsg, myself: &RunAddr) {
         match message {
             RunMsg::TurnDone {
                 index,

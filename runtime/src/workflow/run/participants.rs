@@ -15,7 +15,7 @@ use crate::stats::Meter;
 use crate::thread::Thread;
 use crate::workflow::agent_actor::{AgentActor, AgentArgs};
 use crate::workflow::progress::Progress;
-use crate::workflow::protocol::{AgentMsg, RunMsg, TurnTicket};
+use crate::workflow::protocol::{AgentMsg, RunAddr, RunMsg, TurnTicket};
 use crate::workflow::spec::Spec;
 
 /// Where one participant's turn stands.
@@ -254,7 +254,7 @@ impl Participants {
         &mut self,
         i: usize,
         thread: Arc<Thread>,
-        run: &ActorRef<RunMsg>,
+        run: &RunAddr,
         state: &StateSnapshot,
         parent: &tracing::Span,
     ) -> AgentMsg {
@@ -272,7 +272,7 @@ impl Participants {
             part.ctx
                 .with_progress(Progress::new(&thread, move |thread| {
                     // The run may be over; then nobody needs the report.
-                    let _ = run.cast(RunMsg::Progress {
+                    run.send(RunMsg::Progress {
                         index: i,
                         seq,
                         thread: Box::new(thread),
@@ -296,7 +296,7 @@ impl Participants {
     pub(super) async fn actor_for(
         &mut self,
         i: usize,
-        myself: &ActorRef<RunMsg>,
+        myself: &RunAddr,
     ) -> Result<ActorRef<AgentMsg>, String> {
         if let Some(a) = &self.parts[i].actor {
             return Ok(a.clone());
@@ -315,14 +315,13 @@ impl Participants {
                     // Shared: it outlives this run, which supervises its
                     // turns through their tickets.
                     Some(_) => Box::pin(Actor::spawn(None, AgentActor, args)).await,
+                    // Its own, linked to the run's supervisor actor (a
+                    // run that keeps no actors has one, see `RunAddr`).
                     None => {
-                        Box::pin(Actor::spawn_linked(
-                            None,
-                            AgentActor,
-                            args,
-                            myself.get_cell(),
-                        ))
-                        .await
+                        let Some(supervisor) = myself.cell() else {
+                            return Err("its run has no supervisor actor to link it to".into());
+                        };
+                        Box::pin(Actor::spawn_linked(None, AgentActor, args, supervisor)).await
                     }
                 }
                 .map_err(|e| format!("cannot start its actor: {e}"))?;
@@ -361,7 +360,7 @@ impl Participants {
     /// Lets go of the participants' actors as run `_run` ends: shared ones
     /// serve the workflow's other runs on; the run's own, linked to it,
     /// stop with it.
-    pub(super) fn keep_idle_actors(&mut self, _run: &ActorRef<RunMsg>) {
+    pub(super) fn keep_idle_actors(&mut self, _run: &RunAddr) {
         for part in &mut self.parts {
             part.actor = None;
         }

@@ -2,7 +2,6 @@
 //! by inbox readiness without a graph, by supersteps or by dataflow with
 //! one — and the run's end once nothing is left in flight.
 
-use ractor::ActorRef;
 use troupe_router::Readiness;
 
 use super::RunState;
@@ -10,13 +9,13 @@ use super::graph_run::Barrier;
 use super::phase::Failure;
 use crate::event::Event;
 use crate::graph::Scheduler;
-use crate::workflow::protocol::RunMsg;
+use crate::workflow::protocol::RunAddr;
 use crate::workflow::result::RunStatus;
 
 impl RunState {
     /// Starts every turn that can start, and finishes the run when nothing
     /// is left to do.
-    pub(super) async fn drive(&mut self, myself: &ActorRef<RunMsg>) {
+    pub(super) async fn drive(&mut self, myself: &RunAddr) {
         if self.reply.is_none() {
             return;
         }
@@ -53,7 +52,7 @@ impl RunState {
     /// Without a graph: every participant whose inbox holds a full batch
     /// runs (up to the concurrency limit); when nothing runs, partial
     /// batches wait for their max wait or are flushed.
-    async fn drive_router(&mut self, myself: &ActorRef<RunMsg>) {
+    async fn drive_router(&mut self, myself: &RunAddr) {
         let limit = self.spec.max_concurrency.unwrap_or(usize::MAX);
         while self.in_flight() < limit {
             let Some(i) = self.inboxes.pop_dirty() else {
@@ -88,7 +87,7 @@ impl RunState {
     /// A graph in supersteps: once every turn of the open superstep is
     /// done, its replies are applied in node order (or, interrupted, it is
     /// undone), a checkpoint is taken, and the next superstep starts.
-    async fn drive_supersteps(&mut self, limit: Option<u64>, myself: &ActorRef<RunMsg>) {
+    async fn drive_supersteps(&mut self, limit: Option<u64>, myself: &RunAddr) {
         // The router's readiness does not schedule a graph.
         self.inboxes.clear_dirty();
         if self.in_flight() > 0 {
@@ -151,7 +150,7 @@ impl RunState {
 
     /// A graph in dataflow: every activated node not already running
     /// starts, up to the concurrency limit, without waiting for others.
-    async fn drive_dataflow(&mut self, myself: &ActorRef<RunMsg>) {
+    async fn drive_dataflow(&mut self, myself: &RunAddr) {
         self.inboxes.clear_dirty();
         if !self.phase.is_running() {
             return;

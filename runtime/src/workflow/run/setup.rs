@@ -5,8 +5,6 @@
 
 use std::sync::Arc;
 
-use ractor::ActorRef;
-
 use super::checkpoints::Checkpointer;
 use super::graph_run::GraphRun;
 use super::inboxes::Inboxes;
@@ -22,7 +20,7 @@ use crate::message::{Message, MessageId};
 use crate::state::StateSnapshot;
 use crate::stop::{StopTracker, Trigger};
 use crate::workflow::answer;
-use crate::workflow::protocol::RunMsg;
+use crate::workflow::protocol::RunAddr;
 use crate::workflow::result::RunStatus;
 use crate::workflow::scheduler_state::RunCounters;
 
@@ -32,7 +30,7 @@ type Answer = (usize, Arc<Message>);
 impl RunState {
     /// The state of a run starting from `args`, its input taken in and its
     /// watcher watching for `myself`.
-    pub(super) fn start(myself: ActorRef<RunMsg>, args: RunArgs) -> Result<Self, String> {
+    pub(super) fn start(myself: RunAddr, args: RunArgs) -> Result<Self, String> {
         let RunArgs {
             spec,
             thread,

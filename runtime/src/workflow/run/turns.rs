@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ractor::ActorRef;
 use troupe_router::Readiness;
 
 use super::RunState;
@@ -16,7 +15,7 @@ use crate::event::Event;
 use crate::graph::node_input;
 use crate::message::Message;
 use crate::stop::Trigger;
-use crate::workflow::protocol::{RunMsg, TurnOutcome};
+use crate::workflow::protocol::{RunAddr, RunMsg, TurnOutcome};
 use crate::workflow::result::RunStatus;
 
 impl RunState {
@@ -30,7 +29,7 @@ impl RunState {
 
     /// Starts participant `i`'s turn if its inbox is ready (or, with
     /// `flush`, holds anything).
-    pub(super) async fn try_start(&mut self, i: usize, flush: bool, myself: &ActorRef<RunMsg>) {
+    pub(super) async fn try_start(&mut self, i: usize, flush: bool, myself: &RunAddr) {
         if !flush {
             match self.inboxes.readiness(i, crate::clock::now()) {
                 Readiness::Ready => {}
@@ -53,7 +52,7 @@ impl RunState {
         &mut self,
         i: usize,
         batch: Vec<Arc<Message>>,
-        myself: &ActorRef<RunMsg>,
+        myself: &RunAddr,
     ) {
         let mut actor = match self.parts.actor_for(i, myself).await {
             Ok(a) => a,
@@ -125,7 +124,7 @@ impl RunState {
         index: usize,
         outcome: TurnOutcome,
         elapsed: Duration,
-        myself: &ActorRef<RunMsg>,
+        myself: &RunAddr,
     ) {
         if !self.running(index) {
             // A turn this run no longer waits for: what it spent still
@@ -244,7 +243,7 @@ impl RunState {
         index: usize,
         kind: Option<ErrorKind>,
         error: &str,
-        myself: &ActorRef<RunMsg>,
+        myself: &RunAddr,
     ) -> bool {
         if self.phase.is_failing() || self.parts.turns_cancelled() {
             return false;
@@ -289,12 +288,7 @@ impl RunState {
     /// Participant `index`'s actor went away, having `failed` with this
     /// text or stopped: a turn it had under way is retried as a panic or
     /// fails the run; an idle actor is spawned again when needed.
-    pub(super) fn actor_lost(
-        &mut self,
-        index: usize,
-        failed: Option<String>,
-        myself: &ActorRef<RunMsg>,
-    ) {
+    pub(super) fn actor_lost(&mut self, index: usize, failed: Option<String>, myself: &RunAddr) {
         if !self.busy(index) {
             return;
         }

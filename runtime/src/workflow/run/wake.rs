@@ -3,9 +3,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use ractor::ActorRef;
-
-use crate::workflow::protocol::RunMsg;
+use crate::workflow::protocol::{RunAddr, RunMsg};
 
 /// The run's one pending wake-up (the earliest asked for).
 #[derive(Default)]
@@ -21,7 +19,7 @@ pub(super) struct Wake {
 impl Wake {
     /// Asks `myself` to be woken at `at`, unless an earlier wake-up is
     /// already set.
-    pub(super) fn arm(&mut self, at: SystemTime, myself: &ActorRef<RunMsg>) {
+    pub(super) fn arm(&mut self, at: SystemTime, myself: &RunAddr) {
         if self.at.is_some_and(|w| w <= at) {
             return;
         }

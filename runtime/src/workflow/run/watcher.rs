@@ -2,12 +2,11 @@
 //! context's cancellation, graceful stop and deadline, the stop condition's timeout, an
 //! external stop handle — into messages to the run's supervisor.
 
-use ractor::ActorRef;
 use tokio::task::JoinHandle;
 
 use crate::context::RunContext;
 use crate::stop::{StopCondition, StopHandle};
-use crate::workflow::protocol::RunMsg;
+use crate::workflow::protocol::{RunAddr, RunMsg};
 
 /// The watching task of one run; it ends with the run.
 #[derive(Default)]
@@ -18,11 +17,7 @@ pub(super) struct Watcher {
 impl Watcher {
     /// Starts watching `ctx` and the timeouts and handles of `stop` for
     /// run `myself`.
-    pub(super) fn spawn(
-        ctx: &RunContext,
-        stop: Option<&StopCondition>,
-        myself: ActorRef<RunMsg>,
-    ) -> Self {
+    pub(super) fn spawn(ctx: &RunContext, stop: Option<&StopCondition>, myself: RunAddr) -> Self {
         let cancel = ctx.cancellation().clone();
         let graceful = ctx.clone();
         let timeout = stop.and_then(|s| s.shortest_timeout());
@@ -67,7 +62,7 @@ impl Watcher {
                     _ = &mut graceful, if !graceful_done => { graceful_done = true; RunMsg::GracefulStop }
                 };
                 let cancelled = matches!(msg, RunMsg::Cancel);
-                if myself.cast(msg).is_err() || cancelled {
+                if !myself.send(msg) || cancelled {
                     return;
                 }
             }
