@@ -1,0 +1,253 @@
+//! The floor of the `conc` workload (`../shared/bench/WORKLOADS.md`) for a
+//! design where every agent is an actor: K concurrent runs of a 3-agent
+//! round robin of M messages, each agent a ractor actor shared by every
+//! run that takes a turn by starting a task that waits L ms (the model
+//! call) and replies — and nothing else: no threads, no routing, no stop
+//! condition, no context, no model request. Whatever troupe does on top,
+//! its `conc` wall time cannot go below what this prints.
+//!
+//! Two supervisors per run are compared: a plain task awaiting each reply
+//! (`--run task`, as troupe's `RunTask`) and a ractor actor the replies are
+//! cast to (`--run actor`, as `RunActor`); on a current-thread runtime
+//! (`--threads 1`, as `conc_probe`) or a multi-thread one.
+//!
+//! ```text
+//! cargo run --release -p troupe-runtime --example conc_floor -- --k 10000 --run task --threads 1
+//! ```
+//!
+//! Prints one JSON line: `k`, `run`, `threads`, `wall_s`, `ideal_s`, `ratio`.
+
+use std::error::Error;
+use std::time::{Duration, Instant};
+
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+use tokio::sync::oneshot;
+
+type BoxError = Box<dyn Error + Send + Sync>;
+
+/// An agent: one actor serving every run's turns.
+struct Agent {
+    latency: Duration,
+}
+
+/// Where a turn's reply goes.
+enum ReplyTo {
+    /// A run's task, awaiting it.
+    Task(oneshot::Sender<String>),
+    /// A run's actor.
+    Actor(ActorRef<RunMsg>),
+}
+
+/// A turn over the last message.
+struct Turn {
+    text: String,
+    reply: ReplyTo,
+}
+
+// With ractor's `cluster` feature (on in troupe) a message says it stays
+// in the process.
+troupe_runtime::local_message!(Turn);
+troupe_runtime::local_message!(RunMsg);
+
+impl Actor for Agent {
+    type Msg = Turn;
+    type State = ();
+    type Arguments = ();
+
+    async fn pre_start(&self, _: ActorRef<Turn>, _: ()) -> Result<(), ActorProcessingErr> {
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        _: ActorRef<Turn>,
+        turn: Turn,
+        _: &mut (),
+    ) -> Result<(), ActorProcessingErr> {
+        // The model call runs beside the actor, as a turn does in troupe.
+        let latency = self.latency;
+        tokio::spawn(async move {
+            tokio::time::sleep(latency).await;
+            let out = format!("ok {}", turn.text.len());
+            match turn.reply {
+                ReplyTo::Task(tx) => {
+                    let _ = tx.send(out);
+                }
+                ReplyTo::Actor(run) => {
+                    let _ = run.cast(RunMsg(out));
+                }
+            }
+        });
+        Ok(())
+    }
+}
+
+/// A reply, to a run's actor.
+struct RunMsg(String);
+
+/// A run as a ractor actor.
+struct RunActor;
+
+/// A run actor's state.
+struct RunState {
+    agents: Vec<ActorRef<Turn>>,
+    messages: u64,
+    m: u64,
+    done: Option<oneshot::Sender<u64>>,
+}
+
+impl Actor for RunActor {
+    type Msg = RunMsg;
+    type State = RunState;
+    type Arguments = (Vec<ActorRef<Turn>>, u64, oneshot::Sender<u64>);
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<RunMsg>,
+        (agents, m, done): Self::Arguments,
+    ) -> Result<RunState, ActorProcessingErr> {
+        agents[0].cast(Turn {
+            text: "go".into(),
+            reply: ReplyTo::Actor(myself),
+        })?;
+        Ok(RunState {
+            agents,
+            messages: 1,
+            m,
+            done: Some(done),
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<RunMsg>,
+        RunMsg(text): RunMsg,
+        s: &mut RunState,
+    ) -> Result<(), ActorProcessingErr> {
+        s.messages += 1;
+        if s.messages >= s.m {
+            if let Some(done) = s.done.take() {
+                let _ = done.send(s.messages);
+            }
+            myself.stop(None);
+            return Ok(());
+        }
+        let next = &s.agents[(s.messages % s.agents.len() as u64) as usize];
+        next.cast(Turn {
+            text,
+            reply: ReplyTo::Actor(myself),
+        })?;
+        Ok(())
+    }
+}
+
+/// One run as a plain task: a turn, its reply awaited, the next.
+async fn run_as_task(agents: Vec<ActorRef<Turn>>, m: u64) -> Result<u64, BoxError> {
+    let mut text = "go".to_string();
+    for i in 1..m {
+        let (tx, rx) = oneshot::channel();
+        agents[(i % agents.len() as u64) as usize].cast(Turn {
+            text,
+            reply: ReplyTo::Task(tx),
+        })?;
+        text = rx.await?;
+    }
+    Ok(m)
+}
+
+/// One run as a ractor actor.
+async fn run_as_actor(agents: Vec<ActorRef<Turn>>, m: u64) -> Result<u64, BoxError> {
+    let (tx, rx) = oneshot::channel();
+    Actor::spawn(None, RunActor, (agents, m, tx)).await?;
+    Ok(rx.await?)
+}
+
+struct Args {
+    k: usize,
+    m: u64,
+    latency: Duration,
+    actor: bool,
+    threads: usize,
+}
+
+fn parse_args() -> Result<Args, BoxError> {
+    let mut parsed = Args {
+        k: 10_000,
+        m: 10,
+        latency: Duration::from_millis(20),
+        actor: false,
+        threads: 1,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--k" => parsed.k = value.replace('_', "").parse()?,
+            "--m" => parsed.m = value.parse()?,
+            "--latency-ms" => parsed.latency = Duration::from_millis(value.parse()?),
+            "--run" => parsed.actor = value == "actor",
+            "--threads" => parsed.threads = value.parse()?,
+            other => return Err(format!("unknown flag {other}").into()),
+        }
+    }
+    Ok(parsed)
+}
+
+async fn floor(args: &Args) -> Result<String, BoxError> {
+    let mut agents = Vec::new();
+    for _ in 0..3 {
+        let (agent, _) = Actor::spawn(
+            None,
+            Agent {
+                latency: args.latency,
+            },
+            (),
+        )
+        .await?;
+        agents.push(agent);
+    }
+    let started = Instant::now();
+    let mut runs = Vec::with_capacity(args.k);
+    for _ in 0..args.k {
+        let agents = agents.clone();
+        let (m, actor) = (args.m, args.actor);
+        runs.push(tokio::spawn(async move {
+            if actor {
+                run_as_actor(agents, m).await
+            } else {
+                run_as_task(agents, m).await
+            }
+        }));
+    }
+    for run in runs {
+        let messages = run.await??;
+        if messages != args.m {
+            return Err(format!("a run ended with {messages} messages").into());
+        }
+    }
+    let wall = started.elapsed().as_secs_f64();
+    let ideal = (args.m - 1) as f64 * args.latency.as_secs_f64();
+    Ok(format!(
+        "{{\"bench\":\"conc_floor\",\"k\":{},\"run\":\"{}\",\"threads\":{},\"wall_s\":{wall:.4},\"ideal_s\":{ideal},\"ratio\":{:.3}}}",
+        args.k,
+        if args.actor { "actor" } else { "task" },
+        args.threads,
+        wall / ideal
+    ))
+}
+
+fn main() -> Result<(), BoxError> {
+    let args = parse_args()?;
+    let rt = if args.threads <= 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(args.threads)
+            .enable_all()
+            .build()?
+    };
+    println!("{}", rt.block_on(floor(&args))?);
+    Ok(())
+}
