@@ -15,6 +15,11 @@
 //! - `last_checkpoint_bytes`: the payload of the run's latest checkpoint;
 //! - `thread_encoded_bytes`: the final thread encoded once with the
 //!   runtime's codec, and `written_per_thread`: bytes written over that;
+//! - `payload_bytes`: the checkpoints' payloads handed to the store, for
+//!   every store (for `file` and `sqlite` the sum of the payload lengths
+//!   the store lists after the run, which keeps them all), and
+//!   `payload_per_thread`: those over the final thread — what a store is
+//!   given, before its own layout (SQLite's WAL frames are whole pages);
 //! - `load_last_ms`: resuming the finished run from its latest checkpoint
 //!   (`Workflow::run_from_checkpoint`: `latest`, decode, set up, stop at
 //!   once), median of 5; `latest_ms` the store's `latest` alone.
@@ -217,7 +222,13 @@ pub(super) async fn ckpt(args: &Ckpt<'_>) -> Result<Value, BoxError> {
     let overhead = overheads[overheads.len() / 2] / args.n as f64;
     let bytes_written = written[written.len() / 2];
 
-    let checkpoints = stored.store.list(RUN).await?.len();
+    let metas = stored.store.list(RUN).await?;
+    let checkpoints = metas.len();
+    let payload_bytes = if args.store == "memory" {
+        bytes_written
+    } else {
+        metas.iter().map(|m| m.payload_len).sum()
+    };
     let mut latest_times = Vec::new();
     let mut last_bytes = 0;
     for _ in 0..5 {
@@ -268,6 +279,8 @@ pub(super) async fn ckpt(args: &Ckpt<'_>) -> Result<Value, BoxError> {
         "last_checkpoint_bytes": last_bytes,
         "thread_encoded_bytes": thread_encoded,
         "written_per_thread": round1(bytes_written as f64 / thread_encoded.max(1) as f64),
+        "payload_bytes": payload_bytes,
+        "payload_per_thread": (payload_bytes as f64 / thread_encoded.max(1) as f64 * 100.0).round() / 100.0,
         "latest_ms": ms(median(&mut latest_times)),
         "load_last_ms": ms(median(&mut loads)),
         "avg_message_chars": round1(
