@@ -4,8 +4,8 @@
 //! [`Thread`]s they work on, the [`Agent`] trait, and the [`Workflow`] that
 //! composes agents — and is itself an agent, so workflows nest.
 //!
-//! A workflow run is a supervisor actor (ractor); each participant is an
-//! actor linked to it. The run keeps every participant's inbox (built from
+//! A workflow run is a supervisor over one actor (ractor) per participant,
+//! shared by every run of the workflow by default. The run keeps every participant's inbox (built from
 //! a [`Router`]) and thread; when an inbox holds a full batch, the run lends
 //! the participant its thread for a turn, appends what it produced, and
 //! routes it to the inboxes that accept it. The run ends when nothing can

@@ -99,7 +99,7 @@ mod as_bytes {
 }
 
 /// The first format whose thread operations name their payload's
-/// messages by place ([`IdRun`]s) and whose small state names inbox
+/// messages by place (runs, `IdRun`) and whose small state names inbox
 /// contents by place in their thread.
 pub const ID_RUNS_VERSION: u32 = 6;
 

@@ -7,7 +7,8 @@
 //!   description its runs share;
 //! - `api`: running it (from a thread, a checkpoint, an answer) and a
 //!   workflow as an agent; `result` and `request`: what a run gives back;
-//! - `run/`: the supervisor actor of one run, split by the state it owns;
+//! - `run/`: the supervisor of one run (a task, or an actor when it links
+//!   actors of its own), split by the state it owns;
 //!   `agent_actor` and `actor_pool`: the actors hosting participants;
 //!   `protocol`: what the two kinds of actor say to each other;
 //! - `snapshot`, `scheduler_state` and `answer`: what a checkpoint holds,

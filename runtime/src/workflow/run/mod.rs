@@ -1,4 +1,6 @@
-//! The supervisor actor of one workflow run: a thin driver over the state
+//! The supervisor of one workflow run — [`RunTask`], a plain task, for a
+//! workflow sharing its actors; [`RunActor`], a ractor actor its own
+//! actors link to, for one that keeps none — a thin driver over the state
 //! it owns, each part with one owner and in its own file —
 //!
 //! - `participants`: each participant's actor, context, retries and turn
