@@ -208,7 +208,8 @@ impl Runs {
         }
     }
 
-    /// The runs of `ids`, their places looked up in `places`.
+    /// The runs of `ids`, their places looked up in `places` (see
+    /// [`places`]).
     fn of(ids: &[MessageId], places: &HashMap<MessageId, u64, IdHash>) -> Self {
         let mut runs = Runs::default();
         for id in ids {
@@ -222,6 +223,18 @@ impl Serialize for Runs {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(self.iter())
     }
+}
+
+/// Where each of a payload's messages (their ids, in order) sits among
+/// them: the first place of each id, as [`IdRun::Stored`] names it.
+pub(crate) fn places(
+    ids: impl ExactSizeIterator<Item = MessageId>,
+) -> HashMap<MessageId, u64, IdHash> {
+    let mut map = HashMap::with_capacity_and_hasher(ids.len(), IdHash::default());
+    for (i, id) in ids.enumerate() {
+        map.entry(id).or_insert(i as u64);
+    }
+    map
 }
 
 /// The ids `runs` name, the payload's own messages being `messages`.
@@ -292,11 +305,7 @@ impl ChainPayload {
             codec::encode_into(self, &mut out)?;
             return Ok(out);
         }
-        let mut places: HashMap<MessageId, u64, IdHash> =
-            HashMap::with_capacity_and_hasher(self.messages.len(), IdHash::default());
-        for (i, m) in self.messages.iter().enumerate() {
-            places.entry(m.id).or_insert(i as u64);
-        }
+        let places = places(self.messages.iter().map(|m| m.id));
         let threads = self
             .threads
             .iter()

@@ -79,8 +79,8 @@ pub use checkpoint::{
     legacy_checksum,
 };
 pub(crate) use checkpoint::{DELTA_TAG, FULL_TAG};
-pub(crate) use delta::Runs;
 pub use delta::{ChainPayload, Folded, ID_RUNS_VERSION, ThreadOp, ThreadPath};
+pub(crate) use delta::{Runs, places};
 pub use durability::{Durability, UnknownDurability};
 pub use error::StoreError;
 pub use file::FileStore;

@@ -26,7 +26,7 @@ use std::collections::HashMap;
 use crate::message::{Content, IdHash, Message, MessageId};
 use crate::stats::{AgentStats, RunStats};
 use crate::stop::TrackerState;
-use crate::store::{Runs, ThreadPath};
+use crate::store::{Runs, ThreadPath, places};
 use crate::thread::WorkflowState;
 
 /// The messages a thread operation names (written as `IdRun`s, see
@@ -127,14 +127,9 @@ impl Places<'_, '_> {
             _ if self.messages.len() <= SEARCHED => self.messages.iter().position(|x| x.id == m.id),
             _ => {
                 let messages = self.messages;
-                let map = self.map.get_or_insert_with(|| {
-                    let mut map =
-                        HashMap::with_capacity_and_hasher(messages.len(), IdHash::default());
-                    for (i, x) in messages.iter().enumerate() {
-                        map.entry(x.id).or_insert(i as u64);
-                    }
-                    map
-                });
+                let map = self
+                    .map
+                    .get_or_insert_with(|| places(messages.iter().map(|x| x.id)));
                 map.get(&m.id).map(|&i| i as usize)
             }
         };

@@ -45,33 +45,24 @@ struct StoredState<I> {
     scheduler: SchedulerState,
 }
 
+/// Looks a message up by id in the chain.
+type ById<'a> = &'a dyn Fn(&MessageId) -> Result<Arc<Message>, String>;
+
 /// An inbox's message as a small state names it.
 trait Waiting: for<'de> Deserialize<'de> {
     /// The message, from the messages of the thread whose state names it
     /// (`thread`) or the chain's (`by_id`).
-    fn find(
-        &self,
-        thread: &[Arc<Message>],
-        by_id: &dyn Fn(&MessageId) -> Result<Arc<Message>, String>,
-    ) -> Result<Arc<Message>, String>;
+    fn find(&self, thread: &[Arc<Message>], by_id: ById<'_>) -> Result<Arc<Message>, String>;
 }
 
 impl Waiting for MessageId {
-    fn find(
-        &self,
-        _: &[Arc<Message>],
-        by_id: &dyn Fn(&MessageId) -> Result<Arc<Message>, String>,
-    ) -> Result<Arc<Message>, String> {
+    fn find(&self, _: &[Arc<Message>], by_id: ById<'_>) -> Result<Arc<Message>, String> {
         by_id(self)
     }
 }
 
 impl Waiting for IdRef {
-    fn find(
-        &self,
-        thread: &[Arc<Message>],
-        by_id: &dyn Fn(&MessageId) -> Result<Arc<Message>, String>,
-    ) -> Result<Arc<Message>, String> {
+    fn find(&self, thread: &[Arc<Message>], by_id: ById<'_>) -> Result<Arc<Message>, String> {
         match self {
             IdRef::Id(id) => by_id(id),
             IdRef::Back(back) => usize::try_from(*back)
