@@ -68,6 +68,8 @@ mod memory;
 mod sqlite;
 #[cfg(feature = "sqlite")]
 mod sqlite_rows;
+#[cfg(feature = "sqlite")]
+mod sqlite_wal;
 mod traits;
 #[cfg(feature = "sqlite")]
 mod unix_time;

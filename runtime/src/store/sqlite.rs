@@ -1,7 +1,6 @@
 //! [`SqliteStore`]: checkpoints and conversations in one SQLite database.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -15,8 +14,9 @@ use super::error::StoreError;
 use super::format::{decode_thread, encode_thread};
 use super::key::{check_conversation_id, check_run_id};
 use super::sqlite_rows::{
-    META_COLUMNS, MetaRow, checkpoint_wal, insert, insert_row, read_checkpoint, row_what, sql_error,
+    BUSY_TIMEOUT, META_COLUMNS, MetaRow, insert, insert_row, read_checkpoint, row_what, sql_error,
 };
+use super::sqlite_wal::{WalCopies, copy};
 use super::traits::{CheckpointStore, ThreadStore};
 use super::unix_time::to_unix;
 use crate::thread::Thread;
@@ -66,20 +66,22 @@ CREATE TABLE IF NOT EXISTS threads (
 /// `synchronous=FULL` flushes the WAL on every commit. At `NORMAL`, a
 /// checkpoint of up to 64 KiB is committed on the calling thread when the
 /// connection is free and no other process holds the lock (a write into
-/// the WAL, nothing waited for); otherwise on the blocking pool. The WAL
-/// is copied into the database every ~4 MiB committed, on the blocking
-/// pool: first through a connection of its own while saves go on, then
-/// what they added meanwhile through the store's connection, so the WAL is
-/// whole in the database and SQLite starts it over (SQLite's automatic
-/// WAL checkpoint is off: it would run, and flush, inside a save). A
-/// delta's chain loads in one query ([`CheckpointStore::chain`]).
+/// the WAL, nothing waited for); otherwise on the blocking pool. Every
+/// ~4 MiB committed, the WAL is copied into the database on the blocking
+/// pool when the saves pause (a run waiting on its model, between runs),
+/// or at once if they have not by the time the WAL holds 64 MiB: first
+/// through a connection of its own, then what was added meanwhile through
+/// the store's connection, so the WAL is whole in the database and SQLite
+/// starts it over (SQLite's automatic WAL checkpoint is off: it would run,
+/// and flush, inside a save). A delta's chain loads in one query
+/// ([`CheckpointStore::chain`]).
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
     db: Arc<str>,
     durability: Durability,
-    /// Bytes committed since the WAL was last copied into the database.
-    wal_bytes: Arc<AtomicU64>,
+    /// What the saves committed, for the WAL's copies into the database.
+    wal: Arc<WalCopies>,
     /// The database file (`None` in memory), for the WAL's copies.
     path: Option<Arc<Path>>,
 }
@@ -136,7 +138,7 @@ impl SqliteStore {
             conn: Arc::new(Mutex::new(conn)),
             db: Arc::from(db),
             durability: Durability::Process,
-            wal_bytes: Arc::new(AtomicU64::new(0)),
+            wal: Arc::new(WalCopies::new()),
             path: None,
         })
     }
@@ -214,76 +216,21 @@ impl SqliteStore {
         }
     }
 
-    /// Counts a commit of `bytes`; says whether the WAL is due to be
-    /// copied into the database (and starts counting again).
+    /// Counts a commit of `bytes`; says whether a copy of the WAL into the
+    /// database is now due (see `sqlite_wal`).
     fn wrote(&self, bytes: usize) -> bool {
-        let added = bytes as u64 + COMMIT_OVERHEAD;
-        let before = self.wal_bytes.fetch_add(added, Ordering::Relaxed);
-        if before + added >= WAL_CHECKPOINT_BYTES {
-            self.wal_bytes.store(0, Ordering::Relaxed);
-            true
-        } else {
-            false
-        }
+        self.wal.wrote(bytes)
     }
 
-    /// Copies the WAL into the database in the background (on the blocking
-    /// pool), as SQLite's automatic checkpoint would have at the commit.
-    ///
-    /// The bulk of the copy — and its flush of the database, nearly all of
-    /// its time — goes through a connection of its own, beside the saves
-    /// (a passive copy never blocks a writer). What they committed
-    /// meanwhile is copied after through the store's connection, saves
-    /// waiting for that short copy only: a WAL copied whole is started
-    /// over by the next commit, while one copied beside a writer that
-    /// never pauses would never be, and would grow with the run.
+    /// Makes the due copy of the WAL on the blocking pool, once the saves
+    /// pause (or the WAL has reached its bound).
     fn checkpoint_wal(&self) {
-        let conn = self.conn.clone();
-        let path = self.path.clone();
-        let Ok(handle) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        handle.spawn_blocking(move || {
-            if let Some(path) = path
-                && let Ok(beside) = Connection::open(&*path)
-            {
-                let _ = beside.busy_timeout(BUSY_TIMEOUT);
-                // Again while the saves add much during a copy: what is
-                // left for the store's connection is then little.
-                for _ in 0..BESIDE_COPIES {
-                    match checkpoint_wal(&beside) {
-                        Some(left) if left > SMALL_REST => {}
-                        _ => break,
-                    }
-                }
-            }
-            let conn = conn.lock().unwrap_or_else(|p| p.into_inner());
-            checkpoint_wal(&conn);
-        });
+        copy(&self.wal, &self.conn, self.path.as_ref());
     }
 }
 
 /// Largest checkpoint `save` commits on the calling thread.
 const INLINE_SAVE: usize = 64 * 1024;
-
-/// How long a statement waits for another process's lock.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Bytes committed after which the WAL is copied into the database:
-/// about SQLite's own mark (1,000 pages). Its automatic checkpoint is
-/// turned off: it would run, and flush, in whichever commit crossed the
-/// mark — on the calling thread when that commit is made there.
-const WAL_CHECKPOINT_BYTES: u64 = 4 << 20;
-
-/// Copies of the WAL beside the saves, at most, before the rest is copied
-/// through the store's connection.
-const BESIDE_COPIES: usize = 4;
-
-/// WAL frames left that the store's connection copies while saves wait.
-const SMALL_REST: i64 = 64;
-
-/// What a commit adds to the WAL besides its payload (at least a page).
-const COMMIT_OVERHEAD: u64 = 4096;
 
 #[async_trait]
 impl CheckpointStore for SqliteStore {

@@ -1,12 +1,16 @@
 //! The rows of [`SqliteStore`](super::SqliteStore)'s `checkpoints`
-//! table: written, read back and verified, and the WAL copied into the
-//! database.
+//! table: written, read back and verified.
+
+use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::checkpoint::{Checkpoint, CheckpointId, CheckpointMeta};
 use super::error::StoreError;
 use super::unix_time::{from_unix, to_unix};
+
+/// How long a statement waits for another process's lock.
+pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The metadata columns, in the order `MetaRow::read` reads them.
 pub(super) const META_COLUMNS: &str = "run_id, id, parent, created_secs, created_nanos, superstep, \
@@ -17,16 +21,6 @@ pub(super) fn sql_error(db: &str) -> impl Fn(rusqlite::Error) -> StoreError + '_
         db: db.to_string(),
         source: Box::new(e),
     }
-}
-
-/// Copies the WAL into the database as far as readers allow; returns how
-/// many of its frames are not copied yet (when SQLite says). Best effort:
-/// one that fails leaves the WAL longer until the next.
-pub(super) fn checkpoint_wal(conn: &Connection) -> Option<i64> {
-    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
-        Ok(r.get::<_, i64>(1)? - r.get::<_, i64>(2)?)
-    })
-    .ok()
 }
 
 /// Inserts (or replaces) one checkpoint row.
