@@ -92,6 +92,11 @@ const WORKLOADS: [&str; 13] = [
 
 type BoxError = Box<dyn Error>;
 
+/// The `troupe` binary's allocator (src/main.rs), so the figures are what
+/// it runs at.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> Result<(), BoxError> {
     let args = parse_args()?;
     let rt = match args.threads {

@@ -31,6 +31,11 @@
 mod cli;
 mod serve;
 
+/// mimalloc: glibc's malloc spent ~35% of a busy server's time (the
+/// `conc` benchmark) consolidating its free lists. See BENCHMARKS.md.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     std::process::ExitCode::from(cli::main())
 }

@@ -140,6 +140,11 @@ async fn probe(args: &Args) -> Result<serde_json::Value, BoxError> {
     }))
 }
 
+/// The `troupe` binary's allocator (src/main.rs), so the figures are what
+/// it runs at.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> Result<(), BoxError> {
     let args = parse_args()?;
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -236,6 +236,11 @@ async fn floor(args: &Args) -> Result<String, BoxError> {
     ))
 }
 
+/// The `troupe` binary's allocator (src/main.rs), so the figures are what
+/// it runs at.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> Result<(), BoxError> {
     let args = parse_args()?;
     let rt = if args.threads <= 1 {
