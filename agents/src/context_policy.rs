@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use troupe_runtime::{Content, Message};
 
-use crate::conversation::{is_answer, is_tool_round, pair_tool_calls, render};
+use crate::conversation::{Rendered, is_answer, is_tool_round, pair_tool_calls, render};
 use crate::model::ChatMessage;
 
 /// How much of the thread the model is shown on each call.
@@ -108,11 +108,11 @@ impl<'a> Messages<'a> {
     }
 
     /// What message `i` shows agent `me`'s model.
-    fn render(&self, me: &str, i: usize) -> Vec<ChatMessage> {
+    fn render(&self, me: &str, i: usize) -> Rendered {
         match self.get(i) {
-            Some(_) if self.answers_own_call(me, i) => Vec::new(),
+            Some(_) if self.answers_own_call(me, i) => Rendered::None,
             Some(m) => render(me, m),
-            None => Vec::new(),
+            None => Rendered::None,
         }
     }
 }
@@ -138,7 +138,7 @@ impl ContextPolicy {
             .map(|i| (i, messages.render(me, i)))
             .filter(|(_, rendered)| !rendered.is_empty());
         // Newest first while choosing.
-        let mut units: Vec<(usize, Vec<ChatMessage>)> = match *self {
+        let mut units: Vec<(usize, Rendered)> = match *self {
             ContextPolicy::WholeThread => rendered.collect(),
             ContextPolicy::LastN(n) => rendered.take(n.max(1)).collect(),
             ContextPolicy::TokenBudget(budget) => within_budget(rendered, budget, reserved),
@@ -151,7 +151,12 @@ impl ContextPolicy {
         // trimmed (and leave their memories).
         let keep_from = units
             .iter()
-            .position(|(_, unit)| !unit.iter().all(|m| matches!(m, ChatMessage::Tool { .. })))
+            .position(|(_, unit)| {
+                !unit
+                    .as_slice()
+                    .iter()
+                    .all(|m| matches!(m, ChatMessage::Tool { .. }))
+            })
             .unwrap_or(units.len());
         let cutoff = units.get(keep_from).map_or(messages.len(), |(i, _)| *i);
         let memories = if remember {
@@ -187,14 +192,14 @@ impl ContextPolicy {
 /// The newest of `rendered` (newest first) that fit in `budget` tokens
 /// less `reserved`; the newest is always kept.
 fn within_budget(
-    rendered: impl Iterator<Item = (usize, Vec<ChatMessage>)>,
+    rendered: impl Iterator<Item = (usize, Rendered)>,
     budget: usize,
     reserved: usize,
-) -> Vec<(usize, Vec<ChatMessage>)> {
+) -> Vec<(usize, Rendered)> {
     let mut left = budget.saturating_sub(reserved);
     let mut kept = Vec::new();
     for unit in rendered {
-        let cost: usize = unit.1.iter().map(estimate_tokens).sum();
+        let cost: usize = unit.1.as_slice().iter().map(estimate_tokens).sum();
         if cost > left && !kept.is_empty() {
             break;
         }

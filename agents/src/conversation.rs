@@ -37,8 +37,53 @@ pub(crate) fn is_tool_round(me: &str, message: &Message) -> bool {
         )
 }
 
+/// The chat messages one thread message becomes: nearly always one, so
+/// that one is not put in a `Vec` of its own (a turn renders every message
+/// it shows).
+#[derive(Debug, Default, PartialEq)]
+pub(crate) enum Rendered {
+    /// Nothing shown.
+    #[default]
+    None,
+    /// One chat message.
+    One(ChatMessage),
+    /// Several (the results of a round of tool calls).
+    Many(Vec<ChatMessage>),
+}
+
+impl Rendered {
+    /// The chat messages, in order.
+    pub(crate) fn as_slice(&self) -> &[ChatMessage] {
+        match self {
+            Rendered::None => &[],
+            Rendered::One(m) => std::slice::from_ref(m),
+            Rendered::Many(v) => v,
+        }
+    }
+
+    /// Whether nothing is shown.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.as_slice().is_empty()
+    }
+}
+
+impl IntoIterator for Rendered {
+    type Item = ChatMessage;
+    type IntoIter =
+        std::iter::Chain<std::option::IntoIter<ChatMessage>, std::vec::IntoIter<ChatMessage>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        let (one, many) = match self {
+            Rendered::None => (None, Vec::new()),
+            Rendered::One(m) => (Some(m), Vec::new()),
+            Rendered::Many(v) => (None, v),
+        };
+        one.into_iter().chain(many)
+    }
+}
+
 /// The chat messages `message` becomes for agent `me` (possibly none).
-pub(crate) fn render(me: &str, message: &Message) -> Vec<ChatMessage> {
+pub(crate) fn render(me: &str, message: &Message) -> Rendered {
     let own = &*message.source == me;
     let from_user = &*message.source == USER || message.source.is_empty();
     let as_user = |content: String| ChatMessage::User {
@@ -46,29 +91,29 @@ pub(crate) fn render(me: &str, message: &Message) -> Vec<ChatMessage> {
         name: (!from_user).then(|| sanitize_tool_name(&message.source)),
     };
     match &message.content {
-        Content::Text(text) | Content::Structured(text) => {
-            if own {
-                vec![ChatMessage::assistant(text.clone())]
-            } else {
-                vec![as_user(text.clone())]
-            }
-        }
-        Content::ToolCalls(calls) if own => vec![ChatMessage::Assistant {
+        Content::Text(text) | Content::Structured(text) => Rendered::One(if own {
+            ChatMessage::assistant(text.clone())
+        } else {
+            as_user(text.clone())
+        }),
+        Content::ToolCalls(calls) if own => Rendered::One(ChatMessage::Assistant {
             content: message.metadata.get(ASSISTANT_TEXT).cloned(),
             tool_calls: calls.clone(),
-        }],
-        Content::ToolResults(results) if own => results
-            .iter()
-            .map(|r| ChatMessage::tool(r.call_id.clone(), r.content.clone()))
-            .collect(),
-        Content::Handoff(h) if !own => vec![as_user(format!(
+        }),
+        Content::ToolResults(results) if own => Rendered::Many(
+            results
+                .iter()
+                .map(|r| ChatMessage::tool(r.call_id.clone(), r.content.clone()))
+                .collect(),
+        ),
+        Content::Handoff(h) if !own => Rendered::One(as_user(format!(
             "[{} hands off to {}] {}",
             message.source, h.target, h.reason
-        ))],
+        ))),
         Content::ToolCalls(_)
         | Content::ToolResults(_)
         | Content::Handoff(_)
-        | Content::Stop(_) => Vec::new(),
+        | Content::Stop(_) => Rendered::None,
     }
 }
 
@@ -80,6 +125,15 @@ pub(crate) fn render(me: &str, message: &Message) -> Vec<ChatMessage> {
 /// gathered back behind their calls (looking no further than the next
 /// assistant turn).
 pub(crate) fn pair_tool_calls(messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
+    // Most turns show no tool round at all: nothing to pair.
+    let round = |m: &ChatMessage| match m {
+        ChatMessage::Assistant { tool_calls, .. } => !tool_calls.is_empty(),
+        ChatMessage::Tool { .. } => true,
+        ChatMessage::System { .. } | ChatMessage::User { .. } => false,
+    };
+    if !messages.iter().any(round) {
+        return messages;
+    }
     let mut slots: Vec<Option<ChatMessage>> = messages.into_iter().map(Some).collect();
     let mut out = Vec::with_capacity(slots.len());
     for i in 0..slots.len() {
@@ -152,18 +206,18 @@ mod tests {
         let me = "me";
         assert_eq!(
             render(me, &Message::user("hi")),
-            vec![ChatMessage::user("hi")]
+            Rendered::One(ChatMessage::user("hi"))
         );
         assert_eq!(
             render(me, &Message::text("bob smith", "yo")),
-            vec![ChatMessage::User {
+            Rendered::One(ChatMessage::User {
                 content: "yo".into(),
                 name: Some("bob_smith".into())
-            }]
+            })
         );
         assert_eq!(
             render(me, &Message::text("me", "ok")),
-            vec![ChatMessage::assistant("ok")]
+            Rendered::One(ChatMessage::assistant("ok"))
         );
         let calls = Message::new("bob", Content::ToolCalls(vec![call("1")]));
         assert!(
@@ -180,10 +234,13 @@ mod tests {
                 memory: None,
             }]),
         );
-        assert_eq!(render(me, &results), vec![ChatMessage::tool("1", "r")]);
+        assert_eq!(
+            render(me, &results).as_slice(),
+            [ChatMessage::tool("1", "r")]
+        );
         let handoff = Message::handoff("bob", "me", "your turn");
         assert_eq!(
-            render(me, &handoff)[0].text(),
+            render(me, &handoff).as_slice()[0].text(),
             "[bob hands off to me] your turn"
         );
         assert!(render("bob", &handoff).is_empty());

@@ -82,8 +82,17 @@ impl Cursor {
         }
         // Out-edges are few, but a fan-out node has as many as branches:
         // sort once so membership is a binary search, not a scan.
-        let mut taken_sorted = taken.clone();
-        taken_sorted.sort_unstable();
+        // (`taken` follows the out-edges, which are mostly in order: then
+        // it is its own sorted copy.)
+        let sorted_copy;
+        let taken_sorted: &[usize] = if taken.is_sorted() {
+            &taken
+        } else {
+            let mut copy = taken.clone();
+            copy.sort_unstable();
+            sorted_copy = copy;
+            &sorted_copy
+        };
         for &e in &g.out[x] {
             if taken_sorted.binary_search(&e).is_ok() {
                 self.fire(g, e)?;
