@@ -40,10 +40,9 @@ pub(crate) fn is_tool_round(me: &str, message: &Message) -> bool {
 /// The chat messages one thread message becomes: nearly always one, so
 /// that one is not put in a `Vec` of its own (a turn renders every message
 /// it shows).
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub(crate) enum Rendered {
     /// Nothing shown.
-    #[default]
     None,
     /// One chat message.
     One(ChatMessage),

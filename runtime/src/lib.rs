@@ -5,10 +5,10 @@
 //! composes agents — and is itself an agent, so workflows nest.
 //!
 //! A workflow run is a supervisor over one actor (ractor) per participant,
-//! shared by every run of the workflow by default. The run keeps every participant's inbox (built from
-//! a [`Router`]) and thread; when an inbox holds a full batch, the run lends
-//! the participant its thread for a turn, appends what it produced, and
-//! routes it to the inboxes that accept it. The run ends when nothing can
+//! shared by every run of the workflow by default. The run keeps every
+//! participant's inbox (built from a [`Router`]) and thread; when an inbox
+//! holds a full batch, the run lends the participant its thread for a turn,
+//! appends what it produced, and routes it to the inboxes that accept it. The run ends when nothing can
 //! run and nothing is in flight, when its [`StopCondition`] holds, or when
 //! its [`RunContext`] is cancelled.
 //!

@@ -4,6 +4,7 @@
 //! bookkeeping, no actors: the run's supervisor feeds it and asks it what
 //! to start.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::cursor::{Cursor, EdgeState};
@@ -84,14 +85,12 @@ impl Cursor {
         // sort once so membership is a binary search, not a scan.
         // (`taken` follows the out-edges, which are mostly in order: then
         // it is its own sorted copy.)
-        let sorted_copy;
-        let taken_sorted: &[usize] = if taken.is_sorted() {
-            &taken
+        let taken_sorted: Cow<'_, [usize]> = if taken.is_sorted() {
+            Cow::Borrowed(&taken)
         } else {
             let mut copy = taken.clone();
             copy.sort_unstable();
-            sorted_copy = copy;
-            &sorted_copy
+            Cow::Owned(copy)
         };
         for &e in &g.out[x] {
             if taken_sorted.binary_search(&e).is_ok() {

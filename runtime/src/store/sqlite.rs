@@ -207,25 +207,20 @@ impl SqliteStore {
             Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => None,
             Ok(()) => {
                 drop(conn);
-                if self.wrote(checkpoint.payload.len()) {
-                    self.checkpoint_wal();
-                }
+                self.committed(checkpoint.payload.len());
                 Some(restored)
             }
             Err(e) => Some(Err(sql_error(db)(e))),
         }
     }
 
-    /// Counts a commit of `bytes`; says whether a copy of the WAL into the
-    /// database is now due (see `sqlite_wal`).
-    fn wrote(&self, bytes: usize) -> bool {
-        self.wal.wrote(bytes)
-    }
-
-    /// Makes the due copy of the WAL on the blocking pool, once the saves
-    /// pause (or the WAL has reached its bound).
-    fn checkpoint_wal(&self) {
-        copy(&self.wal, &self.conn, self.path.as_ref());
+    /// Counts a commit of `bytes`; when that makes a copy of the WAL into
+    /// the database due, starts it (on the blocking pool, made once the
+    /// saves pause or the WAL has reached its bound: see `sqlite_wal`).
+    fn committed(&self, bytes: usize) {
+        if self.wal.wrote(bytes) {
+            copy(&self.wal, &self.conn, self.path.as_ref());
+        }
     }
 }
 
@@ -242,12 +237,10 @@ impl CheckpointStore for SqliteStore {
         let meta = checkpoint.meta();
         // The blocking task needs its own copy of the payload.
         let payload = checkpoint.payload.clone();
-        let due = self.wrote(payload.len());
+        let bytes = payload.len();
         self.with_conn(move |conn, db| insert(conn, db, &meta, &payload))
             .await?;
-        if due {
-            self.checkpoint_wal();
-        }
+        self.committed(bytes);
         Ok(())
     }
 
@@ -432,7 +425,7 @@ impl ThreadStore for SqliteStore {
         let record = encode_thread(thread, conversation)?;
         let conversation = conversation.to_string();
         let now = to_unix(SystemTime::now()).0;
-        let due = self.wrote(record.len());
+        let bytes = record.len();
         self.with_conn(move |conn, db| {
             conn.execute(
                 "INSERT OR REPLACE INTO threads (conversation, record, updated_secs) \
@@ -443,9 +436,7 @@ impl ThreadStore for SqliteStore {
             Ok(())
         })
         .await?;
-        if due {
-            self.checkpoint_wal();
-        }
+        self.committed(bytes);
         Ok(())
     }
 

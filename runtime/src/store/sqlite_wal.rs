@@ -13,9 +13,9 @@
 //! its own beside the store's; what was committed meanwhile is then copied
 //! through the store's connection, saves waiting for that short copy only.
 //! At the bound, all of it goes through the store's connection, so the WAL
-//! grows no further. A WAL
-//! copied whole is started over by the next commit; one copied beside a
-//! writer that never pauses would never be, and would grow with the run.
+//! grows no further. A WAL copied whole is started over by the next
+//! commit; one copied beside a writer that never pauses would never be, and
+//! would grow with the run.
 //! Copies made while saves went on measurably slowed them (their flushes
 //! contend with the writes into the WAL, and the last step takes the
 //! store's lock), which is why a due copy waits for a pause first.
