@@ -160,10 +160,11 @@ pub fn agent_turn(
     let ctx = with_parent(ctx, &span);
     async move {
         // Nobody listens: no wrapper to poll through on every turn.
+        // `(*agent)`: the agent's own future, not the `Arc`'s box around it.
         if span.is_disabled() {
-            return agent.run(thread, ctx).await;
+            return (*agent).run(thread, ctx).await;
         }
-        let result = agent.run(thread, ctx).instrument(span.clone()).await;
+        let result = (*agent).run(thread, ctx).instrument(span.clone()).await;
         if let Err(e) = &result {
             record_error(&span, e.kind());
         }

@@ -30,11 +30,19 @@ use crate::workflow::scheduler_state::SchedulerState;
 #[serde(from = "ThreadRepr")]
 pub struct Thread {
     messages: Vec<Arc<Message>>,
-    // Derived from `messages`; rebuilt on deserialization rather than stored.
+    // Derived from `messages`, kept only past `INDEXED_FROM` messages (a
+    // short thread is searched instead: most threads of a turn-by-turn
+    // team are short, and growing a set for them cost more than the
+    // search); rebuilt on deserialization rather than stored. Empty
+    // exactly while the thread holds at most `INDEXED_FROM` messages.
     ids: HashSet<MessageId, IdHash>,
     children: BTreeMap<String, Thread>,
     state: Option<WorkflowState>,
 }
+
+/// Past this many messages a thread keeps its ids in a set; up to it, a
+/// search of the messages finds an id as fast.
+const INDEXED_FROM: usize = 16;
 
 /// What a workflow remembers between runs of one conversation.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -64,7 +72,6 @@ impl Thread {
     pub(crate) fn with_capacity(n: usize) -> Self {
         Thread {
             messages: Vec::with_capacity(n),
-            ids: HashSet::with_capacity_and_hasher(n, IdHash::default()),
             ..Self::default()
         }
     }
@@ -87,17 +94,33 @@ impl Thread {
     /// Appends a shared message unless one with the same id is already here.
     /// Returns whether it was added.
     pub fn push_shared(&mut self, message: Arc<Message>) -> bool {
-        if self.ids.insert(message.id) {
-            self.messages.push(message);
-            true
-        } else {
-            false
+        if self.messages.len() < INDEXED_FROM {
+            if self.contains(message.id) {
+                return false;
+            }
+        } else if self.ids.is_empty() {
+            // The thread grows past a search: index what it holds.
+            if self.contains(message.id) {
+                return false;
+            }
+            self.ids.reserve(self.messages.len() * 2);
+            self.ids.extend(self.messages.iter().map(|m| m.id));
+            self.ids.insert(message.id);
+        } else if !self.ids.insert(message.id) {
+            return false;
         }
+        self.messages.push(message);
+        true
     }
 
     /// Whether a message with this id is in the thread.
     pub fn contains(&self, id: MessageId) -> bool {
-        self.ids.contains(&id)
+        if self.ids.is_empty() {
+            // Newest first: a repeat is most often a recent message.
+            self.messages.iter().rev().any(|m| m.id == id)
+        } else {
+            self.ids.contains(&id)
+        }
     }
 
     /// The messages, oldest first.
@@ -154,6 +177,9 @@ impl Thread {
             for m in self.messages.drain(..gone) {
                 self.ids.remove(&m.id);
             }
+            if self.messages.len() <= INDEXED_FROM {
+                self.ids.clear();
+            }
         }
         gone
     }
@@ -196,7 +222,7 @@ impl From<ThreadRepr> for Thread {
     fn from(r: ThreadRepr) -> Self {
         let mut t = Thread {
             messages: Vec::with_capacity(r.messages.len()),
-            ids: HashSet::with_capacity_and_hasher(r.messages.len(), IdHash::default()),
+            ids: HashSet::default(),
             children: r.children,
             state: r.state,
         };
@@ -253,6 +279,32 @@ mod tests {
         // Forgotten, it enters again; kept, it does not.
         assert!(t.push(all[0].clone()));
         assert!(!t.push(all[4].clone()));
+    }
+
+    #[test]
+    fn ids_are_found_searched_and_indexed_alike() {
+        let all: Vec<Message> = (0..3 * INDEXED_FROM)
+            .map(|i| Message::user(i.to_string()))
+            .collect();
+        let mut t = Thread::new();
+        for (n, m) in all.iter().enumerate() {
+            assert!(t.push(m.clone()), "message {n} is new");
+            // Every message held so far is refused again, the oldest and
+            // the newest, searched (short) or indexed (long).
+            assert!(!t.push(all[0].clone()) && !t.push(m.clone()), "at {n}");
+            assert_eq!(t.ids.is_empty(), t.len() <= INDEXED_FROM, "at {n}");
+        }
+        assert_eq!(t.len(), all.len());
+        // Shrunk back to a search, then grown into an index again.
+        assert_eq!(t.forget_oldest(INDEXED_FROM - 1), 2 * INDEXED_FROM + 1);
+        assert!(t.ids.is_empty());
+        assert!(!t.contains(all[0].id) && t.contains(all[all.len() - 1].id));
+        for m in &all {
+            t.push(m.clone());
+        }
+        assert_eq!(t.len(), all.len());
+        assert_eq!(t.ids.len(), all.len());
+        assert!(all.iter().all(|m| t.contains(m.id)));
     }
 
     #[test]

@@ -191,12 +191,15 @@ impl ChatAgent {
             thread: thread.messages(),
             produced,
         };
-        let reserved = self.instructions.as_ref().map_or(0, |i| {
-            crate::context_policy::estimate_tokens(&ChatMessage::system(i.clone()))
-        });
-        let context =
-            self.context_policy()
-                .apply(&self.name, all, reserved, !self.tools.is_empty());
+        let policy = self.context_policy();
+        // Room the instructions take, for a policy that counts tokens.
+        let reserved = match (policy, &self.instructions) {
+            (ContextPolicy::TokenBudget(_) | ContextPolicy::ModelWindow, Some(i)) => {
+                crate::context_policy::estimate_tokens(&ChatMessage::system(i.clone()))
+            }
+            _ => 0,
+        };
+        let context = policy.apply(&self.name, all, reserved, !self.tools.is_empty());
 
         let mut system = self.instructions.clone().unwrap_or_default();
         if !context.memories.is_empty() {

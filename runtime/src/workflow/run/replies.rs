@@ -24,7 +24,17 @@ impl RunState {
         let path = self.parts.ctx(index).path().clone();
         let state = self.threads.state_mut();
         state.turns += 1;
-        state.last_speaker = Some(name.to_string());
+        // The speaker's name into the string already there: no allocation
+        // (nor formatting) a turn.
+        match &mut state.last_speaker {
+            Some(last) => {
+                if **last != *name {
+                    last.clear();
+                    last.push_str(&name);
+                }
+            }
+            None => state.last_speaker = Some(String::from(&*name)),
+        }
         let slot = self.spec.slot_of[index];
         self.threads.apply_state(&reply.state);
         if let Some(t) = reply.thread {
