@@ -140,7 +140,12 @@ impl ContextPolicy {
         // Newest first while choosing.
         let mut units: Vec<(usize, Rendered)> = match *self {
             ContextPolicy::WholeThread => rendered.collect(),
-            ContextPolicy::LastN(n) => rendered.take(n.max(1)).collect(),
+            ContextPolicy::LastN(n) => {
+                let n = n.max(1);
+                let mut units = Vec::with_capacity(n.min(messages.len()));
+                units.extend(rendered.take(n));
+                units
+            }
             ContextPolicy::TokenBudget(budget) => within_budget(rendered, budget, reserved),
             // An agent resolves the window of its model before it gets
             // here; alone, the policy assumes the default window.
@@ -177,11 +182,19 @@ impl ContextPolicy {
         } else {
             Vec::new()
         };
-        let kept = units
-            .into_iter()
-            .skip(keep_from)
-            .flat_map(|(_, rendered)| rendered)
-            .collect();
+        // One slot more than shown: the caller puts its system message in
+        // front without growing the list.
+        let shown: usize = units[keep_from..]
+            .iter()
+            .map(|(_, unit)| unit.as_slice().len())
+            .sum();
+        let mut kept = Vec::with_capacity(shown + 1);
+        kept.extend(
+            units
+                .into_iter()
+                .skip(keep_from)
+                .flat_map(|(_, rendered)| rendered),
+        );
         Context {
             messages: pair_tool_calls(kept),
             memories,

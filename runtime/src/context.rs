@@ -267,11 +267,37 @@ impl RunContext {
         cancel: CancellationToken,
         deadline: Option<Instant>,
     ) -> Self {
-        self.with(|inner| {
-            inner.path = path;
-            inner.cancel = cancel;
-            inner.deadline = deadline;
-        })
+        self.derive_metered(path, cancel, deadline, self.inner.meter.clone())
+    }
+
+    /// [`derive`](RunContext::derive) with `meter` as the new context's
+    /// meter. Built field by field: cloning this context's token only to
+    /// drop it for `cancel` cost two locks of the token tree.
+    pub(crate) fn derive_metered(
+        &self,
+        path: Arc<str>,
+        cancel: CancellationToken,
+        deadline: Option<Instant>,
+        meter: Option<Meter>,
+    ) -> Self {
+        let me = &*self.inner;
+        RunContext {
+            inner: Arc::new(Inner {
+                sink: me.sink.clone(),
+                cancel,
+                stop: me.stop.clone(),
+                deadline,
+                path,
+                run_id: me.run_id.clone(),
+                seq: me.seq.clone(),
+                // A turn's progress hook is never copied into another
+                // context.
+                progress: None,
+                state: me.state.clone(),
+                meter,
+                span: me.span.clone(),
+            }),
+        }
     }
 
     /// The same context carrying `progress`, the hook of a turn.
@@ -399,11 +425,6 @@ impl RunContext {
             };
             meter.record(&self.inner.path, spent);
         }
-    }
-
-    /// The same context recording into `meter` (a participant's).
-    pub(crate) fn with_meter(&self, meter: Meter) -> Self {
-        self.with(|inner| inner.meter = Some(meter))
     }
 
     /// The meter of the turn this context runs under.

@@ -214,11 +214,12 @@ impl ChatAgent {
                 system.push_str(memory);
             }
         }
-        let mut messages = Vec::with_capacity(context.messages.len() + 1 + corrections.len());
+        // The context's list has room for the system message in front.
+        let mut messages = context.messages;
+        messages.reserve(1 + corrections.len());
         if !system.is_empty() {
-            messages.push(ChatMessage::system(system));
+            messages.insert(0, ChatMessage::system(system));
         }
-        messages.extend(context.messages);
         messages.extend_from_slice(corrections);
 
         let mut request = ChatRequest::new(messages);

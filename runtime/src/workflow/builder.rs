@@ -9,6 +9,7 @@ use troupe_router::{Router, RouterBuilder};
 
 use super::actor_pool::ActorPool;
 use super::api::Workflow;
+use super::child_paths::ChildPaths;
 use super::snapshot;
 use super::spec::Spec;
 use crate::agent::Agent;
@@ -333,6 +334,7 @@ impl WorkflowBuilder {
                 max_concurrency: self.max_concurrency,
                 max_history: self.max_history,
                 pool: self.reuse_actors.unwrap_or(true).then(ActorPool::default),
+                child_paths: ChildPaths::default(),
             }),
         })
     }

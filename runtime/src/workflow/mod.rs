@@ -23,6 +23,7 @@ mod agent_actor;
 mod answer;
 mod api;
 mod builder;
+mod child_paths;
 pub(crate) mod progress;
 mod protocol;
 mod request;

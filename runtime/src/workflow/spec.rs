@@ -5,6 +5,7 @@ use std::sync::Arc;
 use troupe_router::Router;
 
 use super::actor_pool::ActorPool;
+use super::child_paths::ChildPaths;
 use crate::agent::Agent;
 use crate::graph::{Graph, NodeInput};
 use crate::retry::RetryPolicy;
@@ -46,6 +47,8 @@ pub(crate) struct Spec {
     pub(crate) topology_hash: u64,
     /// Agent actors kept between runs (`None`: each run spawns its own).
     pub(crate) pool: Option<ActorPool>,
+    /// The participants' paths, shared by runs that start at one path.
+    pub(crate) child_paths: ChildPaths,
 }
 
 impl Spec {

@@ -82,20 +82,21 @@ impl Participants {
     /// Every participant of `spec` idle, with a context under `ctx`.
     pub(super) fn new(spec: &Arc<Spec>, ctx: &RunContext) -> Self {
         let turns = ctx.cancellation().child_token();
-        let parts = spec
-            .names
+        let paths = spec.child_paths.under(ctx, &spec.names);
+        let parts = paths
             .iter()
-            .map(|name| Participant {
+            .map(|path| Participant {
                 actor: None,
                 state: TurnState::Idle,
                 attempts: 0,
                 // A meter of its own: what its turns spend is folded in
                 // when each ends (see `Tally::fold_turn`).
-                ctx: {
-                    let path = ctx.child_path(name);
-                    ctx.derive(path.clone(), turns.clone(), ctx.deadline())
-                        .with_meter(Meter::new(path))
-                },
+                ctx: ctx.derive_metered(
+                    path.clone(),
+                    turns.clone(),
+                    ctx.deadline(),
+                    Some(Meter::new(path.clone())),
+                ),
                 seq: 0,
                 progress: None,
             })
