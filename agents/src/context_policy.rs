@@ -189,12 +189,13 @@ impl ContextPolicy {
             .map(|(_, unit)| unit.as_slice().len())
             .sum();
         let mut kept = Vec::with_capacity(shown + 1);
-        kept.extend(
-            units
-                .into_iter()
-                .skip(keep_from)
-                .flat_map(|(_, rendered)| rendered),
-        );
+        for (_, unit) in units.into_iter().skip(keep_from) {
+            match unit {
+                Rendered::None => {}
+                Rendered::One(m) => kept.push(m),
+                Rendered::Many(ms) => kept.extend(ms),
+            }
+        }
         Context {
             messages: pair_tool_calls(kept),
             memories,

@@ -196,6 +196,10 @@ pub fn handoff_tool_name(target: &str) -> String {
 /// `name` with every character a tool name may not hold replaced by `_`,
 /// cut to 64 characters.
 pub(crate) fn sanitize_tool_name(name: &str) -> String {
+    // Most names (every agent's, on every message shown) are valid already.
+    if is_valid_tool_name(name) {
+        return name.to_owned();
+    }
     name.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
@@ -231,6 +235,12 @@ mod tests {
         assert!(!is_valid_tool_name("get weather"));
         assert!(!is_valid_tool_name(""));
         assert!(!is_valid_tool_name(&"x".repeat(65)));
+        // Valid names pass as they are; others are mended, and cut at 64.
+        assert_eq!(sanitize_tool_name("writer-2_b"), "writer-2_b");
+        assert_eq!(sanitize_tool_name("chef de cuisine"), "chef_de_cuisine");
+        assert_eq!(sanitize_tool_name("équipe"), "_quipe");
+        assert_eq!(sanitize_tool_name(&"y".repeat(70)), "y".repeat(64));
+        assert_eq!(sanitize_tool_name(""), "");
     }
 
     #[test]
