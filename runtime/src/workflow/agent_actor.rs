@@ -1,8 +1,10 @@
 //! The actor hosting one participant of a run.
 //!
 //! It never waits on an agent's turn in its handler: a turn that does not
-//! finish on its first poll runs on as a task and reports back, so the
-//! actor stays responsive and can serve many runs of its workflow at once.
+//! finish on its first poll runs on as a task and reports back — or, when
+//! it is its run's only turn under way, goes back to the run, which polls
+//! it to its end — so the actor stays responsive and can serve many runs
+//! of its workflow at once.
 //! A turn's end, a panic included, goes straight to the run's supervisor
 //! through the turn's ticket, which reports the turn lost if it is dropped
 //! unanswered (this actor stopped with the turn in its inbox).
@@ -15,8 +17,7 @@ use futures::FutureExt;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use super::protocol::{AgentMsg, TurnOutcome};
-use crate::agent::{Agent, AgentError, Reply};
-use crate::panic::panic_text;
+use crate::agent::Agent;
 
 /// The actor hosting one participant (see the module's documentation).
 pub(crate) struct AgentActor;
@@ -66,29 +67,23 @@ impl Actor for AgentActor {
         // waits moves to a task, so this actor stays responsive (and serves
         // other runs meanwhile); the task polls it again with its own waker.
         if let Poll::Ready(result) = futures::poll!(&mut turn) {
-            ticket.report(outcome(result));
+            ticket.report(TurnOutcome::of(result));
+            return Ok(());
+        }
+        // A run's only turn under way goes back to the run, which has
+        // nothing else to do while it waits (see `InlineTurn`).
+        if ticket.is_inline() {
+            ticket.hand_over(turn);
             return Ok(());
         }
         tokio::spawn(async move {
             let outcome = tokio::select! {
                 biased;
                 _ = turns.cancelled() => TurnOutcome::Cancelled,
-                r = turn => outcome(r),
+                r = turn => TurnOutcome::of(r),
             };
             ticket.report(outcome);
         });
         Ok(())
-    }
-}
-
-/// What a turn's result (or its panic) tells the run. A panic fails the
-/// turn, not this actor: the actor may be serving other runs, whose turns
-/// have nothing to do with it; the run whose turn it was retries it or
-/// fails, as when a participant's actor fails.
-fn outcome(result: std::thread::Result<Result<Reply, AgentError>>) -> TurnOutcome {
-    match result {
-        Ok(Ok(reply)) => TurnOutcome::Done(Box::new(reply)),
-        Ok(Err(e)) => TurnOutcome::Failed(Box::new(e)),
-        Err(panic) => TurnOutcome::Panicked(panic_text(panic)),
     }
 }

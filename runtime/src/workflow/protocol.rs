@@ -4,10 +4,15 @@
 //! Both sides import this file and never each other: the supervisor lends
 //! an agent actor a thread for a turn ([`AgentMsg::Turn`]), and the turn's
 //! end comes back as [`RunMsg::TurnDone`] (a nested run's progress on the
-//! way as [`RunMsg::Progress`]); everything else the supervisor hears is
+//! way as [`RunMsg::Progress`]) — or, for a run's only turn under way, the
+//! turn itself comes back still waiting ([`RunMsg::TurnHandedOver`]) and
+//! the run polls it to its end; everything else the supervisor hears is
 //! timers and its watcher, all through its [`RunAddr`].
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::channel::mpsc;
@@ -30,6 +35,10 @@ pub(crate) enum RunMsg {
         /// How long the turn took.
         elapsed: Duration,
     },
+    /// A participant's turn, still under way after its actor's first poll,
+    /// handed back to be polled to its end by the run (see
+    /// [`TurnTicket::hand_over`]).
+    TurnHandedOver(InlineTurn),
     /// A nested run, a participant's turn under way, reports where it
     /// stands (see `workflow/progress.rs`).
     Progress {
@@ -150,6 +159,55 @@ pub(crate) enum TurnOutcome {
     Lost,
 }
 
+/// What an agent's turn gives, its panic caught.
+pub(crate) type TurnResult = std::thread::Result<Result<Reply, AgentError>>;
+
+/// A turn under way: the agent's turn future, its panics caught.
+pub(crate) type PendingTurn = Pin<Box<dyn Future<Output = TurnResult> + Send>>;
+
+impl TurnOutcome {
+    /// What a turn's result (or its panic) tells the run. A panic fails
+    /// the turn, not the actor that took it: the actor may be serving
+    /// other runs, whose turns have nothing to do with it; the run whose
+    /// turn it was retries it or fails, as when a participant's actor
+    /// fails.
+    pub(crate) fn of(result: TurnResult) -> Self {
+        match result {
+            Ok(Ok(reply)) => TurnOutcome::Done(Box::new(reply)),
+            Ok(Err(e)) => TurnOutcome::Failed(Box::new(e)),
+            Err(panic) => TurnOutcome::Panicked(crate::panic::panic_text(panic)),
+        }
+    }
+}
+
+/// A participant's turn its actor handed back to the run, still waiting
+/// (on its model, most often): the run polls it beside its mailbox, with
+/// no task of its own, no cancellation future and no message for its end.
+/// Only a run's only turn under way comes back so; others run on as tasks,
+/// in parallel on a multi-threaded runtime.
+pub(crate) struct InlineTurn {
+    /// The participant.
+    pub(crate) index: usize,
+    /// When its actor took it in.
+    started: Option<Instant>,
+    turn: PendingTurn,
+}
+
+impl InlineTurn {
+    /// How long the turn has taken so far.
+    pub(crate) fn elapsed(&self) -> Duration {
+        self.started.map(|s| s.elapsed()).unwrap_or_default()
+    }
+}
+
+impl Future for InlineTurn {
+    type Output = TurnOutcome;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<TurnOutcome> {
+        self.turn.as_mut().poll(cx).map(TurnOutcome::of)
+    }
+}
+
 /// A turn's way back to its run, carried by [`AgentMsg::Turn`]: it reports
 /// the turn's end exactly once. Dropped without reporting — the actor
 /// stopped with the turn still in its inbox, or the task running it was
@@ -163,16 +221,40 @@ pub(crate) struct TurnTicket {
     index: usize,
     /// When the actor took the turn in (`None`: not yet).
     started: Option<Instant>,
+    /// Whether the turn, if it waits, goes back to the run to be polled
+    /// there (see [`InlineTurn`]).
+    inline: bool,
 }
 
 impl TurnTicket {
-    /// The ticket of participant `index`'s turn in run `run`.
-    pub(crate) fn new(run: RunAddr, index: usize) -> Self {
+    /// The ticket of participant `index`'s turn in run `run`; an `inline`
+    /// turn that waits is handed back to the run ([`TurnTicket::hand_over`]).
+    pub(crate) fn new(run: RunAddr, index: usize, inline: bool) -> Self {
         TurnTicket {
             run,
             index,
             started: None,
+            inline,
         }
+    }
+
+    /// Whether the turn, if it waits, goes back to its run.
+    pub(crate) fn is_inline(&self) -> bool {
+        self.inline
+    }
+
+    /// Hands `turn`, still under way, to its run, which polls it to its
+    /// end. The run may be over already; then the turn is dropped with the
+    /// message, as nobody needs it.
+    pub(crate) fn hand_over(mut self, turn: PendingTurn) {
+        let handed = InlineTurn {
+            index: self.index,
+            started: self.started,
+            turn,
+        };
+        // Handed over: the run learns the turn's end by polling it.
+        self.index = usize::MAX;
+        self.run.send(RunMsg::TurnHandedOver(handed));
     }
 
     /// Marks the turn as taken in by its actor now: its time runs from here.

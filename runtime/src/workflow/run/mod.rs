@@ -38,7 +38,10 @@ mod turns;
 mod wake;
 mod watcher;
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 
 use futures::StreamExt;
 use futures::channel::mpsc;
@@ -55,7 +58,7 @@ use self::tally::Tally;
 use self::wake::Wake;
 use self::watcher::Watcher;
 use super::progress::Progress;
-use super::protocol::{RunAddr, RunMsg};
+use super::protocol::{InlineTurn, RunAddr, RunMsg, TurnOutcome};
 use super::result::{RunResult, RunStatus};
 use super::snapshot::Resumed;
 use super::spec::Spec;
@@ -185,6 +188,16 @@ pub(crate) struct RunTask {
     state: Box<RunState>,
     addr: RunAddr,
     mailbox: mpsc::UnboundedReceiver<RunMsg>,
+    /// Turns handed back by their actors, polled here (see `InlineTurn`).
+    inline: Vec<InlineTurn>,
+}
+
+/// What woke a supervisor task.
+enum Woken {
+    /// A message (`None`: the mailbox closed).
+    Message(Option<RunMsg>),
+    /// A turn polled here ended.
+    Turn(InlineTurn, TurnOutcome),
 }
 
 impl RunTask {
@@ -198,23 +211,63 @@ impl RunTask {
             state,
             addr,
             mailbox,
+            inline: Vec::new(),
         })
     }
 
     /// Drives the run to its end: a drive at the start, then one after
-    /// each message taken in, until the result is sent.
+    /// each message taken in or turn ended here, until the result is sent.
     pub(crate) async fn run(mut self) {
         let RunTask {
             state,
             addr,
             mailbox,
+            inline,
         } = &mut self;
         state.drive(addr).await;
         while state.reply.is_some() {
-            let Some(message) = mailbox.next().await else {
-                break;
-            };
-            state.take_in(message, addr);
+            // Messages first: what a turn sent before it ended (a nested
+            // run's progress) is taken in before its end.
+            let woken = std::future::poll_fn(|cx| {
+                if let Poll::Ready(message) = mailbox.poll_next_unpin(cx) {
+                    return Poll::Ready(Woken::Message(message));
+                }
+                for k in 0..inline.len() {
+                    if let Poll::Ready(outcome) = Pin::new(&mut inline[k]).poll(cx) {
+                        return Poll::Ready(Woken::Turn(inline.swap_remove(k), outcome));
+                    }
+                }
+                Poll::Pending
+            })
+            .await;
+            match woken {
+                Woken::Message(None) => break,
+                Woken::Message(Some(RunMsg::TurnHandedOver(turn))) => {
+                    inline.push(turn);
+                    // Nothing changed for the run — unless its turns were
+                    // cancelled meanwhile, and this one ends just below.
+                    if !state.parts.turns_cancelled() {
+                        continue;
+                    }
+                }
+                Woken::Message(Some(message)) => state.take_in(message, addr),
+                Woken::Turn(turn, outcome) => {
+                    // As a turn's task would: once the run's turns are
+                    // cancelled, a turn ends cancelled, whatever it did.
+                    let outcome = if state.parts.turns_cancelled() {
+                        TurnOutcome::Cancelled
+                    } else {
+                        outcome
+                    };
+                    state.turn_done(turn.index, outcome, turn.elapsed(), addr);
+                }
+            }
+            // Turns cut short end now, as their tasks would have.
+            if !inline.is_empty() && state.parts.turns_cancelled() {
+                for turn in inline.drain(..) {
+                    state.turn_done(turn.index, TurnOutcome::Cancelled, turn.elapsed(), addr);
+                }
+            }
             state.drive(addr).await;
         }
     }
@@ -230,6 +283,24 @@ impl RunState {
                 outcome,
                 elapsed,
             } => self.turn_done(index, outcome, elapsed, myself),
+            // A supervisor that polls no turn itself (an actor) runs it as
+            // a task, as the agent's actor would have.
+            RunMsg::TurnHandedOver(mut turn) => {
+                let turns = self.parts.turns_token().clone();
+                let run = myself.clone();
+                tokio::spawn(async move {
+                    let outcome = tokio::select! {
+                        biased;
+                        _ = turns.cancelled() => TurnOutcome::Cancelled,
+                        outcome = &mut turn => outcome,
+                    };
+                    run.send(RunMsg::TurnDone {
+                        index: turn.index,
+                        outcome,
+                        elapsed: turn.elapsed(),
+                    });
+                });
+            }
             RunMsg::Progress { index, seq, thread } => {
                 // News of a turn under way: the run checkpoints (or
                 // reports upward) with it.

@@ -221,6 +221,11 @@ impl Participants {
         self.turns.is_cancelled()
     }
 
+    /// The token that ends the turns under way.
+    pub(super) fn turns_token(&self) -> &CancellationToken {
+        &self.turns
+    }
+
     /// Ends every turn under way now, and every retry still backing off.
     pub(super) fn cancel_turns(&mut self) {
         self.turns.cancel();
@@ -286,7 +291,15 @@ impl Participants {
         AgentMsg::Turn {
             thread,
             ctx,
-            ticket: TurnTicket::new(run.clone(), i),
+            // The run's only turn under way, if it waits, comes back to a
+            // supervisor task to be polled there (see `InlineTurn`); a
+            // turn beside others runs as a task of its own, so turns of
+            // one run still run in parallel on a multi-threaded runtime.
+            ticket: TurnTicket::new(
+                run.clone(),
+                i,
+                matches!(run, RunAddr::Task(_)) && self.in_flight == 0,
+            ),
             turns: self.turns.clone(),
         }
     }

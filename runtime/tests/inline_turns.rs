@@ -1,0 +1,149 @@
+//! A run's only turn under way, once it waits, is polled by the run's own
+//! supervisor task (`InlineTurn`); turns beside it run as tasks of their
+//! own. These tests drive turns that wait before they end, so they take the
+//! handed-over path: its panics, its parallel neighbours, its cancellation
+//! and the same turns under a supervisor actor (a workflow that keeps no
+//! actors), which polls no turn itself.
+
+// Test helpers may fail loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use troupe_runtime::{
+    AgentError, Event, FnAgent, RetryPolicy, Router, RunContext, RunError, RunStatus, Thread,
+    Workflow,
+};
+
+/// Fails the test instead of hanging it.
+async fn guard<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(10), f)
+        .await
+        .expect("the run hung")
+}
+
+/// An agent that waits `ms` (its turn goes back to the run), then answers
+/// with its name.
+fn waiter(name: &'static str, ms: u64) -> FnAgent {
+    FnAgent::new(name, move |_, _| async move {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        Ok::<_, AgentError>(name)
+    })
+}
+
+/// Panics on its first call, after waiting; answers on the next.
+fn shaky(calls: Arc<AtomicU32>) -> FnAgent {
+    FnAgent::new("shaky", move |_, _| {
+        let calls = calls.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            if calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                panic!("broke while waiting");
+            }
+            Ok::<_, AgentError>("steady")
+        }
+    })
+}
+
+#[tokio::test]
+async fn a_turn_that_panics_while_waiting_is_retried_then_fails_as_a_panic() {
+    for reuse in [true, false] {
+        let calls = Arc::new(AtomicU32::new(0));
+        let wf = Workflow::builder()
+            .participant(shaky(calls.clone()))
+            .retry("shaky", RetryPolicy::fixed(2, Duration::ZERO))
+            .reuse_actors(reuse)
+            .build()
+            .unwrap();
+        let r = guard(wf.run_task("go", &RunContext::new())).await.unwrap();
+        assert_eq!(r.final_text(), "steady", "reuse_actors({reuse})");
+        assert_eq!(calls.load(Ordering::SeqCst), 2, "reuse_actors({reuse})");
+
+        // No attempt left: the panic fails the run, and says what broke.
+        let wf = Workflow::builder()
+            .participant(shaky(Arc::new(AtomicU32::new(0))))
+            .reuse_actors(reuse)
+            .build()
+            .unwrap();
+        let err = guard(wf.run_task("go", &RunContext::new()))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, RunError::AgentPanicked { .. }), "{err}");
+        assert!(err.to_string().contains("broke while waiting"), "{err}");
+    }
+}
+
+#[tokio::test]
+async fn turns_beside_a_waiting_turn_run_at_the_same_time() {
+    let wf = Workflow::builder()
+        .participant(waiter("a", 50))
+        .participant(waiter("b", 50))
+        .participant(waiter("c", 50))
+        .router(
+            Router::builder()
+                .add_route("user", "a")
+                .add_route("user", "b")
+                .add_route("user", "c")
+                .output("a")
+                .output("b")
+                .output("c"),
+        )
+        .build()
+        .unwrap();
+    let (ctx, mut events) = RunContext::stream();
+    let r = guard(wf.run_task("go", &ctx)).await.unwrap();
+    assert_eq!(r.status, RunStatus::Completed);
+    let mut texts: Vec<String> = r
+        .thread
+        .messages()
+        .iter()
+        .skip(1)
+        .map(|m| m.text_content().into_owned())
+        .collect();
+    texts.sort();
+    assert_eq!(texts, ["a", "b", "c"]);
+    // All three were under way before any ended: the first, polled by the
+    // run, kept neither of the others waiting.
+    let mut started = 0;
+    while let Some(e) = events.next().await {
+        match &e.event {
+            Event::AgentStarted { .. } => started += 1,
+            Event::MessageProduced { message, .. } if message.source.as_ref() != "user" => {
+                assert_eq!(started, 3, "a turn ended before all had started");
+                break;
+            }
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_waiting_turn_cancelled_ends_cancelled_under_either_supervisor() {
+    for reuse in [true, false] {
+        let wf = Workflow::builder()
+            .participant(waiter("sleeper", 10_000))
+            .reuse_actors(reuse)
+            .build()
+            .unwrap();
+        let (ctx, mut events) = RunContext::stream();
+        let canceller = ctx.clone();
+        tokio::spawn(async move {
+            while let Some(e) = events.next().await {
+                if matches!(e.event, Event::AgentStarted { .. }) {
+                    // Once the turn waits (and, under a supervisor task,
+                    // has been handed back to the run).
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    canceller.cancel();
+                }
+            }
+        });
+        let r = guard(wf.run_task("go", &ctx)).await.unwrap();
+        assert_eq!(r.status, RunStatus::Cancelled, "reuse_actors({reuse})");
+        assert_eq!(r.thread.len(), 1, "reuse_actors({reuse})");
+        // Cut short, it runs again on resume: the run says so.
+        let thread: &Thread = &r.thread;
+        assert!(thread.state().is_some(), "reuse_actors({reuse})");
+    }
+}
