@@ -2,12 +2,18 @@
 //! threads and scheduling state of a workflow, so that a whole run's state
 //! lives in the value `run` returns.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::message::{IdHash, Message, MessageId};
+use crate::message::{Message, MessageId};
+
+mod ids;
+
+#[cfg(test)]
+use self::ids::INDEXED_FROM;
+use self::ids::Ids;
 use crate::workflow::scheduler_state::SchedulerState;
 
 /// An ordered conversation.
@@ -30,19 +36,12 @@ use crate::workflow::scheduler_state::SchedulerState;
 #[serde(from = "ThreadRepr")]
 pub struct Thread {
     messages: Vec<Arc<Message>>,
-    // Derived from `messages`, kept only past `INDEXED_FROM` messages (a
-    // short thread is searched instead: most threads of a turn-by-turn
-    // team are short, and growing a set for them cost more than the
-    // search); rebuilt on deserialization rather than stored. Empty
-    // exactly while the thread holds at most `INDEXED_FROM` messages.
-    ids: HashSet<MessageId, IdHash>,
+    // Derived from `messages` (see `ids.rs`); rebuilt on deserialization
+    // rather than stored.
+    ids: Ids,
     children: BTreeMap<String, Thread>,
     state: Option<WorkflowState>,
 }
-
-/// Past this many messages a thread keeps its ids in a set; up to it, a
-/// search of the messages finds an id as fast.
-const INDEXED_FROM: usize = 16;
 
 /// What a workflow remembers between runs of one conversation.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -94,33 +93,17 @@ impl Thread {
     /// Appends a shared message unless one with the same id is already here.
     /// Returns whether it was added.
     pub fn push_shared(&mut self, message: Arc<Message>) -> bool {
-        if self.messages.len() < INDEXED_FROM {
-            if self.contains(message.id) {
-                return false;
-            }
-        } else if self.ids.is_empty() {
-            // The thread grows past a search: index what it holds.
-            if self.contains(message.id) {
-                return false;
-            }
-            self.ids.reserve(self.messages.len() * 2);
-            self.ids.extend(self.messages.iter().map(|m| m.id));
-            self.ids.insert(message.id);
-        } else if !self.ids.insert(message.id) {
+        if self.contains(message.id) {
             return false;
         }
+        self.ids.add(message.id, &self.messages);
         self.messages.push(message);
         true
     }
 
     /// Whether a message with this id is in the thread.
     pub fn contains(&self, id: MessageId) -> bool {
-        if self.ids.is_empty() {
-            // Newest first: a repeat is most often a recent message.
-            self.messages.iter().rev().any(|m| m.id == id)
-        } else {
-            self.ids.contains(&id)
-        }
+        self.ids.contains(id, &self.messages)
     }
 
     /// The messages, oldest first.
@@ -174,12 +157,9 @@ impl Thread {
     pub fn forget_oldest(&mut self, keep: usize) -> usize {
         let gone = self.messages.len().saturating_sub(keep);
         if gone > 0 {
-            for m in self.messages.drain(..gone) {
-                self.ids.remove(&m.id);
-            }
-            if self.messages.len() <= INDEXED_FROM {
-                self.ids.clear();
-            }
+            self.ids
+                .forget(&self.messages[..gone], &self.messages[gone..]);
+            self.messages.drain(..gone);
         }
         gone
     }
@@ -222,7 +202,7 @@ impl From<ThreadRepr> for Thread {
     fn from(r: ThreadRepr) -> Self {
         let mut t = Thread {
             messages: Vec::with_capacity(r.messages.len()),
-            ids: HashSet::default(),
+            ids: Ids::default(),
             children: r.children,
             state: r.state,
         };
@@ -292,19 +272,51 @@ mod tests {
             // Every message held so far is refused again, the oldest and
             // the newest, searched (short) or indexed (long).
             assert!(!t.push(all[0].clone()) && !t.push(m.clone()), "at {n}");
-            assert_eq!(t.ids.is_empty(), t.len() <= INDEXED_FROM, "at {n}");
+            let indexed = (t.len() > INDEXED_FROM).then_some(t.len());
+            assert_eq!(t.ids.indexed(), indexed, "at {n}");
         }
         assert_eq!(t.len(), all.len());
         // Shrunk back to a search, then grown into an index again.
         assert_eq!(t.forget_oldest(INDEXED_FROM - 1), 2 * INDEXED_FROM + 1);
-        assert!(t.ids.is_empty());
+        assert_eq!(t.ids.indexed(), None);
         assert!(!t.contains(all[0].id) && t.contains(all[all.len() - 1].id));
         for m in &all {
             t.push(m.clone());
         }
         assert_eq!(t.len(), all.len());
-        assert_eq!(t.ids.len(), all.len());
+        assert_eq!(t.ids.indexed(), Some(all.len()));
         assert!(all.iter().all(|m| t.contains(m.id)));
+    }
+
+    #[test]
+    fn ids_made_elsewhere_or_out_of_order_are_still_found() {
+        // Ids of another process (a checkpoint's) above this one's, and
+        // messages pushed in no order of their ids: the bound shortcut
+        // must never hide a repeat.
+        let foreign: Vec<Message> = (0..3)
+            .map(|i| {
+                let mut m = Message::user(format!("f{i}"));
+                m.id = MessageId(u128::MAX - i);
+                m
+            })
+            .collect();
+        let local: Vec<Message> = (0..3).map(|i| Message::user(i.to_string())).collect();
+        for size in [1, INDEXED_FROM + 4] {
+            let filler: Vec<Message> = (0..size).map(|i| Message::user(format!("x{i}"))).collect();
+            let mut t = Thread::from_messages(filler);
+            for m in foreign.iter().chain(local.iter().rev()) {
+                assert!(t.push(m.clone()));
+            }
+            for m in foreign.iter().chain(&local) {
+                assert!(
+                    !t.push(m.clone()),
+                    "{} repeated in {size}",
+                    m.text_content()
+                );
+                assert!(t.contains(m.id));
+            }
+            assert_eq!(t.len(), size + 6);
+        }
     }
 
     #[test]

@@ -396,7 +396,11 @@ impl Agent for ChatAgent {
         // have), while it is asked again: if asking again fails, that is
         // the turn's real cause, not the failed call alone.
         let mut unanswered: Option<String> = None;
-        if let Some(pending) = human::pending_round(&self.name, &thread) {
+        // Only an agent with tools (`ask_user` among them) leaves a round
+        // waiting; one without spares the search back through its thread.
+        if !self.definitions.is_empty()
+            && let Some(pending) = human::pending_round(&self.name, &thread)
+        {
             let resumed = tokio::select! {
                 biased;
                 _ = ctx.cancelled() => return Err(self.cancelled()),
