@@ -7,14 +7,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use self::ids::Ids;
 use crate::message::{Message, MessageId};
+use crate::workflow::scheduler_state::SchedulerState;
 
 mod ids;
-
-#[cfg(test)]
-use self::ids::INDEXED_FROM;
-use self::ids::Ids;
-use crate::workflow::scheduler_state::SchedulerState;
 
 /// An ordered conversation.
 ///
@@ -230,6 +227,7 @@ impl From<Vec<Message>> for Thread {
 
 #[cfg(test)]
 mod tests {
+    use super::ids::INDEXED_FROM;
     use super::*;
 
     #[test]

@@ -74,16 +74,9 @@ impl Actor for AgentActor {
         // nothing else to do while it waits (see `InlineTurn`).
         if ticket.is_inline() {
             ticket.hand_over(turn);
-            return Ok(());
+        } else {
+            ticket.run_as_task(turn, turns);
         }
-        tokio::spawn(async move {
-            let outcome = tokio::select! {
-                biased;
-                _ = turns.cancelled() => TurnOutcome::Cancelled,
-                r = turn => TurnOutcome::of(r),
-            };
-            ticket.report(outcome);
-        });
         Ok(())
     }
 }

@@ -198,6 +198,18 @@ impl InlineTurn {
     pub(crate) fn elapsed(&self) -> Duration {
         self.started.map(|s| s.elapsed()).unwrap_or_default()
     }
+
+    /// Runs the turn on as a task of its own after all, reporting to `run`
+    /// (for a supervisor that polls no turn itself).
+    pub(crate) fn run_as_task(self, run: RunAddr, turns: CancellationToken) {
+        let ticket = TurnTicket {
+            run,
+            index: self.index,
+            started: self.started,
+            inline: false,
+        };
+        ticket.run_as_task(self.turn, turns);
+    }
 }
 
 impl Future for InlineTurn {
@@ -255,6 +267,19 @@ impl TurnTicket {
         // Handed over: the run learns the turn's end by polling it.
         self.index = usize::MAX;
         self.run.send(RunMsg::TurnHandedOver(handed));
+    }
+
+    /// Runs `turn`, still under way, on as a task of its own that reports
+    /// its end — `Cancelled` as soon as `turns` is, whatever the turn does.
+    pub(crate) fn run_as_task(self, turn: PendingTurn, turns: CancellationToken) {
+        tokio::spawn(async move {
+            let outcome = tokio::select! {
+                biased;
+                _ = turns.cancelled() => TurnOutcome::Cancelled,
+                r = turn => TurnOutcome::of(r),
+            };
+            self.report(outcome);
+        });
     }
 
     /// Marks the turn as taken in by its actor now: its time runs from here.

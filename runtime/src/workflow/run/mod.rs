@@ -285,21 +285,8 @@ impl RunState {
             } => self.turn_done(index, outcome, elapsed, myself),
             // A supervisor that polls no turn itself (an actor) runs it as
             // a task, as the agent's actor would have.
-            RunMsg::TurnHandedOver(mut turn) => {
-                let turns = self.parts.turns_token().clone();
-                let run = myself.clone();
-                tokio::spawn(async move {
-                    let outcome = tokio::select! {
-                        biased;
-                        _ = turns.cancelled() => TurnOutcome::Cancelled,
-                        outcome = &mut turn => outcome,
-                    };
-                    run.send(RunMsg::TurnDone {
-                        index: turn.index,
-                        outcome,
-                        elapsed: turn.elapsed(),
-                    });
-                });
+            RunMsg::TurnHandedOver(turn) => {
+                turn.run_as_task(myself.clone(), self.parts.turns_token().clone());
             }
             RunMsg::Progress { index, seq, thread } => {
                 // News of a turn under way: the run checkpoints (or
