@@ -57,13 +57,23 @@ impl Cursor {
 
     /// Takes the activated nodes, in node order (so a superstep runs and
     /// reports in the same order every time).
+    #[cfg(test)]
     pub(crate) fn take_next(&mut self) -> Vec<usize> {
-        let mut next = std::mem::take(&mut self.next);
-        next.sort_unstable();
-        for &i in &next {
+        let mut next = Vec::new();
+        self.take_next_into(&mut next);
+        next
+    }
+
+    /// [`take_next`](Self::take_next) into `out` (cleared first), whose
+    /// buffer the cursor keeps for the next activations: a run's supersteps
+    /// pass two buffers back and forth instead of growing a new one each.
+    pub(crate) fn take_next_into(&mut self, out: &mut Vec<usize>) {
+        out.clear();
+        std::mem::swap(out, &mut self.next);
+        out.sort_unstable();
+        for &i in out.iter() {
             self.in_next[i] = false;
         }
-        next
     }
 
     /// Takes one activated node (dataflow: the earliest activated).

@@ -55,6 +55,7 @@ impl Cursor {
     /// Node `x` finished a turn that produced `messages`, the run's state
     /// then being `state`: takes the transitions whose conditions hold and
     /// returns their indexes.
+    #[cfg(test)]
     pub(crate) fn finished(
         &mut self,
         g: &Graph,
@@ -63,8 +64,24 @@ impl Cursor {
         selected: Option<&[String]>,
         state: &StateSnapshot,
     ) -> Result<Vec<usize>, LoopLimitExceeded> {
-        let name = &g.names[x];
         let mut taken = Vec::new();
+        self.finished_into(g, x, messages, selected, state, &mut taken)?;
+        Ok(taken)
+    }
+
+    /// [`finished`](Self::finished) with the transitions taken written to
+    /// `taken` (cleared first): a run keeps one buffer for every turn.
+    pub(crate) fn finished_into(
+        &mut self,
+        g: &Graph,
+        x: usize,
+        messages: &[Arc<Message>],
+        selected: Option<&[String]>,
+        state: &StateSnapshot,
+        taken: &mut Vec<usize>,
+    ) -> Result<(), LoopLimitExceeded> {
+        let name = &g.names[x];
+        taken.clear();
         let mut conditional_taken = false;
         for &e in &g.out[x] {
             let c = &g.edges[e].condition;
@@ -86,7 +103,7 @@ impl Cursor {
         // (`taken` follows the out-edges, which are mostly in order: then
         // it is its own sorted copy.)
         let taken_sorted: Cow<'_, [usize]> = if taken.is_sorted() {
-            Cow::Borrowed(&taken)
+            Cow::Borrowed(taken)
         } else {
             let mut copy = taken.clone();
             copy.sort_unstable();
@@ -99,7 +116,7 @@ impl Cursor {
                 self.dead(g, e);
             }
         }
-        Ok(taken)
+        Ok(())
     }
 
     fn fire(&mut self, g: &Graph, e: usize) -> Result<(), LoopLimitExceeded> {

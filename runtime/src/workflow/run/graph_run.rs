@@ -14,6 +14,12 @@ pub(super) struct GraphRun {
     buffered: Vec<(usize, Box<Reply>)>,
     /// Supersteps: the nodes of the open superstep.
     current: Vec<usize>,
+    /// Buffers kept from one superstep or turn to the next, so that a
+    /// run's steps do not each grow new ones: the nodes handed out by
+    /// [`open_superstep`](Self::open_superstep) (given back with
+    /// [`recycle`](Self::recycle)) and the transitions a turn took.
+    spare_nodes: Vec<usize>,
+    pub(super) taken: Vec<usize>,
     /// Supersteps: a superstep is under way.
     open: bool,
     /// Supersteps: the span of the superstep under way (see `telemetry`).
@@ -69,6 +75,8 @@ impl GraphRun {
             cursor,
             buffered: Vec::new(),
             current: Vec::new(),
+            spare_nodes: Vec::new(),
+            taken: Vec::new(),
             open: false,
             span: tracing::Span::none(),
         }
@@ -90,18 +98,19 @@ impl GraphRun {
         // The superstep's span ends at its barrier.
         self.span = tracing::Span::none();
         let mut replies = std::mem::take(&mut self.buffered);
-        let current = std::mem::take(&mut self.current);
         // A node without a reply was cut short (a nested run stopped
         // gracefully): the superstep runs again whole.
-        let short = current.iter().any(|i| replies.iter().all(|(j, _)| j != i));
+        let short = (self.current.iter()).any(|i| replies.iter().all(|(j, _)| j != i));
         if interrupted || short {
             // Open, so `open_superstep` counted this superstep: at least 1.
             self.cursor.superstep -= 1;
-            for i in current {
+            for &i in &self.current {
                 self.cursor.activate(i);
             }
+            self.current.clear();
             return Barrier::Undone;
         }
+        self.current.clear();
         replies.sort_by_key(|(i, _)| *i);
         Barrier::Completed {
             superstep: self.cursor.superstep,
@@ -114,10 +123,28 @@ impl GraphRun {
     pub(super) fn open_superstep(&mut self, run: &tracing::Span) -> (u64, Vec<usize>) {
         self.cursor.superstep += 1;
         self.span = crate::telemetry::superstep_span(run, self.cursor.superstep);
-        let nodes = self.cursor.take_next();
+        let mut nodes = std::mem::take(&mut self.spare_nodes);
+        self.cursor.take_next_into(&mut nodes);
         self.current.clone_from(&nodes);
         self.open = true;
         (self.cursor.superstep, nodes)
+    }
+
+    /// Takes back the nodes [`open_superstep`](Self::open_superstep)
+    /// handed out, once started, as the next superstep's buffer.
+    pub(super) fn recycle_nodes(&mut self, mut nodes: Vec<usize>) {
+        nodes.clear();
+        self.spare_nodes = nodes;
+    }
+
+    /// Takes back the replies [`barrier`](Self::barrier) handed out, once
+    /// applied, as the next superstep's buffer (unless replies of the next
+    /// one came in meanwhile).
+    pub(super) fn recycle_replies(&mut self, mut replies: Vec<(usize, Box<Reply>)>) {
+        if self.buffered.is_empty() {
+            replies.clear();
+            self.buffered = replies;
+        }
     }
 
     /// The cursor to keep in the thread: one with nodes left to run, or

@@ -192,18 +192,19 @@ impl RunState {
             return;
         };
         let state = self.threads.values();
-        let taken = match run.cursor.finished(g, index, produced, selected, state) {
-            Ok(taken) => taken,
-            Err(e) => {
-                self.fail(Failure::LoopLimit {
-                    step: e.step,
-                    limit: e.limit,
-                });
-                return;
-            }
-        };
+        let taken = &mut run.taken;
+        if let Err(e) = run
+            .cursor
+            .finished_into(g, index, produced, selected, state, taken)
+        {
+            self.fail(Failure::LoopLimit {
+                step: e.step,
+                limit: e.limit,
+            });
+            return;
+        }
         let now = crate::clock::now();
-        for e in taken {
+        for &e in taken.iter() {
             let to = g.edges[e].to;
             let (from_slot, to_slot) = (self.spec.slot_of[index], self.spec.slot_of[to]);
             // Agents sharing a thread inherit it already; copying it onto

@@ -102,9 +102,15 @@ impl RunState {
         match run.barrier(interrupted) {
             Barrier::None => {}
             Barrier::Undone => return,
-            Barrier::Completed { superstep, replies } => {
-                for (i, reply) in replies {
+            Barrier::Completed {
+                superstep,
+                mut replies,
+            } => {
+                for (i, reply) in replies.drain(..) {
                     self.apply_reply(i, reply);
+                }
+                if let Some(run) = self.graph.as_mut() {
+                    run.recycle_replies(replies);
                 }
                 self.ctx.emit_with(|| Event::SuperstepCompleted {
                     path: self.ctx.path().clone(),
@@ -142,9 +148,12 @@ impl RunState {
                 .map(|&i| self.spec.names[i].to_string())
                 .collect(),
         });
-        for i in nodes {
+        for &i in &nodes {
             let batch = self.take_batch(i, true);
             self.start_turn(i, batch, myself).await;
+        }
+        if let Some(run) = self.graph.as_mut() {
+            run.recycle_nodes(nodes);
         }
     }
 
