@@ -404,7 +404,7 @@ impl Agent for ChatAgent {
             let resumed = tokio::select! {
                 biased;
                 _ = ctx.cancelled() => return Err(self.cancelled()),
-                resumed = self.resume_round(pending, &thread, &ctx) => resumed?,
+                resumed = Box::pin(self.resume_round(pending, &thread, &ctx)) => resumed?,
             };
             match resumed {
                 Resumed::Ask(reply) => return Ok(*reply),
@@ -473,7 +473,7 @@ impl Agent for ChatAgent {
                 let outcome = tokio::select! {
                     biased;
                     _ = ctx.cancelled() => return Err(self.cancelled()),
-                    outcome = self.run_tool_calls(&now, &thread, &produced, &ctx) => outcome?,
+                    outcome = Box::pin(self.run_tool_calls(&now, &thread, &produced, &ctx)) => outcome?,
                 };
                 let mut results = outcome.results;
                 unanswered = unknown_calls(&self.name, &results);

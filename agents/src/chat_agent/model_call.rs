@@ -26,7 +26,7 @@ impl ChatAgent {
         let streaming = self.streaming.unwrap_or_else(|| ctx.events_enabled());
         let events = CallEvents::new(ctx, self.model.model_name());
         let outcome = if streaming {
-            read_stream(self, request, ctx, &events).await
+            Box::pin(read_stream(self, request, ctx, &events)).await
         } else {
             self.model.complete_observed(request, &events).await
         };
