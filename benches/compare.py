@@ -2,7 +2,8 @@
 """troupe against the Python peers, workload by workload (../shared/bench/WORKLOADS.md).
 
 Run through `benches/compare.sh`, which creates the peers' virtualenv, builds
-`target/release/examples/bench` and starts this script with the venv's python.
+`target/dist/examples/bench` (profile `dist`: release plus fat LTO) and starts
+this script with the venv's python.
 
 For every workload and size it runs troupe's bench and each peer script that is
 the peer side of that workload, one process per run, alternately (troupe, peer 1,
@@ -472,7 +473,7 @@ def block(rows: list[Row], args: argparse.Namespace, started: dt.datetime, took:
         f"pair{'s' if args.pairs != 1 else ''}, medians.",
         f"- **Machine:** {machine()}; load average {load0} at the start, {loadavg()} at the end.",
         f"- **troupe:** {troupe_ver} at commit {commit}{' with uncommitted changes' if dirty else ''}; "
-        f"{sh(['rustc', '--version'])}; `target/release/examples/bench` on a tokio "
+        f"{sh(['rustc', '--version'])}; `{os.path.relpath(args.bench, REPO)}` on a tokio "
         f"{'current-thread runtime' if threads == 1 else f'multi-thread runtime with {threads} workers'}.",
         f"- **Peers:** CPython {platform.python_version()}; {peers}; a venv built from "
         f"`../shared/bench/peers/requirements.lock.txt` (and `ckpt/venv-freeze.txt`: langgraph-checkpoint-sqlite); scripts from `../shared/bench/peers/`.",
@@ -531,7 +532,7 @@ def main() -> int:
     ap.add_argument("--no-write", action="store_true", help="print the table; leave BENCHMARKS.md alone")
     ap.add_argument("--timeout", type=float, default=None,
                     help="seconds per process (default 120 quick, 1800 full); a timed-out side is not rerun")
-    ap.add_argument("--bench", default=os.path.join(REPO, "target", "release", "examples", "bench"))
+    ap.add_argument("--bench", default=os.path.join(REPO, "target", "dist", "examples", "bench"))
     ap.add_argument("--peers-dir", default=os.path.join(os.path.dirname(REPO), "shared", "bench", "peers"))
     ap.add_argument("--benchmarks", default=os.path.join(REPO, "BENCHMARKS.md"))
     ap.add_argument("--invoked-as", default="benches/compare.py " + " ".join(map(shlex.quote, sys.argv[1:])))

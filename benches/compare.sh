@@ -10,14 +10,15 @@
 #   benches/compare.sh --sizes conc=1000 --sizes ckpt=200,1000  # sizes of a workload (repeatable)
 #   benches/compare.sh --pairs 5        # alternating troupe/peer rounds (default 3)
 #   benches/compare.sh --no-write       # print the table, leave BENCHMARKS.md alone
-#   benches/compare.sh --no-build       # use target/release/examples/bench as it is
+#   benches/compare.sh --no-build       # use target/dist/examples/bench as it is
 #   benches/compare.sh --timeout 600    # seconds per process (default 120 quick, 1800 full)
 #
 # Environment: PEERS_DIR (default <repo>/../shared/bench/peers), PEERS_VENV
 # (default <repo>/target/peers-venv, created with `python3 -m venv` and the
 # peers' requirements.lock.txt if missing), PYTHON (the interpreter used to
 # create the venv, default python3), COMPARE_SIZES (the --sizes default, as
-# 'conc=1000;ckpt=200'). The full sizes of conc are K=1,000 and 10,000 for
+# 'conc=1000;ckpt=200'), BENCH_PROFILE (the Cargo profile troupe's bench is
+# built with, default `dist`: `release` plus fat LTO, see Cargo.toml). The full sizes of conc are K=1,000 and 10,000 for
 # troupe and the peers (the peers take 2-6 min a process at 10,000) and
 # 100,000 for troupe alone; --quick runs K=100 and ckpt N=200.
 #
@@ -28,6 +29,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 peers_dir="${PEERS_DIR:-$repo/../shared/bench/peers}"
 venv="${PEERS_VENV:-$repo/target/peers-venv}"
 python="${PYTHON:-python3}"
+profile="${BENCH_PROFILE:-dist}"
 
 usage() { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
@@ -90,12 +92,12 @@ if ! cat "${locks[@]}" | cmp -s - "$stamp"; then
 fi
 
 if [[ $build -eq 1 ]]; then
-    echo "compare.sh: building the troupe bench (release)" >&2
-    (cd "$repo" && cargo build --release --example bench)
+    echo "compare.sh: building the troupe bench (profile $profile)" >&2
+    (cd "$repo" && cargo build --profile "$profile" --example bench)
 fi
 target_dir="${CARGO_TARGET_DIR:-$repo/target}"
 [[ "$target_dir" == /* ]] || target_dir="$repo/$target_dir"
-bench="$target_dir/release/examples/bench"
+bench="$target_dir/$profile/examples/bench"
 if [[ ! -x "$bench" ]]; then
     echo "compare.sh: $bench not found (run without --no-build)" >&2
     exit 1
@@ -105,6 +107,7 @@ invoked=""
 [[ -z "${PEERS_DIR:-}" ]] || invoked+="PEERS_DIR=$(printf '%q' "$PEERS_DIR") "
 [[ -z "${PEERS_VENV:-}" ]] || invoked+="PEERS_VENV=$(printf '%q' "$PEERS_VENV") "
 [[ -z "${COMPARE_SIZES:-}" ]] || invoked+="COMPARE_SIZES=$(printf '%q' "$COMPARE_SIZES") "
+[[ -z "${BENCH_PROFILE:-}" ]] || invoked+="BENCH_PROFILE=$(printf '%q' "$BENCH_PROFILE") "
 invoked+="benches/compare.sh"
 for a in ${args[@]+"${args[@]}"}; do invoked+=" $(printf '%q' "$a")"; done
 [[ $build -eq 1 ]] || invoked+=" --no-build"
