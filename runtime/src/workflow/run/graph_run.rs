@@ -14,11 +14,13 @@ pub(super) struct GraphRun {
     buffered: Vec<(usize, Box<Reply>)>,
     /// Supersteps: the nodes of the open superstep.
     current: Vec<usize>,
-    /// Buffers kept from one superstep or turn to the next, so that a
-    /// run's steps do not each grow new ones: the nodes handed out by
-    /// [`open_superstep`](Self::open_superstep) (given back with
-    /// [`recycle`](Self::recycle)) and the transitions a turn took.
+    /// Supersteps: the buffer the next [`open_superstep`](Self::open_superstep)
+    /// hands its nodes out in (given back with
+    /// [`recycle_nodes`](Self::recycle_nodes)), so that supersteps do not
+    /// each grow a new one.
     spare_nodes: Vec<usize>,
+    /// The transitions the last turn took, in a buffer kept from turn to
+    /// turn.
     pub(super) taken: Vec<usize>,
     /// Supersteps: a superstep is under way.
     open: bool,
@@ -100,7 +102,10 @@ impl GraphRun {
         let mut replies = std::mem::take(&mut self.buffered);
         // A node without a reply was cut short (a nested run stopped
         // gracefully): the superstep runs again whole.
-        let short = (self.current.iter()).any(|i| replies.iter().all(|(j, _)| j != i));
+        let short = self
+            .current
+            .iter()
+            .any(|i| replies.iter().all(|(j, _)| j != i));
         if interrupted || short {
             // Open, so `open_superstep` counted this superstep: at least 1.
             self.cursor.superstep -= 1;
