@@ -44,11 +44,24 @@ impl ChatAgent {
         ctx: &RunContext,
     ) -> Result<ChatResponse, AgentError> {
         // Each call counts, even when its answer is then refused as cut off.
-        let mut response = self.call_model(request, ctx).await?;
+        let response = self.call_model(request, ctx).await?;
         self.record_model_call(ctx, response.usage);
         if response.finish_reason != FinishReason::Length {
             return Ok(response);
         }
+        // Boxed: the continuation's requests and parts would otherwise sit
+        // in every turn's future, which is built and moved whole each turn.
+        Box::pin(self.go_on(request, ctx, response)).await
+    }
+
+    /// Handles `response`, an answer to `request` cut off at the token
+    /// limit, as the agent's [`OnLength`] says.
+    async fn go_on(
+        &self,
+        request: &ChatRequest,
+        ctx: &RunContext,
+        mut response: ChatResponse,
+    ) -> Result<ChatResponse, AgentError> {
         let rounds = match self.on_length {
             OnLength::Continue { rounds } if response.tool_calls.is_empty() => rounds,
             _ => return Err(self.truncated(request)),
