@@ -54,23 +54,8 @@ impl Cursor {
 
     /// Node `x` finished a turn that produced `messages`, the run's state
     /// then being `state`: takes the transitions whose conditions hold and
-    /// returns their indexes.
-    #[cfg(test)]
-    pub(crate) fn finished(
-        &mut self,
-        g: &Graph,
-        x: usize,
-        messages: &[Arc<Message>],
-        selected: Option<&[String]>,
-        state: &StateSnapshot,
-    ) -> Result<Vec<usize>, LoopLimitExceeded> {
-        let mut taken = Vec::new();
-        self.finished_into(g, x, messages, selected, state, &mut taken)?;
-        Ok(taken)
-    }
-
-    /// [`finished`](Self::finished) with the transitions taken written to
-    /// `taken` (cleared first): a run keeps one buffer for every turn.
+    /// writes their indexes to `taken` (cleared first: a run keeps one
+    /// buffer for every turn).
     pub(crate) fn finished_into(
         &mut self,
         g: &Graph,
@@ -243,6 +228,25 @@ mod tests {
         vec![Arc::new(Message::text("x", text))]
     }
 
+    /// Node `x` finished a turn that said `text`: the transitions taken.
+    fn finish(
+        c: &mut Cursor,
+        g: &Graph,
+        x: usize,
+        text: &str,
+    ) -> Result<Vec<usize>, LoopLimitExceeded> {
+        let mut taken = Vec::new();
+        c.finished_into(
+            g,
+            x,
+            &says(text),
+            None,
+            &StateSnapshot::default(),
+            &mut taken,
+        )?;
+        Ok(taken)
+    }
+
     fn diamond(join: Join) -> Graph {
         Graph::builder()
             .add_agent(node("s"))
@@ -262,11 +266,9 @@ mod tests {
     fn all_that_can_arrive_skips_a_branch_that_will_not_come() {
         let g = diamond(Join::AllThatCanArrive);
         let mut c = Cursor::new(&g);
-        c.finished(&g, 0, &says("A only"), None, &StateSnapshot::default())
-            .unwrap();
+        finish(&mut c, &g, 0, "A only").unwrap();
         assert_eq!(c.take_next(), [1]);
-        c.finished(&g, 1, &says("done"), None, &StateSnapshot::default())
-            .unwrap();
+        finish(&mut c, &g, 1, "done").unwrap();
         assert_eq!(c.take_next(), [3], "j runs: b's edge is dead, a's fired");
     }
 
@@ -274,26 +276,20 @@ mod tests {
     fn all_waits_for_both_and_any_for_one() {
         let g = diamond(Join::All);
         let mut c = Cursor::new(&g);
-        c.finished(&g, 0, &says("A and B"), None, &StateSnapshot::default())
-            .unwrap();
+        finish(&mut c, &g, 0, "A and B").unwrap();
         assert_eq!(c.take_next(), [1, 2]);
-        c.finished(&g, 1, &says(""), None, &StateSnapshot::default())
-            .unwrap();
+        finish(&mut c, &g, 1, "").unwrap();
         assert!(!c.has_next());
-        c.finished(&g, 2, &says(""), None, &StateSnapshot::default())
-            .unwrap();
+        finish(&mut c, &g, 2, "").unwrap();
         assert_eq!(c.take_next(), [3]);
 
         let g = diamond(Join::Any);
         let mut c = Cursor::new(&g);
-        c.finished(&g, 0, &says("A and B"), None, &StateSnapshot::default())
-            .unwrap();
+        finish(&mut c, &g, 0, "A and B").unwrap();
         c.take_next();
-        c.finished(&g, 1, &says(""), None, &StateSnapshot::default())
-            .unwrap();
+        finish(&mut c, &g, 1, "").unwrap();
         assert_eq!(c.take_next(), [3]);
-        c.finished(&g, 2, &says(""), None, &StateSnapshot::default())
-            .unwrap();
+        finish(&mut c, &g, 2, "").unwrap();
         assert!(!c.has_next(), "any runs once per round");
     }
 
@@ -307,17 +303,9 @@ mod tests {
             .build()
             .unwrap();
         let mut c = Cursor::new(&g);
-        assert!(
-            c.finished(&g, 1, &says("REJECT"), None, &StateSnapshot::default())
-                .is_ok()
-        );
-        assert!(
-            c.finished(&g, 1, &says("REJECT"), None, &StateSnapshot::default())
-                .is_ok()
-        );
-        let err = c
-            .finished(&g, 1, &says("REJECT"), None, &StateSnapshot::default())
-            .unwrap_err();
+        assert!(finish(&mut c, &g, 1, "REJECT").is_ok());
+        assert!(finish(&mut c, &g, 1, "REJECT").is_ok());
+        let err = finish(&mut c, &g, 1, "REJECT").unwrap_err();
         assert_eq!(
             err,
             LoopLimitExceeded {
@@ -338,11 +326,9 @@ mod tests {
             .build()
             .unwrap();
         let mut c = Cursor::new(&g);
-        c.finished(&g, 0, &says("Y"), None, &StateSnapshot::default())
-            .unwrap();
+        finish(&mut c, &g, 0, "Y").unwrap();
         assert_eq!(c.take_next(), [1]);
-        c.finished(&g, 0, &says("n"), None, &StateSnapshot::default())
-            .unwrap();
+        finish(&mut c, &g, 0, "n").unwrap();
         assert_eq!(c.take_next(), [2]);
     }
 
@@ -364,8 +350,7 @@ mod tests {
         }
         let g = b.build().unwrap();
         let mut c = Cursor::new(&g);
-        c.finished(&g, 0, &says("B only"), None, &StateSnapshot::default())
-            .unwrap();
+        finish(&mut c, &g, 0, "B only").unwrap();
         // "other" waits for what can still arrive: the dead chain's end
         // counts as resolved only once the whole chain is skipped.
         assert_eq!(c.take_next(), [1]);
