@@ -16,6 +16,7 @@ use crate::message::Usage;
 use crate::state::StateSnapshot;
 use crate::stats::{AgentStats, Meter};
 use crate::thread::Thread;
+use crate::until_cancelled::UntilCancelled;
 use crate::workflow::progress::Progress;
 // Re-exported for the modules that take sinks and contexts together.
 pub(crate) use crate::sink::EventSink;
@@ -60,6 +61,11 @@ impl futures::Stream for EventStream {
 struct Inner {
     sink: EventSink,
     cancel: CancellationToken,
+    /// Whether whoever polls the work under this context drops it as soon
+    /// as `cancel` is cancelled (a workflow run's participants' turns):
+    /// see [`RunContext::is_dropped_on_cancel`]. Never copied into a
+    /// context derived for something else, nor kept with another token.
+    dropped_on_cancel: bool,
     /// Set to stop gracefully: no new turn starts, turns under way finish.
     stop: CancellationToken,
     deadline: Option<Instant>,
@@ -145,6 +151,7 @@ impl RunContext {
             inner: Arc::new(Inner {
                 sink,
                 cancel: CancellationToken::new(),
+                dropped_on_cancel: false,
                 stop: CancellationToken::new(),
                 deadline: None,
                 path: Arc::from(""),
@@ -167,7 +174,10 @@ impl RunContext {
     /// The same context with another cancellation token (for example one the
     /// caller also holds).
     pub fn with_cancellation(&self, cancel: CancellationToken) -> Self {
-        self.with(|inner| inner.cancel = cancel)
+        self.with(|inner| {
+            inner.cancel = cancel;
+            inner.dropped_on_cancel = false;
+        })
     }
 
     /// The same context with a deadline: runs under it stop when it passes.
@@ -285,6 +295,7 @@ impl RunContext {
             inner: Arc::new(Inner {
                 sink: me.sink.clone(),
                 cancel,
+                dropped_on_cancel: false,
                 stop: me.stop.clone(),
                 deadline,
                 path,
@@ -376,6 +387,58 @@ impl RunContext {
     /// Completes when this context is cancelled.
     pub async fn cancelled(&self) {
         self.inner.cancel.cancelled().await
+    }
+
+    /// Whether whoever polls the work under this context drops it as soon
+    /// as the context is cancelled — true for the context a workflow run
+    /// gives each participant's turn (the run drops a turn it polls, or
+    /// the task running it, when its turns are cancelled). An agent then
+    /// need not wait for the cancellation itself while it waits on a
+    /// model; [`RunContext::run_until_cancelled`] takes this into account.
+    /// A context made from this one for something else (a
+    /// [`child`](RunContext::child), another token) says `false`: work
+    /// moved to a task of its own is not dropped with the turn, and still
+    /// sees the cancellation at its next [`is_cancelled`](RunContext::is_cancelled).
+    pub fn is_dropped_on_cancel(&self) -> bool {
+        self.inner.dropped_on_cancel
+    }
+
+    /// `fut`'s output, or `None` if this context is cancelled first (the
+    /// cancellation is checked first at every poll). Under a context whose
+    /// work is dropped on cancellation ([`RunContext::is_dropped_on_cancel`])
+    /// `fut` runs as is, nothing raced: no waiter registered with the
+    /// token, and none unregistered, on every call.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// use troupe_runtime::RunContext;
+    ///
+    /// let ctx = RunContext::new();
+    /// assert_eq!(ctx.run_until_cancelled(async { 7 }).await, Some(7));
+    /// ctx.cancel();
+    /// assert_eq!(ctx.run_until_cancelled(std::future::pending::<u8>()).await, None);
+    /// # });
+    /// ```
+    pub fn run_until_cancelled<F: std::future::Future>(&self, fut: F) -> UntilCancelled<'_, F> {
+        let cancelled = (!self.inner.dropped_on_cancel).then(|| self.inner.cancel.cancelled());
+        UntilCancelled::new(fut, cancelled)
+    }
+
+    /// This context as a run's participant's, the context of its turns:
+    /// seeing run state `state`, and marked as one whose work is dropped
+    /// as soon as it is cancelled (see [`RunContext::is_dropped_on_cancel`]).
+    pub(crate) fn into_turns(mut self, state: &StateSnapshot) -> Self {
+        let edit = |inner: &mut Inner| {
+            inner.dropped_on_cancel = true;
+            inner.state = state.clone();
+        };
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => {
+                edit(inner);
+                self
+            }
+            None => self.with(edit),
+        }
     }
 
     /// Asks the run this context belongs to (and everything started under

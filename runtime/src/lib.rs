@@ -72,6 +72,7 @@ mod stop;
 pub mod store;
 pub mod telemetry;
 mod thread;
+mod until_cancelled;
 mod workflow;
 
 pub use agent::{Agent, Renamed, Reply};
@@ -97,6 +98,7 @@ pub use stop::{ParseStopError, STOP_KINDS, StopCondition, StopHandle, StopReason
 pub use thread::{Thread, WorkflowState};
 pub use tokio_util::sync::CancellationToken;
 pub use troupe_router::{Clock, InboxConfig, Overflow, Router, RouterBuilder};
+pub use until_cancelled::UntilCancelled;
 pub use workflow::{
     InputRequest, RunResult, RunStatus, RunStream, RunSummary, SchedulerState, SchedulerStateError,
     Workflow, WorkflowBuilder, summarize_run, summarize_runs,

@@ -147,3 +147,46 @@ async fn a_waiting_turn_cancelled_ends_cancelled_under_either_supervisor() {
         assert!(thread.state().is_some(), "reuse_actors({reuse})");
     }
 }
+
+/// A participant's turn is dropped by its run when cancelled, so its
+/// context says so; a context made from it for something else (a child,
+/// another token) does not, and races its cancellation again.
+#[tokio::test]
+async fn a_turns_context_is_dropped_on_cancel_and_what_it_starts_is_not() {
+    for reuse in [true, false] {
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let record = seen.clone();
+        let wf = Workflow::builder()
+            .participant(FnAgent::new("probe", move |_, ctx: RunContext| {
+                let record = record.clone();
+                async move {
+                    let child = ctx.child("tool");
+                    let other = ctx.with_cancellation(troupe_runtime::CancellationToken::new());
+                    other.cancel();
+                    child.cancel();
+                    let flags = [
+                        ctx.is_dropped_on_cancel(),
+                        child.is_dropped_on_cancel(),
+                        other.is_dropped_on_cancel(),
+                        ctx.run_until_cancelled(async { 1 }).await.is_some(),
+                        child.run_until_cancelled(async { 1 }).await.is_none(),
+                        other.run_until_cancelled(async { 1 }).await.is_none(),
+                    ];
+                    record.lock().unwrap().extend(flags);
+                    Ok::<_, AgentError>("done")
+                }
+            }))
+            .reuse_actors(reuse)
+            .build()
+            .unwrap();
+        let r = guard(wf.run_task("go", &RunContext::new())).await.unwrap();
+        assert_eq!(r.final_text(), "done", "reuse_actors({reuse})");
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [true, false, false, true, true, true],
+            "reuse_actors({reuse})"
+        );
+    }
+    // Outside a run, a context races its cancellation.
+    assert!(!RunContext::new().is_dropped_on_cancel());
+}

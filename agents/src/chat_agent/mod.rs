@@ -401,11 +401,10 @@ impl Agent for ChatAgent {
         if !self.definitions.is_empty()
             && let Some(pending) = human::pending_round(&self.name, &thread)
         {
-            let resumed = tokio::select! {
-                biased;
-                _ = ctx.cancelled() => return Err(self.cancelled()),
-                resumed = Box::pin(self.resume_round(pending, &thread, &ctx)) => resumed?,
-            };
+            let resumed = ctx
+                .run_until_cancelled(Box::pin(self.resume_round(pending, &thread, &ctx)))
+                .await
+                .ok_or_else(|| self.cancelled())??;
             match resumed {
                 Resumed::Ask(reply) => return Ok(*reply),
                 Resumed::Continue(results) => {
@@ -421,10 +420,10 @@ impl Agent for ChatAgent {
             let tools_allowed = rounds < self.max_tool_iterations;
             let request = self.request(&thread, &produced, &corrections, tools_allowed);
             let span = crate::telemetry::chat_call_span(&ctx, &*self.model, &request);
-            let response = tokio::select! {
-                biased;
-                _ = ctx.cancelled() => return Err(self.cancelled()),
-                response = self.answer(&request, &ctx) => response,
+            // Raced against the cancellation unless the turn's run drops
+            // the turn when it is cancelled (see `run_until_cancelled`).
+            let Some(response) = ctx.run_until_cancelled(self.answer(&request, &ctx)).await else {
+                return Err(self.cancelled());
             };
             crate::telemetry::record_chat_end(&span, &response);
             drop(span); // the call's span ends with the call
@@ -470,11 +469,12 @@ impl Agent for ChatAgent {
                         call: call.clone(),
                     });
                 }
-                let outcome = tokio::select! {
-                    biased;
-                    _ = ctx.cancelled() => return Err(self.cancelled()),
-                    outcome = Box::pin(self.run_tool_calls(&now, &thread, &produced, &ctx)) => outcome?,
-                };
+                let outcome = ctx
+                    .run_until_cancelled(Box::pin(
+                        self.run_tool_calls(&now, &thread, &produced, &ctx),
+                    ))
+                    .await
+                    .ok_or_else(|| self.cancelled())??;
                 let mut results = outcome.results;
                 unanswered = unknown_calls(&self.name, &results);
                 if let Some(handoff) = outcome.handoff {

@@ -207,6 +207,7 @@ impl InlineTurn {
             index: self.index,
             started: self.started,
             inline: false,
+            timed: self.started.is_some(),
         };
         ticket.run_as_task(self.turn, turns);
     }
@@ -236,17 +237,22 @@ pub(crate) struct TurnTicket {
     /// Whether the turn, if it waits, goes back to the run to be polled
     /// there (see [`InlineTurn`]).
     inline: bool,
+    /// Whether the turn's time is measured: only its run's events report
+    /// it, so a run nobody listens to reads no clock for it.
+    timed: bool,
 }
 
 impl TurnTicket {
     /// The ticket of participant `index`'s turn in run `run`; an `inline`
-    /// turn that waits is handed back to the run ([`TurnTicket::hand_over`]).
-    pub(crate) fn new(run: RunAddr, index: usize, inline: bool) -> Self {
+    /// turn that waits is handed back to the run ([`TurnTicket::hand_over`]);
+    /// a `timed` one measures how long it takes.
+    pub(crate) fn new(run: RunAddr, index: usize, inline: bool, timed: bool) -> Self {
         TurnTicket {
             run,
             index,
             started: None,
             inline,
+            timed,
         }
     }
 
@@ -282,9 +288,12 @@ impl TurnTicket {
         });
     }
 
-    /// Marks the turn as taken in by its actor now: its time runs from here.
+    /// Marks the turn as taken in by its actor now: its time runs from
+    /// here (if it is measured at all).
     pub(crate) fn start(&mut self) {
-        self.started = Some(Instant::now());
+        if self.timed {
+            self.started = Some(Instant::now());
+        }
     }
 
     /// Sends the turn's outcome to its run. The run may be over already;

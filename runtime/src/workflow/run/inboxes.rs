@@ -31,6 +31,9 @@ pub(super) struct Inboxes {
     delivered: u64,
     /// The inboxes by participant name, in name order.
     by_name: Vec<usize>,
+    /// Whether any inbox has a time-to-live or a max wait: only then does
+    /// an inbox read the time it is given (see [`Inboxes::now`]).
+    timed: bool,
 }
 
 impl Inboxes {
@@ -48,6 +51,9 @@ impl Inboxes {
             })
             .collect::<Result<Vec<_>, String>>()?;
         let n = inboxes.len();
+        let timed = inboxes
+            .iter()
+            .any(|b| b.config().ttl.is_some() || b.config().max_wait.is_some());
         let mut by_name: Vec<usize> = (0..n).collect();
         by_name.sort_unstable_by(|&a, &b| spec.names[a].cmp(&spec.names[b]));
         Ok(Inboxes {
@@ -58,7 +64,21 @@ impl Inboxes {
             dirty: Vec::with_capacity(n),
             is_dirty: vec![false; n],
             delivered: 0,
+            timed,
         })
+    }
+
+    /// The time to give the inboxes: the run's clock when one of them
+    /// counts time (a TTL, a max wait), else a constant — inboxes that
+    /// count nothing keep arrival times no one reads (nor checkpoints:
+    /// restored messages arrive anew), so a turn reads no clock for them.
+    #[inline]
+    pub(super) fn now(&self) -> SystemTime {
+        if self.timed {
+            crate::clock::now()
+        } else {
+            SystemTime::UNIX_EPOCH
+        }
     }
 
     /// Puts `m` in `target`'s inbox and reports it (delivered, dropped,
@@ -177,7 +197,7 @@ impl Inboxes {
     /// accepts it.
     #[inline]
     pub(super) fn route(&mut self, spec: &Spec, ctx: &RunContext, sender: &str, m: &Arc<Message>) {
-        let now = crate::clock::now();
+        let now = self.now();
         for &t in spec.router.targets(sender) {
             self.push(spec, ctx, t, m.clone(), now, true);
         }
@@ -192,7 +212,7 @@ impl Inboxes {
         ctx: &RunContext,
         pending: BTreeMap<String, Vec<Arc<Message>>>,
     ) {
-        let now = crate::clock::now();
+        let now = self.now();
         for (name, messages) in pending {
             match spec.router.index_of(&name) {
                 Some(i) => {
@@ -220,7 +240,7 @@ impl Inboxes {
         i: usize,
         all: bool,
     ) -> Vec<Arc<Message>> {
-        let now = crate::clock::now();
+        let now = self.now();
         let inbox = &mut self.inboxes[i];
         let before = inbox.len();
         let batch = if all {

@@ -79,8 +79,10 @@ pub(super) struct Participants {
 }
 
 impl Participants {
-    /// Every participant of `spec` idle, with a context under `ctx`.
-    pub(super) fn new(spec: &Arc<Spec>, ctx: &RunContext) -> Self {
+    /// Every participant of `spec` idle, with a context under `ctx` seeing
+    /// the run's state `state` (so a first turn, the state unchanged,
+    /// makes no context of its own).
+    pub(super) fn new(spec: &Arc<Spec>, ctx: &RunContext, state: &StateSnapshot) -> Self {
         let turns = ctx.cancellation().child_token();
         let paths = spec.child_paths.under(ctx, &spec.names);
         let parts = paths
@@ -91,12 +93,16 @@ impl Participants {
                 attempts: 0,
                 // A meter of its own: what its turns spend is folded in
                 // when each ends (see `Tally::fold_turn`).
-                ctx: ctx.derive_metered(
-                    path.clone(),
-                    turns.clone(),
-                    ctx.deadline(),
-                    Some(Meter::new(path.clone())),
-                ),
+                // Its turns are dropped once `turns` is cancelled (the run
+                // drops a turn it polls; a turn's task races the token).
+                ctx: ctx
+                    .derive_metered(
+                        path.clone(),
+                        turns.clone(),
+                        ctx.deadline(),
+                        Some(Meter::new(path.clone())),
+                    )
+                    .into_turns(state),
                 seq: 0,
                 progress: None,
             })
@@ -288,6 +294,7 @@ impl Participants {
             part.ctx.clone()
         };
         let ctx = crate::telemetry::with_parent(ctx, parent);
+        let timed = ctx.events_enabled();
         AgentMsg::Turn {
             thread,
             ctx,
@@ -299,6 +306,7 @@ impl Participants {
                 run.clone(),
                 i,
                 matches!(run, RunAddr::Task(_)) && self.in_flight == 0,
+                timed,
             ),
             turns: self.turns.clone(),
         }
@@ -393,7 +401,7 @@ mod tests {
             .participant(FnAgent::sync("c", |_: &Thread| Ok("")))
             .build()
             .unwrap();
-        Participants::new(&wf.spec, &RunContext::new())
+        Participants::new(&wf.spec, &RunContext::new(), &StateSnapshot::default())
     }
 
     #[test]

@@ -203,7 +203,7 @@ impl RunState {
             });
             return;
         }
-        let now = crate::clock::now();
+        let now = self.inboxes.now();
         for &e in taken.iter() {
             let to = g.edges[e].to;
             let (from_slot, to_slot) = (self.spec.slot_of[index], self.spec.slot_of[to]);

@@ -67,7 +67,7 @@ impl RunState {
         }
         // Nothing runs: partial batches either wait for their max wait or,
         // with none set, are flushed so no message is stranded.
-        let now = crate::clock::now();
+        let now = self.inboxes.now();
         for i in 0..self.parts.len() {
             if self.inboxes.is_empty(i) || !self.phase.is_running() {
                 continue;

@@ -31,7 +31,7 @@ impl RunState {
     /// `flush`, holds anything).
     pub(super) async fn try_start(&mut self, i: usize, flush: bool, myself: &RunAddr) {
         if !flush {
-            match self.inboxes.readiness(i, crate::clock::now()) {
+            match self.inboxes.readiness(i, self.inboxes.now()) {
                 Readiness::Ready => {}
                 Readiness::Waiting { until: Some(t) } => {
                     self.wake.arm(t, myself);
@@ -144,7 +144,6 @@ impl RunState {
         };
         let reported = self.parts.take_progress(index);
         self.parts.set(index, TurnState::Idle);
-        let path = self.parts.ctx(index).path().clone();
         let reply = match outcome {
             TurnOutcome::Done(reply) => {
                 self.fold_spend(index, Some(&reply), true);
@@ -165,6 +164,7 @@ impl RunState {
             TurnOutcome::Failed(source) => {
                 self.fold_spend(index, None, true);
                 let text = source.to_string();
+                let path = self.parts.ctx(index).path().clone();
                 self.ctx.emit_with(|| Event::AgentFailed {
                     path: path.clone(),
                     kind: source.kind(),
@@ -203,7 +203,7 @@ impl RunState {
         };
         self.parts.succeeded(index);
         self.ctx.emit_with(|| Event::AgentFinished {
-            path,
+            path: self.parts.ctx(index).path().clone(),
             produced: reply.messages.len(),
             elapsed_ms: elapsed.as_secs_f64() * 1e3,
         });
