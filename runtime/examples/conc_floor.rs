@@ -9,7 +9,10 @@
 //! Two supervisors per run are compared: a plain task awaiting each reply
 //! (`--run task`, as troupe's `RunTask`) and a ractor actor the replies are
 //! cast to (`--run actor`, as `RunActor`); on a current-thread runtime
-//! (`--threads 1`, as `conc_probe`) or a multi-thread one.
+//! (`--threads 1`, as `conc_probe`) or a multi-thread one. A third,
+//! `--run bare`, has no actor at all: each run is one task that waits L ms
+//! M − 1 times in a row — the async runtime's own floor (its timers,
+//! wake-ups and task polls), below which no design on tokio goes.
 //!
 //! ```text
 //! cargo run --release -p troupe-runtime --example conc_floor -- --k 10000 --run task --threads 1
@@ -162,11 +165,43 @@ async fn run_as_actor(agents: Vec<ActorRef<Turn>>, m: u64) -> Result<u64, BoxErr
     Ok(rx.await?)
 }
 
+/// How a run is driven (`--run`).
+#[derive(Clone, Copy, PartialEq)]
+enum Run {
+    /// A plain task awaiting each reply of the shared agent actors.
+    Task,
+    /// A ractor actor the shared agent actors' replies are cast to.
+    Actor,
+    /// No actor: a task waiting out each model call itself.
+    Bare,
+}
+
+impl Run {
+    fn name(self) -> &'static str {
+        match self {
+            Run::Task => "task",
+            Run::Actor => "actor",
+            Run::Bare => "bare",
+        }
+    }
+}
+
+/// One run with no actor: M − 1 waits of L ms in a row, each "reply" a
+/// short string as the agents' are.
+async fn run_bare(latency: Duration, m: u64) -> Result<u64, BoxError> {
+    let mut text = "go".to_string();
+    for _ in 1..m {
+        tokio::time::sleep(latency).await;
+        text = format!("ok {}", text.len());
+    }
+    Ok(m)
+}
+
 struct Args {
     k: usize,
     m: u64,
     latency: Duration,
-    actor: bool,
+    run: Run,
     threads: usize,
 }
 
@@ -175,7 +210,7 @@ fn parse_args() -> Result<Args, BoxError> {
         k: 10_000,
         m: 10,
         latency: Duration::from_millis(20),
-        actor: false,
+        run: Run::Task,
         threads: 1,
     };
     let mut args = std::env::args().skip(1);
@@ -185,7 +220,16 @@ fn parse_args() -> Result<Args, BoxError> {
             "--k" => parsed.k = value.replace('_', "").parse()?,
             "--m" => parsed.m = value.parse()?,
             "--latency-ms" => parsed.latency = Duration::from_millis(value.parse()?),
-            "--run" => parsed.actor = value == "actor",
+            "--run" => {
+                parsed.run = match value.as_str() {
+                    "task" => Run::Task,
+                    "actor" => Run::Actor,
+                    "bare" => Run::Bare,
+                    other => {
+                        return Err(format!("--run takes task, actor or bare, not {other}").into());
+                    }
+                }
+            }
             "--threads" => parsed.threads = value.parse()?,
             other => return Err(format!("unknown flag {other}").into()),
         }
@@ -210,12 +254,12 @@ async fn floor(args: &Args) -> Result<String, BoxError> {
     let mut runs = Vec::with_capacity(args.k);
     for _ in 0..args.k {
         let agents = agents.clone();
-        let (m, actor) = (args.m, args.actor);
+        let (m, run, latency) = (args.m, args.run, args.latency);
         runs.push(tokio::spawn(async move {
-            if actor {
-                run_as_actor(agents, m).await
-            } else {
-                run_as_task(agents, m).await
+            match run {
+                Run::Task => run_as_task(agents, m).await,
+                Run::Actor => run_as_actor(agents, m).await,
+                Run::Bare => run_bare(latency, m).await,
             }
         }));
     }
@@ -230,7 +274,7 @@ async fn floor(args: &Args) -> Result<String, BoxError> {
     Ok(format!(
         "{{\"bench\":\"conc_floor\",\"k\":{},\"run\":\"{}\",\"threads\":{},\"wall_s\":{wall:.4},\"ideal_s\":{ideal},\"ratio\":{:.3}}}",
         args.k,
-        if args.actor { "actor" } else { "task" },
+        args.run.name(),
         args.threads,
         wall / ideal
     ))
