@@ -1,18 +1,27 @@
 //! The floor of the `conc` workload (`../shared/bench/WORKLOADS.md`) for a
 //! design where every agent is an actor: K concurrent runs of a 3-agent
 //! round robin of M messages, each agent a ractor actor shared by every
-//! run that takes a turn by starting a task that waits L ms (the model
-//! call) and replies — and nothing else: no threads, no routing, no stop
-//! condition, no context, no model request. Whatever troupe does on top,
-//! its `conc` wall time cannot go below what this prints.
+//! run, each turn a wait of L ms (the model call) and a short reply — and
+//! nothing else: no threads, no routing, no stop condition, no context, no
+//! model request. Whatever troupe does on top, its `conc` wall time cannot
+//! go below what this prints.
 //!
-//! Two supervisors per run are compared: a plain task awaiting each reply
-//! (`--run task`, as troupe's `RunTask`) and a ractor actor the replies are
-//! cast to (`--run actor`, as `RunActor`); on a current-thread runtime
-//! (`--threads 1`, as `conc_probe`) or a multi-thread one. A third,
-//! `--run bare`, has no actor at all: each run is one task that waits L ms
-//! M − 1 times in a row — the async runtime's own floor (its timers,
-//! wake-ups and task polls), below which no design on tokio goes.
+//! How a run is driven (`--run`):
+//!
+//! - `inline`: troupe's own way. The run, a plain task (as `RunTask`),
+//!   sends each turn to its agent's actor; the actor polls the turn once
+//!   (the model call starts its timer) and hands the waiting turn back to
+//!   the run, which polls it to its end (as `InlineTurn`).
+//! - `task`: the actor starts a task for each turn, which replies to the
+//!   run's task through a oneshot (troupe's way for a turn beside others).
+//! - `actor`: as `task`, the run a ractor actor the replies are cast to
+//!   (as `RunActor`).
+//! - `bare`: no actor at all; each run is one task that waits L ms M − 1
+//!   times in a row — the async runtime's own floor (its timers, wake-ups
+//!   and task polls), below which no design on tokio goes.
+//!
+//! On a current-thread runtime (`--threads 1`, as `conc_probe`) or a
+//! multi-thread one.
 //!
 //! ```text
 //! cargo run --release -p troupe-runtime --example conc_floor -- --k 10000 --run task --threads 1
@@ -21,6 +30,8 @@
 //! Prints one JSON line: `k`, `run`, `threads`, `wall_s`, `ideal_s`, `ratio`.
 
 use std::error::Error;
+use std::future::Future;
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
@@ -33,10 +44,16 @@ struct Agent {
     latency: Duration,
 }
 
+/// A turn that waits, handed back to its run to be polled there.
+type Waiting = Pin<Box<dyn Future<Output = String> + Send>>;
+
 /// Where a turn's reply goes.
 enum ReplyTo {
     /// A run's task, awaiting it.
     Task(oneshot::Sender<String>),
+    /// A run's task, which polls the turn to its end once the actor's
+    /// first poll left it waiting (as troupe's `InlineTurn`).
+    Inline(oneshot::Sender<Waiting>),
     /// A run's actor.
     Actor(ActorRef<RunMsg>),
 }
@@ -67,8 +84,28 @@ impl Actor for Agent {
         turn: Turn,
         _: &mut (),
     ) -> Result<(), ActorProcessingErr> {
-        // The model call runs beside the actor, as a turn does in troupe.
         let latency = self.latency;
+        let turn = match turn.reply {
+            // troupe's way: the actor polls the turn once (the model call
+            // starts its timer), then hands it to its run's task.
+            ReplyTo::Inline(tx) => {
+                let text = turn.text;
+                let mut waiting: Waiting = Box::pin(async move {
+                    tokio::time::sleep(latency).await;
+                    format!("ok {}", text.len())
+                });
+                if futures::poll!(&mut waiting).is_pending() {
+                    let _ = tx.send(waiting);
+                }
+                return Ok(());
+            }
+            reply => Turn {
+                text: turn.text,
+                reply,
+            },
+        };
+        // The model call runs beside the actor, as a turn beside others
+        // does in troupe.
         tokio::spawn(async move {
             tokio::time::sleep(latency).await;
             let out = format!("ok {}", turn.text.len());
@@ -79,6 +116,7 @@ impl Actor for Agent {
                 ReplyTo::Actor(run) => {
                     let _ = run.cast(RunMsg(out));
                 }
+                ReplyTo::Inline(_) => {}
             }
         });
         Ok(())
@@ -158,6 +196,20 @@ async fn run_as_task(agents: Vec<ActorRef<Turn>>, m: u64) -> Result<u64, BoxErro
     Ok(m)
 }
 
+/// One run as a plain task that polls each waiting turn itself.
+async fn run_inline(agents: Vec<ActorRef<Turn>>, m: u64) -> Result<u64, BoxError> {
+    let mut text = "go".to_string();
+    for i in 1..m {
+        let (tx, rx) = oneshot::channel();
+        agents[(i % agents.len() as u64) as usize].cast(Turn {
+            text,
+            reply: ReplyTo::Inline(tx),
+        })?;
+        text = rx.await?.await;
+    }
+    Ok(m)
+}
+
 /// One run as a ractor actor.
 async fn run_as_actor(agents: Vec<ActorRef<Turn>>, m: u64) -> Result<u64, BoxError> {
     let (tx, rx) = oneshot::channel();
@@ -170,6 +222,9 @@ async fn run_as_actor(agents: Vec<ActorRef<Turn>>, m: u64) -> Result<u64, BoxErr
 enum Run {
     /// A plain task awaiting each reply of the shared agent actors.
     Task,
+    /// A plain task the shared agent actors hand each waiting turn back
+    /// to, after their first poll: troupe's own way.
+    Inline,
     /// A ractor actor the shared agent actors' replies are cast to.
     Actor,
     /// No actor: a task waiting out each model call itself.
@@ -180,6 +235,7 @@ impl Run {
     fn name(self) -> &'static str {
         match self {
             Run::Task => "task",
+            Run::Inline => "inline",
             Run::Actor => "actor",
             Run::Bare => "bare",
         }
@@ -223,10 +279,14 @@ fn parse_args() -> Result<Args, BoxError> {
             "--run" => {
                 parsed.run = match value.as_str() {
                     "task" => Run::Task,
+                    "inline" => Run::Inline,
                     "actor" => Run::Actor,
                     "bare" => Run::Bare,
                     other => {
-                        return Err(format!("--run takes task, actor or bare, not {other}").into());
+                        return Err(format!(
+                            "--run takes task, inline, actor or bare, not {other}"
+                        )
+                        .into());
                     }
                 }
             }
@@ -258,6 +318,7 @@ async fn floor(args: &Args) -> Result<String, BoxError> {
         runs.push(tokio::spawn(async move {
             match run {
                 Run::Task => run_as_task(agents, m).await,
+                Run::Inline => run_inline(agents, m).await,
                 Run::Actor => run_as_actor(agents, m).await,
                 Run::Bare => run_bare(latency, m).await,
             }
