@@ -182,30 +182,27 @@ impl Actor for RunActor {
     }
 }
 
-/// One run as a plain task: a turn, its reply awaited, the next.
-async fn run_as_task(agents: Vec<ActorRef<Turn>>, m: u64) -> Result<u64, BoxError> {
+/// One run as a plain task: a turn, its reply awaited, the next. With
+/// `inline`, each turn comes back waiting and the task polls it to its end.
+async fn run_as_task(agents: Vec<ActorRef<Turn>>, m: u64, inline: bool) -> Result<u64, BoxError> {
     let mut text = "go".to_string();
     for i in 1..m {
-        let (tx, rx) = oneshot::channel();
-        agents[(i % agents.len() as u64) as usize].cast(Turn {
-            text,
-            reply: ReplyTo::Task(tx),
-        })?;
-        text = rx.await?;
-    }
-    Ok(m)
-}
-
-/// One run as a plain task that polls each waiting turn itself.
-async fn run_inline(agents: Vec<ActorRef<Turn>>, m: u64) -> Result<u64, BoxError> {
-    let mut text = "go".to_string();
-    for i in 1..m {
-        let (tx, rx) = oneshot::channel();
-        agents[(i % agents.len() as u64) as usize].cast(Turn {
-            text,
-            reply: ReplyTo::Inline(tx),
-        })?;
-        text = rx.await?.await;
+        let agent = &agents[(i % agents.len() as u64) as usize];
+        text = if inline {
+            let (tx, rx) = oneshot::channel();
+            agent.cast(Turn {
+                text,
+                reply: ReplyTo::Inline(tx),
+            })?;
+            rx.await?.await
+        } else {
+            let (tx, rx) = oneshot::channel();
+            agent.cast(Turn {
+                text,
+                reply: ReplyTo::Task(tx),
+            })?;
+            rx.await?
+        };
     }
     Ok(m)
 }
@@ -317,8 +314,8 @@ async fn floor(args: &Args) -> Result<String, BoxError> {
         let (m, run, latency) = (args.m, args.run, args.latency);
         runs.push(tokio::spawn(async move {
             match run {
-                Run::Task => run_as_task(agents, m).await,
-                Run::Inline => run_inline(agents, m).await,
+                Run::Task => run_as_task(agents, m, false).await,
+                Run::Inline => run_as_task(agents, m, true).await,
                 Run::Actor => run_as_actor(agents, m).await,
                 Run::Bare => run_bare(latency, m).await,
             }
