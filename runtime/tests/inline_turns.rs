@@ -190,3 +190,29 @@ async fn a_turns_context_is_dropped_on_cancel_and_what_it_starts_is_not() {
     // Outside a run, a context races its cancellation.
     assert!(!RunContext::new().is_dropped_on_cancel());
 }
+
+/// A turn's time is measured only for a run whose events are listened to;
+/// then a turn that waits reports how long it took, under both supervisors.
+#[tokio::test]
+async fn a_listened_runs_turns_report_their_time() {
+    for reuse in [true, false] {
+        let wf = Workflow::builder()
+            .participant(waiter("slow", 40))
+            .reuse_actors(reuse)
+            .build()
+            .unwrap();
+        let (ctx, mut events) = RunContext::stream();
+        let r = guard(wf.run_task("go", &ctx)).await.unwrap();
+        assert_eq!(r.final_text(), "slow", "reuse_actors({reuse})");
+        let times: Vec<f64> = events
+            .drain_ready()
+            .into_iter()
+            .filter_map(|e| match e.event {
+                Event::AgentFinished { elapsed_ms, .. } => Some(elapsed_ms),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(times.len(), 1, "reuse_actors({reuse}): {times:?}");
+        assert!(times[0] >= 35.0, "reuse_actors({reuse}): {times:?}");
+    }
+}
