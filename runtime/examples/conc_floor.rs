@@ -94,9 +94,12 @@ impl Actor for Agent {
                     tokio::time::sleep(latency).await;
                     format!("ok {}", text.len())
                 });
-                if futures::poll!(&mut waiting).is_pending() {
-                    let _ = tx.send(waiting);
+                // A turn done on its first poll (no latency) goes back
+                // done, so its run still gets its reply.
+                if let std::task::Poll::Ready(out) = futures::poll!(&mut waiting) {
+                    waiting = Box::pin(std::future::ready(out));
                 }
+                let _ = tx.send(waiting);
                 return Ok(());
             }
             reply => Turn {
@@ -330,11 +333,16 @@ async fn floor(args: &Args) -> Result<String, BoxError> {
     let wall = started.elapsed().as_secs_f64();
     let ideal = (args.m - 1) as f64 * args.latency.as_secs_f64();
     Ok(format!(
-        "{{\"bench\":\"conc_floor\",\"k\":{},\"run\":\"{}\",\"threads\":{},\"wall_s\":{wall:.4},\"ideal_s\":{ideal},\"ratio\":{:.3}}}",
+        "{{\"bench\":\"conc_floor\",\"k\":{},\"run\":\"{}\",\"threads\":{},\"wall_s\":{wall:.4},\"ideal_s\":{ideal},\"ratio\":{}}}",
         args.k,
         args.run.name(),
         args.threads,
-        wall / ideal
+        // No ratio to an ideal of zero (`--latency-ms 0`): JSON has no inf.
+        if ideal > 0.0 {
+            format!("{:.3}", wall / ideal)
+        } else {
+            "null".to_string()
+        }
     ))
 }
 
