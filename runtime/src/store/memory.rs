@@ -10,6 +10,7 @@ use super::checkpoint::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta
 use super::durability::Durability;
 use super::error::StoreError;
 use super::key::{check_conversation_id, check_run_id};
+use super::lease::InProcessLeases;
 use super::traits::{CheckpointStore, ThreadStore};
 use crate::thread::Thread;
 
@@ -34,6 +35,8 @@ pub struct MemoryStore {
     inner: Arc<Inner>,
     keep: usize,
     durability: Durability,
+    /// Its run leases (see `lease.rs`), shared by its clones.
+    pub(super) leases: InProcessLeases,
 }
 
 /// How many checkpoints per run a [`MemoryStore`] keeps by default.
@@ -45,6 +48,7 @@ impl Default for MemoryStore {
             inner: Arc::default(),
             keep: DEFAULT_KEEP,
             durability: Durability::Process,
+            leases: InProcessLeases::default(),
         }
     }
 }

@@ -22,6 +22,11 @@
 //! [`Durability`]: by default the process being killed; `fsync` power
 //! loss too; `exit` checkpoints a run only when it stops.
 //!
+//! One process runs a run at a time: every store is also [`RunLeases`],
+//! and whoever runs a run holds its [`RunLease`] (an advisory file lock,
+//! a SQLite row with a heartbeat, or a table in the process; see
+//! `lease.rs`).
+//!
 //! Run and conversation ids must be one safe path component in every
 //! store (not empty, at most [`MAX_ID_LEN`] bytes, no `/`, `\`, control
 //! character or leading `.`); others are refused with
@@ -60,12 +65,16 @@ mod delta;
 mod durability;
 mod error;
 mod file;
+mod file_lock;
 mod format;
 mod key;
+mod lease;
 mod log;
 mod memory;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "sqlite")]
+mod sqlite_lease;
 #[cfg(feature = "sqlite")]
 mod sqlite_rows;
 #[cfg(feature = "sqlite")]
@@ -88,6 +97,10 @@ pub use error::StoreError;
 pub use file::FileStore;
 pub(crate) use key::check_conversation_id;
 pub use key::{MAX_ID_LEN, check_run_id};
+pub use lease::{
+    HEARTBEAT, InProcessLeases, LeaseError, LeaseHolder, RunLease, RunLeases, STALE_AFTER,
+    this_host,
+};
 pub use memory::{DEFAULT_KEEP, MemoryStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;

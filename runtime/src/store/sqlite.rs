@@ -167,6 +167,12 @@ impl SqliteStore {
         &self.db
     }
 
+    /// The connection and the database's name, for the run leases
+    /// (`sqlite_lease.rs`), which keep their rows in the same database.
+    pub(super) fn shared_connection(&self) -> (Arc<Mutex<Connection>>, Arc<str>) {
+        (self.conn.clone(), self.db.clone())
+    }
+
     /// Runs `f` with the connection on the blocking pool.
     async fn with_conn<T: Send + 'static>(
         &self,

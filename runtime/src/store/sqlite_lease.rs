@@ -1,0 +1,269 @@
+//! [`SqliteStore`]'s run leases: one row per held run in `run_leases`,
+//! its heartbeat renewed every [`HEARTBEAT`] while the lease is held.
+//!
+//! A row is taken over when its heartbeat is older than [`STALE_AFTER`]
+//! (the holder hung, or its machine went away), or at once when its holder
+//! is a process of this host that has ended (`kill -9` leaves the row
+//! behind). Taking a lease is one `BEGIN IMMEDIATE` transaction: read the
+//! row, refuse or replace it, so two processes never both take it. Every
+//! row carries a token of its own, so a holder whose lease was taken over
+//! neither renews nor deletes its successor's.
+//!
+//! The table is created when the first lease is taken; databases written
+//! before it keep their schema version (a reader that does not know the
+//! table ignores it).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use super::error::StoreError;
+use super::key::check_run_id;
+use super::lease::{
+    HEARTBEAT, LeaseError, LeaseHolder, RunLease, RunLeases, STALE_AFTER, from_unix_secs,
+    unix_secs,
+};
+use super::sqlite::SqliteStore;
+use super::sqlite_rows::sql_error;
+
+const TABLE: &str = "
+CREATE TABLE IF NOT EXISTS run_leases (
+    run_id     TEXT    NOT NULL PRIMARY KEY,
+    token      TEXT    NOT NULL,
+    pid        INTEGER NOT NULL,
+    host       TEXT    NOT NULL,
+    since_secs INTEGER NOT NULL,
+    beat_secs  INTEGER NOT NULL
+);
+";
+
+#[async_trait]
+impl RunLeases for SqliteStore {
+    async fn acquire(&self, run_id: &str) -> Result<RunLease, LeaseError> {
+        check_run_id(run_id)?;
+        let (conn, db) = self.shared_connection();
+        let holder = LeaseHolder::this_process();
+        let lease = Row {
+            conn,
+            db,
+            run_id: run_id.to_string(),
+            token: new_token(),
+        };
+        let taken = {
+            let lease = lease.clone();
+            let holder = holder.clone();
+            tokio::task::spawn_blocking(move || lease.take(&holder))
+                .await
+                .map_err(StoreError::from)?
+        };
+        taken?;
+        let beats = {
+            let lease = lease.clone();
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(HEARTBEAT);
+                tick.tick().await;
+                loop {
+                    tick.tick().await;
+                    let lease = lease.clone();
+                    // A beat that fails is retried at the next tick; the
+                    // lease stays taken until STALE_AFTER passes without one.
+                    let _ = tokio::task::spawn_blocking(move || lease.beat()).await;
+                }
+            })
+        };
+        Ok(RunLease::new(run_id, holder, Held { row: lease, beats }))
+    }
+}
+
+/// A lease row of this process.
+#[derive(Clone)]
+struct Row {
+    conn: Arc<Mutex<Connection>>,
+    db: Arc<str>,
+    run_id: String,
+    token: String,
+}
+
+impl Row {
+    /// Takes the row for `holder` unless a live holder has it.
+    fn take(&self, holder: &LeaseHolder) -> Result<(), LeaseError> {
+        let err = sql_error(&self.db);
+        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(&err)?;
+        tx.execute_batch(TABLE).map_err(&err)?;
+        let row = tx
+            .query_row(
+                "SELECT pid, host, since_secs, beat_secs FROM run_leases WHERE run_id = ?1",
+                [&self.run_id],
+                |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, i64>(3)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(&err)?;
+        let now = unix_secs(SystemTime::now());
+        if let Some((pid, host, since, beat)) = row {
+            let other = LeaseHolder {
+                pid: u32::try_from(pid).unwrap_or(0),
+                host,
+                since: from_unix_secs(since),
+            };
+            let stale = now.saturating_sub(beat) > secs(STALE_AFTER);
+            if !stale && !other.is_dead_here() {
+                return Err(LeaseError::Held {
+                    run_id: self.run_id.clone(),
+                    holder: Some(other),
+                });
+            }
+        }
+        tx.execute(
+            "INSERT OR REPLACE INTO run_leases (run_id, token, pid, host, since_secs, beat_secs) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                self.run_id,
+                self.token,
+                i64::from(holder.pid),
+                holder.host,
+                unix_secs(holder.since),
+                now
+            ],
+        )
+        .map_err(&err)?;
+        tx.commit().map_err(&err)?;
+        Ok(())
+    }
+
+    /// Renews the heartbeat (of this row only: a successor's is not ours).
+    fn beat(&self) -> Result<(), StoreError> {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        conn.execute(
+            "UPDATE run_leases SET beat_secs = ?1 WHERE run_id = ?2 AND token = ?3",
+            params![unix_secs(SystemTime::now()), self.run_id, self.token],
+        )
+        .map_err(sql_error(&self.db))?;
+        Ok(())
+    }
+
+    /// Deletes the row (if it is still this one).
+    fn release(&self) -> Result<(), StoreError> {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        conn.execute(
+            "DELETE FROM run_leases WHERE run_id = ?1 AND token = ?2",
+            params![self.run_id, self.token],
+        )
+        .map_err(sql_error(&self.db))?;
+        Ok(())
+    }
+}
+
+/// A held lease: stops the heartbeat and deletes the row when dropped.
+struct Held {
+    row: Row,
+    beats: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.beats.abort();
+        // Best effort: a row left behind names this process, which is
+        // then dead (or its heartbeat stale), so it is taken over.
+        let _ = self.row.release();
+    }
+}
+
+fn secs(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_secs()).unwrap_or(i64::MAX)
+}
+
+/// A token no other lease of any process has: pid, time and a counter.
+fn new_token() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "{}-{nanos}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn holder_row(store: &SqliteStore, run_id: &str) -> Option<(i64, String)> {
+        let (conn, _) = store.shared_connection();
+        let conn = conn.lock().unwrap();
+        conn.query_row(
+            "SELECT pid, token FROM run_leases WHERE run_id = ?1",
+            [run_id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn one_holder_per_run_and_a_dead_holder_is_taken_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.db");
+        let store = SqliteStore::open(&path).unwrap();
+        let other = SqliteStore::open(&path).unwrap();
+        let lease = store.acquire("run-1").await.unwrap();
+        let err = other.acquire("run-1").await.unwrap_err();
+        assert!(
+            matches!(&err, LeaseError::Held { holder: Some(h), .. } if h.pid == std::process::id()),
+            "{err}"
+        );
+        drop(lease);
+        assert_eq!(holder_row(&store, "run-1"), None);
+        let _taken = other.acquire("run-1").await.unwrap();
+
+        // A row left by a process that ended is taken over at once.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        {
+            let (conn, _) = store.shared_connection();
+            let conn = conn.lock().unwrap();
+            conn.execute(
+                "INSERT INTO run_leases VALUES ('run-2', 'old', ?1, ?2, 0, ?3)",
+                params![
+                    i64::from(dead),
+                    crate::store::lease::this_host(),
+                    unix_secs(SystemTime::now())
+                ],
+            )
+            .unwrap();
+            // A live holder elsewhere whose heartbeat stopped long ago.
+            conn.execute(
+                "INSERT INTO run_leases VALUES ('run-3', 'old', 1, 'elsewhere', 0, 0)",
+                [],
+            )
+            .unwrap();
+            // And one whose heartbeat is fresh.
+            conn.execute(
+                "INSERT INTO run_leases VALUES ('run-4', 'old', 1, 'elsewhere', 0, ?1)",
+                [unix_secs(SystemTime::now())],
+            )
+            .unwrap();
+        }
+        let two = store.acquire("run-2").await.unwrap();
+        assert_eq!(holder_row(&store, "run-2").unwrap().0, i64::from(std::process::id()));
+        let _three = store.acquire("run-3").await.unwrap();
+        let err = store.acquire("run-4").await.unwrap_err();
+        assert!(err.to_string().contains("pid 1 on elsewhere"), "{err}");
+        drop(two);
+    }
+}
