@@ -23,6 +23,7 @@ mod cluster;
 mod end_line;
 mod input;
 mod interrupt;
+mod lease;
 mod mcp_demo;
 mod render;
 mod run;
@@ -159,6 +160,15 @@ enum Command {
 
 /// Runs the command line; returns the exit code.
 pub(crate) fn main() -> u8 {
+    // This binary is also the helpers a stdio MCP server runs under, so
+    // that it never outlives `troupe` (see `mcp_reaper`).
+    use troupe::agents::tool::mcp_reaper;
+    if let Some(code) = mcp_reaper::run_if_asked() {
+        return code;
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        mcp_reaper::supervise_with(exe);
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

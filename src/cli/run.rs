@@ -17,7 +17,7 @@ use troupe::{
 use super::cluster::{self, ClusterArgs};
 use super::end_line::{EndLine, Question};
 use super::interrupt::Interrupt;
-use super::{
+use super::{lease, 
     EventsFormat, FAILED, INTERRUPTED, INVALID, OK, Output, WAITING, build_options, leave, make_id,
     report, sinks, store, write_failed, write_out,
 };
@@ -30,9 +30,14 @@ pub(crate) struct RunArgs {
     /// The task; `-` (or nothing, when stdin is not a terminal) reads it
     /// from stdin. Not given with `--resume`.
     prompt: Option<String>,
-    /// Names the run (checkpoints are saved under it).
+    /// Names the run (checkpoints are saved under it). A run of that id
+    /// already in the store is refused, unless `--replace` is given.
     #[arg(long, conflicts_with = "resume")]
     run_id: Option<String>,
+    /// With `--run-id`: starts that run over, dropping the stored run of
+    /// that id (its checkpoints and the questions it waits on).
+    #[arg(long, requires = "run_id")]
+    replace: bool,
     /// Continues run RUN_ID (`latest`: the newest) exactly where its last
     /// checkpoint in the config's store left it.
     #[arg(long, value_name = "RUN_ID")]
@@ -214,6 +219,11 @@ async fn drive(
             .clone()
             .unwrap_or_else(|| make_id(&config.workflow_name())),
         Start::Resume { run_id, .. } => run_id.clone(),
+    };
+    // Held until the run ends here: no other process runs it meanwhile.
+    let _lease = match lease::claim(args.run_id.is_some(), args.replace, built, &run_id).await {
+        Ok(l) => l,
+        Err(code) => return code,
     };
     let (sink, console) = sinks(&args.output);
     let ctx = RunContext::with_sink(sink.clone()).with_run_id(run_id.clone());

@@ -45,6 +45,14 @@ pub(crate) fn spawn(state: Shared, run: Arc<Run>, start: Start, slot: OwnedSemap
 
 async fn drive(state: &Shared, run: &Run, start: Start) -> Result<RunResult, String> {
     let team = state.team(Some(&run.team)).map_err(|e| e.message)?;
+    // One owner per run: a `troupe run --resume` of this run (or another
+    // server on the same store) waits until this stretch ends.
+    let _lease = team
+        .store
+        .leases
+        .acquire(&run.id)
+        .await
+        .map_err(|e| e.to_string())?;
     let workflow = &team.built.workflow;
     match (start, &run.session) {
         (Start::Thread(thread), _) => workflow

@@ -28,6 +28,8 @@ pub use mcp::{
     MINIMAL_ENV, McpCallResult, McpClient, McpServerConfig, McpTool, McpToolInfo, McpTransport,
     kill_mcp_servers,
 };
+/// Stdio MCP servers that never outlive the program that started them.
+pub use mcp::reaper as mcp_reaper;
 
 /// What a tool call is given besides its arguments.
 #[derive(Clone)]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use troupe_runtime::store::{
-    CheckpointStore, Durability, FileStore, MemoryStore, SqliteStore, ThreadStore,
+    CheckpointStore, Durability, FileStore, MemoryStore, RunLeases, SqliteStore, ThreadStore,
 };
 
 use crate::error::ConfigError;
@@ -19,6 +19,8 @@ pub struct Store {
     pub checkpoints: Arc<dyn CheckpointStore>,
     /// Where chat conversations are kept.
     pub threads: Arc<dyn ThreadStore>,
+    /// Who runs which run: the lease a process takes before it runs one.
+    pub leases: Arc<dyn RunLeases>,
     /// Which kind of store this is (memory, directory or SQLite).
     pub kind: StoreKind,
     /// The directory or database file, for `dir` and `sqlite`.
@@ -59,13 +61,16 @@ impl Store {
         durability: Durability,
     ) -> Result<Store, ConfigError> {
         let fail = |e: &dyn fmt::Display| ConfigError::Build(format!("checkpoint store: {e}"));
-        fn both<S: CheckpointStore + ThreadStore + 'static>(
-            s: S,
-        ) -> (Arc<dyn CheckpointStore>, Arc<dyn ThreadStore>) {
+        type Parts = (
+            Arc<dyn CheckpointStore>,
+            Arc<dyn ThreadStore>,
+            Arc<dyn RunLeases>,
+        );
+        fn both<S: CheckpointStore + ThreadStore + RunLeases + 'static>(s: S) -> Parts {
             let s = Arc::new(s);
-            (s.clone(), s)
+            (s.clone(), s.clone(), s)
         }
-        let (checkpoints, threads) = match (kind, &location) {
+        let (checkpoints, threads, leases) = match (kind, &location) {
             (StoreKind::Memory, _) => both(MemoryStore::new().with_durability(durability)),
             (StoreKind::Dir, Some(dir)) => both(
                 FileStore::open(dir)
@@ -87,6 +92,7 @@ impl Store {
         Ok(Store {
             checkpoints,
             threads,
+            leases,
             kind,
             location,
         })

@@ -24,6 +24,11 @@ use super::lease::{LeaseError, LeaseHolder, RunLease, RunLeases, from_unix_secs,
 /// The lock file's name in a run's directory.
 const LEASE_NAME: &str = "lease";
 
+/// How many more times (10 ms apart) a refused lease reads a holder file
+/// that is still empty.
+#[cfg(unix)]
+const HOLDER_READS: usize = 20;
+
 #[async_trait]
 impl RunLeases for FileStore {
     async fn acquire(&self, run_id: &str) -> Result<RunLease, LeaseError> {
@@ -66,10 +71,22 @@ fn lock(path: &Path, run_id: &str) -> Result<RunLease, LeaseError> {
                 .map_err(|e| StoreError::io("write the lease holder to", path, e))?;
             Ok(RunLease::new(run_id, holder, Locked { file }))
         }
-        Err((mut file, Errno::EWOULDBLOCK)) => Err(LeaseError::Held {
-            run_id: run_id.to_string(),
-            holder: read_holder(&mut file),
-        }),
+        Err((mut file, Errno::EWOULDBLOCK)) => {
+            // The holder writes its name just after it locks: a file
+            // read empty is read again for a moment.
+            let mut holder = read_holder(&mut file);
+            for _ in 0..HOLDER_READS {
+                if holder.is_some() {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                holder = read_holder(&mut file);
+            }
+            Err(LeaseError::Held {
+                run_id: run_id.to_string(),
+                holder,
+            })
+        }
         Err((_, e)) => Err(StoreError::io("lock", path, std::io::Error::from(e)).into()),
     }
 }

@@ -9,6 +9,7 @@
 //! - `config`: [`McpServerConfig`], [`McpTransport`];
 //! - `env`: the environment a stdio server starts with;
 //! - `process`: its process group and the guard that kills it;
+//! - `reaper`: the helpers that kill its whole tree when the client dies;
 //! - `connection`: one session, its timeouts and its errors in words;
 //! - `client`: [`McpClient`], restarts and the allow-list;
 //! - `tool`: [`McpTool`].
@@ -18,6 +19,7 @@ mod config;
 mod connection;
 mod env;
 mod process;
+pub mod reaper;
 mod tool;
 
 use serde_json::Value;

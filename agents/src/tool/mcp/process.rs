@@ -2,6 +2,9 @@
 //! with the environment it is allowed, and a [`ProcessGroup`] guard that
 //! kills the whole group — a wrapper (`sh -c`, `npx`, `uvx`) and every
 //! process it started — when the connection ends, whichever way it ends.
+//! Where the client itself may die first, the server runs under the
+//! helpers of `reaper.rs`, and the group killed is the guard's, whose
+//! death makes the reaper kill the server's whole tree.
 
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
@@ -97,7 +100,16 @@ impl Drop for ProcessGroup {
 /// troupe's with registered secrets masked (a server that logs the token
 /// it was given does not print it). Must run inside a Tokio runtime.
 pub(super) fn spawn(launch: &Launch<'_>) -> std::io::Result<(TokioChildProcess, ProcessGroup)> {
-    let mut cmd = tokio::process::Command::new(launch.command);
+    // Supervised (see `reaper.rs`): the guard is started, and it starts
+    // the reaper, which starts the server.
+    let mut cmd = match super::reaper::guard_command() {
+        Some((program, first)) => {
+            let mut cmd = tokio::process::Command::new(program);
+            cmd.args(first).arg(launch.command);
+            cmd
+        }
+        None => tokio::process::Command::new(launch.command),
+    };
     cmd.args(launch.args);
     cmd.env_clear();
     cmd.envs(child_env(
