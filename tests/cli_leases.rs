@@ -66,7 +66,10 @@ fn racing_resumes(store: &str) {
     .expect("start");
     let stdout = lines(first.stdout.take().expect("stdout"));
     until(&stdout, &["\"agent_started\"", "writer"]);
-    let refused = run(dir.path(), &["run", "--events", "jsonl", "--resume", "r1", cfg]);
+    let refused = run(
+        dir.path(),
+        &["run", "--events", "jsonl", "--resume", "r1", cfg],
+    );
     let err = text(&refused.stderr);
     assert_eq!(refused.status.code(), Some(2), "{err}");
     names_holder(&err, "r1", first.id());
@@ -79,9 +82,12 @@ fn racing_resumes(store: &str) {
     // Two resumes at once: one takes the run over, the other is refused
     // naming it.
     let spawn = || {
-        troupe(dir.path(), &["run", "--events", "jsonl", "--resume", "r1", cfg])
-            .spawn()
-            .expect("start")
+        troupe(
+            dir.path(),
+            &["run", "--events", "jsonl", "--resume", "r1", cfg],
+        )
+        .spawn()
+        .expect("start")
     };
     let (a, b) = (spawn(), spawn());
     let (pid_a, pid_b) = (a.id(), b.id());
@@ -130,14 +136,31 @@ fn reused_run_id(store: &str) {
     let err = text(&again.stderr);
     assert_eq!(again.status.code(), Some(2), "{err}");
     assert!(err.contains("run `r1` already exists in the"), "{err}");
-    assert!(err.contains("--resume r1") && err.contains("--replace"), "{err}");
+    assert!(
+        err.contains("--resume r1") && err.contains("--replace"),
+        "{err}"
+    );
     assert!(again.stdout.is_empty());
 
     let replaced = run(
         dir.path(),
-        &["run", "--events", "jsonl", "--run-id", "r1", "--replace", cfg, "again"],
+        &[
+            "run",
+            "--events",
+            "jsonl",
+            "--run-id",
+            "r1",
+            "--replace",
+            cfg,
+            "again",
+        ],
     );
-    assert_eq!(replaced.status.code(), Some(0), "{}", text(&replaced.stderr));
+    assert_eq!(
+        replaced.status.code(),
+        Some(0),
+        "{}",
+        text(&replaced.stderr)
+    );
     assert_eq!(turns_started(&replaced), 3);
     let runs = listed(dir.path(), cfg);
     assert_eq!(runs.len(), 1, "{runs:?}");
@@ -186,5 +209,47 @@ fn replace_without_run_id_is_a_usage_error() {
         &["run", "--replace", cfg.to_str().expect("utf-8"), "go"],
     );
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("--run-id"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--run-id"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// `troupe serve` holds the lease of the runs it drives: a `--resume` of
+/// one under way exits 2 naming the server's process.
+#[test]
+fn a_run_serve_drives_is_not_resumed_elsewhere_meanwhile() {
+    use common::serve::{Server, client, json_of};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = write(dir.path(), "steps.yaml", &steps("5s", SQLITE));
+    let cfg = cfg.to_str().expect("utf-8");
+    let s = Server::start(dir.path(), &[cfg], &[]);
+    let started = client()
+        .post(s.url("/runs"))
+        .json(&serde_json::json!({"task": "go"}))
+        .send()
+        .expect("POST /runs");
+    assert_eq!(started.status(), 201);
+    let id = json_of(started)["id"]
+        .as_str()
+        .expect("a run id")
+        .to_string();
+    // Its first checkpoint (the planner's) is in the store while the
+    // writer thinks.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !listed(dir.path(), cfg)
+        .iter()
+        .any(|r| r["run_id"] == id.as_str())
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "run {id} never stored"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let refused = run(dir.path(), &["run", "-q", "--resume", &id, cfg]);
+    let err = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    names_holder(&err, &id, s.child.id());
 }

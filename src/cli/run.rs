@@ -17,9 +17,9 @@ use troupe::{
 use super::cluster::{self, ClusterArgs};
 use super::end_line::{EndLine, Question};
 use super::interrupt::Interrupt;
-use super::{lease, 
-    EventsFormat, FAILED, INTERRUPTED, INVALID, OK, Output, WAITING, build_options, leave, make_id,
-    report, sinks, store, write_failed, write_out,
+use super::{
+    EventsFormat, FAILED, INTERRUPTED, INVALID, OK, Output, WAITING, build_options, lease, leave,
+    make_id, report, sinks, store, write_failed, write_out,
 };
 
 /// `troupe run`'s arguments.

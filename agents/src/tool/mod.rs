@@ -24,12 +24,12 @@ pub use approval::NeedsApproval;
 pub(crate) use arguments::{invalid_arguments, parse_arguments};
 pub use function::FunctionTool;
 pub(crate) use function::schema_for;
+/// Stdio MCP servers that never outlive the program that started them.
+pub use mcp::reaper as mcp_reaper;
 pub use mcp::{
     MINIMAL_ENV, McpCallResult, McpClient, McpServerConfig, McpTool, McpToolInfo, McpTransport,
     kill_mcp_servers,
 };
-/// Stdio MCP servers that never outlive the program that started them.
-pub use mcp::reaper as mcp_reaper;
 
 /// What a tool call is given besides its arguments.
 #[derive(Clone)]

@@ -175,7 +175,12 @@ mod tests {
             other => panic!("{other}"),
         }
         // A run without checkpoints is still no run of the store.
-        assert!(crate::store::CheckpointStore::runs(&store).await.unwrap().is_empty());
+        assert!(
+            crate::store::CheckpointStore::runs(&store)
+                .await
+                .unwrap()
+                .is_empty()
+        );
         let _second = other.acquire("run-2").await.unwrap();
         drop(lease);
         other.acquire("run-1").await.unwrap();

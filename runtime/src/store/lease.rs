@@ -119,7 +119,11 @@ impl RunLease {
     /// A lease on `run_id` held by `holder` for as long as `held` lives:
     /// dropping `held` must give the lease back. For stores outside this
     /// crate.
-    pub fn new(run_id: impl Into<String>, holder: LeaseHolder, held: impl Send + Sync + 'static) -> Self {
+    pub fn new(
+        run_id: impl Into<String>,
+        holder: LeaseHolder,
+        held: impl Send + Sync + 'static,
+    ) -> Self {
         RunLease {
             run_id: run_id.into(),
             holder,
@@ -284,7 +288,10 @@ mod tests {
             matches!(&err, LeaseError::Held { run_id, holder: Some(h) } if run_id == "r1" && h.pid == std::process::id()),
             "{err}"
         );
-        assert!(err.to_string().contains(&format!("pid {}", std::process::id())));
+        assert!(
+            err.to_string()
+                .contains(&format!("pid {}", std::process::id()))
+        );
         // Another run is free.
         let _other = leases.clone().acquire("r2").await.unwrap();
         drop(first);

@@ -23,8 +23,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use super::error::StoreError;
 use super::key::check_run_id;
 use super::lease::{
-    HEARTBEAT, LeaseError, LeaseHolder, RunLease, RunLeases, STALE_AFTER, from_unix_secs,
-    unix_secs,
+    HEARTBEAT, LeaseError, LeaseHolder, RunLease, RunLeases, STALE_AFTER, from_unix_secs, unix_secs,
 };
 use super::sqlite::SqliteStore;
 use super::sqlite_rows::sql_error;
@@ -260,7 +259,10 @@ mod tests {
             .unwrap();
         }
         let two = store.acquire("run-2").await.unwrap();
-        assert_eq!(holder_row(&store, "run-2").unwrap().0, i64::from(std::process::id()));
+        assert_eq!(
+            holder_row(&store, "run-2").unwrap().0,
+            i64::from(std::process::id())
+        );
         let _three = store.acquire("run-3").await.unwrap();
         let err = store.acquire("run-4").await.unwrap_err();
         assert!(err.to_string().contains("pid 1 on elsewhere"), "{err}");

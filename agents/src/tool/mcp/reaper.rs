@@ -138,11 +138,16 @@ mod helper {
                 let mut c = match std::env::current_exe() {
                     Ok(exe) => Command::new(exe),
                     Err(e) => {
-                        eprintln!("troupe: cannot find its own executable to supervise '{}': {e}", command.to_string_lossy());
+                        eprintln!(
+                            "troupe: cannot find its own executable to supervise '{}': {e}",
+                            command.to_string_lossy()
+                        );
                         return 127;
                     }
                 };
-                c.arg(REAPER_ARG).arg(std::process::id().to_string()).arg(&command);
+                c.arg(REAPER_ARG)
+                    .arg(std::process::id().to_string())
+                    .arg(&command);
                 c
             }
             Role::Reaper => Command::new(&command),
