@@ -66,10 +66,19 @@ impl RunLeases for SqliteStore {
                 tick.tick().await;
                 loop {
                     tick.tick().await;
-                    let lease = lease.clone();
+                    let beat = lease.clone();
                     // A beat that fails is retried at the next tick; the
                     // lease stays taken until STALE_AFTER passes without one.
-                    let _ = tokio::task::spawn_blocking(move || lease.beat()).await;
+                    let beat = tokio::task::spawn_blocking(move || beat.beat()).await;
+                    if matches!(beat, Ok(Ok(false))) {
+                        tracing::warn!(
+                            run_id = %lease.run_id,
+                            db = %lease.db,
+                            "the lease on the run was taken over (its heartbeat stopped for longer than {}s): another process may run it too",
+                            STALE_AFTER.as_secs()
+                        );
+                        return;
+                    }
                 }
             })
         };
@@ -142,15 +151,17 @@ impl Row {
         Ok(())
     }
 
-    /// Renews the heartbeat (of this row only: a successor's is not ours).
-    fn beat(&self) -> Result<(), StoreError> {
+    /// Renews the heartbeat (of this row only: a successor's is not ours);
+    /// `false` when the row is no longer this lease's (taken over).
+    fn beat(&self) -> Result<bool, StoreError> {
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        conn.execute(
-            "UPDATE run_leases SET beat_secs = ?1 WHERE run_id = ?2 AND token = ?3",
-            params![unix_secs(SystemTime::now()), self.run_id, self.token],
-        )
-        .map_err(sql_error(&self.db))?;
-        Ok(())
+        let renewed = conn
+            .execute(
+                "UPDATE run_leases SET beat_secs = ?1 WHERE run_id = ?2 AND token = ?3",
+                params![unix_secs(SystemTime::now()), self.run_id, self.token],
+            )
+            .map_err(sql_error(&self.db))?;
+        Ok(renewed == 1)
     }
 
     /// Deletes the row (if it is still this one).
@@ -258,6 +269,14 @@ mod tests {
             )
             .unwrap();
         }
+        // A lease whose row was taken over renews nothing.
+        let stale = Row {
+            conn: store.shared_connection().0,
+            db: store.shared_connection().1,
+            run_id: "run-1".into(),
+            token: "not-the-holder".into(),
+        };
+        assert!(!stale.beat().unwrap());
         let two = store.acquire("run-2").await.unwrap();
         assert_eq!(
             holder_row(&store, "run-2").unwrap().0,
