@@ -11,6 +11,7 @@
 //! files of the same name).
 
 use std::fs::{File, OpenOptions};
+#[cfg(unix)]
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
@@ -19,7 +20,9 @@ use async_trait::async_trait;
 use super::error::StoreError;
 use super::file::FileStore;
 use super::key::check_run_id;
-use super::lease::{LeaseError, LeaseHolder, RunLease, RunLeases, from_unix_secs, unix_secs};
+use super::lease::{LeaseError, RunLease, RunLeases};
+#[cfg(unix)]
+use super::lease::{LeaseHolder, from_unix_secs, unix_secs};
 
 /// The lock file's name in a run's directory.
 const LEASE_NAME: &str = "lease";
@@ -42,19 +45,17 @@ impl RunLeases for FileStore {
 }
 
 /// A taken lock: empties the holder file, then unlocks (by closing).
+#[cfg(unix)]
 struct Locked {
-    #[cfg(unix)]
     file: nix::fcntl::Flock<File>,
 }
 
+#[cfg(unix)]
 impl Drop for Locked {
     fn drop(&mut self) {
-        #[cfg(unix)]
-        {
-            // Best effort: a stale holder text is only read while the file
-            // is locked, so a failure here misleads no one.
-            let _ = self.file.set_len(0);
-        }
+        // Best effort: a stale holder text is only read while the file is
+        // locked, so a failure here misleads no one.
+        let _ = self.file.set_len(0);
     }
 }
 
@@ -124,6 +125,7 @@ fn open(path: &Path) -> Result<File, StoreError> {
 }
 
 /// `pid=…`, `host=…`, `since=…` (Unix seconds), a line each.
+#[cfg(unix)]
 fn write_holder(file: &mut File, holder: &LeaseHolder) -> std::io::Result<()> {
     file.set_len(0)?;
     file.seek(SeekFrom::Start(0))?;
@@ -137,6 +139,7 @@ fn write_holder(file: &mut File, holder: &LeaseHolder) -> std::io::Result<()> {
 }
 
 /// The holder a locked file names, if it is written yet.
+#[cfg(unix)]
 fn read_holder(file: &mut File) -> Option<LeaseHolder> {
     let mut text = String::new();
     file.seek(SeekFrom::Start(0)).ok()?;
