@@ -1,6 +1,7 @@
 //! [`FileStore`]: checkpoints and conversations as files under one root
 //! directory.
 
+use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{ErrorKind, Read};
 use std::path::{Path, PathBuf};
@@ -19,6 +20,7 @@ use super::format::{
 };
 use super::key::{check_conversation_id, check_run_id};
 use super::log::{self, Log};
+use super::save_errors::SaveErrors;
 use super::traits::{CheckpointStore, ThreadStore};
 use crate::thread::Thread;
 
@@ -58,8 +60,13 @@ const INLINE_APPEND: usize = 64 * 1024;
 pub struct FileStore {
     root: Arc<PathBuf>,
     durability: Durability,
+    save_errors: SaveErrors,
     /// The last log read, with its path and version (see `log`).
     last_log: Arc<Mutex<LastLog>>,
+    /// The length each log this store appended to was left at: a log
+    /// found at another length is checked (and repaired) before the next
+    /// append.
+    lengths: Arc<Mutex<HashMap<PathBuf, u64>>>,
 }
 
 /// The last checkpoint log a [`FileStore`] read.
@@ -84,13 +91,22 @@ impl FileStore {
         Ok(FileStore {
             root: Arc::new(root),
             durability: Durability::Process,
+            save_errors: SaveErrors::Fail,
             last_log: Arc::default(),
+            lengths: Arc::default(),
         })
     }
 
     /// The same store with durability `durability` (see [`Durability`]).
     pub fn with_durability(mut self, durability: Durability) -> Self {
         self.durability = durability;
+        self
+    }
+
+    /// The same store with `save_errors` deciding what a run does when a
+    /// checkpoint cannot be saved (see [`SaveErrors`]).
+    pub fn with_save_errors(mut self, save_errors: SaveErrors) -> Self {
+        self.save_errors = save_errors;
         self
     }
 
@@ -171,7 +187,16 @@ impl FileStore {
     /// Removes the checkpoints `doomed` of a run, from its log and files;
     /// returns how many there were.
     fn remove_all(&self, run_id: &str, doomed: &[CheckpointId]) -> Result<usize, StoreError> {
-        let records = self.log(run_id)?.checkpoints();
+        let log = self.log(run_id)?;
+        if let Some(damage) = log.damage() {
+            // Rewriting would throw the damaged bytes away unseen: a
+            // resume's repair keeps a copy of them first.
+            return Err(StoreError::corrupt(
+                log::log_what(&self.log_path(run_id)),
+                damage,
+            ));
+        }
+        let records = log.checkpoints();
         let before = records.len();
         let kept: Vec<Checkpoint> = records
             .into_iter()
@@ -193,18 +218,58 @@ impl FileStore {
         Ok(removed)
     }
 
-    /// Appends `record` to a run's log (its directory made if missing).
+    /// Appends `record` to a run's log (its directory made if missing),
+    /// after cutting off whatever follows its last whole record (see
+    /// `log::append`).
     fn append(&self, run_id: &str, record: &[u8], fsync: bool) -> Result<(), StoreError> {
         let path = self.log_path(run_id);
-        match log::append(&path, record, fsync) {
+        let known = self.known_length(&path);
+        let appended = match log::append(&path, record, fsync, known) {
             Err(StoreError::Io { .. }) if !self.run_dir(run_id).is_dir() => {
                 let dir = self.run_dir(run_id);
                 fs::create_dir_all(&dir)
                     .map_err(|e| StoreError::io("create directory", &dir, e))?;
-                log::append(&path, record, fsync)
+                log::append(&path, record, fsync, known)
             }
             other => other,
+        };
+        let mut lengths = self.lengths.lock().unwrap_or_else(|p| p.into_inner());
+        match appended {
+            Ok((len, _repaired)) => {
+                lengths.insert(path, len);
+                Ok(())
+            }
+            Err(e) => {
+                // A failed write may have left part of the record: the
+                // next append looks at the log again.
+                lengths.remove(&path);
+                Err(e)
+            }
         }
+    }
+
+    /// The length this store left a log at, if it appended to it.
+    fn known_length(&self, path: &Path) -> Option<u64> {
+        self.lengths
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(path)
+            .copied()
+    }
+
+    /// Cuts a run's log after its last whole record (see `log::repair`).
+    fn repair_log(&self, run_id: &str) -> Result<Option<log::Repair>, StoreError> {
+        let path = self.log_path(run_id);
+        let fsync = self.durability == Durability::Fsync;
+        // Read whatever its length: a resume reads the log anyway.
+        let (len, repaired) = log::repair(&path, None, fsync)?;
+        if len > 0 {
+            self.lengths
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(path, len);
+        }
+        Ok(repaired)
     }
 
     /// The root directory.
@@ -501,6 +566,27 @@ impl CheckpointStore for FileStore {
         self.durability
     }
 
+    fn save_errors(&self) -> SaveErrors {
+        self.save_errors
+    }
+
+    async fn damage(&self, run_id: &str) -> Result<Option<String>, StoreError> {
+        check_run_id(run_id)?;
+        let run_id = run_id.to_string();
+        self.blocking(move |s| {
+            let what = log::log_what(&s.log_path(&run_id));
+            Ok(s.log(&run_id)?.damage().map(|d| format!("{what}: {d}")))
+        })
+        .await
+    }
+
+    async fn repair(&self, run_id: &str) -> Result<Option<String>, StoreError> {
+        check_run_id(run_id)?;
+        let run_id = run_id.to_string();
+        self.blocking(move |s| Ok(s.repair_log(&run_id)?.map(|r| r.to_string())))
+            .await
+    }
+
     async fn runs(&self) -> Result<Vec<String>, StoreError> {
         self.blocking(|s| {
             // Run directories are kept when emptied (removing them would race
@@ -509,7 +595,10 @@ impl CheckpointStore for FileStore {
             let mut runs = Vec::new();
             for name in entry_names(&s.root.join("checkpoints"))? {
                 if check_run_id(&name).is_ok()
-                    && (!s.ids(&name)?.is_empty() || !s.log(&name)?.records().is_empty())
+                    && (!s.ids(&name)?.is_empty() || {
+                        let log = s.log(&name)?;
+                        !log.records().is_empty() || log.damage().is_some()
+                    })
                 {
                     runs.push(name);
                 }

@@ -64,6 +64,7 @@ mod format;
 mod key;
 mod log;
 mod memory;
+mod save_errors;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(feature = "sqlite")]
@@ -89,6 +90,7 @@ pub use file::FileStore;
 pub(crate) use key::check_conversation_id;
 pub use key::{MAX_ID_LEN, check_run_id};
 pub use memory::{DEFAULT_KEEP, MemoryStore};
+pub use save_errors::SaveErrors;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 pub use traits::{CheckpointStore, ThreadStore};
