@@ -11,7 +11,7 @@
 #   benches/crash.sh              # 100 kills per store, 1 MiB messages
 #   benches/crash.sh 500 65536    # 500 kills per store, 64 KiB messages
 #
-# Not part of CI (CI runs the same tests with 20 and 8 kills).
+# Not part of CI (CI runs the same tests with 20 and 6 kills).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kills="${1:-100}"

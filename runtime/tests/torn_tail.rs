@@ -18,7 +18,11 @@ fn node(name: &str) -> FnAgent {
     let n = name.to_string();
     FnAgent::sync(name, move |t: &Thread| {
         let digest: usize = t.messages().iter().map(|m| m.text_content().len()).sum();
-        Ok(format!("{n} saw {} ({digest}) {}", t.len(), "x".repeat(300)))
+        Ok(format!(
+            "{n} saw {} ({digest}) {}",
+            t.len(),
+            "x".repeat(300)
+        ))
     })
 }
 
@@ -78,7 +82,11 @@ async fn a_log_cut_at_every_length_of_its_last_record_resumes_to_the_same_thread
         std::fs::create_dir_all(store.run_dir("r")).unwrap();
         std::fs::write(store.log_path("r"), &log[..last + keep]).unwrap();
         assert_eq!(store.runs().await.unwrap(), vec!["r".to_string()]);
-        assert_eq!(store.damage("r").await.unwrap(), None, "a torn tail is no damage");
+        assert_eq!(
+            store.damage("r").await.unwrap(),
+            None,
+            "a torn tail is no damage"
+        );
 
         let warnings = Arc::new(Mutex::new(Vec::new()));
         let seen = warnings.clone();
@@ -104,7 +112,10 @@ async fn a_log_cut_at_every_length_of_its_last_record_resumes_to_the_same_thread
         assert_eq!(&after[..last], &log[..last]);
         record_starts(&after);
         let reopened = FileStore::open(dir.path()).unwrap();
-        assert_eq!(reopened.list("r").await.unwrap().len(), record_starts(&log).len());
+        assert_eq!(
+            reopened.list("r").await.unwrap().len(),
+            record_starts(&log).len()
+        );
         assert_eq!(
             reopened.latest("r").await.unwrap().map(|c| c.id),
             resumed.checkpoint
