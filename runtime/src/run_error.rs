@@ -344,7 +344,7 @@ pub enum RunError {
         /// The store's error (naming the file or database and the OS's
         /// error).
         #[source]
-        source: crate::store::StoreError,
+        source: Box<crate::store::StoreError>,
         /// The last checkpoint of the run that was saved: a resume
         /// carries on from it.
         last_saved: Option<crate::store::CheckpointId>,

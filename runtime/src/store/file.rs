@@ -2,22 +2,22 @@
 //! directory.
 
 use std::collections::HashMap;
-use std::fs::{self, File};
-use std::io::{ErrorKind, Read};
+use std::fs;
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+
+mod legacy;
+use legacy::check_identity;
 
 use super::atomic::{is_hidden, remove_stale_temps, sync_dir, write_atomic};
 use super::chain::{keep_bases_before_delete, keep_bases_before_prune};
 use super::checkpoint::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use super::durability::Durability;
 use super::error::StoreError;
-use super::format::{
-    CHECKPOINT_PREFIX, checkpoint_header_info, decode_checkpoint_file, decode_checkpoint_meta,
-    decode_thread, encode_thread,
-};
+use super::format::{decode_thread, encode_thread};
 use super::key::{check_conversation_id, check_run_id};
 use super::log::{self, Log};
 use super::save_errors::SaveErrors;
@@ -45,9 +45,15 @@ const INLINE_APPEND: usize = 64 * 1024;
 /// hands the record to the OS before `save` returns, so it survives the
 /// process being killed; [`Durability::Fsync`] also flushes it to the disk
 /// (`fsync`) and survives power loss. A record cut short at the end of a
-/// log (a crash mid-append) is ignored; damage elsewhere is reported as
-/// [`StoreError::Corrupt`] naming the log, never decoded into wrong
-/// values. `delete` and `prune` rewrite the log atomically. Conversations
+/// log (a crash mid-append) is ignored; a damaged record before the end
+/// ends what can be read of the log, never decoded into wrong values, and
+/// is reported by [`CheckpointStore::damage`]. Before a save appends to a
+/// log this store did not leave as it is, and when a run resumes
+/// ([`CheckpointStore::repair`]), the log is cut after its last whole
+/// record (a damaged one copied aside first, as
+/// `checkpoints.log.damaged-…`), so no record is ever appended where no
+/// read would find it. `delete` and `prune` rewrite the log atomically
+/// (and refuse a damaged one). Conversations
 /// (and the checkpoint files of earlier versions) are written atomically:
 /// a hidden temporary file, flushed, renamed into place, directory flushed.
 ///
@@ -316,67 +322,6 @@ impl FileStore {
         Ok(ids)
     }
 
-    fn read_checkpoint(
-        &self,
-        run_id: &str,
-        id: &CheckpointId,
-    ) -> Result<Option<Checkpoint>, StoreError> {
-        let path = self.checkpoint_path(run_id, id);
-        let bytes = match fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(StoreError::io("read", &path, e)),
-        };
-        let what = file_what(&path);
-        let cp = decode_checkpoint_file(&bytes, &what)?;
-        check_identity(&cp.run_id, &cp.id, run_id, id, &what)?;
-        Ok(Some(cp))
-    }
-
-    /// Reads only a checkpoint file's header.
-    fn read_meta(
-        &self,
-        run_id: &str,
-        id: &CheckpointId,
-    ) -> Result<Option<CheckpointMeta>, StoreError> {
-        let path = self.checkpoint_path(run_id, id);
-        let mut file = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(StoreError::io("open", &path, e)),
-        };
-        let what = file_what(&path);
-        let mut prefix = [0u8; CHECKPOINT_PREFIX];
-        let got =
-            read_up_to(&mut file, &mut prefix).map_err(|e| StoreError::io("read", &path, e))?;
-        let info = checkpoint_header_info(&prefix[..got], &what)?;
-        let mut header = vec![0u8; info.len];
-        let got =
-            read_up_to(&mut file, &mut header).map_err(|e| StoreError::io("read", &path, e))?;
-        if got < info.len {
-            return Err(StoreError::corrupt(
-                what,
-                format!("truncated: header needs {} bytes, {got} left", info.len),
-            ));
-        }
-        let meta = decode_checkpoint_meta(&header, info, &what)?;
-        check_identity(&meta.run_id, &meta.id, run_id, id, &what)?;
-        // The payload's length is checked here too, so a listing does not
-        // show a checkpoint that cannot be loaded because it was cut short.
-        let len = file
-            .metadata()
-            .map_err(|e| StoreError::io("stat", &path, e))?
-            .len();
-        let expected = (CHECKPOINT_PREFIX + info.len) as u64 + meta.payload_len;
-        if len != expected {
-            return Err(StoreError::corrupt(
-                what,
-                format!("truncated or padded: {len} bytes, the header says {expected}"),
-            ));
-        }
-        Ok(Some(meta))
-    }
-
     fn remove(&self, run_id: &str, id: &CheckpointId) -> Result<bool, StoreError> {
         let path = self.checkpoint_path(run_id, id);
         match fs::remove_file(&path) {
@@ -390,40 +335,6 @@ impl FileStore {
 /// How errors name a file.
 fn file_what(path: &Path) -> String {
     format!("file '{}'", path.display())
-}
-
-/// A file that holds another checkpoint than its name says was copied or
-/// renamed by hand: using it would resume the wrong run.
-fn check_identity(
-    found_run: &str,
-    found_id: &CheckpointId,
-    run_id: &str,
-    id: &CheckpointId,
-    what: &str,
-) -> Result<(), StoreError> {
-    if found_run != run_id || found_id != id {
-        return Err(StoreError::corrupt(
-            what,
-            format!(
-                "holds checkpoint {found_id} of run '{found_run}', but its path says {id} of run '{run_id}'"
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// Fills `buf` as far as the file allows; returns how much was read.
-fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match file.read(&mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(filled)
 }
 
 /// The visible entry names of a directory; none if it does not exist.

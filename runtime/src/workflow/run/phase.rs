@@ -60,7 +60,7 @@ impl Failure {
             },
             Failure::NotSaved(n) => RunError::CheckpointNotSaved {
                 run_id: n.run_id,
-                source: n.error,
+                source: Box::new(n.error),
                 last_saved: n.last_saved,
                 thread,
                 stats,
