@@ -31,6 +31,8 @@ const THREAD_EXT: &str = ".thread";
 /// [`Durability::Process`]: bigger ones (and every `fsync`) go to tokio's
 /// blocking pool.
 const INLINE_APPEND: usize = 64 * 1024;
+/// How many logs' lengths a store remembers (see `FileStore::lengths`).
+const KNOWN_LOGS: usize = 4096;
 
 /// A store of files under a root directory:
 ///
@@ -242,6 +244,11 @@ impl FileStore {
         let mut lengths = self.lengths.lock().unwrap_or_else(|p| p.into_inner());
         match appended {
             Ok((len, _repaired)) => {
+                if lengths.len() >= KNOWN_LOGS && !lengths.contains_key(&path) {
+                    // Forgetting costs only a read of a log before its
+                    // next append: a long-lived store stays bounded.
+                    lengths.clear();
+                }
                 lengths.insert(path, len);
                 Ok(())
             }
