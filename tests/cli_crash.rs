@@ -1,11 +1,15 @@
-//! kill -9 at random points: a `troupe run` with a SQLite store is killed
-//! with SIGKILL at random moments (a fixed seed) and resumed until it
-//! completes; every run then ends with the same thread as an uninterrupted
-//! one (no message lost, none twice) and the database passes
-//! `PRAGMA integrity_check`.
+//! kill -9 at random points: a `troupe run` with a SQLite store, and one
+//! with a directory store and ~1 MB messages (so that kills land inside
+//! checkpoint writes), is killed with SIGKILL at random moments (a fixed
+//! seed) and resumed until it completes; every run then ends with the same
+//! thread as an uninterrupted one (no message lost, none twice), `troupe
+//! runs` lists every run, and the database passes `PRAGMA integrity_check`.
 //!
-//! `TROUPE_CRASH_KILLS` sets the number of kills (20 by default, for CI);
-//! `benches/crash.sh` runs 100 and prints the JSON summary line.
+//! `TROUPE_CRASH_KILLS` sets the number of kills per store (20 for SQLite
+//! and 6 for the directory store by default, for CI), `TROUPE_CRASH_BYTES`
+//! the size of each message (1 MiB for the directory store by default);
+//! `benches/crash.sh` runs 100 per store with 1 MiB messages and prints
+//! the JSON summary lines.
 
 // Test helpers may fail loudly: a broken fixture should stop the test.
 #![allow(clippy::expect_used, clippy::panic)]
@@ -23,22 +27,46 @@ use troupe::config::{BuildOptions, Config};
 
 const TROUPE: &str = env!("CARGO_BIN_EXE_troupe");
 
-/// Five steps of 150 ms each: a run lasts about a second with startup.
-const CONFIG: &str = "version: 1
+/// Five steps of 150 ms each (a run lasts about a second with startup),
+/// each reply padded to `size` bytes, checkpointed in `store`.
+fn config(store: &str, size: usize) -> String {
+    let reply = |text: &str| {
+        let mut r = text.to_string();
+        if r.len() < size {
+            r.push(' ');
+            r.push_str(&"x".repeat(size - r.len()));
+        }
+        r
+    };
+    let path = if store == "dir" {
+        "state"
+    } else {
+        "state/runs.db"
+    };
+    format!(
+        "version: 1
 models:
-  m: {provider: scripted, delay: 150ms}
+  m: {{provider: scripted, delay: 150ms}}
 agents:
-  researcher: {model: m, script: [\"facts: actors share nothing\"]}
-  outliner: {model: m, script: [\"outline: intro, body, end\"]}
-  writer: {model: m, script: [\"draft: actors suit agents\"]}
-  critic: {model: m, script: [\"review: tighten the intro\"]}
-  editor: {model: m, script: [\"final: actors suit agents, tightened\"]}
+  researcher: {{model: m, script: [\"{}\"]}}
+  outliner: {{model: m, script: [\"{}\"]}}
+  writer: {{model: m, script: [\"{}\"]}}
+  critic: {{model: m, script: [\"{}\"]}}
+  editor: {{model: m, script: [\"{}\"]}}
 workflow:
-  steps: [{agent: researcher}, {agent: outliner}, {agent: writer}, {agent: critic}, {agent: editor}]
-checkpoint: {store: sqlite, path: state/runs.db}
-";
+  steps: [{{agent: researcher}}, {{agent: outliner}}, {{agent: writer}}, {{agent: critic}}, {{agent: editor}}]
+checkpoint: {{store: {store}, path: {path}}}
+",
+        reply("facts: actors share nothing"),
+        reply("outline: intro, body, end"),
+        reply("draft: actors suit agents"),
+        reply("review: tighten the intro"),
+        reply("final: actors suit agents, tightened"),
+    )
+}
 
-/// The longest a kill waits after the start, within a run's duration.
+/// The longest a kill waits after the start at least: within a run's
+/// duration with small messages (with large ones, the clean run's time).
 const WINDOW_MS: u64 = 1100;
 
 /// xorshift64*: a fixed seed gives the same kill points every time.
@@ -82,6 +110,8 @@ struct Tally {
     killed_mid_run: usize,
     resumes: usize,
     fresh_starts: usize,
+    /// Resumes that cut a torn record off a log first.
+    repairs: usize,
 }
 
 /// Starts run `id`, kills it after `delay`, then resumes it to completion
@@ -96,7 +126,10 @@ fn kill_and_resume(dir: &Path, id: &str, delay: Duration, tally: &mut Tally) {
     }
     child.kill().expect("SIGKILL");
     let _ = child.wait();
-    let out = run(dir, &["run", "-q", "--resume", id, "crash.yaml"]);
+    let out = run(dir, &["run", "--resume", id, "crash.yaml"]);
+    if text(&out.stderr).contains("repaired: dropped") {
+        tally.repairs += 1;
+    }
     match out.status.code() {
         Some(0) => tally.resumes += 1,
         // Killed before its first checkpoint: nothing to resume.
@@ -109,35 +142,73 @@ fn kill_and_resume(dir: &Path, id: &str, delay: Duration, tally: &mut Tally) {
     }
 }
 
+/// A number from the environment variable `name`, else `default`.
+fn env_or(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 #[cfg(unix)]
 #[test]
 fn kill_9_at_random_points_then_resume_loses_and_repeats_nothing() {
-    let kills: usize = std::env::var("TROUPE_CRASH_KILLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20);
+    campaign(
+        "sqlite",
+        env_or("TROUPE_CRASH_KILLS", 20),
+        env_or("TROUPE_CRASH_BYTES", 0),
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn kill_9_inside_megabyte_writes_of_a_dir_store_loses_and_repeats_nothing() {
+    campaign(
+        "dir",
+        env_or("TROUPE_CRASH_KILLS", 6),
+        env_or("TROUPE_CRASH_BYTES", 1 << 20),
+    );
+}
+
+/// `kills` runs with messages of `size` bytes in a `store`, each killed at
+/// a random point and resumed; then every check of the module doc.
+fn campaign(store: &str, kills: usize, size: usize) {
     let started = Instant::now();
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("crash.yaml"), CONFIG).expect("write config");
+    std::fs::write(dir.path().join("crash.yaml"), config(store, size)).expect("write config");
+    let timed = Instant::now();
     let clean = run(
         dir.path(),
         &["run", "-q", "--run-id", "clean", "crash.yaml", "go"],
     );
     assert_eq!(clean.status.code(), Some(0), "{}", text(&clean.stderr));
+    // Kills spread over a whole run, however long its messages make it.
+    let window = WINDOW_MS.max(timed.elapsed().as_millis() as u64);
 
     let mut rng = Rng(0x5eed_cafe_f00d_d00d);
     let mut tally = Tally::default();
     let ids: Vec<String> = (0..kills).map(|i| format!("crash-{i}")).collect();
     for id in &ids {
-        let delay = Duration::from_millis(rng.below(WINDOW_MS));
+        let delay = Duration::from_millis(rng.below(window));
         kill_and_resume(dir.path(), id, delay, &mut tally);
     }
 
-    let db = dir.path().join("state/runs.db");
-    let integrity: String = rusqlite::Connection::open(&db)
-        .expect("open the store")
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .expect("integrity_check");
+    let integrity: String = if store == "sqlite" {
+        rusqlite::Connection::open(dir.path().join("state/runs.db"))
+            .expect("open the store")
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .expect("integrity_check")
+    } else {
+        "n/a".into()
+    };
+    // `troupe runs` lists every run, each completed.
+    let listed = run(dir.path(), &["runs", "--json", "crash.yaml"]);
+    assert_eq!(listed.status.code(), Some(0), "{}", text(&listed.stderr));
+    let listed: Vec<serde_json::Value> = text(&listed.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    let completed = listed.iter().filter(|r| r["status"] == "completed").count();
 
     // Each run's final thread, read back through the workflow.
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
@@ -175,18 +246,29 @@ fn kill_9_at_random_points_then_resume_loses_and_repeats_nothing() {
         }
     }
     let summary = serde_json::json!({
+        "store": store,
+        "message_bytes": size,
         "kills": kills,
+        "kill_window_ms": window,
         "killed_mid_run": tally.killed_mid_run,
         "resumes": tally.resumes,
         "fresh_starts": tally.fresh_starts,
         "messages_lost": lost,
         "messages_repeated": repeated,
         "runs_differing": differ.len(),
+        "torn_tails_repaired": tally.repairs,
+        "runs_listed": listed.len(),
+        "runs_completed": completed,
         "integrity_check": integrity,
         "seconds": started.elapsed().as_secs_f64(),
     });
     println!("crash summary: {summary}");
-    assert_eq!(integrity, "ok");
+    assert!(integrity == "ok" || store == "dir", "{integrity}");
+    assert_eq!(
+        (listed.len(), completed),
+        (kills + 1, kills + 1),
+        "{listed:?}"
+    );
     assert!(
         differ.is_empty(),
         "runs differing from the clean one: {differ:?}"

@@ -334,6 +334,25 @@ pub enum RunError {
         #[source]
         source: crate::workflow::SchedulerStateError,
     },
+    /// A checkpoint could not be saved and its store says a run then
+    /// fails ([`SaveErrors::Fail`](crate::store::SaveErrors::Fail), the
+    /// default): the run stopped there.
+    #[error("checkpoint of run '{run_id}' not saved: {source}; {}", last_saved_note(.last_saved))]
+    CheckpointNotSaved {
+        /// The run.
+        run_id: String,
+        /// The store's error (naming the file or database and the OS's
+        /// error).
+        #[source]
+        source: Box<crate::store::StoreError>,
+        /// The last checkpoint of the run that was saved: a resume
+        /// carries on from it.
+        last_saved: Option<crate::store::CheckpointId>,
+        /// The thread when the save failed.
+        thread: Box<Thread>,
+        /// What the run spent up to the failure.
+        stats: Box<crate::stats::RunStats>,
+    },
     /// A checkpoint could not be saved, found or used.
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
@@ -347,6 +366,14 @@ pub enum RunError {
     },
 }
 
+/// What a failed save leaves to resume from.
+fn last_saved_note(id: &Option<crate::store::CheckpointId>) -> String {
+    match id {
+        Some(id) => format!("the last checkpoint saved is {id}, a resume carries on from it"),
+        None => "no checkpoint of the run was saved".into(),
+    }
+}
+
 impl RunError {
     /// The thread as it was when the run failed, if it got that far.
     pub fn thread(&self) -> Option<&Thread> {
@@ -355,7 +382,8 @@ impl RunError {
             | RunError::AgentPanicked { thread, .. }
             | RunError::AgentLost { thread, .. }
             | RunError::LoopLimit { thread, .. }
-            | RunError::SuperstepLimit { thread, .. } => Some(thread),
+            | RunError::SuperstepLimit { thread, .. }
+            | RunError::CheckpointNotSaved { thread, .. } => Some(thread),
             RunError::Runtime { .. }
             | RunError::Checkpoint(_)
             | RunError::SchedulerState { .. } => None,
@@ -371,7 +399,8 @@ impl RunError {
             | RunError::AgentPanicked { stats, .. }
             | RunError::AgentLost { stats, .. }
             | RunError::LoopLimit { stats, .. }
-            | RunError::SuperstepLimit { stats, .. } => Some(stats),
+            | RunError::SuperstepLimit { stats, .. }
+            | RunError::CheckpointNotSaved { stats, .. } => Some(stats),
             RunError::Runtime { .. }
             | RunError::Checkpoint(_)
             | RunError::SchedulerState { .. } => None,
@@ -385,7 +414,8 @@ impl RunError {
             | RunError::AgentPanicked { thread, .. }
             | RunError::AgentLost { thread, .. }
             | RunError::LoopLimit { thread, .. }
-            | RunError::SuperstepLimit { thread, .. } => Some(*thread),
+            | RunError::SuperstepLimit { thread, .. }
+            | RunError::CheckpointNotSaved { thread, .. } => Some(*thread),
             RunError::Runtime { .. }
             | RunError::Checkpoint(_)
             | RunError::SchedulerState { .. } => None,

@@ -116,6 +116,7 @@ pub fn run_error_type(e: &RunError) -> &'static str {
         RunError::SuperstepLimit { .. } => "superstep_limit",
         RunError::SchedulerState { .. } => "scheduler_state",
         RunError::Checkpoint(_) => "checkpoint",
+        RunError::CheckpointNotSaved { .. } => "checkpoint_not_saved",
         RunError::Runtime { .. } => "runtime",
     }
 }

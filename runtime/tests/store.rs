@@ -359,34 +359,99 @@ async fn a_torn_record_at_the_end_of_a_log_is_ignored() {
 }
 
 #[tokio::test]
-async fn a_flipped_byte_inside_a_log_is_corrupt_naming_it() {
+async fn a_flipped_byte_inside_a_log_ends_it_there_is_reported_and_repaired() {
     let dir = tempfile::tempdir().unwrap();
     let store = FileStore::open(dir.path()).unwrap();
     let a = Checkpoint::new("run", None, 1, 1, b"some encoded run state".to_vec());
     let b = Checkpoint::new("run", Some(a.id), 2, 1, b"more encoded run state".to_vec());
+    let c = Checkpoint::new("run", Some(b.id), 3, 1, b"yet more run state".to_vec());
     store.save(&a).await.unwrap();
+    let after_a = std::fs::metadata(store.log_path("run")).unwrap().len() as usize;
     store.save(&b).await.unwrap();
+    store.save(&c).await.unwrap();
     let path = store.log_path("run");
     let good = std::fs::read(&path).unwrap();
 
-    // The magic bytes, a's record (followed by b's: not a torn tail).
+    // The magic bytes, a's record (followed by others: not a torn tail):
+    // nothing can be read, the run is still listed, its damage named.
     for at in [0, 12, 30] {
         let mut bad = good.clone();
         bad[at] ^= 0x10;
         std::fs::write(&path, &bad).unwrap();
-        assert_corrupt_naming(store.load("run", &a.id).await.unwrap_err(), &path);
-        assert_corrupt_naming(store.latest("run").await.unwrap_err(), &path);
-        assert_corrupt_naming(store.list("run").await.unwrap_err(), &path);
+        assert_eq!(store.load("run", &a.id).await.unwrap(), None, "{at}");
+        assert_eq!(store.latest("run").await.unwrap(), None);
+        assert!(store.list("run").await.unwrap().is_empty());
+        assert_eq!(store.runs().await.unwrap(), vec!["run".to_string()]);
+        let damage = store.damage("run").await.unwrap().unwrap();
+        assert!(damage.contains(&path.display().to_string()), "{damage}");
+        // Nothing readable to prune: the log is left as it is.
+        assert_eq!(store.prune("run", 0).await.unwrap(), 0);
+        assert_eq!(std::fs::read(&path).unwrap(), bad);
     }
-    std::fs::write(&path, &good).unwrap();
-    assert_eq!(store.load("run", &a.id).await.unwrap(), Some(a));
-    // A damaged log can still be deleted from.
+    // b damaged: a stays readable, the newest checkpoint there is.
     let mut bad = good.clone();
-    bad[30] ^= 0x10;
+    bad[after_a + 12] ^= 0x10;
     std::fs::write(&path, &bad).unwrap();
-    assert!(store.prune("run", 0).await.is_err());
-    std::fs::remove_file(&path).unwrap();
-    assert!(store.list("run").await.unwrap().is_empty());
+    assert_eq!(store.latest("run").await.unwrap(), Some(a.clone()));
+    assert_eq!(store.list("run").await.unwrap(), vec![a.meta()]);
+    let damage = store.damage("run").await.unwrap().unwrap();
+    assert!(damage.contains(&format!("byte {after_a}")), "{damage}");
+    // A damaged log is not rewritten by a prune (its bytes would go).
+    assert_corrupt_naming(store.prune("run", 0).await.unwrap_err(), &path);
+    // The repair keeps a copy of the damaged log and cuts it after a.
+    let repaired = store.repair("run").await.unwrap().unwrap();
+    assert!(
+        repaired.contains("dropped") && repaired.contains("damaged log is kept as"),
+        "{repaired}"
+    );
+    assert_eq!(std::fs::metadata(&path).unwrap().len() as usize, after_a);
+    let copies: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("checkpoints.log.damaged-"))
+        .collect();
+    assert_eq!(copies.len(), 1, "{copies:?}");
+    assert_eq!(store.damage("run").await.unwrap(), None);
+    assert_eq!(store.repair("run").await.unwrap(), None);
+    // Saved after the repair, c is found again.
+    store.save(&c).await.unwrap();
+    assert_eq!(store.latest("run").await.unwrap(), Some(c));
+    assert_eq!(store.list("run").await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_save_after_a_torn_tail_goes_after_the_last_whole_record() {
+    // Another process (killed mid-append) left the tail: this store has
+    // never appended here, so it checks the log first.
+    let dir = tempfile::tempdir().unwrap();
+    let a = Checkpoint::new("run", None, 1, 1, vec![1; 1000]);
+    let b = Checkpoint::new("run", Some(a.id), 2, 1, vec![2; 1000]);
+    let c = Checkpoint::new("run", Some(b.id), 3, 1, vec![3; 1000]);
+    let path = {
+        let first = FileStore::open(dir.path()).unwrap();
+        first.save(&a).await.unwrap();
+        first.save(&b).await.unwrap();
+        first.log_path("run")
+    };
+    let len = std::fs::metadata(&path).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(len - 7)
+        .unwrap();
+    let second = FileStore::open(dir.path()).unwrap();
+    second.save(&c).await.unwrap();
+    let ids: Vec<_> = second
+        .list("run")
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(ids, vec![a.id, c.id]);
+    assert_eq!(second.latest("run").await.unwrap(), Some(c));
+    assert_eq!(second.damage("run").await.unwrap(), None);
 }
 
 #[test]

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 use troupe::config::{Built, Config};
+use troupe::store::CheckpointId;
 use troupe::{
     CheckpointError, FinalStatus, InputRequest, RunContext, RunError, RunResult, RunStats,
     RunStatus, Workflow,
@@ -42,6 +43,16 @@ pub(crate) struct RunArgs {
     /// checkpoint in the config's store left it.
     #[arg(long, value_name = "RUN_ID")]
     resume: Option<String>,
+    /// With --resume: carries on from this checkpoint of the run (an id
+    /// `troupe runs FILE --json` or the run's events name) instead of its
+    /// newest.
+    #[arg(
+        long,
+        value_name = "CHECKPOINT",
+        requires = "resume",
+        conflicts_with = "answer"
+    )]
+    at: Option<String>,
     /// Answers a question the resumed run waits on (repeatable; applied one
     /// at a time, in order).
     #[arg(long, value_name = "REQUEST_ID=TEXT", requires = "resume")]
@@ -66,6 +77,8 @@ enum Start {
     Resume {
         run_id: String,
         answers: Vec<(String, String)>,
+        /// The checkpoint to carry on from (`--at`); the newest without.
+        at: Option<CheckpointId>,
     },
 }
 
@@ -81,6 +94,22 @@ pub(crate) async fn run(args: RunArgs) -> u8 {
             eprintln!(
                 "troupe run: --grace takes a number of seconds, 0 or more (got {})",
                 args.grace
+            );
+            return INVALID;
+        }
+    };
+    let at = match args
+        .at
+        .as_deref()
+        .map(str::parse::<CheckpointId>)
+        .transpose()
+    {
+        Ok(at) => at,
+        Err(_) => {
+            eprintln!(
+                "troupe run: --at takes a checkpoint id (32 hex digits, as `troupe runs {} --json` lists under \"checkpoint\"), got `{}`",
+                args.file.display(),
+                args.at.as_deref().unwrap_or_default()
             );
             return INVALID;
         }
@@ -135,7 +164,7 @@ pub(crate) async fn run(args: RunArgs) -> u8 {
     }
     let start = match (task, &args.resume) {
         (Some(task), _) => Ok(Start::Task(task)),
-        (None, Some(wanted)) => resolve(&args.file, &built, wanted, answers).await,
+        (None, Some(wanted)) => resolve(&args.file, &built, wanted, answers, at).await,
         (None, None) => Err(INVALID),
     };
     let code = match start {
@@ -173,6 +202,7 @@ async fn resolve(
     built: &Built,
     wanted: &str,
     answers: Vec<(String, String)>,
+    at: Option<CheckpointId>,
 ) -> Result<Start, u8> {
     let store = store::durable(file, built.store.as_ref(), "--resume")?;
     let run = store::find(file, store, wanted).await?;
@@ -189,6 +219,7 @@ async fn resolve(
     Ok(Start::Resume {
         run_id: run.run_id,
         answers,
+        at,
     })
 }
 
@@ -232,6 +263,14 @@ async fn drive(
     let workflow = &built.workflow;
     let mut result = match start {
         Start::Task(task) => workflow.run_task(task, &ctx).await,
+        Start::Resume { at: Some(at), .. } => match &built.store {
+            Some(store) => {
+                workflow
+                    .run_from_checkpoint(store.checkpoints.as_ref(), &run_id, Some(at), &ctx)
+                    .await
+            }
+            None => Err(CheckpointError::NoStore(workflow.name().to_string()).into()),
+        },
         Start::Resume { answers, .. } if answers.is_empty() => workflow.resume(&run_id, &ctx).await,
         Start::Resume { answers, .. } => {
             let mut last = None;
@@ -267,6 +306,7 @@ async fn drive(
     });
     let ended = Ended {
         file: &args.file,
+        store: built.store.as_ref().map(store::describe),
         run_id: &run_id,
         output: &args.output,
         interrupted: interrupt.happened(),
@@ -371,6 +411,8 @@ fn read_stdin() -> Result<String, String> {
 /// How a run ended, for its report.
 struct Ended<'a> {
     file: &'a Path,
+    /// The checkpoint store, described (`dir store at state/`).
+    store: Option<String>,
     run_id: &'a str,
     output: &'a Output,
     /// A signal arrived.
@@ -501,6 +543,24 @@ impl Ended<'_> {
                     );
                 }
                 INVALID
+            }
+            RunError::CheckpointNotSaved { last_saved, .. } => {
+                let store = self.store.as_deref().unwrap_or("checkpoint store");
+                eprintln!("run failed: {store}: {e}");
+                self.spent_note(e.stats());
+                match (last_saved, self.hint) {
+                    (Some(id), Some(hint)) => {
+                        eprintln!(
+                            "once the store can be written again, {hint} (from checkpoint {id})"
+                        )
+                    }
+                    (None, Some(_)) => eprintln!(
+                        "no checkpoint of run `{}` was saved: run it again once the store can be written",
+                        self.run_id
+                    ),
+                    _ => {}
+                }
+                FAILED
             }
             _ => {
                 eprintln!("run failed: {e}");

@@ -58,10 +58,12 @@ pub(crate) fn open(config: &Config, what: &str) -> Result<Store, u8> {
     let Some(cp) = &config.spec().checkpoint else {
         return durable(config.path(), None, what).cloned();
     };
-    let store = Store::open_durable(
+    let path = config.checkpoint_path().map_err(|e| report(&e))?;
+    let store = Store::open_with(
         cp.store,
-        cp.path.as_deref().map(|p| config.resolve_path(p)),
+        path,
         cp.durability.map_or(Default::default(), |d| d.to_runtime()),
+        cp.on_error.map_or(Default::default(), |e| e.to_runtime()),
     )
     .map_err(|e| report(&e))?;
     durable(config.path(), Some(&store), what)?;

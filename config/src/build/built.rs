@@ -88,20 +88,21 @@ impl Config {
         let store = match &self.spec().checkpoint {
             // Checking opens nothing: a memory store stands in.
             Some(cp) if options.check => {
-                if let Some(p) = cp.path.as_deref() {
-                    self.check_store_path(cp.store, &self.resolve_path(p))?;
+                if let Some(p) = self.checkpoint_path()? {
+                    self.check_store_path(cp.store, &p)?;
                 }
                 Some(Store::open(StoreKind::Memory, None)?)
             }
             Some(cp) => {
-                let path = cp.path.as_deref().map(|p| self.resolve_path(p));
+                let path = self.checkpoint_path()?;
                 // What checking finds is said the same way here; what only
                 // opening finds (no permission) is placed there too.
                 if let Some(p) = &path {
                     self.check_store_path(cp.store, p)?;
                 }
                 let durability = cp.durability.map_or(Default::default(), |d| d.to_runtime());
-                let opened = Store::open_durable(cp.store, path, durability);
+                let save_errors = cp.on_error.map_or(Default::default(), |e| e.to_runtime());
+                let opened = Store::open_with(cp.store, path, durability, save_errors);
                 Some(opened.map_err(|e| match (e, cp.path.is_some()) {
                     (ConfigError::Build(why), true) => self.store_error(why),
                     (e, _) => e,

@@ -5,11 +5,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use troupe_runtime::store::{
-    CheckpointStore, Durability, FileStore, MemoryStore, RunLeases, SqliteStore, ThreadStore,
+    CheckpointStore, Durability, FileStore, MemoryStore, RunLeases, SaveErrors, SqliteStore,
+    ThreadStore,
 };
 
 use crate::error::ConfigError;
+use crate::load::Config;
 use crate::schema::StoreKind;
+use crate::tree::FieldPath;
 
 /// The checkpoint store, as both the engine's checkpoint store and the
 /// chat sessions' thread store.
@@ -60,6 +63,17 @@ impl Store {
         location: Option<PathBuf>,
         durability: Durability,
     ) -> Result<Store, ConfigError> {
+        Self::open_with(kind, location, durability, SaveErrors::Fail)
+    }
+
+    /// [`Store::open_durable`], with `save_errors` saying what a run does
+    /// when a checkpoint cannot be saved (see [`SaveErrors`]).
+    pub fn open_with(
+        kind: StoreKind,
+        location: Option<PathBuf>,
+        durability: Durability,
+        save_errors: SaveErrors,
+    ) -> Result<Store, ConfigError> {
         let fail = |e: &dyn fmt::Display| ConfigError::Build(format!("checkpoint store: {e}"));
         type Parts = (
             Arc<dyn CheckpointStore>,
@@ -75,7 +89,8 @@ impl Store {
             (StoreKind::Dir, Some(dir)) => both(
                 FileStore::open(dir)
                     .map_err(|e| fail(&e))?
-                    .with_durability(durability),
+                    .with_durability(durability)
+                    .with_save_errors(save_errors),
             ),
             (StoreKind::Sqlite, Some(file)) => {
                 if let Some(parent) = file.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -84,6 +99,7 @@ impl Store {
                 both(
                     SqliteStore::open(file)
                         .and_then(|s| s.with_durability(durability))
+                        .map(|s| s.with_save_errors(save_errors))
                         .map_err(|e| fail(&e))?,
                 )
             }
@@ -96,5 +112,37 @@ impl Store {
             kind,
             location,
         })
+    }
+}
+
+impl Config {
+    /// `checkpoint.path` with `${VAR}` (and `${VAR:-default}`) expanded,
+    /// resolved against the config file's directory; `None` without one.
+    /// An unset variable, or a path empty once expanded, is an error
+    /// placed at `checkpoint.path`.
+    pub fn checkpoint_path(&self) -> Result<Option<PathBuf>, ConfigError> {
+        let Some(written) = self
+            .spec()
+            .checkpoint
+            .as_ref()
+            .and_then(|c| c.path.as_deref())
+        else {
+            return Ok(None);
+        };
+        let field = FieldPath::root().key("checkpoint").key("path");
+        let invalid = |message: String| {
+            ConfigError::Invalid(vec![
+                self.locate(&field, message)
+                    .expected("a directory (`dir`) or database file (`sqlite`)"),
+            ])
+        };
+        let expanded = crate::env::expand(written, &|k| std::env::var(k).ok())
+            .map_err(|e| invalid(format!("checkpoint store path: {e}")))?;
+        if expanded.trim().is_empty() {
+            return Err(invalid(format!(
+                "checkpoint store path `{written}` is empty once expanded: SQLite would keep checkpoints in a temporary database, thrown away at exit"
+            )));
+        }
+        Ok(Some(self.resolve_path(&expanded)))
     }
 }

@@ -34,6 +34,34 @@ pub struct CheckpointSpec {
     /// when the run stops).
     #[serde(default)]
     pub durability: Option<DurabilitySpec>,
+    /// What a run does when a checkpoint cannot be saved (a full disk, a
+    /// file that cannot be written): `fail` (the default: it stops,
+    /// failed, naming the store's error and the last checkpoint saved) or
+    /// `warn` (it goes on, with a warning).
+    #[serde(default)]
+    pub on_error: Option<SaveErrorsSpec>,
+}
+
+/// What a run does when a checkpoint cannot be saved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SaveErrorsSpec {
+    /// The run stops, failed (exit 1), naming the error and the last
+    /// checkpoint saved.
+    Fail,
+    /// The run goes on, with a warning.
+    Warn,
+}
+
+impl SaveErrorsSpec {
+    /// The runtime's policy.
+    pub fn to_runtime(self) -> troupe_runtime::store::SaveErrors {
+        use troupe_runtime::store::SaveErrors;
+        match self {
+            SaveErrorsSpec::Fail => SaveErrors::Fail,
+            SaveErrorsSpec::Warn => SaveErrors::Warn,
+        }
+    }
 }
 
 /// What a saved checkpoint survives.

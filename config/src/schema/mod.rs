@@ -31,7 +31,7 @@ mod workflow;
 
 pub use a2a::A2aSpec;
 pub use agents::{AgentSpec, UserSpec};
-pub use checkpoint::{CheckpointSpec, DurabilitySpec, StoreKind};
+pub use checkpoint::{CheckpointSpec, DurabilitySpec, SaveErrorsSpec, StoreKind};
 pub use conditions::{ConditionForm, ConditionSpec, FieldSpec};
 pub use context::ContextSpec;
 pub use file::{CONFIG_VERSION, ConfigFile, json_schema};

@@ -12,6 +12,11 @@ pub(super) fn check_checkpoint(c: &mut Checker<'_>, cp: &CheckpointSpec) {
             "a `dir` or `sqlite` store needs a `path`",
             Some("`path:` (relative to the config file)".into()),
         ),
+        (StoreKind::Dir | StoreKind::Sqlite, Some(path)) if path.trim().is_empty() => c.error(
+            &base.key("path"),
+            "an empty `path`: a `dir` or `sqlite` store needs a directory or file to keep checkpoints in (SQLite would keep them in a temporary database, thrown away at exit)",
+            Some("a path such as `runs.db` or `state/` (relative to the config file)".into()),
+        ),
         (StoreKind::Memory, Some(_)) => c.error(
             &base.key("path"),
             "a `memory` store has no path",

@@ -1,24 +1,26 @@
 //! [`FileStore`]: checkpoints and conversations as files under one root
 //! directory.
 
-use std::fs::{self, File};
-use std::io::{ErrorKind, Read};
+use std::collections::HashMap;
+use std::fs;
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+
+mod legacy;
+use legacy::check_identity;
 
 use super::atomic::{is_hidden, remove_stale_temps, sync_dir, write_atomic};
 use super::chain::{keep_bases_before_delete, keep_bases_before_prune};
 use super::checkpoint::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use super::durability::Durability;
 use super::error::StoreError;
-use super::format::{
-    CHECKPOINT_PREFIX, checkpoint_header_info, decode_checkpoint_file, decode_checkpoint_meta,
-    decode_thread, encode_thread,
-};
+use super::format::{decode_thread, encode_thread};
 use super::key::{check_conversation_id, check_run_id};
 use super::log::{self, Log};
+use super::save_errors::SaveErrors;
 use super::traits::{CheckpointStore, ThreadStore};
 use crate::thread::Thread;
 
@@ -29,6 +31,8 @@ const THREAD_EXT: &str = ".thread";
 /// [`Durability::Process`]: bigger ones (and every `fsync`) go to tokio's
 /// blocking pool.
 const INLINE_APPEND: usize = 64 * 1024;
+/// How many logs' lengths a store remembers (see `FileStore::lengths`).
+const KNOWN_LOGS: usize = 4096;
 
 /// A store of files under a root directory:
 ///
@@ -43,9 +47,15 @@ const INLINE_APPEND: usize = 64 * 1024;
 /// hands the record to the OS before `save` returns, so it survives the
 /// process being killed; [`Durability::Fsync`] also flushes it to the disk
 /// (`fsync`) and survives power loss. A record cut short at the end of a
-/// log (a crash mid-append) is ignored; damage elsewhere is reported as
-/// [`StoreError::Corrupt`] naming the log, never decoded into wrong
-/// values. `delete` and `prune` rewrite the log atomically. Conversations
+/// log (a crash mid-append) is ignored; a damaged record before the end
+/// ends what can be read of the log, never decoded into wrong values, and
+/// is reported by [`CheckpointStore::damage`]. Before a save appends to a
+/// log this store did not leave as it is, and when a run resumes
+/// ([`CheckpointStore::repair`]), the log is cut after its last whole
+/// record (a damaged one copied aside first, as
+/// `checkpoints.log.damaged-…`), so no record is ever appended where no
+/// read would find it. `delete` and `prune` rewrite the log atomically
+/// (and refuse a damaged one). Conversations
 /// (and the checkpoint files of earlier versions) are written atomically:
 /// a hidden temporary file, flushed, renamed into place, directory flushed.
 ///
@@ -58,8 +68,13 @@ const INLINE_APPEND: usize = 64 * 1024;
 pub struct FileStore {
     root: Arc<PathBuf>,
     durability: Durability,
+    save_errors: SaveErrors,
     /// The last log read, with its path and version (see `log`).
     last_log: Arc<Mutex<LastLog>>,
+    /// The length each log this store appended to was left at: a log
+    /// found at another length is checked (and repaired) before the next
+    /// append.
+    lengths: Arc<Mutex<HashMap<PathBuf, u64>>>,
 }
 
 /// The last checkpoint log a [`FileStore`] read.
@@ -84,13 +99,22 @@ impl FileStore {
         Ok(FileStore {
             root: Arc::new(root),
             durability: Durability::Process,
+            save_errors: SaveErrors::Fail,
             last_log: Arc::default(),
+            lengths: Arc::default(),
         })
     }
 
     /// The same store with durability `durability` (see [`Durability`]).
     pub fn with_durability(mut self, durability: Durability) -> Self {
         self.durability = durability;
+        self
+    }
+
+    /// The same store with `save_errors` deciding what a run does when a
+    /// checkpoint cannot be saved (see [`SaveErrors`]).
+    pub fn with_save_errors(mut self, save_errors: SaveErrors) -> Self {
+        self.save_errors = save_errors;
         self
     }
 
@@ -171,7 +195,16 @@ impl FileStore {
     /// Removes the checkpoints `doomed` of a run, from its log and files;
     /// returns how many there were.
     fn remove_all(&self, run_id: &str, doomed: &[CheckpointId]) -> Result<usize, StoreError> {
-        let records = self.log(run_id)?.checkpoints();
+        let log = self.log(run_id)?;
+        if let Some(damage) = log.damage() {
+            // Rewriting would throw the damaged bytes away unseen: a
+            // resume's repair keeps a copy of them first.
+            return Err(StoreError::corrupt(
+                log::log_what(&self.log_path(run_id)),
+                damage,
+            ));
+        }
+        let records = log.checkpoints();
         let before = records.len();
         let kept: Vec<Checkpoint> = records
             .into_iter()
@@ -193,18 +226,63 @@ impl FileStore {
         Ok(removed)
     }
 
-    /// Appends `record` to a run's log (its directory made if missing).
+    /// Appends `record` to a run's log (its directory made if missing),
+    /// after cutting off whatever follows its last whole record (see
+    /// `log::append`).
     fn append(&self, run_id: &str, record: &[u8], fsync: bool) -> Result<(), StoreError> {
         let path = self.log_path(run_id);
-        match log::append(&path, record, fsync) {
+        let known = self.known_length(&path);
+        let appended = match log::append(&path, record, fsync, known) {
             Err(StoreError::Io { .. }) if !self.run_dir(run_id).is_dir() => {
                 let dir = self.run_dir(run_id);
                 fs::create_dir_all(&dir)
                     .map_err(|e| StoreError::io("create directory", &dir, e))?;
-                log::append(&path, record, fsync)
+                log::append(&path, record, fsync, known)
             }
             other => other,
+        };
+        let mut lengths = self.lengths.lock().unwrap_or_else(|p| p.into_inner());
+        match appended {
+            Ok((len, _repaired)) => {
+                if lengths.len() >= KNOWN_LOGS && !lengths.contains_key(&path) {
+                    // Forgetting costs only a read of a log before its
+                    // next append: a long-lived store stays bounded.
+                    lengths.clear();
+                }
+                lengths.insert(path, len);
+                Ok(())
+            }
+            Err(e) => {
+                // A failed write may have left part of the record: the
+                // next append looks at the log again.
+                lengths.remove(&path);
+                Err(e)
+            }
         }
+    }
+
+    /// The length this store left a log at, if it appended to it.
+    fn known_length(&self, path: &Path) -> Option<u64> {
+        self.lengths
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(path)
+            .copied()
+    }
+
+    /// Cuts a run's log after its last whole record (see `log::repair`).
+    fn repair_log(&self, run_id: &str) -> Result<Option<log::Repair>, StoreError> {
+        let path = self.log_path(run_id);
+        let fsync = self.durability == Durability::Fsync;
+        // Read whatever its length: a resume reads the log anyway.
+        let (len, repaired) = log::repair(&path, None, fsync)?;
+        if len > 0 {
+            self.lengths
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(path, len);
+        }
+        Ok(repaired)
     }
 
     /// The root directory.
@@ -251,67 +329,6 @@ impl FileStore {
         Ok(ids)
     }
 
-    fn read_checkpoint(
-        &self,
-        run_id: &str,
-        id: &CheckpointId,
-    ) -> Result<Option<Checkpoint>, StoreError> {
-        let path = self.checkpoint_path(run_id, id);
-        let bytes = match fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(StoreError::io("read", &path, e)),
-        };
-        let what = file_what(&path);
-        let cp = decode_checkpoint_file(&bytes, &what)?;
-        check_identity(&cp.run_id, &cp.id, run_id, id, &what)?;
-        Ok(Some(cp))
-    }
-
-    /// Reads only a checkpoint file's header.
-    fn read_meta(
-        &self,
-        run_id: &str,
-        id: &CheckpointId,
-    ) -> Result<Option<CheckpointMeta>, StoreError> {
-        let path = self.checkpoint_path(run_id, id);
-        let mut file = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(StoreError::io("open", &path, e)),
-        };
-        let what = file_what(&path);
-        let mut prefix = [0u8; CHECKPOINT_PREFIX];
-        let got =
-            read_up_to(&mut file, &mut prefix).map_err(|e| StoreError::io("read", &path, e))?;
-        let info = checkpoint_header_info(&prefix[..got], &what)?;
-        let mut header = vec![0u8; info.len];
-        let got =
-            read_up_to(&mut file, &mut header).map_err(|e| StoreError::io("read", &path, e))?;
-        if got < info.len {
-            return Err(StoreError::corrupt(
-                what,
-                format!("truncated: header needs {} bytes, {got} left", info.len),
-            ));
-        }
-        let meta = decode_checkpoint_meta(&header, info, &what)?;
-        check_identity(&meta.run_id, &meta.id, run_id, id, &what)?;
-        // The payload's length is checked here too, so a listing does not
-        // show a checkpoint that cannot be loaded because it was cut short.
-        let len = file
-            .metadata()
-            .map_err(|e| StoreError::io("stat", &path, e))?
-            .len();
-        let expected = (CHECKPOINT_PREFIX + info.len) as u64 + meta.payload_len;
-        if len != expected {
-            return Err(StoreError::corrupt(
-                what,
-                format!("truncated or padded: {len} bytes, the header says {expected}"),
-            ));
-        }
-        Ok(Some(meta))
-    }
-
     fn remove(&self, run_id: &str, id: &CheckpointId) -> Result<bool, StoreError> {
         let path = self.checkpoint_path(run_id, id);
         match fs::remove_file(&path) {
@@ -325,40 +342,6 @@ impl FileStore {
 /// How errors name a file.
 fn file_what(path: &Path) -> String {
     format!("file '{}'", path.display())
-}
-
-/// A file that holds another checkpoint than its name says was copied or
-/// renamed by hand: using it would resume the wrong run.
-fn check_identity(
-    found_run: &str,
-    found_id: &CheckpointId,
-    run_id: &str,
-    id: &CheckpointId,
-    what: &str,
-) -> Result<(), StoreError> {
-    if found_run != run_id || found_id != id {
-        return Err(StoreError::corrupt(
-            what,
-            format!(
-                "holds checkpoint {found_id} of run '{found_run}', but its path says {id} of run '{run_id}'"
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// Fills `buf` as far as the file allows; returns how much was read.
-fn read_up_to(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match file.read(&mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(filled)
 }
 
 /// The visible entry names of a directory; none if it does not exist.
@@ -501,6 +484,27 @@ impl CheckpointStore for FileStore {
         self.durability
     }
 
+    fn save_errors(&self) -> SaveErrors {
+        self.save_errors
+    }
+
+    async fn damage(&self, run_id: &str) -> Result<Option<String>, StoreError> {
+        check_run_id(run_id)?;
+        let run_id = run_id.to_string();
+        self.blocking(move |s| {
+            let what = log::log_what(&s.log_path(&run_id));
+            Ok(s.log(&run_id)?.damage().map(|d| format!("{what}: {d}")))
+        })
+        .await
+    }
+
+    async fn repair(&self, run_id: &str) -> Result<Option<String>, StoreError> {
+        check_run_id(run_id)?;
+        let run_id = run_id.to_string();
+        self.blocking(move |s| Ok(s.repair_log(&run_id)?.map(|r| r.to_string())))
+            .await
+    }
+
     async fn runs(&self) -> Result<Vec<String>, StoreError> {
         self.blocking(|s| {
             // Run directories are kept when emptied (removing them would race
@@ -509,7 +513,10 @@ impl CheckpointStore for FileStore {
             let mut runs = Vec::new();
             for name in entry_names(&s.root.join("checkpoints"))? {
                 if check_run_id(&name).is_ok()
-                    && (!s.ids(&name)?.is_empty() || !s.log(&name)?.records().is_empty())
+                    && (!s.ids(&name)?.is_empty() || {
+                        let log = s.log(&name)?;
+                        !log.records().is_empty() || log.damage().is_some()
+                    })
                 {
                     runs.push(name);
                 }

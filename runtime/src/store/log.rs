@@ -9,10 +9,14 @@
 //! ```
 //!
 //! A record cut short at the end of the log (the process died while
-//! appending it) is ignored: the log ends with the record before. A
-//! damaged record anywhere else is [`StoreError::Corrupt`] naming the log
-//! and the offset. Saving a checkpoint id again appends it again: the
-//! last record of an id wins.
+//! appending it) is ignored: the log ends with the record before (a torn
+//! tail). A damaged record anywhere else ends what can be read of the log
+//! too, and is reported ([`Log::damage`]): the records before it stay
+//! readable. Before anything is appended, [`append`] cuts the log after
+//! its last whole record (a damaged log is first copied aside), so a
+//! record is never appended after broken bytes, where no read would find
+//! it. Saving a checkpoint id again appends it again: the last record of
+//! an id wins.
 
 use std::fs::OpenOptions;
 use std::io::{ErrorKind, Read, Write};
@@ -61,18 +65,145 @@ pub(crate) fn encode_record(cp: &Checkpoint) -> Result<Vec<u8>, StoreError> {
     Ok(out)
 }
 
-/// Appends `record` to the log at `path` (created with its magic bytes if
-/// missing), flushed to the disk if `fsync`.
-pub(crate) fn append(path: &Path, record: &[u8], fsync: bool) -> Result<(), StoreError> {
-    let mut file = OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path)
-        .map_err(|e| StoreError::io("open", path, e))?;
+/// What [`append`] (or [`repair`]) found wrong with a log and did about
+/// it before appending: the bytes after its last whole record cut off.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Repair {
+    /// The log.
+    pub(crate) path: std::path::PathBuf,
+    /// Where its last whole record ends (where it was cut).
+    pub(crate) at: u64,
+    /// How many bytes were cut off.
+    pub(crate) dropped: u64,
+    /// Why: a torn last record, or damage (then the whole log was copied
+    /// aside first, to `set_aside`).
+    pub(crate) damage: Damage,
+    /// Where the damaged log was copied before it was cut.
+    pub(crate) set_aside: Option<std::path::PathBuf>,
+}
+
+impl std::fmt::Display for Repair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "checkpoint log '{}' repaired: dropped {} bytes after byte {} (",
+            self.path.display(),
+            self.dropped,
+            self.at
+        )?;
+        match &self.damage {
+            Damage::Torn => write!(f, "a record cut short by a crash")?,
+            Damage::Bad(reason) => write!(f, "{reason}")?,
+        }
+        if let Some(copy) = self.set_aside.as_ref().and_then(|c| c.file_name()) {
+            // Next to the log: its name is enough.
+            write!(f, "; the damaged log is kept as {}", copy.to_string_lossy())?;
+        }
+        write!(f, ")")
+    }
+}
+
+/// Makes the log at `path` end after its last whole record: if its length
+/// is not `known` (where this store's last append or repair left it), it
+/// is read and, if anything follows its last whole record, cut there (a
+/// damaged log is copied aside first). Returns the log's length and what
+/// was repaired. A missing log has length 0.
+pub(crate) fn repair(
+    path: &Path,
+    known: Option<u64>,
+    fsync: bool,
+) -> Result<(u64, Option<Repair>), StoreError> {
+    let file = match OpenOptions::new().read(true).write(true).open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok((0, None)),
+        Err(e) => return Err(StoreError::io("open", path, e)),
+    };
+    cut_to_whole(path, &file, known, fsync)
+}
+
+/// [`repair`] on an open log.
+fn cut_to_whole(
+    path: &Path,
+    mut file: &std::fs::File,
+    known: Option<u64>,
+    fsync: bool,
+) -> Result<(u64, Option<Repair>), StoreError> {
     let len = file
         .metadata()
         .map_err(|e| StoreError::io("stat", path, e))?
         .len();
+    if Some(len) == known || len == 0 {
+        return Ok((len, None));
+    }
+    let mut bytes = Vec::with_capacity(len as usize);
+    file.read_to_end(&mut bytes)
+        .map_err(|e| StoreError::io("read", path, e))?;
+    let scan = locate(&bytes);
+    let good = scan.good_end as u64;
+    let Some(damage) = scan.damage else {
+        return Ok((len, None));
+    };
+    let set_aside = match &damage {
+        Damage::Torn => None,
+        Damage::Bad(_) => {
+            let copy = damaged_copy_path(path);
+            std::fs::write(&copy, &bytes).map_err(|e| StoreError::io("copy aside", &copy, e))?;
+            Some(copy)
+        }
+    };
+    file.set_len(good)
+        .map_err(|e| StoreError::io("truncate", path, e))?;
+    if fsync {
+        file.sync_all()
+            .map_err(|e| StoreError::io("fsync", path, e))?;
+    }
+    let repair = Repair {
+        path: path.to_path_buf(),
+        at: good,
+        dropped: len - good,
+        damage,
+        set_aside,
+    };
+    tracing::warn!(target: "troupe::store", "{repair}");
+    Ok((good, Some(repair)))
+}
+
+/// A name next to the log for a copy of it, not yet taken.
+fn damaged_copy_path(path: &Path) -> std::path::PathBuf {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let name = path
+        .file_name()
+        .map_or_else(|| "log".into(), |n| n.to_string_lossy().into_owned());
+    let mut n = 0u32;
+    loop {
+        let copy = path.with_file_name(format!("{name}.damaged-{secs}-{n}"));
+        if !copy.exists() {
+            return copy;
+        }
+        n += 1;
+    }
+}
+
+/// Appends `record` to the log at `path` (created with its magic bytes if
+/// missing), flushed to the disk if `fsync`. `known` is the length this
+/// store's last append or repair left the log at: if the log has another
+/// length, whatever follows its last whole record is cut off first (see
+/// [`repair`]). Returns the log's new length and what was repaired.
+pub(crate) fn append(
+    path: &Path,
+    record: &[u8],
+    fsync: bool,
+    known: Option<u64>,
+) -> Result<(u64, Option<Repair>), StoreError> {
+    let mut file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| StoreError::io("open", path, e))?;
+    let (len, repaired) = cut_to_whole(path, &file, known, fsync)?;
     if len == 0 {
         // One write: a log is never seen without its magic bytes.
         let mut first = Vec::with_capacity(LOG_MAGIC.len() + record.len());
@@ -92,7 +223,8 @@ pub(crate) fn append(path: &Path, record: &[u8], fsync: bool) -> Result<(), Stor
             super::atomic::sync_dir(dir)?;
         }
     }
-    Ok(())
+    let magic = if len == 0 { LOG_MAGIC.len() as u64 } else { 0 };
+    Ok((len + magic + record.len() as u64, repaired))
 }
 
 /// A log read into memory: its bytes, and where the last record of each
@@ -104,6 +236,21 @@ pub(crate) struct Log {
     bytes: Vec<u8>,
     /// The last record of each id, sorted by id.
     records: Vec<Located>,
+    /// What follows the last whole record, if anything does.
+    damage: Option<Damage>,
+    /// Where the last whole record ends.
+    good_end: usize,
+}
+
+/// What follows the last whole record of a log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Damage {
+    /// The last record is cut short (or fails its checksum at the very
+    /// end): a crash while it was appended.
+    Torn,
+    /// A record before the end is damaged (the reason, naming its offset):
+    /// the records from there on cannot be read.
+    Bad(String),
 }
 
 /// Which version of a log file a read saw: its file (device and inode),
@@ -162,19 +309,35 @@ impl Log {
         file.read_to_end(&mut bytes)
             .map_err(|e| StoreError::io("read", path, e))?;
         let version = Version::of(&meta, bytes.len() as u64);
-        Ok((Log::from_bytes(bytes, &log_what(path))?, version))
+        Ok((Log::from_bytes(bytes), version))
     }
 
-    /// The log in `bytes`; `what` names it in errors.
-    pub(crate) fn from_bytes(bytes: Vec<u8>, what: &str) -> Result<Log, StoreError> {
+    /// The log in `bytes`.
+    pub(crate) fn from_bytes(bytes: Vec<u8>) -> Log {
+        let scan = locate(&bytes);
         let mut by_id = std::collections::BTreeMap::new();
-        for located in locate(&bytes, what)? {
+        for located in scan.records {
             by_id.insert(located.meta.id, located);
         }
-        Ok(Log {
+        Log {
             bytes,
             records: by_id.into_values().collect(),
-        })
+            damage: scan.damage,
+            good_end: scan.good_end,
+        }
+    }
+
+    /// Damage before the log's end, described (a torn tail, normal after
+    /// a crash, is not damage): the records after it cannot be read.
+    pub(crate) fn damage(&self) -> Option<String> {
+        match &self.damage {
+            Some(Damage::Bad(reason)) => Some(format!(
+                "{reason}: {} bytes from byte {} on cannot be read",
+                self.bytes.len() - self.good_end,
+                self.good_end
+            )),
+            _ => None,
+        }
     }
 
     /// The last record of each id, sorted by id.
@@ -207,61 +370,81 @@ impl Log {
 }
 
 /// Every checkpoint in the log's `bytes`, in the order appended (an id
-/// saved twice appears twice). Payloads are verified by whoever loads them
-/// ([`Checkpoint::verify`]).
+/// saved twice appears twice), up to the first damage. Payloads are
+/// verified by whoever loads them ([`Checkpoint::verify`]).
 #[cfg(test)]
-pub(crate) fn scan(bytes: &[u8], what: &str) -> Result<Vec<Checkpoint>, StoreError> {
-    Ok(locate(bytes, what)?
+pub(crate) fn scan(bytes: &[u8]) -> (Vec<Checkpoint>, Option<Damage>) {
+    let scan = locate(bytes);
+    let cps = scan
+        .records
         .into_iter()
         .map(|r| Checkpoint::from_parts(r.meta, bytes[r.payload].to_vec()))
-        .collect())
+        .collect();
+    (cps, scan.damage)
 }
 
-/// The records of a log's bytes, in the order appended; `what` names it
-/// in errors.
-fn locate(bytes: &[u8], what: &str) -> Result<Vec<Located>, StoreError> {
+/// The whole records of a log, where they end, and what follows them.
+struct Scan {
+    records: Vec<Located>,
+    good_end: usize,
+    damage: Option<Damage>,
+}
+
+/// The records of a log's bytes, in the order appended, up to the first
+/// one that is cut short or damaged.
+fn locate(bytes: &[u8]) -> Scan {
+    let stop = |records, good_end, damage| Scan {
+        records,
+        good_end,
+        damage: Some(damage),
+    };
     if bytes.len() < LOG_MAGIC.len() {
         // A log whose first append was cut short holds nothing yet.
-        return if LOG_MAGIC.starts_with(bytes) {
-            Ok(Vec::new())
+        let damage = if LOG_MAGIC.starts_with(bytes) {
+            Damage::Torn
         } else {
-            Err(StoreError::corrupt(
-                what,
-                "not a troupe checkpoint log (bad magic bytes)",
-            ))
+            Damage::Bad("not a troupe checkpoint log (bad magic bytes)".into())
         };
+        return stop(Vec::new(), 0, damage);
     }
     if &bytes[..8] != LOG_MAGIC {
-        return Err(StoreError::corrupt(
-            what,
-            "not a troupe checkpoint log (bad magic bytes)",
-        ));
+        return stop(
+            Vec::new(),
+            0,
+            Damage::Bad("not a troupe checkpoint log (bad magic bytes)".into()),
+        );
     }
     let mut out = Vec::new();
     let mut at = LOG_MAGIC.len();
     while at < bytes.len() {
         let rest = &bytes[at..];
         if rest.len() < RECORD_PREFIX {
-            break; // a torn tail
+            return stop(out, at, Damage::Torn);
         }
         let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
         let crc = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
         let Some(body) = rest.get(RECORD_PREFIX..RECORD_PREFIX + len) else {
-            break; // a torn tail
+            return stop(out, at, Damage::Torn);
         };
         let end = at + RECORD_PREFIX + len;
         if crc32c::crc32c(body) != crc {
-            if end == bytes.len() {
-                break; // the last record, torn
-            }
-            return Err(StoreError::corrupt(
-                what,
-                format!("the record at byte {at} fails its checksum"),
-            ));
+            let damage = if end == bytes.len() {
+                Damage::Torn // the last record, torn
+            } else {
+                Damage::Bad(format!("the record at byte {at} fails its checksum"))
+            };
+            return stop(out, at, damage);
         }
-        let (meta, payload) = decode_body(body).map_err(|reason| {
-            StoreError::corrupt(what, format!("the record at byte {at}: {reason}"))
-        })?;
+        let (meta, payload) = match decode_body(body) {
+            Ok(found) => found,
+            Err(reason) => {
+                return stop(
+                    out,
+                    at,
+                    Damage::Bad(format!("the record at byte {at}: {reason}")),
+                );
+            }
+        };
         let start = at + RECORD_PREFIX + payload.start;
         out.push(Located {
             meta,
@@ -269,7 +452,11 @@ fn locate(bytes: &[u8], what: &str) -> Result<Vec<Located>, StoreError> {
         });
         at = end;
     }
-    Ok(out)
+    Scan {
+        records: out,
+        good_end: at,
+        damage: None,
+    }
 }
 
 /// A record body's metadata, and where its payload is in the body.
@@ -315,33 +502,79 @@ mod tests {
     }
 
     #[test]
-    fn a_torn_tail_is_ignored_and_damage_before_it_is_not() {
+    fn a_torn_tail_is_ignored_and_damage_before_it_ends_the_log() {
         let a = Checkpoint::new("r", None, 1, 2, vec![1; 40]);
         let b = Checkpoint::new("r", Some(a.id), 2, 2, vec![2; 40]);
         let bytes = log(&[a.clone(), b.clone()]);
-        assert_eq!(scan(&bytes, "log").unwrap(), vec![a.clone(), b.clone()]);
+        assert_eq!(scan(&bytes), (vec![a.clone(), b.clone()], None));
         let first_end = log(std::slice::from_ref(&a)).len();
         // Every cut inside the second record leaves the first.
-        for cut in first_end..bytes.len() {
+        for cut in first_end + 1..bytes.len() {
             assert_eq!(
-                scan(&bytes[..cut], "log").unwrap(),
-                vec![a.clone()],
+                scan(&bytes[..cut]),
+                (vec![a.clone()], Some(Damage::Torn)),
                 "cut {cut}"
             );
         }
-        for cut in 0..8 {
-            assert!(scan(&bytes[..cut], "log").unwrap().is_empty());
+        for cut in 1..8 {
+            assert_eq!(scan(&bytes[..cut]), (vec![], Some(Damage::Torn)));
         }
-        // A flipped byte in the last record is a torn tail; in the first, damage.
+        // A flipped byte in the last record is a torn tail; in the first,
+        // damage that ends the log before it.
         let mut bad = bytes.clone();
         *bad.last_mut().unwrap() ^= 1;
-        assert_eq!(scan(&bad, "log").unwrap(), vec![a.clone()]);
+        assert_eq!(scan(&bad), (vec![a.clone()], Some(Damage::Torn)));
         let mut bad = bytes.clone();
         bad[20] ^= 1;
-        let e = scan(&bad, "log").unwrap_err();
-        assert!(e.is_corrupt() && e.to_string().contains("byte 8"), "{e}");
+        let (cps, damage) = scan(&bad);
+        assert!(cps.is_empty());
+        assert!(
+            matches!(&damage, Some(Damage::Bad(r)) if r.contains("byte 8")),
+            "{damage:?}"
+        );
+        let log = Log::from_bytes(bad);
+        assert!(log.damage().unwrap().contains("from byte 8 on"));
         let mut bad = bytes;
         bad[0] = b'X';
-        assert!(scan(&bad, "log").unwrap_err().is_corrupt());
+        assert!(matches!(scan(&bad).1, Some(Damage::Bad(_))));
+    }
+
+    #[test]
+    fn append_cuts_a_torn_tail_and_sets_damage_aside_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("checkpoints.log");
+        let a = Checkpoint::new("r", None, 1, 2, vec![1; 40]);
+        let b = Checkpoint::new("r", Some(a.id), 2, 2, vec![2; 40]);
+        let c = Checkpoint::new("r", Some(b.id), 3, 2, vec![3; 40]);
+        let (rec_a, rec_b, rec_c) = (
+            encode_record(&a).unwrap(),
+            encode_record(&b).unwrap(),
+            encode_record(&c).unwrap(),
+        );
+        let (len, none) = append(&path, &rec_a, false, None).unwrap();
+        assert!(none.is_none());
+        let (len, _) = append(&path, &rec_b, false, Some(len)).unwrap();
+        // A crash cut the last record: the next append goes after `a`.
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        file.set_len(len - 7).unwrap();
+        let (_, repaired) = append(&path, &rec_c, false, Some(len)).unwrap();
+        let repaired = repaired.unwrap();
+        assert_eq!(repaired.dropped, rec_b.len() as u64 - 7);
+        assert_eq!(repaired.damage, Damage::Torn);
+        assert!(repaired.to_string().contains("dropped"), "{repaired}");
+        let (cps, damage) = scan(&std::fs::read(&path).unwrap());
+        assert_eq!((cps, damage), (vec![a.clone(), c.clone()], None));
+        // Damage in the middle: the log is kept aside, cut before it.
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[12] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        let (_, repaired) = repair(&path, None, true).unwrap();
+        let repaired = repaired.unwrap();
+        assert!(matches!(repaired.damage, Damage::Bad(_)));
+        let aside = repaired.set_aside.clone().unwrap();
+        assert_eq!(std::fs::read(aside).unwrap(), bytes);
+        assert_eq!(std::fs::read(&path).unwrap(), LOG_MAGIC.to_vec());
+        // Nothing to repair: nothing done.
+        assert_eq!(repair(&path, None, false).unwrap(), (8, None));
     }
 }

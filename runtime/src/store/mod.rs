@@ -71,6 +71,7 @@ mod key;
 mod lease;
 mod log;
 mod memory;
+mod save_errors;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 #[cfg(feature = "sqlite")]
@@ -102,6 +103,7 @@ pub use lease::{
     this_host,
 };
 pub use memory::{DEFAULT_KEEP, MemoryStore};
+pub use save_errors::SaveErrors;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;
 pub use traits::{CheckpointStore, ThreadStore};

@@ -13,6 +13,7 @@ use super::durability::Durability;
 use super::error::StoreError;
 use super::format::{decode_thread, encode_thread};
 use super::key::{check_conversation_id, check_run_id};
+use super::save_errors::SaveErrors;
 use super::sqlite_rows::{
     BUSY_TIMEOUT, META_COLUMNS, MetaRow, insert, insert_row, read_checkpoint, row_what, sql_error,
 };
@@ -80,6 +81,7 @@ pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
     db: Arc<str>,
     durability: Durability,
+    save_errors: SaveErrors,
     /// What the saves committed, for the WAL's copies into the database.
     wal: Arc<WalCopies>,
     /// The database file (`None` in memory), for the WAL's copies.
@@ -138,6 +140,7 @@ impl SqliteStore {
             conn: Arc::new(Mutex::new(conn)),
             db: Arc::from(db),
             durability: Durability::Process,
+            save_errors: SaveErrors::Fail,
             wal: Arc::new(WalCopies::new()),
             path: None,
         })
@@ -160,6 +163,13 @@ impl SqliteStore {
         }
         self.durability = durability;
         Ok(self)
+    }
+
+    /// The same store with `save_errors` deciding what a run does when a
+    /// checkpoint cannot be saved (see [`SaveErrors`]).
+    pub fn with_save_errors(mut self, save_errors: SaveErrors) -> Self {
+        self.save_errors = save_errors;
+        self
     }
 
     /// The database file (or `:memory:`).
@@ -383,6 +393,10 @@ impl CheckpointStore for SqliteStore {
 
     fn durability(&self) -> Durability {
         self.durability
+    }
+
+    fn save_errors(&self) -> SaveErrors {
+        self.save_errors
     }
 
     async fn runs(&self) -> Result<Vec<String>, StoreError> {

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use super::checkpoint::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use super::durability::Durability;
 use super::error::StoreError;
+use super::save_errors::SaveErrors;
 use crate::thread::Thread;
 
 /// Where checkpoints of workflow runs are kept.
@@ -82,6 +83,34 @@ pub trait CheckpointStore: Send + Sync {
     fn durability(&self) -> Durability {
         Durability::Process
     }
+
+    /// What a run does when a checkpoint cannot be saved here (see
+    /// [`SaveErrors`]; by default it fails).
+    fn save_errors(&self) -> SaveErrors {
+        SaveErrors::Fail
+    }
+
+    /// Damage in a run's storage that hides checkpoints saved after it (a
+    /// record of a log damaged before its end), described; `None` when
+    /// every checkpoint saved can be read, or the store cannot tell
+    /// without reading every payload. A run with damage is listed as
+    /// unreadable; resuming it carries on from the newest checkpoint
+    /// before the damage.
+    async fn damage(&self, run_id: &str) -> Result<Option<String>, StoreError> {
+        let _ = run_id;
+        Ok(None)
+    }
+
+    /// Makes a run's storage safe to append to before a run carries on:
+    /// a log is cut after its last whole record (a record torn by a
+    /// crash, or damage, and what follows it; a damaged log is copied
+    /// aside first). Returns what was repaired, naming the bytes dropped;
+    /// `None` if nothing was (stores whose writes are atomic never need
+    /// it).
+    async fn repair(&self, run_id: &str) -> Result<Option<String>, StoreError> {
+        let _ = run_id;
+        Ok(None)
+    }
 }
 
 /// Where chatbot conversations are kept: one [`Thread`] per conversation id.
@@ -135,6 +164,15 @@ impl<T: CheckpointStore + ?Sized> CheckpointStore for Arc<T> {
     }
     fn durability(&self) -> Durability {
         (**self).durability()
+    }
+    fn save_errors(&self) -> SaveErrors {
+        (**self).save_errors()
+    }
+    async fn damage(&self, run_id: &str) -> Result<Option<String>, StoreError> {
+        (**self).damage(run_id).await
+    }
+    async fn repair(&self, run_id: &str) -> Result<Option<String>, StoreError> {
+        (**self).repair(run_id).await
     }
 }
 

@@ -10,6 +10,7 @@ use ractor::Actor;
 use tokio::sync::oneshot;
 
 use super::answer;
+use super::fallback;
 use super::progress::Progress;
 use super::request::InputRequest;
 use super::result::{RunResult, RunStatus, RunStream};
@@ -121,7 +122,11 @@ impl Workflow {
     /// Continues run `run_id` from a checkpoint in `store` (the latest when
     /// `checkpoint` is `None`), exactly where it was. A checkpoint of
     /// another topology, of an unknown format version, or whose bytes fail
-    /// their checksum is refused with a [`CheckpointError`] saying which.
+    /// their checksum is refused with a [`CheckpointError`] saying which
+    /// — but for a damaged latest one, which gives way to the newest good
+    /// one before it. The store is first repaired for appending
+    /// ([`CheckpointStore::repair`]); a repair and a checkpoint skipped are
+    /// [`Event::Warning`](crate::Event::Warning)s.
     /// New checkpoints go to the workflow's own store, under the run id of
     /// `ctx` if it has one, else under `run_id`.
     pub async fn run_from_checkpoint(
@@ -131,7 +136,8 @@ impl Workflow {
         checkpoint: Option<CheckpointId>,
         ctx: &RunContext,
     ) -> Result<RunResult, RunError> {
-        let (cp, snapshot) = snapshot::load(&self.spec, store, run_id, checkpoint).await?;
+        let child = ctx.child(&self.spec.name);
+        let (cp, snapshot) = fallback::load(&self.spec, store, run_id, checkpoint, &child).await?;
         let resumed = Resumed {
             snapshot,
             parent: cp.id,
@@ -139,14 +145,8 @@ impl Workflow {
                 .run_id()
                 .map_or_else(|| run_id.to_string(), |r| r.to_string()),
         };
-        self.execute(
-            Thread::new(),
-            ctx.child(&self.spec.name),
-            true,
-            Some(resumed),
-            None,
-        )
-        .await
+        self.execute(Thread::new(), child, true, Some(resumed), None)
+            .await
     }
 
     /// Continues run `run_id` from the latest checkpoint in the workflow's
@@ -176,6 +176,8 @@ impl Workflow {
         answer: impl Into<String>,
         ctx: &RunContext,
     ) -> Result<RunResult, RunError> {
+        let child = ctx.child(&self.spec.name);
+        fallback::repair(store, run_id, &child).await?;
         let (cp, mut snapshot) = snapshot::load(&self.spec, store, run_id, None).await?;
         answer::deliver(&mut snapshot.thread, run_id, request, answer.into())?;
         snapshot.start_len = snapshot.thread.len();

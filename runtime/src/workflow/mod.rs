@@ -16,6 +16,7 @@
 //!   `snapshot_delta` and `snapshot_refs` write a checkpoint as a delta,
 //!   `snapshot_restore` reads a folded chain back;
 //!   `summary`: a run as a store describes it, for listing runs;
+//!   `fallback`: where a resume carries on from in a damaged store;
 //!   `progress`: how a nested run reports its state to the run above it.
 
 mod actor_pool;
@@ -24,6 +25,7 @@ mod answer;
 mod api;
 mod builder;
 mod child_paths;
+mod fallback;
 pub(crate) mod progress;
 mod protocol;
 mod request;

@@ -57,7 +57,10 @@ pub struct RunSummary {
     pub stats: Option<crate::stats::RunStats>,
     /// Why the latest checkpoint could not be read (another format version,
     /// damage), if it could not: the other fields are then from its
-    /// metadata alone.
+    /// metadata alone. Also set when the store reports damage hiding
+    /// later checkpoints ([`CheckpointStore::damage`]): the other fields
+    /// are then of the newest checkpoint before it (with none, of the
+    /// epoch and checkpoint 0).
     pub unreadable: Option<String>,
 }
 
@@ -70,8 +73,22 @@ pub async fn summarize_run(
     run_id: &str,
 ) -> Result<Option<RunSummary>, StoreError> {
     let metas = store.list(run_id).await?;
+    // Damage hiding later checkpoints makes the run unreadable, whatever
+    // the checkpoints before it say.
+    let damage = store.damage(run_id).await?;
     let (Some(first), Some(last)) = (metas.first(), metas.last()) else {
-        return Ok(None);
+        return Ok(damage.map(|reason| RunSummary {
+            run_id: run_id.to_string(),
+            started: SystemTime::UNIX_EPOCH,
+            last_checkpoint: SystemTime::UNIX_EPOCH,
+            checkpoint: CheckpointId(0),
+            checkpoints: 0,
+            superstep: 0,
+            status: None,
+            requests: Vec::new(),
+            stats: None,
+            unreadable: Some(reason),
+        }));
     };
     let mut summary = RunSummary {
         run_id: run_id.to_string(),
@@ -108,6 +125,9 @@ pub async fn summarize_run(
             summary.stats = Some(s.stats);
         }
         Err(reason) => summary.unreadable = Some(reason),
+    }
+    if let Some(reason) = damage {
+        summary.unreadable = Some(reason);
     }
     Ok(Some(summary))
 }

@@ -1,6 +1,7 @@
 //! Checkpointing a run: when one is due, and saving it — the snapshot
 //! encoded, stored under the run's id after the one before, and reported.
-//! A checkpoint that cannot be saved is a warning; the run goes on.
+//! A checkpoint that cannot be saved fails the run, or, if its store says
+//! so ([`SaveErrors::Warn`]), is a warning and the run goes on.
 //!
 //! A nested run under a run that checkpoints has no store: at the same
 //! points it reports its thread (its counters inside) to the run above,
@@ -10,10 +11,20 @@ use std::sync::Arc;
 
 use crate::context::RunContext;
 use crate::event::Event;
-use crate::store::{Checkpoint, CheckpointId, CheckpointStore, Durability};
+use crate::store::{Checkpoint, CheckpointId, CheckpointStore, Durability, SaveErrors, StoreError};
 use crate::thread::Thread;
 use crate::workflow::progress::Progress;
 use crate::workflow::snapshot_delta::{Counters, DeltaWriter, TreeView};
+
+/// A checkpoint that could not be saved, the store saying to fail.
+pub(super) struct NotSaved {
+    /// The run.
+    pub(super) run_id: String,
+    /// Why.
+    pub(super) error: StoreError,
+    /// The last checkpoint saved before.
+    pub(super) last_saved: Option<CheckpointId>,
+}
 
 /// The checkpoints of one run.
 pub(super) struct Checkpointer {
@@ -158,8 +169,8 @@ impl Checkpointer {
     /// Encodes the run's thread tree `tree` and `counters` (as a delta
     /// against the last checkpoint saved, if any) and saves them as the
     /// checkpoint after superstep `superstep` of a workflow of topology
-    /// `topology`. A failure is reported as a warning; the next checkpoint
-    /// is then whole.
+    /// `topology`. A failure is the run's to fail with, or with
+    /// [`SaveErrors::Warn`] a warning; the next checkpoint is then whole.
     pub(super) async fn save(
         &mut self,
         ctx: &RunContext,
@@ -168,9 +179,9 @@ impl Checkpointer {
         superstep: u64,
         topology: u64,
         delivered: u64,
-    ) {
+    ) -> Result<(), NotSaved> {
         let Some(store) = self.store.clone() else {
-            return;
+            return Ok(());
         };
         self.delivered_at = delivered;
         self.changed = false;
@@ -185,13 +196,12 @@ impl Checkpointer {
                     topology,
                     payload,
                 );
-                store
-                    .save(&cp)
-                    .await
-                    .map(|_| (cp.id, bytes))
-                    .map_err(|e| e.to_string())
+                store.save(&cp).await.map(|_| (cp.id, bytes))
             }
-            Err(e) => Err(e.to_string()),
+            Err(source) => Err(StoreError::Encode {
+                what: format!("a checkpoint of run '{}'", self.run_id),
+                source,
+            }),
         };
         match saved {
             Ok((id, bytes)) => {
@@ -204,13 +214,23 @@ impl Checkpointer {
                     bytes,
                 });
             }
-            Err(e) => {
+            Err(error) => {
                 self.writer.reset();
+                if store.save_errors() == SaveErrors::Fail {
+                    return Err(NotSaved {
+                        run_id: self.run_id.clone(),
+                        error,
+                        last_saved: self.parent,
+                    });
+                }
+                let text = format!("checkpoint of run '{}' not saved: {error}", self.run_id);
+                tracing::warn!(target: "troupe::store", "{text}");
                 ctx.emit_with(|| Event::Warning {
                     path: ctx.path().clone(),
-                    text: format!("checkpoint not saved: {e}"),
+                    text,
                 })
             }
         }
+        Ok(())
     }
 }

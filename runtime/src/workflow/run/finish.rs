@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use super::RunState;
-use super::phase::Phase;
+use super::checkpoints::NotSaved;
+use super::phase::{Failure, Phase};
 use super::slots::Scheduling;
 use super::tally::Tally;
 use crate::event::{Event, FinalStatus};
@@ -117,7 +118,8 @@ impl RunState {
             };
             let counters = snapshot_counters(&self.tally, self.tracker.as_ref(), None);
             let superstep = self.graph.as_ref().map_or(0, |g| g.completed_superstep());
-            self.checkpoints
+            let saved = self
+                .checkpoints
                 .save(
                     &self.ctx,
                     &tree,
@@ -127,6 +129,9 @@ impl RunState {
                     self.inboxes.delivered(),
                 )
                 .await;
+            if let Err(not_saved) = saved {
+                self.fail(Failure::NotSaved(not_saved));
+            }
         } else if self.checkpoints.reports() {
             let mut scheduling = self.scheduling();
             scheduling.counters = Some(self.counters());
@@ -137,7 +142,11 @@ impl RunState {
 
     /// Saves `thread` (put together) with the run's counters and the
     /// status it ended with as a checkpoint.
-    async fn save_checkpoint(&mut self, thread: &Thread, status: RunStatus) {
+    async fn save_checkpoint(
+        &mut self,
+        thread: &Thread,
+        status: RunStatus,
+    ) -> Result<(), NotSaved> {
         let counters = snapshot_counters(&self.tally, self.tracker.as_ref(), Some(status));
         let superstep = self.graph.as_ref().map_or(0, |g| g.completed_superstep());
         self.checkpoints
@@ -149,7 +158,7 @@ impl RunState {
                 self.spec.topology_hash,
                 self.inboxes.delivered(),
             )
-            .await;
+            .await
     }
 
     /// Hands back the result, saves the last checkpoint and stops the run's
@@ -191,7 +200,11 @@ impl RunState {
                 (Phase::Stopping(status), None) => status.clone(),
                 _ => RunStatus::Completed,
             };
-            self.save_checkpoint(&thread, status).await;
+            if let Err(not_saved) = self.save_checkpoint(&thread, status).await {
+                // The run's end is not saved: it fails, naming the last
+                // checkpoint that was.
+                self.phase.fail(Failure::NotSaved(not_saved));
+            }
         }
         let (run_id, checkpoint) = (self.checkpoints.run_id(), self.checkpoints.parent());
         let status = match (std::mem::replace(&mut self.phase, Phase::Running), open) {

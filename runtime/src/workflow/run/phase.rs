@@ -19,6 +19,8 @@ pub(super) enum Failure {
     LoopLimit { step: String, limit: u32 },
     /// The graph took more supersteps than allowed.
     SuperstepLimit { limit: u64 },
+    /// A checkpoint could not be saved (and the store says to fail).
+    NotSaved(super::checkpoints::NotSaved),
 }
 
 impl Failure {
@@ -53,6 +55,13 @@ impl Failure {
             },
             Failure::SuperstepLimit { limit } => RunError::SuperstepLimit {
                 limit,
+                thread,
+                stats,
+            },
+            Failure::NotSaved(n) => RunError::CheckpointNotSaved {
+                run_id: n.run_id,
+                source: Box::new(n.error),
+                last_saved: n.last_saved,
                 thread,
                 stats,
             },
