@@ -242,6 +242,17 @@ impl Meter {
         std::mem::take(&mut spent.own)
     }
 
+    /// Takes everything recorded since the last drain, the participant's
+    /// own spend under its path: what a turn's progress report carries up
+    /// (see `workflow/progress.rs`), so the run above counts it with the
+    /// progress it comes with.
+    pub(crate) fn take(&self) -> RunStats {
+        let mut out = RunStats::default();
+        let own = self.drain(|path, stats| out.add(path, stats));
+        out.add(&self.owner, own);
+        out
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Spent> {
         // A panic while adding numbers leaves them usable.
         self.spent.lock().unwrap_or_else(PoisonError::into_inner)

@@ -42,6 +42,7 @@ mod summary;
 
 pub use api::Workflow;
 pub use builder::WorkflowBuilder;
+pub use progress::ProgressRelay;
 pub use request::InputRequest;
 pub use result::{RunResult, RunStatus, RunStream};
 pub use scheduler_state::{SchedulerState, SchedulerStateError};

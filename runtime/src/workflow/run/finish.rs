@@ -131,8 +131,22 @@ impl RunState {
             let mut scheduling = self.scheduling();
             scheduling.counters = Some(self.counters());
             let thread = self.threads.to_thread(&self.spec, scheduling);
-            self.checkpoints.report(thread, self.inboxes.delivered());
+            self.report(thread);
         }
+    }
+
+    /// Reports `thread` (put together with the run's counters) to the run
+    /// above, with what the run spent since its last report: the report
+    /// carries it up (see `Participants::turn`), so a checkpoint above
+    /// that holds the thread counts what its counters count, no more, no
+    /// less.
+    fn report(&mut self, thread: Thread) {
+        if let Some(meter) = self.ctx.meter() {
+            let stats = self.tally.stats();
+            meter.record_all(&stats.since(&self.tally.base));
+            self.tally.base = stats;
+        }
+        self.checkpoints.report(thread, self.inboxes.delivered());
     }
 
     /// Saves `thread` (put together) with the run's counters and the
@@ -170,10 +184,20 @@ impl RunState {
             }
             _ => false,
         };
-        if waits {
+        // A nested run stopped gracefully is its turn cut short: it reports
+        // where it stopped, counters inside, and its turn goes on from
+        // there when the run above resumes (nothing it finished is done
+        // again).
+        let interrupted = self.checkpoints.reports()
+            && matches!(&self.phase, Phase::Stopping(RunStatus::Interrupted))
+            && !waits;
+        if waits || interrupted {
             scheduling.counters = Some(self.counters());
         }
         let thread = std::mem::take(&mut self.threads).into_thread(&self.spec, scheduling);
+        if interrupted {
+            self.report(thread.clone());
+        }
         // The questions it waits for: every one open in its thread.
         let open = waits.then(|| {
             thread
