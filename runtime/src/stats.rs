@@ -192,6 +192,9 @@ pub(crate) struct Meter {
 struct Spent {
     own: AgentStats,
     others: RunStats,
+    /// A nested run handed its spend through the meter (see
+    /// [`Meter::record_all`]), even none at all.
+    by_run: bool,
 }
 
 impl Meter {
@@ -217,11 +220,20 @@ impl Meter {
         }
     }
 
-    /// Records everything a nested run spent.
+    /// Records everything a nested run spent (nothing, perhaps: a run
+    /// resumed with all its spend counted before): the turn is metered,
+    /// and the usage its reply carries — the whole nested run's — is not
+    /// counted instead (see [`Meter::take_by_run`]).
     pub(crate) fn record_all(&self, stats: &RunStats) {
+        self.lock().by_run = true;
         for (path, stats) in &stats.agents {
             self.record(path, *stats);
         }
+    }
+
+    /// Whether a nested run recorded its spend since the last call.
+    pub(crate) fn take_by_run(&self) -> bool {
+        std::mem::take(&mut self.lock().by_run)
     }
 
     /// Hands what agents under the participant recorded since the last

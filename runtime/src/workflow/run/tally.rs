@@ -117,6 +117,7 @@ impl Tally {
                 stats.add(at, spent);
             });
             metered |= mine.model_calls > 0 || mine.tokens() > 0;
+            metered |= meter.take_by_run();
             own += mine;
         }
         if !metered && let Some(reply) = reply {
