@@ -2,7 +2,9 @@
 //! binary: a map-reduce interrupted after half its workers finished —
 //! by Ctrl-C, and by `kill -9` — asks only the other half on resume, and
 //! a nested team interrupted and resumed spends exactly what the
-//! uninterrupted run spent.
+//! uninterrupted run spent; and a planner's plan (item 5) is in the store
+//! from the first checkpoint on, and a resume carries it on without asking
+//! the planner again or running a finished step twice.
 
 // Test helpers may fail loudly: a broken fixture should stop the test.
 #![allow(clippy::expect_used, clippy::panic)]
@@ -46,6 +48,21 @@ workflows:
     max_turns: 4
 workflow:
   steps: [{workflow: team}, {agent: c}]
+checkpoint: {store: sqlite, path: state/runs.db}
+";
+
+/// A planner's plan of three steps in a row, each taking 700 ms.
+const PLANNED: &str = "version: 1
+models:
+  m: {provider: scripted, delay: 700ms}
+  planning: {provider: scripted, replies: [\"STEPS:\\nONE [a]: first\\nTWO [b]: second\\nTHREE [c]: third\\nGRAPH:\\nONE -> TWO -> THREE\"]}
+agents:
+  a: {model: m, script: [\"one done\"]}
+  b: {model: m, script: [\"two done\"]}
+  c: {model: m, script: [\"three done\"]}
+workflow:
+  plan:
+    planner: {model: planning, agents: [a, b, c]}
 checkpoint: {store: sqlite, path: state/runs.db}
 ";
 
@@ -223,6 +240,92 @@ fn a_nested_team_interrupted_and_resumed_spends_what_the_whole_run_spent() {
     let out = resume(dir.path(), cfg, "k");
     let result = result_line(&out);
     assert_eq!(model_calls(&out, "team/"), 2, "{}", text(&out.stdout));
+    assert_eq!(result["final_response"], whole["final_response"]);
+    assert_eq!(result["stats"], whole["stats"], "{result}");
+}
+
+/// The steps of a plan a `--events jsonl` run started, in order.
+fn steps_started(out: &Output) -> Vec<String> {
+    jsonl(out)
+        .iter()
+        .filter(|e| e["type"] == "agent_started")
+        .filter_map(|e| e["path"].as_str())
+        .filter_map(|p| p.rsplit('/').next())
+        .filter(|step| ["ONE", "TWO", "THREE"].contains(step))
+        .map(String::from)
+        .collect()
+}
+
+/// The planner's model calls, as a result's stats count them.
+fn planner_calls(result: &serde_json::Value) -> u64 {
+    result["stats"]["agents"]
+        .as_object()
+        .expect("stats by agent")
+        .iter()
+        .filter(|(path, _)| path.ends_with("/planner"))
+        .filter_map(|(_, s)| s["model_calls"].as_u64())
+        .sum()
+}
+
+#[cfg(unix)]
+#[test]
+fn a_planners_plan_is_kept_from_the_first_checkpoint_and_resumed_without_asking_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = write(dir.path(), "plan.yaml", PLANNED);
+    let cfg = cfg.to_str().expect("utf-8");
+    let whole = whole(dir.path(), cfg);
+    assert_eq!(planner_calls(&whole), 1, "{whole}");
+
+    // kill -9 during the first step: the plan is in the store already.
+    let start = |id: &str| {
+        let mut child = troupe(
+            dir.path(),
+            &["run", "--events", "jsonl", "--run-id", id, cfg, "go"],
+        )
+        .spawn()
+        .expect("start");
+        let stdout = lines(child.stdout.take().expect("stdout"));
+        (child, stdout)
+    };
+    let (mut child, stdout) = start("first");
+    until_all(&stdout, |seen| {
+        count(seen, "agent_started", "/ONE") == 1 && count(seen, "checkpoint_saved", "") >= 1
+    });
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    let listed = common::run_listed(dir.path(), cfg, "first");
+    assert_eq!(listed["status"], "unfinished", "{listed}");
+    let out = resume(dir.path(), cfg, "first");
+    assert_eq!(steps_started(&out), ["ONE", "TWO", "THREE"]);
+    let result = result_line(&out);
+    assert_eq!(planner_calls(&result), 1, "{result}");
+    assert_eq!(result["final_response"], whole["final_response"]);
+    assert_eq!(result["stats"], whole["stats"], "{result}");
+
+    // kill -9 during the second step, the first saved: the first is not
+    // run again.
+    let (mut child, stdout) = start("second");
+    until_all(&stdout, |seen| {
+        count(seen, "agent_finished", "/ONE") == 1 && count(seen, "checkpoint_saved", "") >= 2
+    });
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    let out = resume(dir.path(), cfg, "second");
+    assert_eq!(steps_started(&out), ["TWO", "THREE"]);
+    let result = result_line(&out);
+    assert_eq!(result["final_response"], whole["final_response"]);
+    assert_eq!(result["stats"], whole["stats"], "{result}");
+
+    // Ctrl-C during the second step: it finishes, and only the third runs
+    // on resume.
+    let (child, stdout) = start("third");
+    until(&stdout, &["\"agent_started\"", "/TWO"]);
+    signal(&child, "INT");
+    let out = wait(child, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out.stderr));
+    let out = resume(dir.path(), cfg, "third");
+    assert_eq!(steps_started(&out), ["THREE"]);
+    let result = result_line(&out);
     assert_eq!(result["final_response"], whole["final_response"]);
     assert_eq!(result["stats"], whole["stats"], "{result}");
 }

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use troupe_agents::{ChatMessage, ChatModel, ChatRequest};
 use troupe_runtime::{
     Agent, AgentError, BuildError, Content, Event, Message, ProgressRelay, Reply, RunContext,
-    Thread, USER, Usage, Workflow,
+    RunStatus, Thread, USER, Usage, Workflow,
 };
 
 use crate::answer::{AnswerError, PlanFormat, PlanSpec, structured_output};
@@ -314,6 +314,12 @@ impl Agent for PlanningAgent {
             .run_relayed(input, &ctx, relay)
             .await
             .map_err(|e| AgentError::Workflow(Box::new(e)))?;
+        // Stopped gracefully with the run above: this turn is cut short
+        // (its plan's run reported where it stopped), and goes on from
+        // there when that run resumes.
+        if result.status == RunStatus::Interrupted {
+            return Err(AgentError::Cancelled);
+        }
 
         let mut messages = vec![
             Message::text("", planned.spec.to_text())
