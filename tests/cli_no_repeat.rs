@@ -2,7 +2,8 @@
 //! binary: a map-reduce interrupted after half its workers finished —
 //! by Ctrl-C, and by `kill -9` — asks only the other half on resume, and
 //! a nested team interrupted and resumed spends exactly what the
-//! uninterrupted run spent; and a planner's plan (item 5) is in the store
+//! uninterrupted run spent, a parallel branch that finished before its
+//! sibling is kept; and a planner's plan (item 5) is in the store
 //! from the first checkpoint on, and a resume carries it on without asking
 //! the planner again or running a finished step twice.
 
@@ -48,6 +49,24 @@ workflows:
     max_turns: 4
 workflow:
   steps: [{workflow: team}, {agent: c}]
+checkpoint: {store: sqlite, path: state/runs.db}
+";
+
+/// A block of two steps side by side, one quick and one slow, then a
+/// third reading both.
+const PARALLEL: &str = "version: 1
+models:
+  fast: {provider: scripted, delay: 200ms}
+  slow: {provider: scripted, delay: 2s}
+agents:
+  quick: {model: fast, script: [\"quick done\"]}
+  long: {model: slow, script: [\"long done\"]}
+  last: {model: fast, script: [\"both read\"]}
+workflow:
+  steps:
+    - id: block
+      steps: [{agent: quick}, {agent: long}]
+    - agent: last
 checkpoint: {store: sqlite, path: state/runs.db}
 ";
 
@@ -328,4 +347,64 @@ fn a_planners_plan_is_kept_from_the_first_checkpoint_and_resumed_without_asking_
     let result = result_line(&out);
     assert_eq!(result["final_response"], whole["final_response"]);
     assert_eq!(result["stats"], whole["stats"], "{result}");
+}
+
+/// The agents a `--events jsonl` run started, by the last part of their
+/// path.
+fn started(out: &Output) -> Vec<String> {
+    jsonl(out)
+        .iter()
+        .filter(|e| e["type"] == "agent_started")
+        .filter_map(|e| e["path"].as_str())
+        .filter_map(|p| p.rsplit('/').next())
+        .map(String::from)
+        .collect()
+}
+
+#[cfg(unix)]
+#[test]
+fn a_parallel_branch_that_finished_before_a_kill_is_not_run_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = write(dir.path(), "parallel.yaml", PARALLEL);
+    let cfg = cfg.to_str().expect("utf-8");
+    let whole = whole(dir.path(), cfg);
+
+    let mut child = troupe(
+        dir.path(),
+        &["run", "--events", "jsonl", "--run-id", "k", cfg, "go"],
+    )
+    .spawn()
+    .expect("start");
+    let stdout = lines(child.stdout.take().expect("stdout"));
+    // The quick branch finished and its reply was saved; the slow one is
+    // still under way.
+    let seen = until_all(&stdout, |seen| {
+        count(seen, "agent_finished", "/quick") == 1 && count(seen, "checkpoint_saved", "") >= 1
+    });
+    assert_eq!(
+        count(&seen, "agent_finished", "/long"),
+        0,
+        "{}",
+        seen.join("\n")
+    );
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+
+    let out = resume(dir.path(), cfg, "k");
+    assert_eq!(started(&out), ["long", "last"], "{}", text(&out.stdout));
+    let result = result_line(&out);
+    assert_eq!(result["final_response"], whole["final_response"]);
+    assert_eq!(result["stats"], whole["stats"], "{result}");
+    // The same thread as the whole run's, message for message.
+    let lines = |t: &troupe::Thread| -> Vec<(String, String)> {
+        t.messages()
+            .iter()
+            .map(|m| (m.source.to_string(), m.text_content().into_owned()))
+            .collect()
+    };
+    let path = dir.path().join("parallel.yaml");
+    assert_eq!(
+        lines(&common::final_thread(&path, "k")),
+        lines(&common::final_thread(&path, "whole"))
+    );
 }

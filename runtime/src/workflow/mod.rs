@@ -16,7 +16,8 @@
 //!   `snapshot_delta` and `snapshot_refs` write a checkpoint as a delta,
 //!   `snapshot_restore` reads a folded chain back;
 //!   `summary`: a run as a store describes it, for listing runs;
-//!   `progress`: how a nested run reports its state to the run above it.
+//!   `progress`: how a nested run reports its state to the run above it;
+//!   `held_reply`: a finished turn's reply kept for its superstep's barrier.
 
 mod actor_pool;
 mod agent_actor;
@@ -24,6 +25,7 @@ mod answer;
 mod api;
 mod builder;
 mod child_paths;
+mod held_reply;
 pub(crate) mod progress;
 mod protocol;
 mod request;

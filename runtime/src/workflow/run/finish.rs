@@ -13,6 +13,7 @@ use crate::event::{Event, FinalStatus};
 use crate::graph::cursor::Cursor;
 use crate::stop::StopTracker;
 use crate::thread::Thread;
+use crate::workflow::held_reply::HeldReply;
 use crate::workflow::protocol::RunAddr;
 use crate::workflow::result::RunStatus;
 use crate::workflow::scheduler_state::RunCounters;
@@ -47,7 +48,16 @@ impl RunState {
             new_requests: self.tally.waiting.clone(),
             counters: None,
             progress: self.reported_slots(),
+            held: self.held_replies(),
         }
+    }
+
+    /// The replies of a superstep's finished turns a checkpoint keeps.
+    fn held_replies(&self) -> Vec<HeldReply> {
+        self.graph
+            .as_ref()
+            .map(|g| g.held(&self.spec.names))
+            .unwrap_or_default()
     }
 
     /// Where the graph stands, if it is to be kept.
@@ -102,11 +112,12 @@ impl RunState {
                 return;
             }
             let progress = self.reported_slots();
-            let scheduler = self.threads.scheduler_with(
+            let mut scheduler = self.threads.scheduler_with(
                 self.cursor_to_keep(),
                 &self.tally.waiting,
                 self.interrupted(),
             );
+            scheduler.set_held(self.held_replies());
             let mut state = self.threads.state_view(&scheduler);
             self.inboxes
                 .waiting(&self.spec, &mut state.pending, &mut state.waiting);

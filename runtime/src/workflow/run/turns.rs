@@ -218,7 +218,16 @@ impl RunState {
         match &mut self.graph {
             // Applied at the barrier, in node order, so the superstep's
             // outcome does not depend on which turn finished first.
-            Some(g) if self.spec.supersteps() => g.hold(index, reply),
+            Some(g) if self.spec.supersteps() => {
+                g.hold(index, reply);
+                // Finished beside turns still under way: a checkpoint now
+                // keeps its reply, so a run resumed from it does not run
+                // the turn again (none for runs that take no checkpoint,
+                // nor when the superstep's barrier comes next anyway).
+                if self.parts.in_flight() > 0 && self.checkpoints.enabled() {
+                    self.checkpoints.request();
+                }
+            }
             _ => {
                 self.apply_reply(index, reply);
                 // A nested run without supersteps (a router-only team's
