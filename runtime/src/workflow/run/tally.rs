@@ -112,12 +112,12 @@ impl Tally {
         let mut metered = reported;
         if let Some(meter) = meter {
             let stats = &mut self.stats;
-            let mine = meter.drain(|at, spent| {
+            let (mine, by_run) = meter.drain_marked(|at, spent| {
                 metered |= spent.model_calls > 0 || spent.tokens() > 0;
                 stats.add(at, spent);
             });
             metered |= mine.model_calls > 0 || mine.tokens() > 0;
-            metered |= meter.take_by_run();
+            metered |= by_run;
             own += mine;
         }
         if !metered && let Some(reply) = reply {
