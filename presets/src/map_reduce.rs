@@ -428,9 +428,9 @@ impl Agent for MapStep {
         let input = Arc::new(input);
         // When the run above checkpoints, the workers' run reports into
         // this node's thread, under `WORKERS_RUN`.
-        let nest = own.clone().unwrap_or_else(|| (*thread).clone());
+        let lent = thread.clone();
         let ctx = match ctx.relay_progress(&thread, move |run| {
-            let mut t = nest.clone();
+            let mut t = (*lent).clone();
             t.children_mut().insert(WORKERS_RUN.to_string(), run);
             t
         }) {
