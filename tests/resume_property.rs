@@ -1,8 +1,10 @@
 //! Property: for random YAML teams — every preset kind, graph and steps
 //! workflows, nested — running to checkpoint k and resuming with a config
 //! built afresh (as another process would) ends exactly as the
-//! uninterrupted run: the same final thread, final response and template
-//! values, with no message id twice.
+//! uninterrupted run: the same final thread, final response, template
+//! values and stats (every model call counted once, none made twice), with
+//! no message id twice. A planner's plan is written once per run: a
+//! resumed run never asks the planner again.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::fmt::Write as _;
@@ -36,6 +38,7 @@ enum Kind {
     Nested,
     Parallel,
     TwoDeep,
+    Planner,
 }
 
 /// An agent `name` replying `replies` texts `name-0`, `name-1`, …
@@ -62,6 +65,31 @@ fn config(kind: Kind, seed: u64, store: &Path) -> String {
         "version: 1\nname: prop\nmodels:\n  m:\n    provider: scripted"
     )
     .unwrap();
+    if matches!(kind, Kind::Planner) {
+        // A chain of the agents, the last two side by side when there are
+        // more than two.
+        let steps: Vec<String> = names
+            .iter()
+            .enumerate()
+            .map(|(i, a)| format!("S{i} [{a}]: step {i}"))
+            .collect();
+        let ids: Vec<String> = (0..n).map(|i| format!("S{i}")).collect();
+        let graph = if n > 2 {
+            let (last, head) = ids.split_last().unwrap();
+            let (before, head) = head.split_last().unwrap();
+            let mut chain: Vec<String> = head.to_vec();
+            chain.push(format!("{before}, {last}"));
+            chain.join(" -> ")
+        } else {
+            ids.join(" -> ")
+        };
+        writeln!(
+            y,
+            "  planning:\n    provider: scripted\n    replies: [\"STEPS:\\n{}\\nGRAPH:\\n{graph}\"]",
+            steps.join("\\n")
+        )
+        .unwrap();
+    }
     if matches!(kind, Kind::Selector) {
         let picks: Vec<String> = (0..turns)
             .map(|_| names[rng.below(n) as usize].clone())
@@ -118,6 +146,11 @@ fn config(kind: Kind, seed: u64, store: &Path) -> String {
         Kind::RoundRobin | Kind::Selector => {
             for a in &names {
                 agent(&mut y, a, turns, "talk");
+            }
+        }
+        Kind::Planner => {
+            for a in &names {
+                agent(&mut y, a, 1, "do your step");
             }
         }
     }
@@ -215,6 +248,12 @@ fn config(kind: Kind, seed: u64, store: &Path) -> String {
                 writeln!(y, "    - agent: {a}\n      id: after_{a}").unwrap();
             }
         }
+        Kind::Planner => writeln!(
+            y,
+            "  plan:\n    planner:\n      model: planning\n      agents: [{}]",
+            names.join(", ")
+        )
+        .unwrap(),
         Kind::Nested => {
             writeln!(y, "  steps:\n    - workflow: inner").unwrap();
             for a in &names {
@@ -268,15 +307,27 @@ fn no_id_twice(thread: &Thread) {
     }
 }
 
-/// What a run's end is compared by.
-fn outcome(r: &RunResult) -> (String, String, u64, Vec<(String, String)>) {
+/// What a run's end is compared by: its status, final response, turns,
+/// template values and what it spent, agent by agent.
+fn outcome(r: &RunResult) -> (String, String, u64, Vec<(String, String)>, troupe::RunStats) {
     let state = r.state();
     (
         r.status.to_string(),
         r.final_text(),
         r.turns,
         state.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        r.stats.clone(),
     )
+}
+
+/// The model calls the planner made, as a run's stats count them.
+fn planner_calls(r: &RunResult) -> u64 {
+    r.stats
+        .agents
+        .iter()
+        .filter(|(path, _)| path.ends_with("/planner") || path.as_str() == "planner")
+        .map(|(_, s)| s.model_calls)
+        .sum()
 }
 
 async fn check(kind: Kind, seed: u64) {
@@ -291,6 +342,9 @@ async fn check(kind: Kind, seed: u64) {
         .await
         .unwrap_or_else(|e| panic!("{e}\n{yaml}"));
     no_id_twice(&whole.thread);
+    if matches!(kind, Kind::Planner) {
+        assert_eq!(planner_calls(&whole), 1, "{:?}\n{yaml}", whole.stats);
+    }
     let checkpoints = first
         .store
         .as_ref()
@@ -338,6 +392,16 @@ async fn check(kind: Kind, seed: u64) {
             "{kind:?} from checkpoint {k}\n{yaml}"
         );
         no_id_twice(&resumed.thread);
+        if matches!(kind, Kind::Planner) {
+            // Every checkpoint holds the plan: the planner is not asked
+            // again (its one call is counted from the checkpoint; another
+            // would make two).
+            assert_eq!(
+                planner_calls(&resumed),
+                1,
+                "{kind:?} from checkpoint {k}\n{yaml}"
+            );
+        }
         again.close().await;
     }
 }
@@ -385,4 +449,5 @@ per_kind! {
     a_nested_team_resumes_from_any_checkpoint_as_it_ran => Kind::Nested,
     a_parallel_block_resumes_from_any_checkpoint_as_it_ran => Kind::Parallel,
     a_team_two_levels_down_resumes_from_any_checkpoint_as_it_ran => Kind::TwoDeep,
+    a_planners_plan_resumes_from_any_checkpoint_without_asking_again => Kind::Planner,
 }

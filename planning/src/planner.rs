@@ -8,8 +8,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use troupe_agents::{ChatMessage, ChatModel, ChatRequest};
 use troupe_runtime::{
-    Agent, AgentError, BuildError, Content, Event, Message, Reply, RunContext, Thread, USER, Usage,
-    Workflow,
+    Agent, AgentError, BuildError, Content, Event, Message, ProgressRelay, Reply, RunContext,
+    RunStatus, Thread, USER, Usage, Workflow,
 };
 
 use crate::answer::{AnswerError, PlanFormat, PlanSpec, structured_output};
@@ -23,6 +23,16 @@ use crate::plan::Plan;
 pub const PLAN_KEY: &str = "troupe.plan";
 /// Metadata key naming the step a result message comes from.
 pub const STEP_KEY: &str = "troupe.plan.step";
+
+/// Metadata key of the plan message kept in the planning agent's thread
+/// while its plan runs: the plan as the model wrote it, in JSON.
+const SPEC_KEY: &str = "troupe.plan.spec";
+
+/// The child of the planning agent's thread that holds its plan's run
+/// while its turn is under way (reported as the turn's progress), so that
+/// a turn cut short goes on with the same plan, from the steps it had not
+/// finished, without asking the model again.
+const PLAN_RUN: &str = "troupe.plan#run";
 
 /// What the planner is, before the rules of the format.
 const DEFAULT_INSTRUCTIONS: &str = "You are a planner. Break the task into sub-problems that \
@@ -269,25 +279,47 @@ impl Agent for PlanningAgent {
     }
 
     async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
-        let planned = self.plan(&thread).await?;
-        // The planning calls count with the run's spend (the plan's own
-        // run folds its spend into this turn's too).
-        ctx.record_model_call(planned.usage, None);
-        for _ in 1..planned.attempts {
-            ctx.record_model_call(Usage::default(), None);
-        }
+        let (planned, own, input) = match self.resumed(&thread)? {
+            // A turn cut short: the same plan, its run as it last reported.
+            Some(resumed) => resumed,
+            None => {
+                let planned = self.plan(&thread).await?;
+                // The planning calls count with the run's spend (the plan's
+                // own run folds its spend into this turn's too).
+                ctx.record_model_call(planned.usage, None);
+                for _ in 1..planned.attempts {
+                    ctx.record_model_call(Usage::default(), None);
+                }
+                // The plan's input is the conversation (not this agent's
+                // children or state): every step sees it as the task.
+                let input = Thread::from_messages(thread.messages().iter().map(|m| (**m).clone()));
+                (planned, None, input)
+            }
+        };
         ctx.emit_with(|| Event::Plan {
             path: ctx.path().clone(),
             plan: planned.spec.to_text(),
         });
-        // The plan's input is the conversation (not this agent's children or
-        // state): every step sees it as the task.
-        let input = Thread::from_messages(thread.messages().iter().map(|m| (**m).clone()));
+        // When the run above checkpoints, the plan goes into this turn's
+        // thread at once (a checkpoint holds it before any step ends), and
+        // the plan's run reports there after each step.
+        let relay = self.relay(&thread, own.as_ref(), &planned, &ctx);
+        if let Some(relay) = &relay
+            && own.is_none()
+        {
+            relay.report(input.clone());
+        }
         let result = planned
             .workflow
-            .run(input, &ctx)
+            .run_relayed(input, &ctx, relay)
             .await
             .map_err(|e| AgentError::Workflow(Box::new(e)))?;
+        // Stopped gracefully with the run above: this turn is cut short
+        // (its plan's run reported where it stopped), and goes on from
+        // there when that run resumes.
+        if result.status == RunStatus::Interrupted {
+            return Err(AgentError::Cancelled);
+        }
 
         let mut messages = vec![
             Message::text("", planned.spec.to_text())
@@ -327,7 +359,84 @@ impl Agent for PlanningAgent {
             let spent = last.usage.unwrap_or_default() + result.usage;
             last.usage = Some(spent);
         }
-        Ok(Reply::messages(messages))
+        // A turn that went on from its progress leaves this agent's thread
+        // as it was before the plan.
+        let mut reply = Reply::messages(messages);
+        reply.thread = own;
+        Ok(reply)
+    }
+}
+
+impl PlanningAgent {
+    /// The plan of a turn cut short, if `thread` is the progress it
+    /// reported: the plan (its message last, its run under [`PLAN_RUN`]),
+    /// the thread as it was before the plan, and the plan's run to go on
+    /// from. A plan that no longer compiles with this agent's agents fails
+    /// the turn, saying so.
+    fn resumed(
+        &self,
+        thread: &Thread,
+    ) -> Result<Option<(Planned, Option<Thread>, Thread)>, AgentError> {
+        let (Some(run), Some(note)) = (thread.child(PLAN_RUN), thread.last()) else {
+            return Ok(None);
+        };
+        let Some(json) = note.metadata.get(SPEC_KEY) else {
+            return Ok(None);
+        };
+        let unusable = |e: &dyn fmt::Display| {
+            AgentError::failed(format!(
+                "{}: cannot go on with the plan of the interrupted turn: {e}",
+                self.name
+            ))
+        };
+        let spec: PlanSpec = serde_json::from_str(json).map_err(|e| unusable(&e))?;
+        let (plan, workflow) = spec
+            .to_plan(&self.agents)
+            .map_err(|e| unusable(&e))
+            .and_then(|plan| {
+                let wf = plan.compile_with(&self.options).map_err(|e| unusable(&e))?;
+                Ok((plan, wf))
+            })?;
+        let mut own = Thread::new();
+        let before = thread.len() - 1;
+        own.extend_shared(thread.messages()[..before].iter().cloned());
+        *own.children_mut() = thread.children().clone();
+        own.children_mut().remove(PLAN_RUN);
+        *own.state_mut() = thread.state().cloned();
+        let planned = Planned {
+            spec,
+            plan,
+            workflow,
+            attempts: 1,
+            usage: note.usage.unwrap_or_default(),
+        };
+        Ok(Some((planned, Some(own), run.clone())))
+    }
+
+    /// How the plan's run reports its progress into this turn's thread
+    /// (`thread`, or `own` when the turn went on from its progress): the
+    /// thread as it was, then the plan's message (its spec inside), its run
+    /// under [`PLAN_RUN`]. `None` when the run above does not checkpoint.
+    fn relay(
+        &self,
+        thread: &Arc<Thread>,
+        own: Option<&Thread>,
+        planned: &Planned,
+        ctx: &RunContext,
+    ) -> Option<ProgressRelay> {
+        let spec = serde_json::to_string(&planned.spec).ok()?;
+        let mut base = own.cloned().unwrap_or_else(|| (**thread).clone());
+        base.push(
+            Message::text(&*self.name, planned.spec.to_text())
+                .with_metadata(PLAN_KEY, "plan")
+                .with_metadata(SPEC_KEY, spec)
+                .with_usage(planned.usage),
+        );
+        ctx.relay_progress(thread, move |run| {
+            let mut t = base.clone();
+            t.children_mut().insert(PLAN_RUN.to_string(), run);
+            t
+        })
     }
 }
 

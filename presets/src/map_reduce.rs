@@ -16,6 +16,11 @@ use crate::team::Team;
 /// The name of the node that runs the workers.
 const MAP: &str = "map";
 
+/// The child of the map node's thread that holds its workers' run while
+/// the node's turn is under way (reported as its progress), so that a turn
+/// cut short goes on with the workers that had not finished.
+const WORKERS_RUN: &str = "map#workers";
+
 type SplitFn = Arc<dyn Fn(&Thread) -> Vec<String> + Send + Sync>;
 
 enum Mapper {
@@ -353,6 +358,31 @@ impl MapStep {
     }
 }
 
+impl MapStep {
+    /// The workers' run's input: sub-task `i` from `task#i`, and, when
+    /// workers inherit, a copy of the map node's `thread` for each.
+    fn subtask_thread(
+        &self,
+        thread: &Thread,
+        subtasks: &[String],
+        worker_name: &dyn Fn(usize) -> String,
+    ) -> Thread {
+        let mut input = Thread::new();
+        for (i, task) in subtasks.iter().enumerate() {
+            input.push(Message::new(
+                format!("task#{}", i + 1),
+                Content::Text(task.clone()),
+            ));
+            if self.isolation == Isolation::Inherit {
+                let mut own = Thread::new();
+                own.extend_shared(thread.messages().iter().cloned());
+                input.children_mut().insert(worker_name(i), own);
+            }
+        }
+        input
+    }
+}
+
 #[async_trait]
 impl Agent for MapStep {
     fn name(&self) -> &str {
@@ -384,21 +414,31 @@ impl Agent for MapStep {
         }
         let base = self.worker.name().to_string();
         let worker_name = |i: usize| format!("{base}#{}", i + 1);
-        let mut input = Thread::new();
-        for (i, task) in subtasks.iter().enumerate() {
-            input.push(Message::new(
-                format!("task#{}", i + 1),
-                Content::Text(task.clone()),
-            ));
-            if self.isolation == Isolation::Inherit {
-                let mut own = Thread::new();
-                own.extend_shared(thread.messages().iter().cloned());
-                input.children_mut().insert(worker_name(i), own);
+        // A turn cut short goes on from the workers' run as it last
+        // reported: the workers that finished are not asked again.
+        let (own, input) = match thread.child(WORKERS_RUN) {
+            Some(run) => {
+                let mut own = (*thread).clone();
+                own.children_mut().remove(WORKERS_RUN);
+                (Some(own), run.clone())
             }
-        }
+            None => (None, self.subtask_thread(&thread, &subtasks, &worker_name)),
+        };
         let inner = self.inner(subtasks.len(), &worker_name)?;
+        let input = Arc::new(input);
+        // When the run above checkpoints, the workers' run reports into
+        // this node's thread, under `WORKERS_RUN`.
+        let lent = thread.clone();
+        let ctx = match ctx.relay_progress(&thread, move |run| {
+            let mut t = (*lent).clone();
+            t.children_mut().insert(WORKERS_RUN.to_string(), run);
+            t
+        }) {
+            Some(relay) => ctx.with_progress_relay(&relay, &input),
+            None => ctx,
+        };
         // Run as an agent so the workers' paths sit under this node's path.
-        let reply = Agent::run(&inner, Arc::new(input), ctx).await?;
+        let reply = Agent::run(&inner, input, ctx).await?;
         let done = reply.thread.unwrap_or_default();
         // Each worker's last message, found in one pass: a search per
         // worker would make gathering quadratic in the number of workers.
@@ -418,7 +458,10 @@ impl Agent for MapStep {
             }
         }
         // What the workers changed in the run's state goes up with the
-        // results.
-        Ok(Reply::messages(results).with_state_delta(reply.state))
+        // results; a turn that went on from its progress leaves the node's
+        // thread as it was before the workers ran.
+        let mut out = Reply::messages(results).with_state_delta(reply.state);
+        out.thread = own;
+        Ok(out)
     }
 }

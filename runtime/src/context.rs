@@ -17,7 +17,7 @@ use crate::state::StateSnapshot;
 use crate::stats::{AgentStats, Meter};
 use crate::thread::Thread;
 use crate::until_cancelled::UntilCancelled;
-use crate::workflow::progress::Progress;
+use crate::workflow::progress::{Progress, ProgressRelay};
 // Re-exported for the modules that take sinks and contexts together.
 pub(crate) use crate::sink::EventSink;
 
@@ -327,6 +327,31 @@ impl RunContext {
             .as_ref()
             .filter(|p| p.lent(thread))
             .cloned()
+    }
+
+    /// For an agent whose turn runs a workflow over a thread of its own
+    /// (not `lent`, the thread its turn was lent): the way that run
+    /// reports its progress as part of this turn's, `wrap` putting the
+    /// run's thread (as a checkpoint would hold it) into the turn's. The
+    /// run above then checkpoints with it, and if the turn is cut short
+    /// it runs again over the thread so reported, in which the agent finds
+    /// its run's thread to go on from. `None` when the run above does not
+    /// checkpoint (nothing to report to) or `lent` is not this turn's
+    /// thread.
+    pub fn relay_progress(
+        &self,
+        lent: &Arc<Thread>,
+        wrap: impl Fn(Thread) -> Thread + Send + Sync + 'static,
+    ) -> Option<ProgressRelay> {
+        self.progress_for(lent)
+            .map(|hook| ProgressRelay::new(&hook, wrap))
+    }
+
+    /// The same context for a turn over `thread` whose workflow (run as an
+    /// agent, [`Agent::run`](crate::Agent::run)) reports its progress
+    /// through `relay` (see [`RunContext::relay_progress`]).
+    pub fn with_progress_relay(&self, relay: &ProgressRelay, thread: &Arc<Thread>) -> Self {
+        self.with_progress(relay.hook_over(thread))
     }
 
     /// The path of the workflow or agent running under this context.

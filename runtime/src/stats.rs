@@ -192,6 +192,9 @@ pub(crate) struct Meter {
 struct Spent {
     own: AgentStats,
     others: RunStats,
+    /// A nested run handed its spend through the meter (see
+    /// [`Meter::record_all`]), even none at all.
+    by_run: bool,
 }
 
 impl Meter {
@@ -217,19 +220,36 @@ impl Meter {
         }
     }
 
-    /// Records everything a nested run spent.
+    /// Records everything a nested run spent (nothing, perhaps: a run
+    /// resumed with all its spend counted before): the turn is metered,
+    /// and the usage its reply carries — the whole nested run's — is not
+    /// counted instead (see [`Meter::drain_marked`]).
     pub(crate) fn record_all(&self, stats: &RunStats) {
+        self.lock().by_run = true;
         for (path, stats) in &stats.agents {
             self.record(path, *stats);
         }
+    }
+
+    /// [`Meter::drain`], and whether a nested run recorded its spend
+    /// since the last time (then the turn is metered, whatever it spent:
+    /// see [`Meter::record_all`]), under one lock.
+    pub(crate) fn drain_marked(&self, f: impl FnMut(&str, AgentStats)) -> (AgentStats, bool) {
+        let mut spent = self.lock();
+        let by_run = std::mem::take(&mut spent.by_run);
+        (Self::drain_locked(&mut spent, f), by_run)
     }
 
     /// Hands what agents under the participant recorded since the last
     /// drain to `f`, agent by agent, and returns what the participant
     /// itself spent; starts again from zero. The keys stay: the next
     /// turns record without allocating.
-    pub(crate) fn drain(&self, mut f: impl FnMut(&str, AgentStats)) -> AgentStats {
-        let mut spent = self.lock();
+    pub(crate) fn drain(&self, f: impl FnMut(&str, AgentStats)) -> AgentStats {
+        Self::drain_locked(&mut self.lock(), f)
+    }
+
+    /// [`Meter::drain`] with the lock held.
+    fn drain_locked(spent: &mut Spent, mut f: impl FnMut(&str, AgentStats)) -> AgentStats {
         if !spent.others.total.is_empty() {
             spent.others.total = AgentStats::default();
             for (path, stats) in spent.others.agents.iter_mut() {
@@ -240,6 +260,17 @@ impl Meter {
             }
         }
         std::mem::take(&mut spent.own)
+    }
+
+    /// Takes everything recorded since the last drain, the participant's
+    /// own spend under its path: what a turn's progress report carries up
+    /// (see `workflow/progress.rs`), so the run above counts it with the
+    /// progress it comes with.
+    pub(crate) fn take(&self) -> RunStats {
+        let mut out = RunStats::default();
+        let own = self.drain(|path, stats| out.add(path, stats));
+        out.add(&self.owner, own);
+        out
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Spent> {

@@ -11,7 +11,7 @@ use tokio::sync::oneshot;
 
 use super::answer;
 use super::fallback;
-use super::progress::Progress;
+use super::progress::{Progress, ProgressRelay};
 use super::request::InputRequest;
 use super::result::{RunResult, RunStatus, RunStream};
 use super::run::{RunActor, RunArgs, RunTask};
@@ -117,6 +117,27 @@ impl Workflow {
     ) -> Result<RunResult, RunError> {
         self.execute(thread.into(), ctx.child(&self.spec.name), true, None, None)
             .await
+    }
+
+    /// Runs as [`Workflow::run`] does, as part of an agent's turn: when
+    /// the run above checkpoints, this run reports where it stands through
+    /// `relay` (see [`RunContext::relay_progress`]) at the points it would
+    /// checkpoint, and when it stops gracefully. A thread so reported,
+    /// given back, carries the run on from there.
+    pub async fn run_relayed(
+        &self,
+        thread: impl Into<Thread>,
+        ctx: &RunContext,
+        relay: Option<ProgressRelay>,
+    ) -> Result<RunResult, RunError> {
+        self.execute(
+            thread.into(),
+            ctx.child(&self.spec.name),
+            true,
+            None,
+            relay.map(ProgressRelay::into_hook),
+        )
+        .await
     }
 
     /// Continues run `run_id` from a checkpoint in `store` (the latest when

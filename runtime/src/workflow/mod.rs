@@ -17,7 +17,8 @@
 //!   `snapshot_restore` reads a folded chain back;
 //!   `summary`: a run as a store describes it, for listing runs;
 //!   `fallback`: where a resume carries on from in a damaged store;
-//!   `progress`: how a nested run reports its state to the run above it.
+//!   `progress`: how a nested run reports its state to the run above it;
+//!   `held_reply`: a finished turn's reply kept for its superstep's barrier.
 
 mod actor_pool;
 mod agent_actor;
@@ -26,6 +27,7 @@ mod api;
 mod builder;
 mod child_paths;
 mod fallback;
+mod held_reply;
 pub(crate) mod progress;
 mod protocol;
 mod request;
@@ -44,6 +46,7 @@ mod summary;
 
 pub use api::Workflow;
 pub use builder::WorkflowBuilder;
+pub use progress::ProgressRelay;
 pub use request::InputRequest;
 pub use result::{RunResult, RunStatus, RunStream};
 pub use scheduler_state::{SchedulerState, SchedulerStateError};

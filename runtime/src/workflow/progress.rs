@@ -51,4 +51,59 @@ impl Progress {
     pub(crate) fn report(&self, thread: Thread) {
         (self.report)(thread)
     }
+
+    /// This hook for a run over `thread`, reporting through it.
+    fn over(&self, thread: &Arc<Thread>) -> Self {
+        Progress {
+            lent: Arc::as_ptr(thread) as usize,
+            report: self.report.clone(),
+        }
+    }
+}
+
+/// How a run that an agent starts over a thread of its own — not the one
+/// its turn was lent: a map's workers, a planner's plan — reports its
+/// progress as part of the turn's, so that the checkpoints above hold it
+/// and a turn cut short goes on from it instead of starting over. Made by
+/// [`RunContext::relay_progress`](crate::RunContext::relay_progress);
+/// handed to [`Workflow::run_relayed`](crate::Workflow::run_relayed) or
+/// [`RunContext::with_progress_relay`](crate::RunContext::with_progress_relay).
+#[derive(Clone, Debug)]
+pub struct ProgressRelay {
+    hook: Progress,
+}
+
+impl ProgressRelay {
+    /// A relay through `hook`, each report first put into the turn's
+    /// thread by `wrap`.
+    pub(crate) fn new(
+        hook: &Progress,
+        wrap: impl Fn(Thread) -> Thread + Send + Sync + 'static,
+    ) -> Self {
+        let outer = hook.report.clone();
+        ProgressRelay {
+            hook: Progress {
+                lent: 0,
+                report: Arc::new(move |thread| outer(wrap(thread))),
+            },
+        }
+    }
+
+    /// Reports `thread` (put into the turn's by the relay's `wrap`) as the
+    /// turn's progress now: what a run over it would carry on from (a
+    /// run's input before it starts, say, so that a checkpoint holds what
+    /// the agent decided before the run reports anything itself).
+    pub fn report(&self, thread: Thread) {
+        self.hook.report(thread);
+    }
+
+    /// The hook a run over `thread` reports through.
+    pub(crate) fn hook_over(&self, thread: &Arc<Thread>) -> Progress {
+        self.hook.over(thread)
+    }
+
+    /// The hook, for a run started with it explicitly.
+    pub(crate) fn into_hook(self) -> Progress {
+        self.hook
+    }
 }

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::{AgentError, Reply};
 use crate::context::RunContext;
+use crate::stats::RunStats;
 use crate::thread::Thread;
 
 /// Messages the run's supervisor handles.
@@ -49,6 +50,10 @@ pub(crate) enum RunMsg {
         seq: u64,
         /// The nested run's thread as a checkpoint would hold it.
         thread: Box<Thread>,
+        /// What the turn spent since its last report (or its start): the
+        /// run counts it now, with the progress it comes with, so that a
+        /// checkpoint holding this report counts it too, once.
+        spent: Option<Box<RunStats>>,
     },
     /// A partial batch's max wait may have passed.
     Wake {

@@ -4,8 +4,13 @@
 //! run's state values — typed, and versioned so that a state this build
 //! cannot read is refused by name rather than taken for none.
 
-use serde::{Deserialize, Serialize};
+use std::fmt;
 
+use serde::de::{self, MapAccess, SeqAccess, Visitor};
+use serde::ser::SerializeStruct;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::held_reply::HeldReply;
 use super::request::InputRequest;
 use crate::graph::cursor::Cursor;
 use crate::message::MessageId;
@@ -22,7 +27,14 @@ use crate::stop::TrackerState;
 /// 3: the counters keep what the run spent per agent
 /// ([`RunCounters::stats`], a [`RunStats`]) instead of its token usage
 /// alone.
-pub(crate) const SCHEDULER_STATE_VERSION: u32 = 3;
+/// 4: the replies of a superstep's finished turns, held for its barrier
+/// ([`SchedulerBody::held`]), written after the other parts: a state of
+/// version 3 reads as one holding none (its layout is version 4's
+/// without them, so the checkpoint format stays the same).
+pub(crate) const SCHEDULER_STATE_VERSION: u32 = 4;
+
+/// The first version with [`SchedulerBody::held`].
+const HELD_SINCE: u32 = 4;
 
 /// The oldest layout this build still reads. Version 1 is version 2
 /// without counters and state values (read as none: its runs start
@@ -45,8 +57,10 @@ pub struct SchedulerState {
     body: Option<Box<SchedulerBody>>,
 }
 
-/// A scheduler state with something in it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A scheduler state with something in it. Its encoding follows its
+/// version (see [`SCHEDULER_STATE_VERSION`]): `held` is written from
+/// version 4 on, and read only from states that have it.
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SchedulerBody {
     /// The `SCHEDULER_STATE_VERSION` it was written with.
     pub(crate) version: u32,
@@ -62,11 +76,104 @@ pub(crate) struct SchedulerBody {
     /// progress, or a run waiting for input): a run over this thread picks
     /// them up and counts on. `None` once a run finished: the next one
     /// counts afresh.
-    #[serde(default)]
     pub(crate) counters: Option<RunCounters>,
     /// The run's state values (what turns set with `Reply::with_state`).
-    #[serde(default)]
     pub(crate) values: StateSnapshot,
+    /// The replies of turns that finished in the superstep under way (or
+    /// in one interrupted, to run again), applied at its barrier: a run
+    /// carrying on from here does not run those turns again.
+    pub(crate) held: Vec<HeldReply>,
+}
+
+/// The fields of a [`SchedulerBody`], in the order they are written.
+const FIELDS: &[&str] = &[
+    "version",
+    "graph",
+    "requests",
+    "interrupted",
+    "counters",
+    "values",
+    "held",
+];
+
+impl Serialize for SchedulerBody {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let held = self.version >= HELD_SINCE;
+        let mut st = s.serialize_struct("SchedulerBody", FIELDS.len() - usize::from(!held))?;
+        st.serialize_field("version", &self.version)?;
+        st.serialize_field("graph", &self.graph)?;
+        st.serialize_field("requests", &self.requests)?;
+        st.serialize_field("interrupted", &self.interrupted)?;
+        st.serialize_field("counters", &self.counters)?;
+        st.serialize_field("values", &self.values)?;
+        if held {
+            st.serialize_field("held", &self.held)?;
+        }
+        st.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for SchedulerBody {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_struct("SchedulerBody", FIELDS, BodyVisitor)
+    }
+}
+
+/// Reads a [`SchedulerBody`] of any version: in order (bincode), the
+/// parts its version has; by name (JSON), those present.
+struct BodyVisitor;
+
+impl<'de> Visitor<'de> for BodyVisitor {
+    type Value = SchedulerBody;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a scheduler state")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<SchedulerBody, A::Error> {
+        let missing = |i: usize| de::Error::invalid_length(i, &"a scheduler state");
+        let version: u32 = seq.next_element()?.ok_or_else(|| missing(0))?;
+        let graph = seq.next_element()?.ok_or_else(|| missing(1))?;
+        let requests = seq.next_element()?.ok_or_else(|| missing(2))?;
+        let interrupted = seq.next_element()?.ok_or_else(|| missing(3))?;
+        let counters = seq.next_element()?.unwrap_or_default();
+        let values = seq.next_element()?.unwrap_or_default();
+        let held = if version >= HELD_SINCE {
+            seq.next_element()?.unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        Ok(SchedulerBody {
+            version,
+            graph,
+            requests,
+            interrupted,
+            counters,
+            values,
+            held,
+        })
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SchedulerBody, A::Error> {
+        let mut body = SchedulerBody::default();
+        let mut version = None;
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "version" => version = Some(map.next_value()?),
+                "graph" => body.graph = map.next_value()?,
+                "requests" => body.requests = map.next_value()?,
+                "interrupted" => body.interrupted = map.next_value()?,
+                "counters" => body.counters = map.next_value()?,
+                "values" => body.values = map.next_value()?,
+                "held" => body.held = map.next_value()?,
+                _ => {
+                    map.next_value::<de::IgnoredAny>()?;
+                }
+            }
+        }
+        body.version = version.ok_or_else(|| de::Error::missing_field("version"))?;
+        Ok(body)
+    }
 }
 
 /// What a run counted besides its thread — the stop condition's counters,
@@ -98,6 +205,7 @@ impl Default for SchedulerBody {
             interrupted: Vec::new(),
             counters: None,
             values: StateSnapshot::default(),
+            held: Vec::new(),
         }
     }
 }
@@ -172,6 +280,14 @@ impl SchedulerState {
             .map_or_else(StateSnapshot::default, |b| b.values.clone())
     }
 
+    /// Keeps `held`, the replies of a superstep's finished turns, for the
+    /// next run over this thread (nothing when there are none).
+    pub(crate) fn set_held(&mut self, held: Vec<HeldReply>) {
+        if !held.is_empty() {
+            self.body_mut().held = held;
+        }
+    }
+
     /// Takes the state values out, leaving none (and nothing at all if
     /// nothing else is held).
     pub(crate) fn take_values(&mut self) -> StateSnapshot {
@@ -179,7 +295,11 @@ impl SchedulerState {
             return StateSnapshot::default();
         };
         let values = std::mem::take(&mut body.values);
-        if body.graph.is_none() && body.requests.is_empty() && body.interrupted.is_empty() {
+        if body.graph.is_none()
+            && body.requests.is_empty()
+            && body.interrupted.is_empty()
+            && body.held.is_empty()
+        {
             self.body = None;
         }
         values
@@ -254,7 +374,7 @@ mod tests {
             crate::codec::decode(&crate::codec::encode(&state).unwrap()).unwrap();
         assert_eq!(back, state);
         let json = serde_json::to_string(&state).unwrap();
-        assert!(json.contains("\"version\":3"), "{json}");
+        assert!(json.contains("\"version\":4"), "{json}");
         assert_eq!(
             serde_json::from_str::<SchedulerState>(&json).unwrap(),
             state
@@ -310,15 +430,46 @@ mod tests {
         let state: SchedulerState = serde_json::from_str(v1).unwrap();
         assert_eq!(state.check_version(), Ok(()));
         assert!(state.values().is_empty());
-        let v4 = v1.replace("\"version\":1", "\"version\":4");
-        let state: SchedulerState = serde_json::from_str(&v4).unwrap();
+        let v5 = v1.replace("\"version\":1", "\"version\":5");
+        let state: SchedulerState = serde_json::from_str(&v5).unwrap();
         assert_eq!(
             state.check_version(),
             Err(SchedulerStateError::UnknownVersion {
                 expected: SCHEDULER_STATE_VERSION,
-                found: 4
+                found: 5
             })
         );
+    }
+
+    #[test]
+    fn held_replies_are_written_from_version_4_and_a_version_3_state_reads_without() {
+        let mut state =
+            SchedulerState::new(None, Vec::new(), vec!["b".into()], StateSnapshot::default());
+        state.set_held(vec![HeldReply::of("a", &crate::Reply::text("done"))]);
+        let bytes = crate::codec::encode(&state).unwrap();
+        let back: SchedulerState = crate::codec::decode(&bytes).unwrap();
+        assert_eq!(back, state);
+        assert_eq!(back.body().map(|b| b.held.len()), Some(1));
+        // A version 3 state (as earlier builds wrote it, the same layout
+        // without `held`) reads as one holding none, in bincode as in
+        // JSON, and is written back as it was.
+        let mut old =
+            SchedulerState::new(None, Vec::new(), vec!["b".into()], StateSnapshot::default());
+        old.body_mut().version = 3;
+        let bytes = crate::codec::encode(&old).unwrap();
+        let mut with_more = bytes.clone();
+        with_more.extend_from_slice(&[7, 7]);
+        let back: SchedulerState = crate::codec::decode(&bytes).unwrap();
+        assert_eq!(back, old);
+        assert!(back.body().is_some_and(|b| b.held.is_empty()));
+        // Not one byte more than before: what follows it in a checkpoint
+        // is read where it was.
+        let (_, read): (SchedulerState, usize) =
+            bincode::serde::decode_from_slice(&with_more, bincode::config::standard()).unwrap();
+        assert_eq!(read, bytes.len());
+        let json = serde_json::to_string(&old).unwrap();
+        assert!(!json.contains("held"), "{json}");
+        assert_eq!(serde_json::from_str::<SchedulerState>(&json).unwrap(), old);
     }
 
     #[test]

@@ -148,7 +148,8 @@ fn check_scheduler(state: &SchedulerState, spec: &Spec) -> Result<(), SchedulerS
         .interrupted
         .iter()
         .map(|n| ("interrupted turn", n))
-        .chain(body.requests.iter().map(|r| ("input request", &r.agent)));
+        .chain(body.requests.iter().map(|r| ("input request", &r.agent)))
+        .chain(body.held.iter().map(|h| ("held reply", &h.node)));
     for (role, name) in named {
         if spec.router.index_of(name).is_none() {
             return Err(SchedulerStateError::UnknownParticipant {

@@ -14,6 +14,7 @@ use crate::event::{Event, FinalStatus};
 use crate::graph::cursor::Cursor;
 use crate::stop::StopTracker;
 use crate::thread::Thread;
+use crate::workflow::held_reply::HeldReply;
 use crate::workflow::protocol::RunAddr;
 use crate::workflow::result::RunStatus;
 use crate::workflow::scheduler_state::RunCounters;
@@ -48,7 +49,16 @@ impl RunState {
             new_requests: self.tally.waiting.clone(),
             counters: None,
             progress: self.reported_slots(),
+            held: self.held_replies(),
         }
+    }
+
+    /// The replies of a superstep's finished turns a checkpoint keeps.
+    fn held_replies(&self) -> Vec<HeldReply> {
+        self.graph
+            .as_ref()
+            .map(|g| g.held(&self.spec.names))
+            .unwrap_or_default()
     }
 
     /// Where the graph stands, if it is to be kept.
@@ -103,11 +113,12 @@ impl RunState {
                 return;
             }
             let progress = self.reported_slots();
-            let scheduler = self.threads.scheduler_with(
+            let mut scheduler = self.threads.scheduler_with(
                 self.cursor_to_keep(),
                 &self.tally.waiting,
                 self.interrupted(),
             );
+            scheduler.set_held(self.held_replies());
             let mut state = self.threads.state_view(&scheduler);
             self.inboxes
                 .waiting(&self.spec, &mut state.pending, &mut state.waiting);
@@ -136,8 +147,22 @@ impl RunState {
             let mut scheduling = self.scheduling();
             scheduling.counters = Some(self.counters());
             let thread = self.threads.to_thread(&self.spec, scheduling);
-            self.checkpoints.report(thread, self.inboxes.delivered());
+            self.report(thread);
         }
+    }
+
+    /// Reports `thread` (put together with the run's counters) to the run
+    /// above, with what the run spent since its last report: the report
+    /// carries it up (see `Participants::turn`), so a checkpoint above
+    /// that holds the thread counts what its counters count, no more, no
+    /// less.
+    fn report(&mut self, thread: Thread) {
+        if let Some(meter) = self.ctx.meter() {
+            let stats = self.tally.stats();
+            meter.record_all(&stats.since(&self.tally.base));
+            self.tally.base = stats;
+        }
+        self.checkpoints.report(thread, self.inboxes.delivered());
     }
 
     /// Saves `thread` (put together) with the run's counters and the
@@ -179,10 +204,20 @@ impl RunState {
             }
             _ => false,
         };
-        if waits {
+        // A nested run stopped gracefully is its turn cut short: it reports
+        // where it stopped, counters inside, and its turn goes on from
+        // there when the run above resumes (nothing it finished is done
+        // again).
+        let interrupted = self.checkpoints.reports()
+            && matches!(&self.phase, Phase::Stopping(RunStatus::Interrupted))
+            && !waits;
+        if waits || interrupted {
             scheduling.counters = Some(self.counters());
         }
         let thread = std::mem::take(&mut self.threads).into_thread(&self.spec, scheduling);
+        if interrupted {
+            self.report(thread.clone());
+        }
         // The questions it waits for: every one open in its thread.
         let open = waits.then(|| {
             thread

@@ -6,12 +6,17 @@ use crate::agent::Reply;
 use crate::graph::Graph;
 use crate::graph::cursor::Cursor;
 use crate::thread::{Thread, WorkflowState};
+use crate::workflow::held_reply::HeldReply;
 
 /// Where a graph run stands.
 pub(super) struct GraphRun {
     pub(super) cursor: Cursor,
     /// Supersteps: replies of the open superstep, applied at its barrier.
     buffered: Vec<(usize, Box<Reply>)>,
+    /// Supersteps: replies of turns that finished in a superstep undone
+    /// (or, resumed, in the superstep a checkpoint was taken in): when it
+    /// runs again, these nodes do not — their replies are held at once.
+    restored: Vec<(usize, Box<Reply>)>,
     /// Supersteps: the nodes of the open superstep.
     current: Vec<usize>,
     /// Supersteps: the buffer the next [`open_superstep`](Self::open_superstep)
@@ -76,6 +81,7 @@ impl GraphRun {
         GraphRun {
             cursor,
             buffered: Vec::new(),
+            restored: Vec::new(),
             current: Vec::new(),
             spare_nodes: Vec::new(),
             taken: Vec::new(),
@@ -107,6 +113,8 @@ impl GraphRun {
             .iter()
             .any(|i| replies.iter().all(|(j, _)| j != i));
         if interrupted || short {
+            // What finished is not run again: kept for when it does.
+            self.restored.append(&mut replies);
             // Open, so `open_superstep` counted this superstep: at least 1.
             self.cursor.superstep -= 1;
             for &i in &self.current {
@@ -133,6 +141,36 @@ impl GraphRun {
         self.current.clone_from(&nodes);
         self.open = true;
         (self.cursor.superstep, nodes)
+    }
+
+    /// Holds node `i`'s reply for the open superstep's barrier if its turn
+    /// had finished before (see `restored`); returns whether it had (then
+    /// it does not run).
+    pub(super) fn hold_restored(&mut self, i: usize) -> bool {
+        match self.restored.iter().position(|(j, _)| *j == i) {
+            Some(k) => {
+                let held = self.restored.swap_remove(k);
+                self.buffered.push(held);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Carries on with `replies`, of turns a checkpoint says had finished
+    /// in the superstep it was taken in.
+    pub(super) fn restore(&mut self, replies: Vec<(usize, Box<Reply>)>) {
+        self.restored = replies;
+    }
+
+    /// The replies of finished turns a checkpoint taken now holds: those
+    /// of the open superstep, and those kept from one undone (a run
+    /// resumed from it does not run those turns again), by node name.
+    pub(super) fn held(&self, names: &[std::sync::Arc<str>]) -> Vec<HeldReply> {
+        let open = self.buffered.iter().filter(|_| self.open);
+        open.chain(&self.restored)
+            .map(|(i, reply)| HeldReply::of(&names[*i], reply))
+            .collect()
     }
 
     /// Takes back the nodes [`open_superstep`](Self::open_superstep)

@@ -288,7 +288,15 @@ impl RunState {
             RunMsg::TurnHandedOver(turn) => {
                 turn.run_as_task(myself.clone(), self.parts.turns_token().clone());
             }
-            RunMsg::Progress { index, seq, thread } => {
+            RunMsg::Progress {
+                index,
+                seq,
+                thread,
+                spent,
+            } => {
+                if let Some(spent) = spent {
+                    self.fold_reported(index, seq, &spent);
+                }
                 // News of a turn under way: the run checkpoints (or
                 // reports upward) with it.
                 if self.parts.progressed(index, seq, *thread) {

@@ -58,6 +58,9 @@ struct Participant {
     /// thread as a checkpoint would hold it. Kept while the turn runs
     /// (and for a turn cut short), dropped when it ends otherwise.
     progress: Option<Arc<Thread>>,
+    /// The turn under way reported what it spent with its progress: it
+    /// metered its spend (its reply's usage is not counted instead).
+    metered: bool,
 }
 
 /// Every participant of one run, by index.
@@ -105,6 +108,7 @@ impl Participants {
                     .into_turns(state),
                 seq: 0,
                 progress: None,
+                metered: false,
             })
             .collect();
         Participants {
@@ -139,6 +143,25 @@ impl Participants {
     /// Takes what participant `i`'s turn last reported, if anything.
     pub(super) fn take_progress(&mut self, i: usize) -> Option<Arc<Thread>> {
         self.parts[i].progress.take()
+    }
+
+    /// Notes that participant `i`'s turn `seq` reported what it spent
+    /// (counted by the run as it came); returns whether that turn is still
+    /// the one under way.
+    pub(super) fn reported_spend(&mut self, i: usize, seq: u64) -> bool {
+        let part = &mut self.parts[i];
+        let current = part.seq == seq;
+        if current {
+            part.metered = true;
+        }
+        current
+    }
+
+    /// Whether participant `i`'s turn reported spend with its progress
+    /// (see [`Participants::reported_spend`]).
+    #[inline]
+    pub(super) fn metered(&self, i: usize) -> bool {
+        self.parts[i].metered
     }
 
     /// What the turns under way last reported, by participant.
@@ -279,15 +302,26 @@ impl Participants {
         let part = &mut self.parts[i];
         part.seq = seq;
         part.progress = None;
+        part.metered = false;
         let ctx = if self.hooks {
             let run = run.clone();
+            let meter = part.ctx.meter().cloned();
             part.ctx
                 .with_progress(Progress::new(&thread, move |thread| {
+                    // What the turn spent so far travels with the report
+                    // (taken on the reporting task, right as it reports):
+                    // a checkpoint holding the report counts it exactly.
+                    let spent = meter
+                        .as_ref()
+                        .map(Meter::take)
+                        .filter(|s| !s.total.is_empty())
+                        .map(Box::new);
                     // The run may be over; then nobody needs the report.
                     run.send(RunMsg::Progress {
                         index: i,
                         seq,
                         thread: Box::new(thread),
+                        spent,
                     });
                 }))
         } else {

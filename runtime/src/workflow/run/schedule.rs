@@ -90,18 +90,27 @@ impl RunState {
     async fn drive_supersteps(&mut self, limit: Option<u64>, myself: &RunAddr) {
         // The router's readiness does not schedule a graph.
         self.inboxes.clear_dirty();
+        // A superstep whose turns had all finished before the run resumed
+        // starts none: its barrier comes at once.
+        while self.superstep(limit, myself).await {}
+    }
+
+    /// Closes the open superstep if its turns are done and opens the next;
+    /// returns whether that one started no turn (every turn of it had
+    /// finished before: see `GraphRun::hold_restored`).
+    async fn superstep(&mut self, limit: Option<u64>, myself: &RunAddr) -> bool {
         if self.in_flight() > 0 {
-            return;
+            return false;
         }
         let interrupted = self.phase.is_failing()
             || self.phase.is_stopping_with(&RunStatus::Cancelled)
             || self.parts.turns_cancelled();
         let Some(run) = self.graph.as_mut() else {
-            return;
+            return false;
         };
         match run.barrier(interrupted) {
             Barrier::None => {}
-            Barrier::Undone => return,
+            Barrier::Undone => return false,
             Barrier::Completed {
                 superstep,
                 mut replies,
@@ -128,16 +137,16 @@ impl RunState {
             }
         }
         let Some(run) = self.graph.as_mut() else {
-            return;
+            return false;
         };
         if !self.phase.is_running() || !run.cursor.has_next() {
-            return;
+            return false;
         }
         if let Some(limit) = limit
             && run.cursor.superstep >= limit
         {
             self.fail(Failure::SuperstepLimit { limit });
-            return;
+            return false;
         }
         let (superstep, nodes) = run.open_superstep(&self.span);
         self.ctx.emit_with(|| Event::SuperstepStarted {
@@ -149,12 +158,17 @@ impl RunState {
                 .collect(),
         });
         for &i in &nodes {
+            // A turn that finished before the run resumed has its reply.
+            if self.graph.as_mut().is_some_and(|g| g.hold_restored(i)) {
+                continue;
+            }
             let batch = self.take_batch(i, true);
             self.start_turn(i, batch, myself).await;
         }
         if let Some(run) = self.graph.as_mut() {
             run.recycle_nodes(nodes);
         }
+        self.in_flight() == 0 && self.phase.is_running()
     }
 
     /// A graph in dataflow: every activated node not already running

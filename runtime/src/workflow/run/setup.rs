@@ -135,6 +135,21 @@ impl RunState {
                 !fresh.is_empty(),
             )
         });
+        // Turns a checkpoint says had finished in its superstep: their
+        // replies wait for its barrier, the turns do not run again.
+        let held: Vec<_> = scheduling
+            .held
+            .into_iter()
+            .filter_map(|h| {
+                let i = run.spec.router.index_of(&h.node)?;
+                Some((i, Box::new(h.into_reply())))
+            })
+            .collect();
+        if let Some(g) = run.graph.as_mut()
+            && !held.is_empty()
+        {
+            g.restore(held);
+        }
         run.ctx.emit_with(|| Event::RunStarted {
             path: run.ctx.path().clone(),
             participants: run.parts.len(),

@@ -9,6 +9,7 @@ use crate::graph::cursor::Cursor;
 use crate::message::Message;
 use crate::state::{StateDelta, StateSnapshot};
 use crate::thread::{Thread, WorkflowState};
+use crate::workflow::held_reply::HeldReply;
 use crate::workflow::request::InputRequest;
 use crate::workflow::scheduler_state::{RunCounters, SchedulerState};
 use crate::workflow::snapshot_refs::StateView;
@@ -35,6 +36,8 @@ pub(super) struct Scheduling {
     /// Slots to put together as a nested run under way last reported
     /// them rather than as its turn began, by slot (taken apart: none).
     pub(super) progress: Vec<(usize, Arc<Thread>)>,
+    /// Replies of a superstep's finished turns, held for its barrier.
+    pub(super) held: Vec<HeldReply>,
 }
 
 /// The run's thread, taken apart.
@@ -82,6 +85,7 @@ impl ThreadSlots {
             new_requests: Vec::new(),
             counters: carried.counters,
             progress: Vec::new(),
+            held: carried.held,
         };
         let mut used_by_name: Vec<usize> = (0..used.len()).filter(|&s| used[s]).collect();
         used_by_name.sort_unstable_by(|&a, &b| spec.slot_names[a].cmp(&spec.slot_names[b]));
@@ -302,6 +306,7 @@ fn settle(mut state: WorkflowState, scheduling: Scheduling, len: usize) -> Workf
     if let Some(counters) = scheduling.counters {
         state.scheduler.set_counters(counters);
     }
+    state.scheduler.set_held(scheduling.held);
     state.pending = scheduling.pending;
     state.consumed = len;
     state

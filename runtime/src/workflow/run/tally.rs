@@ -94,27 +94,30 @@ impl Tally {
     /// Folds what a turn of the agent at `path` spent: what its `meter`
     /// recorded, or — when it recorded no model call and no token — the
     /// usage on its reply's messages (an agent that does not meter);
-    /// `ended` counts the turn (it ended with a reply or an error).
+    /// `ended` counts the turn (it ended with a reply or an error);
+    /// `reported` says the turn metered spend it reported with its
+    /// progress already (see [`Tally::fold_reported`]).
     pub(super) fn fold_turn(
         &mut self,
         index: usize,
         path: &Arc<str>,
         meter: Option<&Meter>,
         reply: Option<&Reply>,
-        ended: bool,
+        (ended, reported): (bool, bool),
     ) {
         let mut own = AgentStats {
             turns: u64::from(ended),
             ..AgentStats::default()
         };
-        let mut metered = false;
+        let mut metered = reported;
         if let Some(meter) = meter {
             let stats = &mut self.stats;
-            let mine = meter.drain(|at, spent| {
+            let (mine, by_run) = meter.drain_marked(|at, spent| {
                 metered |= spent.model_calls > 0 || spent.tokens() > 0;
                 stats.add(at, spent);
             });
             metered |= mine.model_calls > 0 || mine.tokens() > 0;
+            metered |= by_run;
             own += mine;
         }
         if !metered && let Some(reply) = reply {
@@ -127,6 +130,26 @@ impl Tally {
             own.input_tokens = usage.prompt_tokens;
             own.output_tokens = usage.completion_tokens;
         }
+        self.add_own(index, path, own);
+    }
+
+    /// Folds what participant `index` (at `path`) reported it spent with
+    /// its progress, the turn still under way: the participant's own spend
+    /// and that of the agents under it.
+    pub(super) fn fold_reported(&mut self, index: usize, path: &Arc<str>, spent: &RunStats) {
+        let mut own = AgentStats::default();
+        for (at, stats) in &spent.agents {
+            if at.as_str() == &**path {
+                own += *stats;
+            } else {
+                self.stats.add(at, *stats);
+            }
+        }
+        self.add_own(index, path, own);
+    }
+
+    /// Adds `own`, spent by participant `index` (at `path`) itself.
+    fn add_own(&mut self, index: usize, path: &Arc<str>, own: AgentStats) {
         if own.is_empty() {
             return;
         }

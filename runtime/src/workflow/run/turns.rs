@@ -14,6 +14,7 @@ use crate::agent::{ErrorKind, Reply};
 use crate::event::Event;
 use crate::graph::node_input;
 use crate::message::Message;
+use crate::stats::RunStats;
 use crate::stop::Trigger;
 use crate::workflow::protocol::{RunAddr, RunMsg, TurnOutcome};
 use crate::workflow::result::RunStatus;
@@ -156,6 +157,13 @@ impl RunState {
                     && self.phase.is_stopping_with(&RunStatus::Interrupted) =>
             {
                 self.fold_spend(index, None, false);
+                // It goes on from where it reported it stopped (a nested
+                // run reports as it ends interrupted): what it finished
+                // is not done again.
+                if let Some(thread) = reported {
+                    let slot = self.spec.slot_of[index];
+                    self.threads.replace(slot, Arc::unwrap_or_clone(thread));
+                }
                 if !self.spec.supersteps() {
                     self.parts.set(index, TurnState::CutShort);
                 }
@@ -210,7 +218,16 @@ impl RunState {
         match &mut self.graph {
             // Applied at the barrier, in node order, so the superstep's
             // outcome does not depend on which turn finished first.
-            Some(g) if self.spec.supersteps() => g.hold(index, reply),
+            Some(g) if self.spec.supersteps() => {
+                g.hold(index, reply);
+                // Finished beside turns still under way: a checkpoint now
+                // keeps its reply, so a run resumed from it does not run
+                // the turn again (none for runs that take no checkpoint,
+                // nor when the superstep's barrier comes next anyway).
+                if self.parts.in_flight() > 0 && self.checkpoints.enabled() {
+                    self.checkpoints.request();
+                }
+            }
             _ => {
                 self.apply_reply(index, reply);
                 // A nested run without supersteps (a router-only team's
@@ -228,8 +245,25 @@ impl RunState {
     /// and stops the run if that exhausts a budget.
     fn fold_spend(&mut self, index: usize, reply: Option<&Reply>, ended: bool) {
         let ctx = self.parts.ctx(index);
+        let reported = self.parts.metered(index);
         self.tally
-            .fold_turn(index, ctx.path(), ctx.meter(), reply, ended);
+            .fold_turn(index, ctx.path(), ctx.meter(), reply, (ended, reported));
+        self.judge_spend();
+    }
+
+    /// Folds what participant `index`'s turn `seq` reported it spent with
+    /// its progress (see [`Tally::fold_reported`](super::tally::Tally::fold_reported)),
+    /// and stops the run if that exhausts a budget. Counted whether or not
+    /// the run still waits for that turn: it was spent.
+    pub(super) fn fold_reported(&mut self, index: usize, seq: u64, spent: &RunStats) {
+        self.parts.reported_spend(index, seq);
+        let path = self.parts.ctx(index).path().clone();
+        self.tally.fold_reported(index, &path, spent);
+        self.judge_spend();
+    }
+
+    /// Shows the stop condition what the run spent in all.
+    fn judge_spend(&mut self) {
         let total = self.tally.stats.total;
         if let Some(reason) = self.observe(Trigger::Spent(&total)) {
             self.phase.stop_gracefully(RunStatus::Stopped(reason));
