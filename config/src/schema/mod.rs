@@ -23,6 +23,7 @@ mod plan;
 mod replies;
 mod retry;
 mod router;
+mod serve;
 mod steps;
 mod stop;
 mod teams;
@@ -46,6 +47,7 @@ pub use plan::{
 pub use replies::{HandoffReplySpec, ReplyForm, ReplySpec, ToolCallSpec};
 pub use retry::{BackoffSpec, PatternSpec, RetryOnSpec, RetrySpec};
 pub use router::{Names, RouteSpec, RouterSpec};
+pub use serve::{DoubleTexting, ServeSpec};
 pub use steps::{Branch, BranchSpec, StepKind, StepSpec};
 pub(crate) use steps::{collect_step_ids, parallel_blocks};
 pub use stop::{StopFields, StopForm, StopSpec};
