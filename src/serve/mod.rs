@@ -27,6 +27,7 @@ mod listen;
 mod openai;
 mod query;
 mod registry;
+mod retention;
 mod run;
 mod runs;
 mod sessions;
@@ -153,6 +154,7 @@ pub(crate) async fn serve(args: ServeArgs) -> u8 {
         "troupe serve: {} on http://{addr} (Ctrl-C to stop)",
         names.join(", ")
     ));
+    retention::start(&state);
     let router = app::router(state.clone(), cors);
     let code = shutdown::run(listener, router, state.clone(), grace).await;
     for t in state.teams.values() {

@@ -3,6 +3,8 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::retention::RetentionSpec;
+
 /// Where checkpoints and chat sessions are kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -34,6 +36,11 @@ pub struct CheckpointSpec {
     /// when the run stops).
     #[serde(default)]
     pub durability: Option<DurabilitySpec>,
+    /// What the store keeps (finished runs up to an age, the last K
+    /// checkpoints per run, sessions up to an idle time): applied by
+    /// `troupe serve` in the background and by `troupe runs prune`.
+    #[serde(default)]
+    pub retention: Option<RetentionSpec>,
 }
 
 /// What a saved checkpoint survives.

@@ -22,6 +22,7 @@ mod models;
 mod plan;
 mod replies;
 mod retry;
+mod retention;
 mod router;
 mod serve;
 mod steps;
@@ -46,6 +47,7 @@ pub use plan::{
 };
 pub use replies::{HandoffReplySpec, ReplyForm, ReplySpec, ToolCallSpec};
 pub use retry::{BackoffSpec, PatternSpec, RetryOnSpec, RetrySpec};
+pub use retention::RetentionSpec;
 pub use router::{Names, RouteSpec, RouterSpec};
 pub use serve::{DoubleTexting, ServeSpec};
 pub use steps::{Branch, BranchSpec, StepKind, StepSpec};

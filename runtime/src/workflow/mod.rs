@@ -16,6 +16,7 @@
 //!   `snapshot_delta` and `snapshot_refs` write a checkpoint as a delta,
 //!   `snapshot_restore` reads a folded chain back;
 //!   `summary`: a run as a store describes it, for listing runs;
+//!   `retention`: what a store keeps, and pruning the rest;
 //!   `progress`: how a nested run reports its state to the run above it.
 
 mod actor_pool;
@@ -28,6 +29,7 @@ pub(crate) mod progress;
 mod protocol;
 mod request;
 mod result;
+mod retention;
 mod run;
 pub(crate) mod scheduler_state;
 mod snapshot;
@@ -44,5 +46,6 @@ pub use api::Workflow;
 pub use builder::WorkflowBuilder;
 pub use request::InputRequest;
 pub use result::{RunResult, RunStatus, RunStream};
+pub use retention::{Pruned, Retention, prune};
 pub use scheduler_state::{SchedulerState, SchedulerStateError};
 pub use summary::{RunSummary, summarize_run, summarize_runs};
