@@ -48,7 +48,11 @@ fn prune_deletes_finished_runs_older_than_the_age_and_the_file_shrinks() {
         let c = client();
         let task = "a task long enough to weigh something in the store ".repeat(40);
         for _ in 0..RUNS {
-            let r = c.post(s.url("/runs")).json(&json!({"task": task})).send().unwrap();
+            let r = c
+                .post(s.url("/runs"))
+                .json(&json!({"task": task}))
+                .send()
+                .unwrap();
             assert_eq!(r.status(), 201);
         }
         let deadline = Instant::now() + Duration::from_secs(120);
@@ -66,26 +70,55 @@ fn prune_deletes_finished_runs_older_than_the_age_and_the_file_shrinks() {
     std::thread::sleep(Duration::from_millis(1100));
     let before = on_disk(dir.path());
 
-    let dry = run(dir.path(), &["runs", "prune", "quick.yaml", "--older-than", "1s", "--dry-run"]);
+    let dry = run(
+        dir.path(),
+        &[
+            "runs",
+            "prune",
+            "quick.yaml",
+            "--older-than",
+            "1s",
+            "--dry-run",
+        ],
+    );
     assert!(dry.status.success(), "{}", text(&dry.stderr));
     let said = text(&dry.stdout);
-    assert!(said.starts_with(&format!("would delete {RUNS} finished run(s)")), "{said}");
+    assert!(
+        said.starts_with(&format!("would delete {RUNS} finished run(s)")),
+        "{said}"
+    );
     assert_eq!(on_disk(dir.path()), before, "--dry-run changed the store");
     assert_eq!(listed(dir.path()), RUNS);
 
     // A long age: nothing is old enough.
-    let none = run(dir.path(), &["runs", "prune", "quick.yaml", "--older-than", "1h"]);
-    assert!(text(&none.stdout).starts_with("deleted 0 finished run(s)"), "{}", text(&none.stdout));
+    let none = run(
+        dir.path(),
+        &["runs", "prune", "quick.yaml", "--older-than", "1h"],
+    );
+    assert!(
+        text(&none.stdout).starts_with("deleted 0 finished run(s)"),
+        "{}",
+        text(&none.stdout)
+    );
     assert_eq!(listed(dir.path()), RUNS);
 
-    let out = run(dir.path(), &["runs", "prune", "quick.yaml", "--older-than", "1s"]);
+    let out = run(
+        dir.path(),
+        &["runs", "prune", "quick.yaml", "--older-than", "1s"],
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let said = text(&out.stdout);
-    assert!(said.starts_with(&format!("deleted {RUNS} finished run(s)")), "{said}");
+    assert!(
+        said.starts_with(&format!("deleted {RUNS} finished run(s)")),
+        "{said}"
+    );
     assert_eq!(listed(dir.path()), 0);
     let after = on_disk(dir.path());
     eprintln!("{RUNS} finished runs: {before} bytes; after the prune: {after} bytes");
-    assert!(after * 4 < before, "the store went from {before} to {after} bytes");
+    assert!(
+        after * 4 < before,
+        "the store went from {before} to {after} bytes"
+    );
 }
 
 #[test]
@@ -94,13 +127,31 @@ fn prune_needs_an_age_or_a_retention_and_a_valid_duration() {
     write(dir.path(), "quick.yaml", QUICK);
     let out = run(dir.path(), &["runs", "prune", "quick.yaml"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("nothing to prune"), "{}", text(&out.stderr));
-    let out = run(dir.path(), &["runs", "prune", "quick.yaml", "--older-than", "soon"]);
+    assert!(
+        text(&out.stderr).contains("nothing to prune"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = run(
+        dir.path(),
+        &["runs", "prune", "quick.yaml", "--older-than", "soon"],
+    );
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("--older-than"), "{}", text(&out.stderr));
-    let bad = format!("{}", QUICK.replace("path: state/runs.db}", "path: state/runs.db, retention: {checkpoints: 0}}"));
+    assert!(
+        text(&out.stderr).contains("--older-than"),
+        "{}",
+        text(&out.stderr)
+    );
+    let bad = QUICK.replace(
+        "path: state/runs.db}",
+        "path: state/runs.db, retention: {checkpoints: 0}}",
+    );
     write(dir.path(), "bad.yaml", &bad);
     let out = run(dir.path(), &["runs", "prune", "bad.yaml"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("checkpoints"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("checkpoints"),
+        "{}",
+        text(&out.stderr)
+    );
 }

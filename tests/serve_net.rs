@@ -55,7 +55,10 @@ fn head(sock: &mut TcpStream, limit: Duration) -> String {
 
 /// A normal client asking `GET /v1/models` every 100 ms while `busy`
 /// holds; the slowest answer and the statuses seen.
-fn normal_client(s: &Server, busy: Arc<AtomicBool>) -> std::thread::JoinHandle<(Duration, Vec<u16>)> {
+fn normal_client(
+    s: &Server,
+    busy: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<(Duration, Vec<u16>)> {
     let url = s.url("/v1/models");
     std::thread::spawn(move || {
         let c = reqwest::blocking::Client::builder()
@@ -120,7 +123,10 @@ fn headers_trickled_a_byte_a_second_are_cut_by_the_header_timeout() {
         "closed after {closed:?} (header timeout 1 s)"
     );
     assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
-    assert!(slowest < Duration::from_secs(1), "slowest answer {slowest:?}");
+    assert!(
+        slowest < Duration::from_secs(1),
+        "slowest answer {slowest:?}"
+    );
 }
 
 /// The connection limit and timeouts from the config's `serve:` block.
@@ -158,16 +164,28 @@ fn idle_sockets_beyond_the_limit_get_503_and_the_idle_ones_are_closed() {
     }
     // The idle ones are closed by the idle timeout (2 s).
     for sock in &mut idle {
-        assert!(closed_within(sock, Duration::from_secs(6)), "idle socket left open");
+        assert!(
+            closed_within(sock, Duration::from_secs(6)),
+            "idle socket left open"
+        );
     }
     assert!(filled.elapsed() >= Duration::from_millis(1500));
     // Room again: the normal client gets in.
     std::thread::sleep(Duration::from_millis(500));
     busy.store(false, Ordering::SeqCst);
     let (slowest, statuses) = normal.join().unwrap();
-    assert!(slowest < Duration::from_secs(1), "slowest answer {slowest:?}");
-    assert!(statuses.iter().all(|s| *s == 200 || *s == 503), "{statuses:?}");
-    assert!(statuses.contains(&503), "the full server answered 503: {statuses:?}");
+    assert!(
+        slowest < Duration::from_secs(1),
+        "slowest answer {slowest:?}"
+    );
+    assert!(
+        statuses.iter().all(|s| *s == 200 || *s == 503),
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.contains(&503),
+        "the full server answered 503: {statuses:?}"
+    );
     assert_eq!(statuses.last(), Some(&200), "{statuses:?}");
 }
 
@@ -207,5 +225,8 @@ fn a_terabyte_content_length_is_413_at_once_and_a_stalled_body_408() {
     busy.store(false, Ordering::SeqCst);
     let (slowest, statuses) = normal.join().unwrap();
     assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
-    assert!(slowest < Duration::from_secs(1), "slowest answer {slowest:?}");
+    assert!(
+        slowest < Duration::from_secs(1),
+        "slowest answer {slowest:?}"
+    );
 }

@@ -48,7 +48,13 @@ fn session(s: &Server) -> Vec<String> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|m| format!("{}: {}", m["sender"].as_str().unwrap(), m["content"].as_str().unwrap()))
+        .map(|m| {
+            format!(
+                "{}: {}",
+                m["sender"].as_str().unwrap(),
+                m["content"].as_str().unwrap()
+            )
+        })
         .collect()
 }
 
@@ -80,7 +86,10 @@ fn runs_api_reject_is_409_from_the_teams_config_and_the_run_goes_on() {
     assert_eq!(r.status(), 409);
     let err = json_of(r);
     assert!(
-        err["error"]["message"].as_str().unwrap().contains("double_texting: reject"),
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("double_texting: reject"),
         "{err}"
     );
     // A request may ask for another policy than the team's.
@@ -186,7 +195,10 @@ fn first_run(s: &Server) -> String {
 
 fn content(body: &str) -> String {
     let v: Value = serde_json::from_str(body).unwrap();
-    v["choices"][0]["message"]["content"].as_str().unwrap().to_string()
+    v["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 #[test]

@@ -72,15 +72,16 @@ pub(crate) async fn prune(args: PruneArgs) -> u8 {
     {
         Ok(p) => p,
         Err(e) => {
-            eprintln!(
-                "troupe: cannot prune the {}: {e}",
-                store::describe(&store)
-            );
+            eprintln!("troupe: cannot prune the {}: {e}", store::describe(&store));
             return FAILED;
         }
     };
     let after = size(store.location.as_deref());
-    let verb = if args.dry_run { "would delete" } else { "deleted" };
+    let verb = if args.dry_run {
+        "would delete"
+    } else {
+        "deleted"
+    };
     let mut out = format!(
         "{verb} {} finished run(s), {} older checkpoint(s), {} idle session(s) in the {}",
         pruned.runs.len(),
@@ -88,7 +89,9 @@ pub(crate) async fn prune(args: PruneArgs) -> u8 {
         pruned.sessions.len(),
         store::describe(&store)
     );
-    if !args.dry_run && let (Some(b), Some(a)) = (before, after) {
+    if !args.dry_run
+        && let (Some(b), Some(a)) = (before, after)
+    {
         out.push_str(&format!("; {b} -> {a} bytes"));
     }
     out.push('\n');

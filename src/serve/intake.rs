@@ -29,9 +29,7 @@ pub(crate) async fn check(Axum(state): Axum<Shared>, req: Request, next: Next) -
     if declared.is_some_and(|n| n > u64::try_from(max).unwrap_or(u64::MAX)) {
         let mut response = ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "the request body is larger than the server accepts (--max-body: {max} bytes)"
-            ),
+            format!("the request body is larger than the server accepts (--max-body: {max} bytes)"),
         )
         .into_response();
         // The body is left unread: the connection cannot carry another

@@ -144,11 +144,7 @@ pub(crate) async fn serve(args: ServeArgs) -> u8 {
         }
     };
     let addr = listener.local_addr().unwrap_or(args.listen);
-    let state = state::State::new(
-        teams,
-        token.map(Arc::from),
-        limits::Limits::new(&settings),
-    );
+    let state = state::State::new(teams, token.map(Arc::from), limits::Limits::new(&settings));
     let names: Vec<&str> = state.teams.keys().map(String::as_str).collect();
     say(&format!(
         "troupe serve: {} on http://{addr} (Ctrl-C to stop)",

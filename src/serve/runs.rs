@@ -141,7 +141,11 @@ pub(crate) async fn start(
     if let Some(s) = &body.session {
         check_id(s)?;
     }
-    let policy = body.double_texting.as_deref().map(texting::parse).transpose()?;
+    let policy = body
+        .double_texting
+        .as_deref()
+        .map(texting::parse)
+        .transpose()?;
     let team = state.team(body.team.as_deref())?.name.clone();
     let slot = state.limits.run_slot()?;
     let (run, turn) = texting::admit(&state, &team, body.session.as_deref(), policy, || {

@@ -41,7 +41,10 @@ pub(crate) struct Settings {
 }
 
 /// The settings `args` and `teams` say; why not, when they are wrong.
-pub(crate) fn resolve(args: &ServeArgs, teams: &BTreeMap<String, Team>) -> Result<Settings, String> {
+pub(crate) fn resolve(
+    args: &ServeArgs,
+    teams: &BTreeMap<String, Team>,
+) -> Result<Settings, String> {
     let specs: Vec<(&str, &ServeSpec)> = teams
         .values()
         .filter_map(|t| t.config.spec().serve.as_ref().map(|s| (t.name.as_str(), s)))

@@ -21,8 +21,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 use tokio::sync::OwnedSemaphorePermit;
-use troupe::{Thread, WorkflowState};
 use troupe::config::DoubleTexting;
+use troupe::{Thread, WorkflowState};
 
 use super::error::ApiError;
 use super::run::{Run, Status};
@@ -199,7 +199,13 @@ pub(crate) fn spawn(
             return;
         }
         let before = match state.team(Some(&run.team)) {
-            Ok(team) => team.store.threads.load_thread(&session).await.ok().flatten(),
+            Ok(team) => team
+                .store
+                .threads
+                .load_thread(&session)
+                .await
+                .ok()
+                .flatten(),
             Err(_) => None,
         };
         let _ = keep.set(before);

@@ -21,8 +21,8 @@ mod model_limits;
 mod models;
 mod plan;
 mod replies;
-mod retry;
 mod retention;
+mod retry;
 mod router;
 mod serve;
 mod steps;
@@ -46,8 +46,8 @@ pub use plan::{
     ScopeMode,
 };
 pub use replies::{HandoffReplySpec, ReplyForm, ReplySpec, ToolCallSpec};
-pub use retry::{BackoffSpec, PatternSpec, RetryOnSpec, RetrySpec};
 pub use retention::RetentionSpec;
+pub use retry::{BackoffSpec, PatternSpec, RetryOnSpec, RetrySpec};
 pub use router::{Names, RouteSpec, RouterSpec};
 pub use serve::{DoubleTexting, ServeSpec};
 pub use steps::{Branch, BranchSpec, StepKind, StepSpec};

@@ -21,7 +21,10 @@ pub(super) fn check_serve(c: &mut Checker<'_>, s: &ServeSpec) {
         ("body_timeout", &s.body_timeout),
         ("idle_timeout", &s.idle_timeout),
     ] {
-        if value.as_ref().is_some_and(|d: &HumanDuration| d.duration.is_zero()) {
+        if value
+            .as_ref()
+            .is_some_and(|d: &HumanDuration| d.duration.is_zero())
+        {
             c.value_error(
                 &base.key(key),
                 "a timeout of zero would close every connection",
