@@ -102,3 +102,93 @@ pub async fn prune(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Checkpoint, MemoryStore};
+    use crate::{FnAgent, Message, RunContext, Thread, Workflow};
+    use std::sync::Arc;
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    #[tokio::test]
+    async fn finished_runs_and_idle_sessions_older_than_the_age_go_a_dry_run_keeps_them() {
+        let store = Arc::new(MemoryStore::new());
+        let wf = Workflow::builder()
+            .name("echo")
+            .participant(FnAgent::sync("echo", |_: &Thread| Ok("hi")))
+            .checkpoint_store(store.clone())
+            .build()
+            .unwrap();
+        wf.run_task("go", &RunContext::new().with_run_id("done"))
+            .await
+            .unwrap();
+        // A run whose last checkpoint was taken under way: never pruned.
+        store
+            .save(&Checkpoint::new("going", None, 1, 1, vec![1, 2, 3]))
+            .await
+            .unwrap();
+        store
+            .save_thread("chat", &Thread::from_messages([Message::user("hello")]))
+            .await
+            .unwrap();
+        let keep = Retention {
+            runs: Some(HOUR),
+            checkpoints: None,
+            sessions: Some(HOUR),
+        };
+        let later = SystemTime::now() + 2 * HOUR;
+
+        let now = prune(
+            store.as_ref(),
+            store.as_ref(),
+            &keep,
+            SystemTime::now(),
+            false,
+        )
+        .await
+        .unwrap();
+        assert!(now.is_empty(), "nothing is an hour old yet: {now:?}");
+
+        let dry = prune(store.as_ref(), store.as_ref(), &keep, later, true)
+            .await
+            .unwrap();
+        assert_eq!(dry.runs, ["done"]);
+        assert_eq!(dry.sessions, ["chat"]);
+        assert_eq!(store.runs().await.unwrap(), ["done", "going"]);
+        assert!(store.load_thread("chat").await.unwrap().is_some());
+
+        let real = prune(store.as_ref(), store.as_ref(), &keep, later, false)
+            .await
+            .unwrap();
+        assert_eq!(real, dry);
+        assert_eq!(store.runs().await.unwrap(), ["going"]);
+        assert!(store.load_thread("chat").await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn each_run_keeps_its_newest_checkpoints() {
+        let store = MemoryStore::new();
+        for step in 1..=5 {
+            store
+                .save(&Checkpoint::new("long", None, step, 1, vec![1, 2, 3]))
+                .await
+                .unwrap();
+        }
+        let keep = Retention {
+            checkpoints: Some(2),
+            ..Retention::default()
+        };
+        let dry = prune(&store, &store, &keep, SystemTime::now(), true)
+            .await
+            .unwrap();
+        assert_eq!(dry.checkpoints, 3);
+        assert_eq!(store.list("long").await.unwrap().len(), 5);
+        let real = prune(&store, &store, &keep, SystemTime::now(), false)
+            .await
+            .unwrap();
+        assert_eq!(real.checkpoints, 3);
+        assert_eq!(store.list("long").await.unwrap().len(), 2);
+    }
+}
