@@ -249,3 +249,53 @@ fn openai_rollback_cancels_the_first_and_drops_it() {
     assert_eq!(status(&s, &first_run(&s)), "cancelled");
     assert_eq!(session(&s), TWO_TURN);
 }
+
+/// An A2A `SendMessage` in context `s`, answered at once, with a policy in
+/// its metadata if given.
+fn a2a_send(s: &Server, text: &str, policy: Option<&str>) -> Value {
+    let mut message = json!({
+        "messageId": format!("m-{text}"),
+        "role": "ROLE_USER",
+        "parts": [{"text": text}],
+        "contextId": "s",
+    });
+    if let Some(p) = policy {
+        message["metadata"] = json!({"troupe.double_texting": p});
+    }
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+        "params": {"message": message, "configuration": {"returnImmediately": true}},
+    });
+    json_of(
+        client()
+            .post(s.url("/a2a/pair"))
+            .json(&body)
+            .send()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn a2a_reject_is_an_error_and_rollback_drops_the_first() {
+    let (_d, s) = serve("");
+    let first = a2a_send(&s, "one", None);
+    assert!(first["error"].is_null(), "{first}");
+    let first_id = first_run(&s);
+    under_way(&s, &first_id);
+    let refused = a2a_send(&s, "two", Some("reject"));
+    assert_eq!(refused["error"]["code"], -32004, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("double_texting: reject"),
+        "{refused}"
+    );
+    let second = a2a_send(&s, "two", Some("rollback"));
+    assert!(second["error"].is_null(), "{second}");
+    assert_eq!(status(&s, &first_id), "cancelled");
+    let runs = json_of(client().get(s.url("/runs")).send().unwrap());
+    let newest = runs[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(status(&s, &newest), "completed");
+    assert_eq!(session(&s), TWO_TURN);
+}
