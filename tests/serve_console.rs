@@ -340,3 +340,88 @@ fn the_console_chats_streams_shows_the_tree_and_answers_a_question() {
         "the next message continues the session"
     );
 }
+
+/// A sloth whose turn takes 30 s: a run to cancel.
+const SLOW_TEAM: &str = "version: 1
+name: slow-desk
+models:
+  m: {provider: auto, model: \"${TROUPE_TEST_UNSET_MODEL:-gpt-test-mini}\", delay: 30s}
+agents:
+  sloth:
+    model: m
+    script: [\"at last\"]
+workflow:
+  steps:
+    - agent: sloth
+";
+
+#[test]
+fn the_console_asks_for_its_token_shows_a_cancelled_run_and_fits_360_px() {
+    for tool in [CHROMIUM, CHROMEDRIVER] {
+        if !Path::new(tool).exists() {
+            assert!(
+                !in_ci(),
+                "{tool} is missing: .ci/run installs it (.ci/install-chromium.sh)"
+            );
+            eprintln!("skipped: {tool} is missing (.ci/install-chromium.sh installs it)");
+            return;
+        }
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = write(dir.path(), "slow_desk.yaml", SLOW_TEAM);
+    let (_server, port) = serve(dir.path(), cfg.to_str().expect("utf-8"));
+    // The model's name as it runs, never the raw `${…}`.
+    let team = api(port, "/team");
+    assert_eq!(team["models"][0]["model"], "gpt-test-mini", "{team:#}");
+
+    let driver = Driver::start(Path::new(CHROMEDRIVER));
+    let profile = tempfile::tempdir().expect("profile dir");
+    let page = driver.session(Path::new(CHROMIUM), profile.path());
+    page.resize(360, 760);
+
+    // Without the token: a small page asking for it, which opens the console.
+    page.goto(&format!("http://127.0.0.1:{port}/"));
+    page.wait_for(
+        "the page asking for the token",
+        "return !!document.querySelector('[data-testid=token-form]')",
+    );
+    page.type_into("[data-testid=token-form] input", TOKEN);
+    page.click("[data-testid=token-form] button");
+    page.wait_for(
+        "the console",
+        "return document.getElementById('team-name').textContent === 'slow-desk'",
+    );
+    let shown = page.js("return document.body.innerText", json!([]));
+    assert!(
+        !shown.as_str().unwrap_or_default().contains("${"),
+        "a raw ${{…}} on the page: {shown}"
+    );
+
+    page.type_into("#chat-input", "take your time");
+    page.click("#chat-send");
+    page.wait_for(
+        "the sloth speaking",
+        "return document.getElementById('speaking').textContent.includes('sloth')
+             && !!document.querySelector('#timeline .tnode.speaking')",
+    );
+    page.click("#cancel-run");
+    page.wait_for(
+        "the run cancelled",
+        "return document.getElementById('run-status').dataset.status === 'cancelled'",
+    );
+    let after = page.js(
+        "return {
+             speaking: document.getElementById('speaking').textContent,
+             nodes: document.querySelectorAll('#timeline .tnode.speaking').length,
+             active: document.querySelectorAll('#graph g.node.active').length,
+             overflow: document.documentElement.scrollWidth - window.innerWidth,
+         }",
+        json!([]),
+    );
+    assert_eq!(after["speaking"], "", "{after}");
+    assert_eq!(after["nodes"], 0, "{after}");
+    assert_eq!(after["active"], 0, "{after}");
+    // 360 px wide: nothing wider than the window.
+    assert!(after["overflow"].as_i64() <= Some(0), "{after}");
+    save(&page, "serve_console_360.png");
+}

@@ -119,6 +119,13 @@ mod validate;
 pub use build::{BuildOptions, Built, Hosted, Store};
 pub use builtin::{BUILTIN_TOOLS, builtin_tool};
 pub use duration::HumanDuration;
+
+/// `text` with `${VAR}` and `${VAR:-default}` expanded from the process's
+/// environment, as a build expands a model's name; `None` when a variable
+/// without a default is unset or the text is malformed.
+pub fn expand_env(text: &str) -> Option<String> {
+    env::expand(text, &|name| std::env::var(name).ok()).ok()
+}
 pub use error::{ConfigError, Diagnostic, MAX_DIAGNOSTICS, Position};
 pub use load::{Config, MAX_CONFIG_BYTES};
 pub use refs::valid_name;

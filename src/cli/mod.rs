@@ -25,6 +25,7 @@ mod input;
 mod interrupt;
 mod lease;
 mod mcp_demo;
+mod prune;
 mod render;
 mod run;
 mod runs;
@@ -88,6 +89,15 @@ pub(crate) struct Output {
     offline: bool,
 }
 
+/// `troupe runs`' subcommands.
+#[derive(Subcommand)]
+enum RunsAction {
+    /// Deletes finished runs older than `--older-than` (or the config's
+    /// `checkpoint.retention`), old checkpoints and idle sessions, and gives
+    /// the space back (SQLite: VACUUM).
+    Prune(prune::PruneArgs),
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Runs the workflow on a task (from the argument, or stdin with `-`),
@@ -96,10 +106,16 @@ enum Command {
     /// Exit codes: 0 done, 1 failed, 2 invalid config or usage, 3 waiting
     /// for answers, 130 interrupted.
     Run(run::RunArgs),
-    /// Lists the runs in the config's checkpoint store, newest first.
+    /// Lists the runs in the config's checkpoint store, newest first
+    /// (`troupe runs prune FILE` deletes the old ones).
+    #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
     Runs {
+        /// What else to do with the runs.
+        #[command(subcommand)]
+        action: Option<RunsAction>,
         /// The config file.
-        file: PathBuf,
+        #[arg(required = true)]
+        file: Option<PathBuf>,
         /// One JSON object per run and line.
         #[arg(long)]
         json: bool,
@@ -204,7 +220,19 @@ fn dispatch(command: Command) -> u8 {
         },
         Command::McpDemo => mcp_demo::serve(),
         Command::Run(args) => with_runtime(|| run::run(args)),
-        Command::Runs { file, json } => with_runtime(|| runs::runs(file, json)),
+        Command::Runs {
+            action: Some(RunsAction::Prune(args)),
+            ..
+        } => with_runtime(|| prune::prune(args)),
+        Command::Runs {
+            file: Some(file),
+            json,
+            ..
+        } => with_runtime(|| runs::runs(file, json)),
+        Command::Runs { file: None, .. } => {
+            eprintln!("troupe: `troupe runs` needs a config file");
+            INVALID
+        }
         Command::Chat {
             file,
             session,

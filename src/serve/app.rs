@@ -11,7 +11,7 @@ use axum::routing::{get, post};
 use super::cors::Cors;
 use super::error::ApiError;
 use super::state::Shared;
-use super::{auth, cors, describe, events, openai, runs, sessions};
+use super::{auth, cors, describe, events, intake, openai, runs, sessions};
 
 /// The router: every route behind the token check, the body limit and,
 /// when configured, CORS.
@@ -35,6 +35,8 @@ pub(crate) fn router(state: Shared, cors: Option<Cors>) -> Router {
     let app = api
         .fallback(|| async { ApiError::not_found("no such route".into()) })
         .layer(DefaultBodyLimit::max(state.limits.max_body))
+        // After the token check: nothing of the body is read before it.
+        .layer(middleware::from_fn_with_state(state.clone(), intake::check))
         .layer(middleware::from_fn_with_state(state.clone(), auth::check))
         .with_state(state);
     match cors {

@@ -41,12 +41,52 @@ pub(crate) async fn check(Axum(state): Axum<Shared>, req: Request, next: Next) -
     if given.is_some_and(|g| same(g.as_bytes(), token.as_bytes())) {
         return next.run(req).await;
     }
+    if asks_for_the_page(&req) {
+        return ask_for_token();
+    }
     let mut response = ApiError::new(
         StatusCode::UNAUTHORIZED,
         "missing or wrong bearer token (Authorization: Bearer <token>)".into(),
     )
     .into_response();
     response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        header::HeaderValue::from_static("Bearer"),
+    );
+    response
+}
+
+/// A browser opening the console's page (`GET /` asking for HTML).
+fn asks_for_the_page(req: &Request) -> bool {
+    req.method() == Method::GET
+        && req.uri().path() == "/"
+        && req
+            .headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|a| a.contains("text/html"))
+}
+
+/// The small page asking for the token (still a 401): it opens the
+/// console with `?token=`, which the console then keeps for the tab.
+fn ask_for_token() -> Response {
+    let page = "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+<title>troupe: token needed</title>\
+<style>body{font:15px system-ui,sans-serif;max-width:26rem;margin:4rem auto;padding:0 1rem;color:#1d2330}\
+input,button{font:inherit;padding:.4rem .6rem}input{width:100%;box-sizing:border-box;margin:.5rem 0}</style>\
+</head><body><h1>troupe</h1>\
+<p>This server needs its token (<code>TROUPE_SERVE_TOKEN</code>) to open the console.</p>\
+<form data-testid=\"token-form\" onsubmit=\"location.href='/?token='+encodeURIComponent(this.token.value);return false\">\
+<input name=\"token\" type=\"password\" autocomplete=\"current-password\" placeholder=\"token\" autofocus required>\
+<button type=\"submit\">Open the console</button></form></body></html>";
+    let mut response = (StatusCode::UNAUTHORIZED, page).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    headers.insert(
         header::WWW_AUTHENTICATE,
         header::HeaderValue::from_static("Bearer"),
     );

@@ -23,6 +23,11 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
                     status,
                     "the request body is larger than the server accepts (--max-body)".into(),
                 )
+            } else if super::intake::timed_out(&e) {
+                ApiError::new(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "the request body did not arrive in time (--body-timeout)".into(),
+                )
             } else {
                 ApiError::new(status, format!("cannot read the request body: {e}"))
             }

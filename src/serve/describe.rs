@@ -22,9 +22,9 @@ pub(crate) async fn describe(Axum(state): Axum<Shared>, uri: Uri) -> Result<Json
 pub(crate) fn description(team: &Team) -> Value {
     let spec = team.config.spec();
     let model_of = |name: &str| {
-        spec.models
-            .get(name)
-            .map(|m| json!({"provider": provider(m.provider), "model": m.model}))
+        spec.models.get(name).map(
+            |m| json!({"provider": provider(m.provider), "model": model_name(m.model.as_deref())}),
+        )
     };
     let agents: Vec<Value> = spec
         .agents
@@ -41,7 +41,9 @@ pub(crate) fn description(team: &Team) -> Value {
     let models: Vec<Value> = spec
         .models
         .iter()
-        .map(|(name, m)| json!({"name": name, "provider": provider(m.provider), "model": m.model}))
+        .map(|(name, m)| {
+            json!({"name": name, "provider": provider(m.provider), "model": model_name(m.model.as_deref())})
+        })
         .collect();
     json!({
         "name": team.name,
@@ -50,6 +52,12 @@ pub(crate) fn description(team: &Team) -> Value {
         "mermaid": team.config.mermaid(),
         "models": models,
     })
+}
+
+/// A model's name as it runs: `${OPENAI_MODEL:-gpt-4o-mini}` expanded
+/// (never shown raw; `null` when it cannot be).
+fn model_name(written: Option<&str>) -> Option<String> {
+    troupe::config::expand_env(written?)
 }
 
 fn provider(p: Provider) -> &'static str {

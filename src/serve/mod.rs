@@ -4,7 +4,9 @@
 //!
 //! Safe by default: loopback unless `--listen` says otherwise, and then
 //! only with a bearer token (`TROUPE_SERVE_TOKEN`), checked on every route;
-//! request bodies and concurrent runs are bounded; CORS is off unless
+//! request bodies, concurrent runs and open connections are bounded, and a
+//! connection is held to header, body and idle timeouts (`listen.rs`,
+//! `conn.rs`, `intake.rs`); CORS is off unless
 //! `--cors ORIGIN`. Ctrl-C or SIGTERM stops accepting, stops the runs in
 //! flight gracefully (their turns finish and a checkpoint is saved when the
 //! config has a store) and exits.
@@ -13,21 +15,27 @@ mod a2a;
 mod app;
 mod auth;
 mod body;
+mod conn;
 mod console;
 mod cors;
 mod describe;
 mod error;
 mod events;
+mod intake;
 mod limits;
+mod listen;
 mod openai;
 mod query;
 mod registry;
+mod retention;
 mod run;
 mod runs;
 mod sessions;
+mod settings;
 mod shutdown;
 mod state;
 mod team;
+mod texting;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -54,12 +62,29 @@ pub(crate) struct ServeArgs {
     /// TROUPE_SERVE_TOKEN set. Port 0 picks a free one (printed).
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub(crate) listen: SocketAddr,
-    /// The largest request body accepted, in bytes (larger: 413).
-    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
-    pub(crate) max_body: usize,
-    /// How many runs may be under way at once (more: 429).
-    #[arg(long, value_name = "N", default_value_t = 64)]
-    pub(crate) max_runs: usize,
+    /// The largest request body accepted, in bytes (larger: 413, refused
+    /// from its Content-Length before it is read) [default: 1048576].
+    #[arg(long, value_name = "BYTES")]
+    pub(crate) max_body: Option<usize>,
+    /// How many runs may be under way at once (more: 429) [default: 64].
+    #[arg(long, value_name = "N")]
+    pub(crate) max_runs: Option<usize>,
+    /// How many connections may be open at once; one more is answered 503
+    /// and closed [default: 512].
+    #[arg(long, value_name = "N")]
+    pub(crate) max_connections: Option<usize>,
+    /// Seconds a request's head (request line and headers) may take to
+    /// arrive; slower, the connection is closed [default: 10].
+    #[arg(long, value_name = "SECS")]
+    pub(crate) header_timeout: Option<f64>,
+    /// Seconds a request's body may take to arrive (slower: 408)
+    /// [default: 30].
+    #[arg(long, value_name = "SECS")]
+    pub(crate) body_timeout: Option<f64>,
+    /// Seconds a keep-alive connection may wait idle for its next request
+    /// [default: 60].
+    #[arg(long, value_name = "SECS")]
+    pub(crate) idle_timeout: Option<f64>,
     /// Allows this origin to call the API from a browser (CORS); off by
     /// default.
     #[arg(long, value_name = "ORIGIN")]
@@ -87,10 +112,6 @@ pub(crate) async fn serve(args: ServeArgs) -> u8 {
         ));
         return INVALID;
     };
-    if args.max_runs == 0 {
-        say("troupe serve: --max-runs must be at least 1");
-        return INVALID;
-    }
     let cors = match args.cors.as_deref().map(cors::Cors::new).transpose() {
         Ok(c) => c,
         Err(why) => {
@@ -105,6 +126,13 @@ pub(crate) async fn serve(args: ServeArgs) -> u8 {
             return e.code;
         }
     };
+    let settings = match settings::resolve(&args, &teams) {
+        Ok(s) => s,
+        Err(why) => {
+            say(&format!("troupe serve: {why}"));
+            return INVALID;
+        }
+    };
     let listener = match tokio::net::TcpListener::bind(args.listen).await {
         Ok(l) => l,
         Err(e) => {
@@ -116,16 +144,13 @@ pub(crate) async fn serve(args: ServeArgs) -> u8 {
         }
     };
     let addr = listener.local_addr().unwrap_or(args.listen);
-    let state = state::State::new(
-        teams,
-        token.map(Arc::from),
-        limits::Limits::new(args.max_body, args.max_runs),
-    );
+    let state = state::State::new(teams, token.map(Arc::from), limits::Limits::new(&settings));
     let names: Vec<&str> = state.teams.keys().map(String::as_str).collect();
     say(&format!(
         "troupe serve: {} on http://{addr} (Ctrl-C to stop)",
         names.join(", ")
     ));
+    retention::start(&state);
     let router = app::router(state.clone(), cors);
     let code = shutdown::run(listener, router, state.clone(), grace).await;
     for t in state.teams.values() {

@@ -26,9 +26,10 @@ use troupe::{Message, Thread};
 use super::body::JsonBody;
 use super::error::ApiError;
 use super::run::{Run, Status, usage_json};
-use super::runs::{self, Start};
+use super::runs::Start;
 use super::sessions::check_id;
 use super::state::Shared;
+use super::texting;
 
 /// The header naming a stored session.
 const SESSION_HEADER: &str = "x-troupe-session";
@@ -117,9 +118,12 @@ pub(crate) async fn completions(
         Some(_) => Start::Session(last_user.clone()),
         None => Start::Thread(thread_of(&request.messages)?),
     };
+    let policy = texting::asked(&headers)?;
     let slot = state.limits.run_slot()?;
-    let run = state.runs.create(&team, &last_user, session);
-    runs::spawn(state.clone(), run.clone(), start, slot);
+    let (run, turn) = texting::admit(&state, &team, session.as_deref(), policy, || {
+        state.runs.create(&team, &last_user, session.clone())
+    })?;
+    texting::spawn(state.clone(), run.clone(), start, slot, turn);
     let meta = Meta {
         id: format!("chatcmpl-{}", run.id),
         created: SystemTime::now()

@@ -1,5 +1,6 @@
 //! The runs started since the server started, by id and in order; the
-//! oldest finished ones go first when there are too many.
+//! oldest finished ones go first when there are more than [`KEPT`] or
+//! their records (task, events, response) weigh more than [`KEPT_BYTES`].
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,6 +12,10 @@ use super::run::Run;
 
 /// How many finished runs are kept (the oldest go first).
 const KEPT: usize = 1000;
+
+/// How many bytes of finished runs' records are kept (the oldest go first;
+/// the newest finished run is kept whatever its size).
+pub(crate) const KEPT_BYTES: usize = 64 << 20;
 
 /// The runs, by id and in the order they started.
 #[derive(Default)]
@@ -24,6 +29,8 @@ pub(crate) struct Registry {
 struct Table {
     map: BTreeMap<String, Arc<Run>>,
     order: VecDeque<String>,
+    /// The weight of each finished run's record, measured once it ended.
+    weights: BTreeMap<String, usize>,
 }
 
 impl Registry {
@@ -31,7 +38,8 @@ impl Registry {
         self.runs.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A new run, registered (the oldest finished runs beyond [`KEPT`] go).
+    /// A new run, registered (the oldest finished runs beyond [`KEPT`] or
+    /// [`KEPT_BYTES`] go).
     pub(crate) fn create(&self, team: &str, task: &str, session: Option<String>) -> Arc<Run> {
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
         let millis = SystemTime::now()
@@ -40,20 +48,39 @@ impl Registry {
         let id = format!("run-{millis}-{n}");
         let run = Run::new(id.clone(), team.to_string(), task.to_string(), session);
         let mut guard = self.lock();
-        let Table { map, order } = &mut *guard;
+        let Table {
+            map,
+            order,
+            weights,
+        } = &mut *guard;
         map.insert(id.clone(), run.clone());
         order.push_back(id);
-        if order.len() > KEPT {
-            let ended: Vec<String> = order
-                .iter()
-                .filter(|id| map.get(*id).is_some_and(|r| r.inner().status().ended()))
-                .take(order.len() - KEPT)
-                .cloned()
-                .collect();
-            for id in ended {
-                map.remove(&id);
-                order.retain(|o| *o != id);
+        for (id, r) in map.iter() {
+            if !weights.contains_key(id) && r.inner().status().ended() {
+                weights.insert(id.clone(), r.weight());
             }
+        }
+        let mut total = order.len();
+        let mut finished = weights.len();
+        let mut bytes: usize = weights.values().sum();
+        let mut gone = Vec::new();
+        for id in order.iter() {
+            if (total <= KEPT && bytes <= KEPT_BYTES) || finished <= 1 {
+                break;
+            }
+            if let Some(w) = weights.get(id) {
+                gone.push(id.clone());
+                total -= 1;
+                finished -= 1;
+                bytes = bytes.saturating_sub(*w);
+            }
+        }
+        if !gone.is_empty() {
+            for id in &gone {
+                map.remove(id);
+                weights.remove(id);
+            }
+            order.retain(|o| map.contains_key(o));
         }
         run
     }

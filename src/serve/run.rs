@@ -190,6 +190,18 @@ impl Run {
         self.bump();
     }
 
+    /// Roughly how many bytes its record holds (task, events, response).
+    pub(crate) fn weight(&self) -> usize {
+        let inner = self.inner();
+        let events: usize = inner.events.iter().map(|e| e.len() + 16).sum();
+        self.task.len()
+            + events
+            + inner.response.as_ref().map_or(0, String::len)
+            + inner.error.as_ref().map_or(0, String::len)
+            + inner.thread.as_ref().map_or(0, |_| 1024)
+            + 512
+    }
+
     /// `GET /runs` shows this.
     pub(crate) fn summary(&self) -> Value {
         json!({

@@ -16,6 +16,7 @@ use super::error::ApiError;
 use super::run::{Run, Status};
 use super::sessions::check_id;
 use super::state::Shared;
+use super::texting;
 
 /// What a stretch of a run starts from.
 pub(crate) enum Start {
@@ -43,7 +44,8 @@ pub(crate) fn spawn(state: Shared, run: Arc<Run>, start: Start, slot: OwnedSemap
     });
 }
 
-async fn drive(state: &Shared, run: &Run, start: Start) -> Result<RunResult, String> {
+/// Runs a stretch of `run` from `start` to its end.
+pub(crate) async fn drive(state: &Shared, run: &Run, start: Start) -> Result<RunResult, String> {
     let team = state.team(Some(&run.team)).map_err(|e| e.message)?;
     // One owner per run: a `troupe run --resume` of this run (or another
     // server on the same store) waits until this stretch ends.
@@ -131,6 +133,9 @@ pub(crate) struct StartBody {
     session: Option<String>,
     #[serde(default)]
     team: Option<String>,
+    /// What to do if the session has a run under way (`texting.rs`).
+    #[serde(default)]
+    double_texting: Option<String>,
 }
 
 /// `POST /runs`: starts a run; 201.
@@ -144,14 +149,21 @@ pub(crate) async fn start(
     if let Some(s) = &body.session {
         check_id(s)?;
     }
+    let policy = body
+        .double_texting
+        .as_deref()
+        .map(texting::parse)
+        .transpose()?;
     let team = state.team(body.team.as_deref())?.name.clone();
     let slot = state.limits.run_slot()?;
-    let run = state.runs.create(&team, &body.task, body.session.clone());
+    let (run, turn) = texting::admit(&state, &team, body.session.as_deref(), policy, || {
+        state.runs.create(&team, &body.task, body.session.clone())
+    })?;
     let start = match &body.session {
         Some(_) => Start::Session(body.task),
         None => Start::Thread(Thread::from_messages([troupe::Message::user(body.task)])),
     };
-    spawn(state.clone(), run.clone(), start, slot);
+    texting::spawn(state.clone(), run.clone(), start, slot, turn);
     Ok((
         StatusCode::CREATED,
         Json(json!({"id": run.id, "status": "running", "session": run.session, "team": team})),

@@ -7,8 +7,6 @@
 
 use std::time::Duration;
 
-use std::future::IntoFuture;
-
 use axum::Router;
 use tokio::net::TcpListener;
 
@@ -28,13 +26,15 @@ pub(crate) async fn run(
     grace: Duration,
 ) -> u8 {
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let mut server = tokio::spawn(
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move {
-                let _ = rx.await;
-            })
-            .into_future(),
-    );
+    let mut server = tokio::spawn(super::listen::serve(
+        listener,
+        router,
+        state.limits.max_connections,
+        state.limits.timeouts,
+        async move {
+            let _ = rx.await;
+        },
+    ));
     tokio::select! {
         r = &mut server => return ended(r),
         () = signal() => {}
@@ -56,13 +56,9 @@ pub(crate) async fn run(
     }
 }
 
-fn ended(r: Result<std::io::Result<()>, tokio::task::JoinError>) -> u8 {
+fn ended(r: Result<(), tokio::task::JoinError>) -> u8 {
     match r {
-        Ok(Ok(())) => OK,
-        Ok(Err(e)) => {
-            say(&format!("troupe serve: the server failed: {e}"));
-            FAILED
-        }
+        Ok(()) => OK,
         Err(e) => {
             say(&format!(
                 "troupe serve: the server's task ended abnormally: {e}"

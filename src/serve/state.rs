@@ -7,6 +7,7 @@ use super::error::ApiError;
 use super::limits::Limits;
 use super::registry::Registry;
 use super::team::Team;
+use super::texting::Texting;
 
 /// Everything a request handler sees.
 pub(crate) struct State {
@@ -18,6 +19,8 @@ pub(crate) struct State {
     pub(crate) limits: Limits,
     /// The runs started since the server started.
     pub(crate) runs: Registry,
+    /// The run under way in each session (double texting).
+    pub(crate) texting: Texting,
 }
 
 /// The state as handlers share it.
@@ -35,6 +38,7 @@ impl State {
             token,
             limits,
             runs: Registry::default(),
+            texting: Texting::default(),
         })
     }
 

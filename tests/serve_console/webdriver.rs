@@ -286,6 +286,15 @@ impl Browser<'_> {
         }
     }
 
+    /// Resizes the window to `width` by `height` CSS pixels.
+    pub fn resize(&self, width: u32, height: u32) {
+        self.command(
+            "POST",
+            "/window/rect",
+            Some(json!({"width": width, "height": height})),
+        );
+    }
+
     /// A PNG of the window.
     pub fn screenshot(&self) -> Vec<u8> {
         let value = self.command("GET", "/screenshot", None);

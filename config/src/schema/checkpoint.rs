@@ -3,6 +3,8 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::retention::RetentionSpec;
+
 /// Where checkpoints and chat sessions are kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -40,6 +42,11 @@ pub struct CheckpointSpec {
     /// `warn` (it goes on, with a warning).
     #[serde(default)]
     pub on_error: Option<SaveErrorsSpec>,
+    /// What the store keeps (finished runs up to an age, the last K
+    /// checkpoints per run, sessions up to an idle time): applied by
+    /// `troupe serve` in the background and by `troupe runs prune`.
+    #[serde(default)]
+    pub retention: Option<RetentionSpec>,
 }
 
 /// What a run does when a checkpoint cannot be saved.

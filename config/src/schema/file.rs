@@ -8,6 +8,7 @@ use serde::Deserialize;
 use super::agents::AgentSpec;
 use super::checkpoint::CheckpointSpec;
 use super::models::ModelSpec;
+use super::serve::ServeSpec;
 use super::workflow::WorkflowSpec;
 
 /// The config format's version; the only one so far.
@@ -44,6 +45,10 @@ pub struct ConfigFile {
     /// Where checkpoints and chat sessions are kept.
     #[serde(default)]
     pub checkpoint: Option<CheckpointSpec>,
+    /// How `troupe serve` holds connections and double texting (its flags
+    /// win).
+    #[serde(default)]
+    pub serve: Option<ServeSpec>,
 }
 
 impl ConfigFile {

@@ -21,8 +21,10 @@ mod model_limits;
 mod models;
 mod plan;
 mod replies;
+mod retention;
 mod retry;
 mod router;
+mod serve;
 mod steps;
 mod stop;
 mod teams;
@@ -44,8 +46,10 @@ pub use plan::{
     ScopeMode,
 };
 pub use replies::{HandoffReplySpec, ReplyForm, ReplySpec, ToolCallSpec};
+pub use retention::RetentionSpec;
 pub use retry::{BackoffSpec, PatternSpec, RetryOnSpec, RetrySpec};
 pub use router::{Names, RouteSpec, RouterSpec};
+pub use serve::{DoubleTexting, ServeSpec};
 pub use steps::{Branch, BranchSpec, StepKind, StepSpec};
 pub(crate) use steps::{collect_step_ids, parallel_blocks};
 pub use stop::{StopFields, StopForm, StopSpec};

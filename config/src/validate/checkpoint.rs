@@ -34,4 +34,7 @@ pub(super) fn check_checkpoint(c: &mut Checker<'_>, cp: &CheckpointSpec) {
     if cp.every == Some(0) {
         at_least_one(c, &base.key("every"));
     }
+    if cp.retention.as_ref().and_then(|r| r.checkpoints) == Some(0) {
+        at_least_one(c, &base.key("retention").key("checkpoints"));
+    }
 }

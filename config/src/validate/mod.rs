@@ -24,6 +24,7 @@ mod plan;
 mod plan_text;
 mod retry;
 mod router;
+mod serve;
 mod steps;
 mod stop;
 mod teams;
@@ -37,6 +38,7 @@ use agents::check_agent;
 use checker::{Checker, Defined, p};
 use checkpoint::check_checkpoint;
 use models::check_model;
+use serve::check_serve;
 use workflows::check_workflow;
 
 use crate::error::Diagnostic;
@@ -130,6 +132,9 @@ pub(crate) fn check(
 
     if let Some(cp) = &spec.checkpoint {
         check_checkpoint(&mut c, cp);
+    }
+    if let Some(s) = &spec.serve {
+        check_serve(&mut c, s);
     }
 
     c.diagnostics

@@ -53,6 +53,13 @@ pub trait CheckpointStore: Send + Sync {
     /// The runs that have at least one checkpoint, sorted.
     async fn runs(&self) -> Result<Vec<String>, StoreError>;
 
+    /// Gives the space of deleted checkpoints and conversations back to the
+    /// file system (SQLite: `VACUUM`); stores that free it as they delete do
+    /// nothing.
+    async fn compact(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     /// Checkpoint `id` and those it is a delta against, back to a whole
     /// one, oldest first (each verified like [`load`]). A whole
     /// checkpoint's chain is itself; an unknown id's is empty. The default
@@ -158,6 +165,9 @@ impl<T: CheckpointStore + ?Sized> CheckpointStore for Arc<T> {
     }
     async fn runs(&self) -> Result<Vec<String>, StoreError> {
         (**self).runs().await
+    }
+    async fn compact(&self) -> Result<(), StoreError> {
+        (**self).compact().await
     }
     async fn chain(&self, run_id: &str, id: &CheckpointId) -> Result<Vec<Checkpoint>, StoreError> {
         (**self).chain(run_id, id).await

@@ -17,6 +17,7 @@
 //!   `snapshot_restore` reads a folded chain back;
 //!   `summary`: a run as a store describes it, for listing runs;
 //!   `fallback`: where a resume carries on from in a damaged store;
+//!   `retention`: what a store keeps, and pruning the rest;
 //!   `progress`: how a nested run reports its state to the run above it;
 //!   `held_reply`: a finished turn's reply kept for its superstep's barrier.
 
@@ -32,6 +33,7 @@ pub(crate) mod progress;
 mod protocol;
 mod request;
 mod result;
+mod retention;
 mod run;
 pub(crate) mod scheduler_state;
 mod snapshot;
@@ -49,5 +51,6 @@ pub use builder::WorkflowBuilder;
 pub use progress::ProgressRelay;
 pub use request::InputRequest;
 pub use result::{RunResult, RunStatus, RunStream};
+pub use retention::{Pruned, Retention, prune};
 pub use scheduler_state::{SchedulerState, SchedulerStateError};
 pub use summary::{RunSummary, summarize_run, summarize_runs};

@@ -37,9 +37,13 @@ use super::run::{Run, Status};
 use super::runs::{self, Start};
 use super::sessions::check_id;
 use super::state::Shared;
+use super::texting;
 
 /// The metadata key of a follow-up message naming the request it answers.
 const REQUEST_KEY: &str = "troupe.request_id";
+
+/// The metadata key of a message's double-texting policy (`texting.rs`).
+const TEXTING_KEY: &str = "troupe.double_texting";
 /// How long `CancelTask` waits for the run to take the cancel.
 const CANCEL_WAIT: Duration = Duration::from_secs(10);
 
@@ -211,8 +215,19 @@ fn begin(
         .limits
         .run_slot()
         .map_err(|e| RpcError::new(code::INTERNAL_ERROR, e.message))?;
-    let run = state.runs.create(&team.name, &text, Some(session));
-    runs::spawn(state.clone(), run.clone(), Start::Session(text), slot);
+    let policy = message
+        .metadata
+        .as_ref()
+        .and_then(|m| m.get(TEXTING_KEY))
+        .and_then(Value::as_str)
+        .map(texting::parse)
+        .transpose()
+        .map_err(RpcError::params)?;
+    let (run, turn) = texting::admit(state, &team.name, Some(&session), policy, || {
+        state.runs.create(&team.name, &text, Some(session.clone()))
+    })
+    .map_err(|e| RpcError::new(code::UNSUPPORTED_OPERATION, e.message))?;
+    texting::spawn(state.clone(), run.clone(), Start::Session(text), slot, turn);
     Ok((run, 0, at_once))
 }
 

@@ -175,6 +175,13 @@
       case "model_call_started":
         settle(path);
         break;
+      case "tool_call_started":
+        startToolClock(leaf(path), ev.name, Date.parse(ev.time));
+        break;
+      case "tool_call_finished":
+        stopToolClock();
+        $("speaking").textContent = "";
+        break;
       case "input_requested":
         addRequest({ id: ev.request, path: path, prompt: ev.prompt });
         setStatus("waiting_for_input", "waiting for input");
@@ -208,6 +215,24 @@
     }
   }
 
+  // A tool call under way: who runs which tool, and for how long so far,
+  // updated every second until it finishes.
+  function startToolClock(agent, tool, started) {
+    stopToolClock();
+    const t0 = Number.isNaN(started) ? Date.now() : started;
+    const show = () => {
+      const secs = Math.max(0, Math.round((Date.now() - t0) / 1000));
+      $("speaking").textContent = agent + " is running " + tool + "… " + secs + "s";
+    };
+    show();
+    state.toolClock = setInterval(show, 1000);
+  }
+
+  function stopToolClock() {
+    if (state.toolClock) clearInterval(state.toolClock);
+    state.toolClock = null;
+  }
+
   // The run as GET /runs/{id} (or the stream's `end`) gives it.
   function onRun(run) {
     const parts = [run.status.replace(/_/g, " ")];
@@ -226,8 +251,17 @@
     dropRequests(open);
     if (TERMINAL.includes(run.status)) {
       $("speaking").textContent = "";
+      stopToolClock();
       for (const b of state.bubbles.values()) b.classList.remove("streaming");
       state.bubbles.clear();
+      // A cancelled (or failed, interrupted) run's agents are not speaking
+      // any more, whatever their last event said.
+      for (const li of document.querySelectorAll("#timeline .tnode.speaking")) {
+        li.classList.remove("speaking");
+        const s = li.querySelector(".state");
+        if (s && s.textContent === "speaking") s.textContent = run.status.replace(/_/g, " ");
+      }
+      for (const g of document.querySelectorAll("#graph g.node.active")) g.classList.remove("active");
     }
   }
 
