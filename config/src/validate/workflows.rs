@@ -26,7 +26,7 @@ pub(super) fn check_workflow(
     if w.max_loop_iterations == Some(0) {
         at_least_one(c, &base.key("max_loop_iterations"));
     }
-    if w.max_turns == Some(0) {
+    if w.max_turns.and_then(|t| t.turns()) == Some(0) {
         at_least_one(c, &base.key("max_turns"));
     }
     if w.max_concurrency == Some(0) {
