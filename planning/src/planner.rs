@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use troupe_agents::{ChatMessage, ChatModel, ChatRequest};
+use troupe_agents::{ChatMessage, ChatModel, ChatRequest, complete_metered};
 use troupe_runtime::{
     Agent, AgentError, BuildError, Content, Event, Message, Reply, RunContext, Thread, USER, Usage,
     Workflow,
@@ -175,6 +175,17 @@ impl PlanningAgent {
     /// Asks the model for a plan, showing it what was wrong with answers
     /// that cannot be used, and compiles the first that can.
     pub async fn plan(&self, thread: &Thread) -> Result<Planned, AgentError> {
+        self.plan_in(thread, None).await
+    }
+
+    /// [`PlanningAgent::plan`]; with `ctx`, each model call is one of that
+    /// turn's: its events at the turn's path, its usage and cost (at the
+    /// prices of the model that answered) in the turn's meter.
+    async fn plan_in(
+        &self,
+        thread: &Thread,
+        ctx: Option<&RunContext>,
+    ) -> Result<Planned, AgentError> {
         let mut messages = vec![ChatMessage::system(self.system_prompt())];
         messages.extend(self.conversation(thread));
         if messages.len() == 1 {
@@ -193,7 +204,10 @@ impl PlanningAgent {
         let mut usage = Usage::default();
         let mut last_problem = String::new();
         for attempt in 1..=self.max_attempts {
-            let response = self.model.complete(&request).await?;
+            let response = match ctx {
+                Some(ctx) => complete_metered(&*self.model, &request, ctx).await?,
+                None => self.model.complete(&request).await?,
+            };
             usage += response.usage.unwrap_or_default();
             let answer = response.text_content().to_string();
             match self.read(&answer) {
@@ -269,13 +283,9 @@ impl Agent for PlanningAgent {
     }
 
     async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
-        let planned = self.plan(&thread).await?;
-        // The planning calls count with the run's spend (the plan's own
-        // run folds its spend into this turn's too).
-        ctx.record_model_call(planned.usage, None);
-        for _ in 1..planned.attempts {
-            ctx.record_model_call(Usage::default(), None);
-        }
+        // The planning calls count with the run's spend, each as it is
+        // made (the plan's own run folds its spend into this turn's too).
+        let planned = self.plan_in(&thread, Some(&ctx)).await?;
         ctx.emit_with(|| Event::Plan {
             path: ctx.path().clone(),
             plan: planned.spec.to_text(),
