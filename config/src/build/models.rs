@@ -154,8 +154,25 @@ impl<'a> Ctx<'a> {
             b = b.base_url(u.clone());
         }
         let key_var = spec.api_key_env.as_deref().unwrap_or(defaults.key_env);
-        if let Some(key) = self.env(key_var).filter(|k| !k.is_empty()) {
-            b = b.api_key(key);
+        match self.env(key_var).filter(|k| !k.is_empty()) {
+            Some(key) => b = b.api_key(key),
+            // A variable named on purpose that holds nothing: the requests
+            // would go without a key. Checking warns (it may be set where
+            // the config runs); running refuses.
+            None if spec.api_key_env.is_some() && !key_in_headers(spec) => {
+                let field = at.key("api_key_env");
+                let message = format!(
+                    "{what}: `api_key_env` names `{key_var}`, which is not set: its requests would go without a key; set `{key_var}`, or remove `api_key_env` for a server that takes none"
+                );
+                if !self.options.check {
+                    return Err(self.invalid(&field, message));
+                }
+                let d = self.config.locate(&field, message);
+                if !self.warnings.contains(&d) {
+                    self.warnings.push(d);
+                }
+            }
+            None => {}
         }
         for (k, v) in &spec.headers {
             b = b.header(
@@ -234,4 +251,14 @@ pub(super) fn pricing_of(model_name: &str, spec: &ModelSpec) -> Result<Option<Pr
         ))),
         None => Ok(None),
     }
+}
+
+/// Whether one of the model's headers carries a credential (Azure's
+/// `api-key`, `x-api-key`, `Authorization`, a token): then no key from
+/// `api_key_env` is needed.
+fn key_in_headers(spec: &ModelSpec) -> bool {
+    spec.headers.keys().any(|name| {
+        let name = name.to_ascii_lowercase();
+        name == "authorization" || name.contains("key") || name.contains("token")
+    })
 }
