@@ -26,7 +26,10 @@ fn root() -> std::path::PathBuf {
 
 /// The events of type `kind` of a `--events jsonl` run.
 fn events(out: &Output, kind: &str) -> Vec<serde_json::Value> {
-    jsonl(out).into_iter().filter(|e| e["type"] == kind).collect()
+    jsonl(out)
+        .into_iter()
+        .filter(|e| e["type"] == kind)
+        .collect()
 }
 
 /// Runs `cfg` (written into a fresh directory as `name`) on `task` with
@@ -35,12 +38,18 @@ fn events(out: &Output, kind: &str) -> Vec<serde_json::Value> {
 fn stops_on_the_budget(name: &str, cfg: &str, task: &str, who: &str) {
     let dir = tempfile::tempdir().expect("tempdir");
     write(dir.path(), name, cfg);
-    let out = run(dir.path(), &["run", "--offline", "--events", "jsonl", name, task]);
+    let out = run(
+        dir.path(),
+        &["run", "--offline", "--events", "jsonl", name, task],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let result = result_line(&out);
     assert_eq!(result["status"], "stopped", "{result}");
     assert!(
-        result["detail"].as_str().unwrap_or_default().starts_with("max_cost("),
+        result["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("max_cost("),
         "{result}"
     );
     let calls = events(&out, "model_call_finished");
@@ -76,7 +85,10 @@ fn priced(example: &str, stop: (&str, &str)) -> String {
 fn a_magentic_managers_calls_are_priced_and_budgeted() {
     let cfg = priced(
         "magentic.yaml",
-        ("    max_resets: 2\n", "    max_resets: 2\n  stop: {max_cost: 0.5}\n"),
+        (
+            "    max_resets: 2\n",
+            "    max_resets: 2\n  stop: {max_cost: 0.5}\n",
+        ),
     );
     stops_on_the_budget("magentic.yaml", &cfg, "when did Rust 1.0 ship", "/manager");
 }
@@ -140,7 +152,10 @@ fn server() -> String {
             let _ = reader.read_exact(&mut body);
             let body = String::from_utf8_lossy(&body);
             let (status, reply) = if body.contains("\"model\":\"primary\"") {
-                ("503 Service Unavailable", "{\"error\":{\"message\":\"overloaded\"}}".to_string())
+                (
+                    "503 Service Unavailable",
+                    "{\"error\":{\"message\":\"overloaded\"}}".to_string(),
+                )
             } else {
                 (
                     "200 OK",
@@ -186,11 +201,20 @@ workflow:
   sequential: {{participants: [a, a2]}}
 "
     )
-    .replace("agents:\n  a: {model: primary}\n", "agents:\n  a: {model: primary}\n  a2: {model: primary}\n");
+    .replace(
+        "agents:\n  a: {model: primary}\n",
+        "agents:\n  a: {model: primary}\n  a2: {model: primary}\n",
+    );
     write(dir.path(), "fallback.yaml", &cfg);
-    let mut cmd = common::troupe(dir.path(), &["run", "--events", "jsonl", "fallback.yaml", "go"]);
+    let mut cmd = common::troupe(
+        dir.path(),
+        &["run", "--events", "jsonl", "fallback.yaml", "go"],
+    );
     cmd.env("TROUPE_TEST_KEY", "k");
-    let out = common::wait(cmd.spawn().expect("start"), std::time::Duration::from_secs(30));
+    let out = common::wait(
+        cmd.spawn().expect("start"),
+        std::time::Duration::from_secs(30),
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     // Two agents, two calls: the first fails over and rests the primary,
     // the second goes to the backup at once (no failover to report).
@@ -199,7 +223,10 @@ workflow:
     let f = &failovers[0];
     assert_eq!(f["model"], "primary", "{f}");
     assert_eq!(f["next"], "backup", "{f}");
-    assert!(f["error"].as_str().unwrap_or_default().contains("503"), "{f}");
+    assert!(
+        f["error"].as_str().unwrap_or_default().contains("503"),
+        "{f}"
+    );
     let finished = events(&out, "model_call_finished");
     assert_eq!(finished.len(), 2, "{finished:?}");
     for c in &finished {
@@ -208,8 +235,14 @@ workflow:
         assert!((c["cost"].as_f64().unwrap() - 0.12).abs() < 1e-9, "{c}");
     }
     let started = events(&out, "model_call_started");
-    assert!(started.iter().any(|s| s["model"] == "primary"), "{started:?}");
-    assert!(started.iter().any(|s| s["model"] == "backup"), "{started:?}");
+    assert!(
+        started.iter().any(|s| s["model"] == "primary"),
+        "{started:?}"
+    );
+    assert!(
+        started.iter().any(|s| s["model"] == "backup"),
+        "{started:?}"
+    );
     let result = result_line(&out);
     let total = result["stats"]["total"]["cost"].as_f64().unwrap();
     assert!((total - 0.24).abs() < 1e-9, "{result}");

@@ -61,7 +61,9 @@ fn a_router_cycle_stops_at_the_default_ceiling_after_its_warning() {
     );
     // The ceiling ends the run when its 100th turn ends; a turn already
     // under way beside it (a and b both hear the cascade) still ends.
-    let done = result["stats"]["total"]["turns"].as_u64().unwrap_or_default();
+    let done = result["stats"]["total"]["turns"]
+        .as_u64()
+        .unwrap_or_default();
     assert!((100..=101).contains(&done), "{done} turns: {result}");
     assert!((100..=101).contains(&turns(&out)));
     // Said before the run starts, where a person watches it.
@@ -86,11 +88,19 @@ fn a_router_cycle_stops_at_the_default_ceiling_after_its_warning() {
 fn max_turns_sets_the_ceiling_and_unbounded_needs_a_stop_or_an_allowance() {
     let dir = tempfile::tempdir().expect("tempdir");
     write(dir.path(), "seven.yaml", &cycle("  max_turns: 7\n"));
-    let out = run(dir.path(), &["run", "--events", "jsonl", "seven.yaml", "go"]);
+    let out = run(
+        dir.path(),
+        &["run", "--events", "jsonl", "seven.yaml", "go"],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(result_line(&out)["status"], "stopped");
     assert!((7..=8).contains(&turns(&out)), "{}", turns(&out));
-    assert!(result_line(&out)["detail"].as_str().unwrap_or_default().starts_with("max_turns(7)"));
+    assert!(
+        result_line(&out)["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("max_turns(7)")
+    );
 
     write(dir.path(), "open.yaml", &cycle("  max_turns: unbounded\n"));
     for args in [&["validate", "open.yaml"][..], &["run", "open.yaml", "go"]] {
@@ -112,10 +122,16 @@ fn max_turns_sets_the_ceiling_and_unbounded_needs_a_stop_or_an_allowance() {
         "stopped.yaml",
         &cycle("  max_turns: unbounded\n  stop: max_messages(5)\n"),
     );
-    let out = run(dir.path(), &["run", "--events", "jsonl", "stopped.yaml", "go"]);
+    let out = run(
+        dir.path(),
+        &["run", "--events", "jsonl", "stopped.yaml", "go"],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(result_line(&out)["status"], "stopped");
-    let allowed = cycle("  max_turns: unbounded\n").replace("    output: [b]\n", "    output: [b]\n    allow_cycles: true\n");
+    let allowed = cycle("  max_turns: unbounded\n").replace(
+        "    output: [b]\n",
+        "    output: [b]\n    allow_cycles: true\n",
+    );
     write(dir.path(), "allowed.yaml", &allowed);
     let out = run(dir.path(), &["validate", "allowed.yaml"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -124,7 +140,10 @@ fn max_turns_sets_the_ceiling_and_unbounded_needs_a_stop_or_an_allowance() {
     let out = run(dir.path(), &["validate", "bad.yaml"]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("bad.yaml:13:14") && err.contains("`unbounded`"), "{err}");
+    assert!(
+        err.contains("bad.yaml:13:14") && err.contains("`unbounded`"),
+        "{err}"
+    );
 }
 
 /// Routes `user→a, a→b` and `extra` (one route), outputs `outputs`.
@@ -175,7 +194,10 @@ fn an_agent_no_route_targets_hears_everyone_and_is_warned_of() {
     let out = run(dir.path(), &["validate", "two.yaml"]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("adding `c` to the router's `output:`"), "{err}");
+    assert!(
+        err.contains("adding `c` to the router's `output:`"),
+        "{err}"
+    );
     assert!(!err.contains("cycle") && !err.contains(".output("), "{err}");
     // With `c` an output: a fan-out, nothing to warn of.
     write(dir.path(), "three.yaml", &three("{from: a, to: c}", "b, c"));

@@ -40,14 +40,18 @@ agents:
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(
-        err.contains(&format!("{at}warning: field `models.m.api_key_env`: model `m`: {said}")),
+        err.contains(&format!(
+            "{at}warning: field `models.m.api_key_env`: model `m`: {said}"
+        )),
         "{err}"
     );
     let out = run(&["run", "keyed.yaml", "hi"]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains(&format!("{at}field `models.m.api_key_env`: model `m`: {said}")),
+        err.contains(&format!(
+            "{at}field `models.m.api_key_env`: model `m`: {said}"
+        )),
         "{err}"
     );
 }

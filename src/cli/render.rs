@@ -555,7 +555,11 @@ fn handle(state: &Mutex<State>, event: &Event) {
             if *status == FinalStatus::Stopped
                 && let Some(why) = detail
             {
-                lines.push(paint(c, "33", &format!("  stopped by {}", one_line(why, 400))));
+                lines.push(paint(
+                    c,
+                    "33",
+                    &format!("  stopped by {}", one_line(why, 400)),
+                ));
             }
             print(&mut s, &lines);
         }

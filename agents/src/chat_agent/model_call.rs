@@ -103,4 +103,3 @@ async fn read_stream(
     }
     Ok(acc.finish())
 }
-

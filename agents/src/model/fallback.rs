@@ -173,9 +173,7 @@ impl FallbackModel {
                 Err(e) if RetryOn::of(&e).is_some() => {
                     tracing::warn!(model = model.model_name(), error = %e, "model failed; trying the next one");
                     self.rest(index, true);
-                    let next = order
-                        .get(place + 1)
-                        .and_then(|&i| self.models.get(i));
+                    let next = order.get(place + 1).and_then(|&i| self.models.get(i));
                     if let Some(next) = next {
                         observer.failover(model.model_name(), &e, next.as_ref());
                     }

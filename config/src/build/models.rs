@@ -51,10 +51,12 @@ impl<'a> Ctx<'a> {
         position: Position,
     ) -> Result<Arc<dyn ChatModel>, ConfigError> {
         let model = self.bare_model(model_name, user, script, position)?;
-        Ok(match pricing_of(model_name, self.model_spec(model_name)?)? {
-            Some(p) => Arc::new(PricedModel::new(model, p)),
-            None => model,
-        })
+        Ok(
+            match pricing_of(model_name, self.model_spec(model_name)?)? {
+                Some(p) => Arc::new(PricedModel::new(model, p)),
+                None => model,
+            },
+        )
     }
 
     /// [`Ctx::single_model`], unpriced.
@@ -240,9 +242,16 @@ fn scripted_reply(reply: &ReplyForm) -> ScriptedReply {
 
 /// The prices `pricing:` of model `model_name` gives, if any: amounts of
 /// at least 0.
-pub(super) fn pricing_of(model_name: &str, spec: &ModelSpec) -> Result<Option<Pricing>, ConfigError> {
+pub(super) fn pricing_of(
+    model_name: &str,
+    spec: &ModelSpec,
+) -> Result<Option<Pricing>, ConfigError> {
     match spec.pricing {
-        Some(p) if [p.input, p.output].iter().all(|x| x.is_finite() && *x >= 0.0) => {
+        Some(p)
+            if [p.input, p.output]
+                .iter()
+                .all(|x| x.is_finite() && *x >= 0.0) =>
+        {
             Ok(Some(Pricing::per_million(p.input, p.output)))
         }
         Some(p) => Err(build_error(format!(

@@ -40,7 +40,10 @@ impl Ctx<'_> {
         w: &WorkflowSpec,
         store: Option<&Store>,
     ) -> Result<Workflow, ConfigError> {
-        let stop = self.with_ceiling(w, stop_condition(w.stop.as_ref(), w.max_turns.and_then(TurnLimit::turns)));
+        let stop = self.with_ceiling(
+            w,
+            stop_condition(w.stop.as_ref(), w.max_turns.and_then(TurnLimit::turns)),
+        );
         let description = w
             .description
             .clone()
@@ -147,7 +150,10 @@ impl Ctx<'_> {
             at
         };
         let workflow = b.build().map_err(|e| {
-            self.invalid(&at, format!("workflow `{name}`: {}", yaml_advice(&e.to_string())))
+            self.invalid(
+                &at,
+                format!("workflow `{name}`: {}", yaml_advice(&e.to_string())),
+            )
         })?;
         if !has_graph
             && unstopped
@@ -241,7 +247,10 @@ fn yaml_advice(message: &str) -> String {
         let after = &rest[at + "with `.output(\"".len()..];
         match after.find("\")`") {
             Some(end) => {
-                out.push_str(&format!("by adding `{}` to the router's `output:`", &after[..end]));
+                out.push_str(&format!(
+                    "by adding `{}` to the router's `output:`",
+                    &after[..end]
+                ));
                 rest = &after[end + "\")`".len()..];
             }
             None => {

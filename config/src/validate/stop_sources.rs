@@ -9,7 +9,12 @@ use crate::schema::{StopForm, StopSpec};
 use crate::tree::FieldPath;
 
 /// Checks the sources named by the stop condition at `path`.
-pub(super) fn check_stop_sources(c: &mut Checker<'_>, names: &Defined, path: &FieldPath, s: &StopSpec) {
+pub(super) fn check_stop_sources(
+    c: &mut Checker<'_>,
+    names: &Defined,
+    path: &FieldPath,
+    s: &StopSpec,
+) {
     match &s.0 {
         StopForm::Expr(text) => {
             // An expression that does not parse is reported elsewhere.
@@ -25,7 +30,10 @@ pub(super) fn check_stop_sources(c: &mut Checker<'_>, names: &Defined, path: &Fi
             }
         }
         StopForm::Fields(f) => {
-            for (field, list) in [("source_match", &f.source_match), ("text_message", &f.text_message)] {
+            for (field, list) in [
+                ("source_match", &f.source_match),
+                ("text_message", &f.text_message),
+            ] {
                 for (i, name) in list.iter().flatten().enumerate() {
                     if !known(names, name) {
                         unknown(c, names, &path.key(field).index(i), name);

@@ -134,8 +134,17 @@ fn check_kind(c: &mut Checker<'_>, base: &FieldPath, w: &WorkflowSpec) {
 /// error already reported.
 fn kind_dropped(c: &Checker<'_>, base: &FieldPath) -> bool {
     [
-        "round_robin", "selector", "swarm", "sequential", "map_reduce", "magentic", "graph",
-        "steps", "plan", "router", "file",
+        "round_robin",
+        "selector",
+        "swarm",
+        "sequential",
+        "map_reduce",
+        "magentic",
+        "graph",
+        "steps",
+        "plan",
+        "router",
+        "file",
     ]
     .iter()
     .any(|k| c.was_removed(&base.key(*k)))

@@ -139,7 +139,9 @@ impl Parser {
             if self.depth >= MAX_DEPTH {
                 return Err(self.error(
                     start,
-                    format!("groups nested more than {MAX_DEPTH} deep; write the expression flatter"),
+                    format!(
+                        "groups nested more than {MAX_DEPTH} deep; write the expression flatter"
+                    ),
                 ));
             }
             self.depth += 1;

@@ -406,7 +406,11 @@ mod tests {
         assert!(ceiling.observe(Trigger::Turn).is_none());
         let r = ceiling.observe(Trigger::Turn).unwrap();
         assert_eq!(r.condition, "turn_ceiling(2)");
-        assert!(r.detail.contains("turn ceiling of 2; raise it"), "{}", r.detail);
+        assert!(
+            r.detail.contains("turn ceiling of 2; raise it"),
+            "{}",
+            r.detail
+        );
         assert!(t.observe(Trigger::External).is_none());
         h.stop();
         assert_eq!(t.observe(Trigger::External).unwrap().condition, "external");
