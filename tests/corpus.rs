@@ -12,6 +12,10 @@
 //! `troupe run`, which must refuse it the same way. Files under `include/`
 //! are nested by the cases, not cases themselves.
 //!
+//! `tests/corpus/trips/*.yaml` (the same header): configs that look valid
+//! but that `run` would trip on (issue 36); each one `validate` refuses
+//! at the field, naming the fix, and `run` the same way.
+//!
 //! `examples/configs/*.yaml` and `tests/corpus/valid/*.yaml`: `validate`
 //! exits 0, and then `run` (offline, scripted) does not fail for a config
 //! reason: `validate` exit 0 ⇒ `run` runs.
@@ -146,6 +150,40 @@ fn every_malformed_config_is_refused_with_a_located_error() {
         }
     }
     assert!(runs >= 60, "only {runs} runs");
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn every_config_run_would_trip_on_is_refused_by_validate() {
+    let source = root().join("tests/corpus/trips");
+    let dir = tempfile::tempdir().expect("tempdir");
+    copy_dir(&source, dir.path());
+    let cases = configs(dir.path());
+    assert!(cases.len() >= 60, "only {} cases", cases.len());
+    let mut failures = Vec::new();
+    for name in &cases {
+        let body = std::fs::read(dir.path().join(name)).expect("read a case");
+        let want = match expected(&String::from_utf8_lossy(&body)) {
+            Ok(w) => w,
+            Err(e) => {
+                failures.push(format!("{name}: bad header: {e}"));
+                continue;
+            }
+        };
+        let out = troupe(dir.path(), &["validate", name]);
+        failures.extend(judge(&format!("validate {name}"), &out, &want));
+        let out = troupe(
+            dir.path(),
+            &["run", "--offline", "--no-input", "--quiet", name, "a task"],
+        );
+        failures.extend(judge(&format!("run {name}"), &out, &want));
+    }
     assert!(
         failures.is_empty(),
         "{} of {} cases failed:\n{}",

@@ -69,6 +69,7 @@ mod error;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 mod json_schema;
+mod metered;
 pub mod model;
 mod structured;
 mod telemetry;
@@ -87,6 +88,7 @@ pub use chat_agent::{
 pub use context_policy::{ContextPolicy, DEFAULT_CONTEXT_WINDOW};
 pub use error::{BuildError, McpError, ModelError, NotWaiting, ToolError};
 pub use json_schema::{SchemaError, SchemaErrors, SchemaValidator};
+pub use metered::complete_metered;
 pub use model::{
     AnthropicClient, ChatDelta, ChatMessage, ChatModel, ChatRequest, ChatResponse, ChatStream,
     FinishReason, OpenAiClient, OpenAiResponsesClient, Pricing, ResponseFormat, RetryPolicy,

@@ -215,6 +215,23 @@ fn draw(c: &mut Chart, config: &Config, w: &WorkflowSpec, user: &str) {
                 }
             }
         }
+        // A router-only member that no route targets hears every sender
+        // (the router's default): one dashed edge from everyone, said.
+        if w.graph.is_none() {
+            let members = r.participants.clone().unwrap_or(members);
+            let everyone = members
+                .iter()
+                .map(|m| ref_id(m).to_string())
+                .filter(|m| !r.routes.iter().any(|route| &route.to == m))
+                .collect::<Vec<_>>();
+            if !everyone.is_empty() && !r.routes.is_empty() {
+                let all = c.node("everyone", "everyone", true);
+                for m in &everyone {
+                    let to = c.node(m, &label_of(m), false);
+                    c.edge(&all, &to, "hears everyone", true);
+                }
+            }
+        }
     }
 }
 

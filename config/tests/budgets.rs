@@ -128,11 +128,11 @@ async fn a_bad_price_or_budget_is_refused_naming_it() {
     assert!(e.to_string().contains("max_cost"), "{e}");
     let e = Config::parse(&yaml("\"max_cost(nothing)\"", "five"), "t.yaml").unwrap_err();
     assert!(e.to_string().contains("amount in USD"), "{e}");
+    // A price below zero is refused where it is written, before any build.
     let bad = yaml("{max_turns: 2}", "five").replace("input: 1.0", "input: -1.0");
-    let built = match Config::parse(&bad, "t.yaml") {
-        Ok(c) => c.build(&BuildOptions::default()).await.map(|_| ()),
-        Err(e) => panic!("{e}"),
-    };
-    let e = built.unwrap_err();
-    assert!(e.to_string().contains("pricing"), "{e}");
+    let e = Config::parse(&bad, "t.yaml").unwrap_err();
+    assert!(
+        e.to_string().contains("pricing.input`: -1 is not a price"),
+        "{e}"
+    );
 }

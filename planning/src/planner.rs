@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use troupe_agents::{ChatMessage, ChatModel, ChatRequest};
+use troupe_agents::{ChatMessage, ChatModel, ChatRequest, complete_metered};
 use troupe_runtime::{
     Agent, AgentError, BuildError, Content, Event, Message, ProgressRelay, Reply, RunContext,
     RunStatus, Thread, USER, Usage, Workflow,
@@ -185,6 +185,17 @@ impl PlanningAgent {
     /// Asks the model for a plan, showing it what was wrong with answers
     /// that cannot be used, and compiles the first that can.
     pub async fn plan(&self, thread: &Thread) -> Result<Planned, AgentError> {
+        self.plan_in(thread, None).await
+    }
+
+    /// [`PlanningAgent::plan`]; with `ctx`, each model call is one of that
+    /// turn's: its events at the turn's path, its usage and cost (at the
+    /// prices of the model that answered) in the turn's meter.
+    async fn plan_in(
+        &self,
+        thread: &Thread,
+        ctx: Option<&RunContext>,
+    ) -> Result<Planned, AgentError> {
         let mut messages = vec![ChatMessage::system(self.system_prompt())];
         messages.extend(self.conversation(thread));
         if messages.len() == 1 {
@@ -203,7 +214,10 @@ impl PlanningAgent {
         let mut usage = Usage::default();
         let mut last_problem = String::new();
         for attempt in 1..=self.max_attempts {
-            let response = self.model.complete(&request).await?;
+            let response = match ctx {
+                Some(ctx) => complete_metered(&*self.model, &request, ctx).await?,
+                None => self.model.complete(&request).await?,
+            };
             usage += response.usage.unwrap_or_default();
             let answer = response.text_content().to_string();
             match self.read(&answer) {
@@ -283,13 +297,10 @@ impl Agent for PlanningAgent {
             // A turn cut short: the same plan, its run as it last reported.
             Some(resumed) => resumed,
             None => {
-                let planned = self.plan(&thread).await?;
-                // The planning calls count with the run's spend (the plan's
-                // own run folds its spend into this turn's too).
-                ctx.record_model_call(planned.usage, None);
-                for _ in 1..planned.attempts {
-                    ctx.record_model_call(Usage::default(), None);
-                }
+                // The planning calls count with the run's spend, each as it
+                // is made (the plan's own run folds its spend into this
+                // turn's too).
+                let planned = self.plan_in(&thread, Some(&ctx)).await?;
                 // The plan's input is the conversation (not this agent's
                 // children or state): every step sees it as the task.
                 let input = Thread::from_messages(thread.messages().iter().map(|m| (**m).clone()));

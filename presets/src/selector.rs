@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use troupe_agents::{ChatMessage, ChatModel, ChatRequest};
+use troupe_agents::{ChatMessage, ChatModel, ChatRequest, complete_metered};
 use troupe_runtime::{
     Agent, AgentError, Condition, Event, Graph, Message, Reply, RouterBuilder, RunContext, Thread,
     Workflow,
@@ -371,11 +371,10 @@ impl SelectorAgent {
         }
         let mut last = String::new();
         for _ in 0..self.max_attempts {
-            let response = model
-                .complete(&ChatRequest::new(messages.clone()))
+            // Metered and priced as any agent's call: events, usage, cost.
+            let response = complete_metered(model, &ChatRequest::new(messages.clone()), ctx)
                 .await
                 .map_err(|e| AgentError::Model(e.to_string()).with_source(e))?;
-            ctx.record_model_call(response.usage.unwrap_or_default(), None);
             let answer = response.text_content().to_string();
             let found = parse_speaker(&answer, candidates);
             if let SpeakerMatch::One(one) = found {

@@ -33,7 +33,7 @@ fn build<S: AsRef<str>>(builder: RouterBuilder, participants: &[S]) -> Result<Ro
     plan.apply_inboxes(&builder.inboxes);
     let outputs = plan.outputs(&builder.outputs);
     plan.report_unknown();
-    let (configs, self_routes) = plan.resolve_inboxes();
+    let (configs, self_routes, unrouted) = plan.resolve_inboxes();
     let deliveries = Deliveries::new(&plan, &configs, &self_routes);
     plan.check_graph(&deliveries, &outputs);
     if !plan.problems.is_empty() {
@@ -41,7 +41,19 @@ fn build<S: AsRef<str>>(builder: RouterBuilder, participants: &[S]) -> Result<Ro
             problems: plan.problems,
         });
     }
-    let warnings = deliveries.cycles(&plan.names);
+    // With no route at all every participant hears everyone, as a group
+    // chat means to; beside routes that choose senders, it is worth
+    // saying.
+    let some_routed = unrouted.len() < plan.names.len();
+    let mut warnings: Vec<RouteWarning> = unrouted
+        .iter()
+        .filter(|_| some_routed)
+        .filter_map(|&i| plan.names.get(i))
+        .map(|agent| RouteWarning::HearsEveryone {
+            agent: agent.clone(),
+        })
+        .collect();
+    warnings.extend(deliveries.cycles(&plan.names, &unrouted));
     let (senders, targets) = deliveries.table();
     Ok(Router::from_inner(Inner {
         participants: plan.names,
@@ -259,12 +271,19 @@ impl Plan {
         );
     }
 
-    /// Each target's final inbox config and whether it takes its own messages.
-    fn resolve_inboxes(&mut self) -> (Vec<InboxConfig>, Vec<bool>) {
+    /// Each target's final inbox config and whether it takes its own
+    /// messages; and the participants no route names, which hear every
+    /// sender by default.
+    fn resolve_inboxes(&mut self) -> (Vec<InboxConfig>, Vec<bool>, Vec<usize>) {
         let rules = std::mem::take(&mut self.rules);
         let mut configs = Vec::with_capacity(rules.len());
         let mut self_routes = Vec::with_capacity(rules.len());
-        for (rules, target) in rules.into_iter().zip(&self.names) {
+        let mut unrouted = Vec::new();
+        for (i, (rules, target)) in rules.into_iter().zip(&self.names).enumerate() {
+            // A repeated name is reported; only its first holder counts.
+            if !rules.routed && self.index.get(target) == Some(&i) {
+                unrouted.push(i);
+            }
             let senders = if !rules.routed || rules.any {
                 SenderFilter::Any
             } else {
@@ -290,7 +309,7 @@ impl Plan {
             configs.push(config);
             self_routes.push(rules.self_route);
         }
-        (configs, self_routes)
+        (configs, self_routes, unrouted)
     }
 
     fn check_graph(&mut self, deliveries: &Deliveries, outputs: &[String]) {
@@ -427,17 +446,40 @@ impl Deliveries {
         self.lists.get(key).map_or(&[], Vec::as_slice)
     }
 
-    fn cycles(&self, names: &[String]) -> Vec<RouteWarning> {
+    /// The cycles of deliveries, each named for what makes it: the
+    /// routes alone, or the default of the `unrouted` participants
+    /// (who hear every sender) among its members.
+    fn cycles(&self, names: &[String], unrouted: &[usize]) -> Vec<RouteWarning> {
         // Only participants receive: entries' keys (`>= n`) are sources alone,
         // so no cycle passes through them.
         let participants = self.lists.get(..self.n).unwrap_or(&self.lists);
+        let mut hears_all = vec![false; self.n];
+        for &i in unrouted {
+            if let Some(h) = hears_all.get_mut(i) {
+                *h = true;
+            }
+        }
+        let named = |ids: &[usize]| -> Vec<String> {
+            ids.iter().filter_map(|&i| names.get(i).cloned()).collect()
+        };
         algo::cycles(participants)
             .into_iter()
-            .map(|component| RouteWarning::Cycle {
-                agents: component
-                    .into_iter()
-                    .filter_map(|i| names.get(i).cloned())
-                    .collect(),
+            .map(|component| {
+                let through: Vec<usize> = component
+                    .iter()
+                    .copied()
+                    .filter(|&i| hears_all.get(i).copied().unwrap_or(false))
+                    .collect();
+                if through.is_empty() {
+                    RouteWarning::Cycle {
+                        agents: named(&component),
+                    }
+                } else {
+                    RouteWarning::CycleThroughDefault {
+                        agents: named(&component),
+                        through: named(&through),
+                    }
+                }
             })
             .collect()
     }

@@ -127,6 +127,52 @@ pub enum RouteWarning {
         /// The participants in the cycle, in participant order.
         agents: Vec<String>,
     },
+
+    /// No route names this participant as its target, so its inbox
+    /// takes every sender's messages (the router's default): likely
+    /// unintended beside routes that choose the senders of the others.
+    #[error(
+        "agent {agent:?} is the target of no route, so it hears every sender (the router's default); add a route to it to choose whom it hears"
+    )]
+    HearsEveryone {
+        /// The participant.
+        agent: String,
+    },
+
+    /// A cycle as [`RouteWarning::Cycle`] that runs through participants
+    /// hearing everyone ([`RouteWarning::HearsEveryone`]): the routes
+    /// alone make no cycle; the default does.
+    #[error("{}", default_cycle(agents, through))]
+    CycleThroughDefault {
+        /// The participants in the cycle, in participant order.
+        agents: Vec<String>,
+        /// Those of them that hear every sender, in participant order.
+        through: Vec<String>,
+    },
+}
+
+fn quoted(agents: &[String]) -> String {
+    agents
+        .iter()
+        .map(|a| format!("{a:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn default_cycle(agents: &[String], through: &[String]) -> String {
+    let who = match through {
+        [one] => format!("{one:?}, which no route targets, hears"),
+        _ => format!("{}, which no route targets, hear", quoted(through)),
+    };
+    match agents {
+        [one] => format!(
+            "agent {one:?} hears its own messages: {who} every sender, itself included; messages can cascade without end"
+        ),
+        _ => format!(
+            "{} form a cycle through the router's default: {who} every sender; messages can cascade without end",
+            quoted(agents)
+        ),
+    }
 }
 
 fn cycle(agents: &[String]) -> String {

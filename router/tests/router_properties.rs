@@ -153,7 +153,11 @@ proptest! {
         let warnings: Vec<Vec<String>> = router
             .warnings()
             .iter()
-            .map(|RouteWarning::Cycle { agents }| agents.clone())
+            .filter_map(|w| match w {
+                RouteWarning::Cycle { agents }
+                | RouteWarning::CycleThroughDefault { agents, .. } => Some(agents.clone()),
+                _ => None,
+            })
             .collect();
         prop_assert_eq!(warnings, model_cycles(&spec));
     }

@@ -319,7 +319,7 @@ async fn validate(file: PathBuf, deny_warnings: bool) -> u8 {
 }
 
 /// `FILE:LINE:COL: warning: field `x`: message`.
-fn warning_line(d: &troupe::config::Diagnostic) -> String {
+pub(crate) fn warning_line(d: &troupe::config::Diagnostic) -> String {
     let mut line = format!(
         "{}:{}:{}: warning: ",
         d.file.display(),

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use troupe::{Content, Event, EventSink, Usage};
+use troupe::{Content, Event, EventSink, FinalStatus, Usage};
 
 const SPINNER: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
@@ -528,6 +528,7 @@ fn handle(state: &Mutex<State>, event: &Event) {
         }
         Event::RunFinished {
             status,
+            detail,
             usage,
             turns,
             elapsed_ms,
@@ -548,7 +549,19 @@ fn handle(state: &Mutex<State>, event: &Event) {
                     usage.total()
                 ),
             );
-            print(&mut s, &[line]);
+            // Why a stopped run stopped (a budget, a ceiling and how to
+            // raise it), under its end line.
+            let mut lines = vec![line];
+            if *status == FinalStatus::Stopped
+                && let Some(why) = detail
+            {
+                lines.push(paint(
+                    c,
+                    "33",
+                    &format!("  stopped by {}", one_line(why, 400)),
+                ));
+            }
+            print(&mut s, &lines);
         }
         _ => {}
     }

@@ -157,6 +157,13 @@ pub(crate) async fn run(args: RunArgs) -> u8 {
             return report(&e);
         }
     };
+    // What `troupe validate` would warn of (a cycle of routes, a model
+    // nothing uses), said once before the first turn.
+    if !args.output.quiet {
+        for w in &built.warnings {
+            eprintln!("{}", super::warning_line(w));
+        }
+    }
     if chatty {
         for note in &built.notes {
             eprintln!("{note}");

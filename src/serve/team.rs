@@ -106,6 +106,10 @@ async fn load(file: &Path, offline: bool) -> Result<Team, LoadError> {
         .build(&options)
         .await
         .map_err(|e| LoadError::config(&e))?;
+    // What `troupe validate` would warn of, said once as the team loads.
+    for w in &built.warnings {
+        eprintln!("{}", crate::cli::warning_line(w));
+    }
     let store = match &built.store {
         Some(s) => s.clone(),
         None => Store::open(StoreKind::Memory, None).map_err(|e| LoadError::config(&e))?,

@@ -281,19 +281,6 @@ impl ChatAgent {
         }
     }
 
-    /// Records a model call (its usage, and its cost when priced) in the
-    /// turn's meter, so it counts even if the turn then fails.
-    fn record_model_call(&self, ctx: &RunContext, usage: Option<Usage>) {
-        let usage = usage.unwrap_or_default();
-        ctx.record_model_call(usage, self.call_cost(usage));
-    }
-
-    /// What a call that used `usage` cost in USD, if the model is priced
-    /// (for the events that report a model call, too).
-    pub(crate) fn call_cost(&self, usage: Usage) -> Option<f64> {
-        self.pricing.map(|p| p.cost(usage))
-    }
-
     fn cancelled(&self) -> AgentError {
         AgentError::Cancelled
     }

@@ -2,29 +2,27 @@
 //! as it arrives — or whole; its attempts, retries and end as events; its
 //! usage estimated (and said to be) when the server gave none.
 
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
 use futures::StreamExt;
-use troupe_runtime::{AgentError, Event, RunContext, Usage};
+use troupe_runtime::{AgentError, Event, RunContext};
 
 use super::ChatAgent;
-use crate::context_policy::estimate_tokens;
 use crate::error::ModelError;
-use crate::model::{
-    CallObserver, ChatDelta, ChatMessage, ChatRequest, ChatResponse, StreamAccumulator,
-};
+use crate::metered::{CallEvents, estimate_usage};
+use crate::model::{ChatDelta, ChatRequest, ChatResponse, StreamAccumulator};
 
 impl ChatAgent {
     /// Asks the model, streaming when the agent says so or, unset, when
-    /// somebody listens to `ctx`'s events.
+    /// somebody listens to `ctx`'s events; records the call (its usage,
+    /// and its cost at the prices of the model that answered) in the
+    /// turn's meter, so it counts even if the turn then fails.
     pub(super) async fn call_model(
         &self,
         request: &ChatRequest,
         ctx: &RunContext,
     ) -> Result<ChatResponse, AgentError> {
         let streaming = self.streaming.unwrap_or_else(|| ctx.events_enabled());
-        let events = CallEvents::new(ctx, self.model.model_name());
+        let pricing = self.pricing.or_else(|| self.model.pricing());
+        let events = CallEvents::new(ctx, self.model.model_name(), pricing);
         let outcome = if streaming {
             Box::pin(read_stream(self, request, ctx, &events)).await
         } else {
@@ -36,8 +34,10 @@ impl ChatAgent {
                 if estimated {
                     response.usage = Some(estimate_usage(request, &response));
                 }
-                let cost = response.usage.and_then(|u| self.call_cost(u));
+                let usage = response.usage.unwrap_or_default();
+                let cost = events.cost(usage);
                 events.finished(response.usage, estimated, cost, None);
+                ctx.record_model_call(usage, cost);
                 Ok(response)
             }
             Err(e) => {
@@ -102,95 +102,4 @@ async fn read_stream(
         }
     }
     Ok(acc.finish())
-}
-
-/// Tokens of a call, roughly, when the server did not say: the request's
-/// messages and tools in, the answer out.
-fn estimate_usage(request: &ChatRequest, response: &ChatResponse) -> Usage {
-    let tools: usize = request
-        .tools
-        .iter()
-        .map(|t| (t.name.len() + t.description.len() + t.parameters.to_string().len()).div_ceil(4))
-        .sum();
-    let prompt: usize = request.messages.iter().map(estimate_tokens).sum::<usize>() + tools;
-    let answer = ChatMessage::Assistant {
-        content: response.content.clone(),
-        tool_calls: response.tool_calls.clone(),
-    };
-    Usage {
-        prompt_tokens: prompt as u64,
-        completion_tokens: estimate_tokens(&answer) as u64,
-    }
-}
-
-/// Turns what a call reports into events at the agent's path: an attempt
-/// starts, an attempt failed and is retried, the call ended.
-struct CallEvents<'a> {
-    ctx: &'a RunContext,
-    model: &'a str,
-    /// The attempt under way and when it started.
-    attempt: Mutex<(u32, Instant)>,
-}
-
-impl<'a> CallEvents<'a> {
-    fn new(ctx: &'a RunContext, model: &'a str) -> Self {
-        CallEvents {
-            ctx,
-            model,
-            attempt: Mutex::new((1, Instant::now())),
-        }
-    }
-
-    fn current(&self) -> (u32, Instant) {
-        *self.attempt.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn finished(
-        &self,
-        usage: Option<Usage>,
-        usage_estimated: bool,
-        cost: Option<f64>,
-        error: Option<String>,
-    ) {
-        let (attempt, started) = self.current();
-        self.ctx.emit_with(|| Event::ModelCallFinished {
-            path: self.ctx.path().clone(),
-            model: self.model.to_string(),
-            attempt,
-            latency_ms: started.elapsed().as_secs_f64() * 1000.0,
-            usage,
-            usage_estimated,
-            cost,
-            error,
-        });
-    }
-}
-
-impl CallObserver for CallEvents<'_> {
-    fn attempt_started(&self, attempt: u32) {
-        *self.attempt.lock().unwrap_or_else(|p| p.into_inner()) = (attempt, Instant::now());
-        self.ctx.emit_with(|| Event::ModelCallStarted {
-            path: self.ctx.path().clone(),
-            model: self.model.to_string(),
-            attempt,
-        });
-    }
-
-    fn retrying(&self, attempt: u32, delay: Duration, error: &ModelError) {
-        self.ctx.emit_with(|| Event::ModelCallRetry {
-            path: self.ctx.path().clone(),
-            model: self.model.to_string(),
-            attempt,
-            error: error.to_string(),
-            delay_ms: delay.as_secs_f64() * 1000.0,
-        });
-    }
-
-    fn waiting_for_capacity(&self, waited: Duration) {
-        self.ctx.emit_with(|| Event::ModelCallThrottled {
-            path: self.ctx.path().clone(),
-            model: self.model.to_string(),
-            waited_ms: waited.as_secs_f64() * 1000.0,
-        });
-    }
 }

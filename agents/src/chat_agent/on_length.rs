@@ -45,7 +45,6 @@ impl ChatAgent {
     ) -> Result<ChatResponse, AgentError> {
         // Each call counts, even when its answer is then refused as cut off.
         let response = self.call_model(request, ctx).await?;
-        self.record_model_call(ctx, response.usage);
         if response.finish_reason != FinishReason::Length {
             return Ok(response);
         }
@@ -76,7 +75,6 @@ impl ChatAgent {
                 .push(ChatMessage::assistant(std::mem::take(&mut part)));
             asked.messages.push(ChatMessage::user(CONTINUE_PROMPT));
             response = self.call_model(&asked, ctx).await?;
-            self.record_model_call(ctx, response.usage);
             part = response.content.take().unwrap_or_default();
             text.push_str(&part);
             usage = add(usage, response.usage);

@@ -146,18 +146,25 @@ impl FallbackModel {
     }
 
     /// Asks each model in turn with `call` until one answers or fails with
-    /// an error no other model would fix.
-    async fn first_answer<'a, T, F, Fut>(&'a self, mut call: F) -> Result<T, ModelError>
+    /// an error no other model would fix, telling `observer` of each
+    /// model that takes over from a failed one.
+    async fn first_answer<'a, T, F, Fut>(
+        &'a self,
+        observer: &dyn CallObserver,
+        mut call: F,
+    ) -> Result<T, ModelError>
     where
         F: FnMut(&'a Arc<dyn ChatModel>) -> Fut,
         Fut: std::future::Future<Output = Result<T, ModelError>>,
     {
         let mut tried = Vec::new();
         let mut last = None;
-        for index in self.order() {
+        let order = self.order();
+        for (place, &index) in order.iter().enumerate() {
             let Some(model) = self.models.get(index) else {
                 continue;
             };
+            observer.asking(model.as_ref());
             match call(model).await {
                 Ok(answer) => {
                     self.rest(index, false);
@@ -166,6 +173,10 @@ impl FallbackModel {
                 Err(e) if RetryOn::of(&e).is_some() => {
                     tracing::warn!(model = model.model_name(), error = %e, "model failed; trying the next one");
                     self.rest(index, true);
+                    let next = order.get(place + 1).and_then(|&i| self.models.get(i));
+                    if let Some(next) = next {
+                        observer.failover(model.model_name(), &e, next.as_ref());
+                    }
                     tried.push(format!("{}: {e}", model.model_name()));
                     last = Some(e);
                 }
@@ -194,6 +205,13 @@ impl ChatModel for FallbackModel {
         self.models.iter().filter_map(|m| m.context_window()).min()
     }
 
+    /// The first model's: the one that answers unless it fails (an
+    /// observed call learns of another taking over,
+    /// [`CallObserver::failover`]).
+    fn pricing(&self) -> Option<super::Pricing> {
+        self.models.first().and_then(|m| m.pricing())
+    }
+
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
         self.complete_observed(request, &NoObserver).await
     }
@@ -207,7 +225,7 @@ impl ChatModel for FallbackModel {
         request: &ChatRequest,
         observer: &dyn CallObserver,
     ) -> Result<ChatResponse, ModelError> {
-        self.first_answer(|m| m.complete_observed(request, observer))
+        self.first_answer(observer, |m| m.complete_observed(request, observer))
             .await
     }
 
@@ -218,7 +236,7 @@ impl ChatModel for FallbackModel {
         request: &ChatRequest,
         observer: &dyn CallObserver,
     ) -> Result<ChatStream, ModelError> {
-        self.first_answer(|m| m.stream_observed(request, observer))
+        self.first_answer(observer, |m| m.stream_observed(request, observer))
             .await
     }
 }

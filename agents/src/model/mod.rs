@@ -9,6 +9,7 @@ pub(crate) mod http;
 mod observer;
 mod openai;
 mod openai_wire;
+mod priced;
 mod pricing;
 mod rate_limit;
 mod responses;
@@ -36,6 +37,7 @@ pub use fallback::{Cooldowns, DEFAULT_COOLDOWN, FallbackModel};
 pub use http::{Dialect, HttpModel, HttpModelBuilder};
 pub use observer::{CallObserver, NoObserver};
 pub use openai::{DEFAULT_BASE_URL, OpenAiChat, OpenAiClient, OpenAiClientBuilder};
+pub use priced::PricedModel;
 pub use pricing::Pricing;
 pub use rate_limit::{LocalRateLimiter, Permit, RateLimit, RateLimiter, shared_limiter};
 pub use responses::{OpenAiResponses, OpenAiResponsesClient, OpenAiResponsesClientBuilder};
@@ -335,6 +337,14 @@ pub trait ChatModel: Send + Sync + 'static {
         None
     }
 
+    /// What the model's tokens cost, if it is priced ([`PricedModel`]);
+    /// by default unpriced. A fallback chain answers with its first
+    /// model's, and tells a call's observer whose prices apply when
+    /// another model takes over ([`CallObserver::failover`]).
+    fn pricing(&self) -> Option<Pricing> {
+        None
+    }
+
     /// Answers the request.
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError>;
 
@@ -380,6 +390,9 @@ impl<M: ChatModel + ?Sized> ChatModel for Arc<M> {
     }
     fn context_window(&self) -> Option<usize> {
         (**self).context_window()
+    }
+    fn pricing(&self) -> Option<Pricing> {
+        (**self).pricing()
     }
     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, ModelError> {
         (**self).complete(request).await

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use super::ChatModel;
 use crate::error::ModelError;
 
 /// Watches one model call ([`ChatModel::complete_observed`],
@@ -28,6 +29,20 @@ pub trait CallObserver: Send + Sync {
     /// `delay`.
     fn retrying(&self, attempt: u32, delay: Duration, error: &ModelError) {
         let _ = (attempt, delay, error);
+    }
+
+    /// A fallback chain asks `model` (its first, or the next after a
+    /// failure, or one whose betters are resting): what follows
+    /// (attempts, the answer, its price) is `model`'s.
+    fn asking(&self, model: &dyn ChatModel) {
+        let _ = model;
+    }
+
+    /// Model `failed` of a fallback chain failed for good with `error`,
+    /// and `next` takes the call over: what follows (attempts, the
+    /// answer, its price) is `next`'s.
+    fn failover(&self, failed: &str, error: &ModelError, next: &dyn ChatModel) {
+        let _ = (failed, error, next);
     }
 
     /// The call waited `waited` for the model's rate limit

@@ -49,22 +49,7 @@ impl Ctx<'_> {
             Position::Conversation,
         )?;
         let model_spec = self.model_spec(model_name)?;
-        let pricing = match model_spec.pricing {
-            Some(p)
-                if [p.input, p.output]
-                    .iter()
-                    .all(|x| x.is_finite() && *x >= 0.0) =>
-            {
-                Some(Pricing::per_million(p.input, p.output))
-            }
-            Some(p) => {
-                return Err(build_error(format!(
-                    "model `{model_name}`: `pricing` must be amounts in USD per million tokens of at least 0, not input {} and output {}",
-                    p.input, p.output
-                )));
-            }
-            None => None,
-        };
+        let pricing = super::models::pricing_of(model_name, model_spec)?;
         let tools = self.tools(name, spec).await?;
         let recipe = Arc::new(Recipe {
             name: name.to_string(),

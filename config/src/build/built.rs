@@ -34,8 +34,9 @@ pub struct Built {
     pub notes: Vec<String>,
     /// MCP connections (closed when dropped, or by [`Built::close`]).
     pub mcp: Vec<McpClient>,
-    /// What a check found that does not stop the run (router cycles),
-    /// collected when building with [`BuildOptions::check`].
+    /// What the build found that does not stop the run (router cycles,
+    /// models and agents nothing uses), as `troupe validate` prints them;
+    /// collected by every build, to run or to check.
     pub warnings: Vec<Diagnostic>,
 }
 
@@ -129,10 +130,10 @@ impl Config {
                     b.build().map_err(build_error)?
                 }
             };
-        if options.check {
-            let unused = ctx.unused();
-            ctx.warnings.extend(unused);
-        }
+        // Warnings are found building to run too: `troupe run` and
+        // `troupe serve` say them before the first turn.
+        let unused = ctx.unused();
+        ctx.warnings.extend(unused);
         Ok(Built {
             workflow,
             store,

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use troupe_agents::model::{
-    AnthropicMessages, Dialect, HttpModel, OpenAiChat, OpenAiResponses, Position,
+    AnthropicMessages, Dialect, HttpModel, OpenAiChat, OpenAiResponses, Position, PricedModel,
 };
-use troupe_agents::{ChatModel, ScriptedModel, ScriptedReply};
+use troupe_agents::{ChatModel, Pricing, ScriptedModel, ScriptedReply};
 
 use super::ctx::{Ctx, build_error};
 use crate::error::ConfigError;
@@ -40,8 +40,27 @@ impl<'a> Ctx<'a> {
 
     /// One model for `user` (an agent or the selector), its fallbacks
     /// aside: a client, or a script (the agent's own, else the model's)
-    /// whose replies go by `position`.
+    /// whose replies go by `position`; priced when it has `pricing:`, so
+    /// whoever calls it (an agent, a manager, a selector, a planner) can
+    /// say what each call cost.
     pub(super) fn single_model(
+        &mut self,
+        model_name: &str,
+        user: &str,
+        script: Option<&Vec<ReplySpec>>,
+        position: Position,
+    ) -> Result<Arc<dyn ChatModel>, ConfigError> {
+        let model = self.bare_model(model_name, user, script, position)?;
+        Ok(
+            match pricing_of(model_name, self.model_spec(model_name)?)? {
+                Some(p) => Arc::new(PricedModel::new(model, p)),
+                None => model,
+            },
+        )
+    }
+
+    /// [`Ctx::single_model`], unpriced.
+    fn bare_model(
         &mut self,
         model_name: &str,
         user: &str,
@@ -137,8 +156,25 @@ impl<'a> Ctx<'a> {
             b = b.base_url(u.clone());
         }
         let key_var = spec.api_key_env.as_deref().unwrap_or(defaults.key_env);
-        if let Some(key) = self.env(key_var).filter(|k| !k.is_empty()) {
-            b = b.api_key(key);
+        match self.env(key_var).filter(|k| !k.is_empty()) {
+            Some(key) => b = b.api_key(key),
+            // A variable named on purpose that holds nothing: the requests
+            // would go without a key. Checking warns (it may be set where
+            // the config runs); running refuses.
+            None if spec.api_key_env.is_some() && !key_in_headers(spec) => {
+                let field = at.key("api_key_env");
+                let message = format!(
+                    "{what}: `api_key_env` names `{key_var}`, which is not set: its requests would go without a key; set `{key_var}`, or remove `api_key_env` for a server that takes none"
+                );
+                if !self.options.check {
+                    return Err(self.invalid(&field, message));
+                }
+                let d = self.config.locate(&field, message);
+                if !self.warnings.contains(&d) {
+                    self.warnings.push(d);
+                }
+            }
+            None => {}
         }
         for (k, v) in &spec.headers {
             b = b.header(
@@ -202,4 +238,36 @@ fn scripted_reply(reply: &ReplyForm) -> ScriptedReply {
         ReplyForm::Structured(v) => ScriptedReply::structured(v.clone()),
         ReplyForm::Error(e) => ScriptedReply::error(e.clone()),
     }
+}
+
+/// The prices `pricing:` of model `model_name` gives, if any: amounts of
+/// at least 0.
+pub(super) fn pricing_of(
+    model_name: &str,
+    spec: &ModelSpec,
+) -> Result<Option<Pricing>, ConfigError> {
+    match spec.pricing {
+        Some(p)
+            if [p.input, p.output]
+                .iter()
+                .all(|x| x.is_finite() && *x >= 0.0) =>
+        {
+            Ok(Some(Pricing::per_million(p.input, p.output)))
+        }
+        Some(p) => Err(build_error(format!(
+            "model `{model_name}`: `pricing` must be amounts in USD per million tokens of at least 0, not input {} and output {}",
+            p.input, p.output
+        ))),
+        None => Ok(None),
+    }
+}
+
+/// Whether one of the model's headers carries a credential (Azure's
+/// `api-key`, `x-api-key`, `Authorization`, a token): then no key from
+/// `api_key_env` is needed.
+fn key_in_headers(spec: &ModelSpec) -> bool {
+    spec.headers.keys().any(|name| {
+        let name = name.to_ascii_lowercase();
+        name == "authorization" || name.contains("key") || name.contains("token")
+    })
 }

@@ -47,7 +47,7 @@ impl Ctx<'_> {
                 ScopeMode::AllEarlier => ResultScope::AllEarlier,
             });
         }
-        if let Some(s) = stop {
+        if let Some(s) = stop.clone() {
             options = options.stop_condition(s);
         }
         if let Some(n) = max_concurrency {
@@ -86,11 +86,13 @@ impl Ctx<'_> {
                 b = b.instructions(i.clone());
             }
             let agent = b.build().map_err(|e| failed(&e))?;
-            return Workflow::builder()
-                .name(name)
-                .participant(agent)
-                .build()
-                .map_err(|e| failed(&e));
+            // The planner's turn holds its planning calls and the plan's
+            // run: judged at its end, a budget counts them all.
+            let mut w = Workflow::builder().name(name).participant(agent);
+            if let Some(s) = stop {
+                w = w.stop_condition(s);
+            }
+            return w.build().map_err(|e| failed(&e));
         }
         let compiled = if let Some(text) = &plan.text {
             let graph = PlanGraph::parse(text).map_err(|e| failed(&e))?;

@@ -10,7 +10,7 @@ use super::stop::stop_condition;
 use super::store::Store;
 use crate::error::ConfigError;
 use crate::plan::Plan;
-use crate::schema::WorkflowSpec;
+use crate::schema::{TurnLimit, WorkflowSpec};
 use crate::tree::FieldPath;
 
 impl Ctx<'_> {
@@ -40,7 +40,10 @@ impl Ctx<'_> {
         w: &WorkflowSpec,
         store: Option<&Store>,
     ) -> Result<Workflow, ConfigError> {
-        let stop = stop_condition(w.stop.as_ref(), w.max_turns);
+        let stop = self.with_ceiling(
+            w,
+            stop_condition(w.stop.as_ref(), w.max_turns.and_then(TurnLimit::turns)),
+        );
         let description = w
             .description
             .clone()
@@ -127,6 +130,7 @@ impl Ctx<'_> {
         for (group, members) in &w.shared_threads {
             b = b.shared_thread(group.clone(), members.clone());
         }
+        let unstopped = stop.is_none();
         if let Some(s) = stop {
             b = b.stop_condition(s);
         }
@@ -145,13 +149,31 @@ impl Ctx<'_> {
         } else {
             at
         };
-        let workflow = b
-            .build()
-            .map_err(|e| self.invalid(&at, format!("workflow `{name}`: {e}")))?;
+        let workflow = b.build().map_err(|e| {
+            self.invalid(
+                &at,
+                format!("workflow `{name}`: {}", yaml_advice(&e.to_string())),
+            )
+        })?;
+        if !has_graph
+            && unstopped
+            && w.router.as_ref().is_some_and(|r| !r.allow_cycles)
+            && let Some(cycle) = workflow
+                .warnings()
+                .into_iter()
+                .find(|w| w.contains("cascade without end"))
+        {
+            return Err(self.invalid(
+                &at,
+                format!(
+                    "workflow `{name}`: {cycle}, and nothing stops the run (no `stop:`, budget or turn ceiling: `max_turns: unbounded`); add `stop:` or `max_turns: N` to the workflow, or `allow_cycles: true` to the router to let it run unbounded"
+                ),
+            ));
+        }
         // Routes that form a cycle can cascade only where inboxes decide
         // who runs: with a graph (or steps), the graph does, and its loops
         // are checked for an exit already.
-        if self.options.check && !has_graph {
+        if !has_graph {
             for warning in workflow.warnings() {
                 let d = self
                     .config
@@ -160,6 +182,29 @@ impl Ctx<'_> {
             }
         }
         Ok(workflow)
+    }
+
+    /// `stop` with the default turn ceiling of `w`'s kind added, when
+    /// `max_turns:` is not written and `stop` bounds no turns already.
+    fn with_ceiling(&self, w: &WorkflowSpec, stop: Option<StopCondition>) -> Option<StopCondition> {
+        if w.max_turns.is_some() || stop.as_ref().is_some_and(StopCondition::bounds_turns) {
+            return stop;
+        }
+        let Some(turns) = w.default_turn_ceiling() else {
+            return stop;
+        };
+        let kind = w.ceiling_kind().unwrap_or("workflow");
+        let at = self.field_of(w);
+        let ceiling = StopCondition::turn_ceiling(
+            turns,
+            format!(
+                "the default for a `{kind}` workflow; raise it with `max_turns: N` on `{at}` (or `max_turns: unbounded` for none)"
+            ),
+        );
+        Some(match stop {
+            Some(s) => s | ceiling,
+            None => ceiling,
+        })
     }
 
     /// Where workflow section `w` is written: `workflow`, or
@@ -189,5 +234,47 @@ impl Ctx<'_> {
             b = b.checkpoint_every(n);
         }
         b
+    }
+}
+
+/// A router's message as a YAML user acts on it: the builder call it
+/// advises (`.output("c")`) said as the config's field.
+fn yaml_advice(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find("with `.output(\"") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + "with `.output(\"".len()..];
+        match after.find("\")`") {
+            Some(end) => {
+                out.push_str(&format!(
+                    "by adding `{}` to the router's `output:`",
+                    &after[..end]
+                ));
+                rest = &after[end + "\")`".len()..];
+            }
+            None => {
+                out.push_str(&rest[at..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::yaml_advice;
+
+    #[test]
+    fn a_router_error_advises_the_yaml_field() {
+        let said = yaml_advice(
+            "agent \"c\" reaches nobody: no inbox accepts its messages; add a route from it, or declare it a result with `.output(\"c\")`",
+        );
+        assert!(
+            said.ends_with("declare it a result by adding `c` to the router's `output:`"),
+            "{said}"
+        );
     }
 }

@@ -11,6 +11,7 @@
 
 mod a2a;
 mod agents;
+mod ceiling;
 mod checkpoint;
 mod conditions;
 mod context;
@@ -33,6 +34,7 @@ mod workflow;
 
 pub use a2a::A2aSpec;
 pub use agents::{AgentSpec, UserSpec};
+pub use ceiling::{TurnLimit, UnboundedWord, default_turn_ceiling};
 pub use checkpoint::{CheckpointSpec, DurabilitySpec, SaveErrorsSpec, StoreKind};
 pub use conditions::{ConditionForm, ConditionSpec, FieldSpec};
 pub use context::ContextSpec;

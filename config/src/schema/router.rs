@@ -66,6 +66,12 @@ pub struct RouterSpec {
     /// Participants whose messages are results of the workflow.
     #[serde(default)]
     pub output: Vec<String>,
+    /// Lets routes that form a cycle run with no stop condition, budget
+    /// or turn ceiling (`max_turns: unbounded` and no `stop:`): without
+    /// it, such a router is refused, since its messages could cascade
+    /// for ever.
+    #[serde(default)]
+    pub allow_cycles: bool,
 }
 
 impl RouterSpec {

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::ceiling::{TurnLimit, default_turn_ceiling};
 use super::graph::GraphSpec;
 use super::magentic::MagenticSpec;
 use super::plan::PlanSectionSpec;
@@ -69,9 +70,12 @@ pub struct WorkflowSpec {
     /// When the run stops.
     #[serde(default)]
     pub stop: Option<StopSpec>,
-    /// Stop after this many agent turns (shorthand for `stop.max_turns`).
+    /// The run's turn ceiling: stop after this many agent turns, or
+    /// `unbounded` for none. Unwritten, the kind's default applies (100
+    /// for a router, `round_robin`, `selector` and `swarm`; 1000 for
+    /// `sequential`, `map_reduce`, `graph`, `steps` and `plan`).
     #[serde(default)]
-    pub max_turns: Option<u64>,
+    pub max_turns: Option<TurnLimit>,
     /// At most this many turns at once (router and dataflow runs).
     #[serde(default)]
     pub max_concurrency: Option<usize>,
@@ -113,8 +117,24 @@ impl WorkflowSpec {
             || self.magentic.is_some()
     }
 
-    /// Whether it has a stop condition (`stop:` or `max_turns:`).
+    /// Whether it has a stop condition (`stop:` or a number of
+    /// `max_turns:`).
     pub fn has_stop(&self) -> bool {
-        self.stop.is_some() || self.max_turns.is_some()
+        self.stop.is_some() || self.max_turns.and_then(TurnLimit::turns).is_some()
+    }
+
+    /// The kind whose default turn ceiling applies: the first of
+    /// [`WorkflowSpec::kinds`], or `router` for a router alone.
+    pub fn ceiling_kind(&self) -> Option<&'static str> {
+        match self.kinds().first() {
+            Some(k) => Some(*k),
+            None => self.router.is_some().then_some("router"),
+        }
+    }
+
+    /// The default turn ceiling that applies when `max_turns:` is not
+    /// written ([`default_turn_ceiling`] of its kind).
+    pub fn default_turn_ceiling(&self) -> Option<u64> {
+        self.ceiling_kind().and_then(default_turn_ceiling)
     }
 }

@@ -71,6 +71,13 @@ pub(super) fn check_agent(
         super::context::check_context(c, &base.key("context"), context);
     }
     if let Some(script) = &agent.script {
+        if script.is_empty() {
+            c.value_error(
+                &base.key("script"),
+                "an empty script answers nothing",
+                Some("at least one reply (or no `script:`, to use the model's `replies`)".into()),
+            );
+        }
         check_script(c, &base.key("script"), script, Some(&agent.tools));
     }
     for (i, target) in agent.handoffs.iter().enumerate() {

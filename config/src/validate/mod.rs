@@ -18,6 +18,7 @@ mod humans;
 mod loops;
 mod magentic;
 mod model_limits;
+mod model_wire;
 mod models;
 mod participants;
 mod plan;
@@ -27,6 +28,7 @@ mod router;
 mod serve;
 mod steps;
 mod stop;
+mod stop_sources;
 mod teams;
 mod tools;
 mod workflows;
@@ -70,6 +72,7 @@ pub(crate) fn check(
     for (name, model) in &spec.models {
         check_model(&mut c, name, model);
         model_limits::check_model_limits(&mut c, &names, name, model);
+        model_wire::check_model_wire(&mut c, spec, name, model);
     }
 
     // Every id a template may name: steps, graph nodes, participants.

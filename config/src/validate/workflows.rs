@@ -8,6 +8,7 @@ use super::plan::check_plan;
 use super::router::check_router;
 use super::steps::check_steps;
 use super::stop::check_stop;
+use super::stop_sources::check_stop_sources;
 use super::teams::check_teams;
 use crate::schema::{ConfigFile, WorkflowSpec};
 use crate::tree::FieldPath;
@@ -26,7 +27,7 @@ pub(super) fn check_workflow(
     if w.max_loop_iterations == Some(0) {
         at_least_one(c, &base.key("max_loop_iterations"));
     }
-    if w.max_turns == Some(0) {
+    if w.max_turns.and_then(|t| t.turns()) == Some(0) {
         at_least_one(c, &base.key("max_turns"));
     }
     if w.max_concurrency == Some(0) {
@@ -37,6 +38,7 @@ pub(super) fn check_workflow(
     }
     if let Some(stop) = &w.stop {
         check_stop(c, &base.key("stop"), stop);
+        check_stop_sources(c, names, &base.key("stop"), stop);
     }
 
     let mut participants: Vec<String> = Vec::new();
@@ -85,7 +87,11 @@ pub(super) fn check_workflow(
 fn check_kind(c: &mut Checker<'_>, base: &FieldPath, w: &WorkflowSpec) {
     let found = w.kinds();
     match found.as_slice() {
-        [] if w.router.is_none() => c.error(base, "a workflow needs a kind", Some(KINDS.into())),
+        // A kind dropped for an error of its own (`magentic:` without
+        // `model`) was given: that error says what is wrong.
+        [] if w.router.is_none() && !kind_dropped(c, base) => {
+            c.error(base, "a workflow needs a kind", Some(KINDS.into()))
+        }
         [] | [_] => {}
         [_, second, ..] => c.error(
             &base.key(*second),
@@ -122,4 +128,24 @@ fn check_kind(c: &mut Checker<'_>, base: &FieldPath, w: &WorkflowSpec) {
             }
         }
     }
+}
+
+/// Whether a kind written in the workflow at `base` was dropped for an
+/// error already reported.
+fn kind_dropped(c: &Checker<'_>, base: &FieldPath) -> bool {
+    [
+        "round_robin",
+        "selector",
+        "swarm",
+        "sequential",
+        "map_reduce",
+        "magentic",
+        "graph",
+        "steps",
+        "plan",
+        "router",
+        "file",
+    ]
+    .iter()
+    .any(|k| c.was_removed(&base.key(*k)))
 }

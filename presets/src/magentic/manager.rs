@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
-use troupe_agents::{ChatMessage, ChatModel, ChatRequest, StructuredOutput};
+use troupe_agents::{ChatMessage, ChatModel, ChatRequest, StructuredOutput, complete_metered};
 use troupe_runtime::{
     Agent, AgentError, Event, LedgerKind, Message, Reply, RunContext, Thread, USER,
 };
@@ -445,14 +445,10 @@ impl Turn<'_> {
     }
 
     async fn call(&self, request: ChatRequest) -> Result<String, AgentError> {
-        let response = self
-            .m
-            .model
-            .complete(&request)
+        // Metered and priced as any agent's call: events, usage, cost.
+        let response = complete_metered(&*self.m.model, &request, self.ctx)
             .await
             .map_err(|e| AgentError::Model(e.to_string()).with_source(e))?;
-        self.ctx
-            .record_model_call(response.usage.unwrap_or_default(), None);
         Ok(response.text_content().to_string())
     }
 

@@ -117,11 +117,16 @@ fn a_self_route_must_be_explicit() {
     assert_eq!(router.targets("a"), [0, 1]);
     assert!(router.accepts(0, "a"));
     assert!(!router.accepts(1, "b"));
+    // `b` is no route's target: it hears `a`, and `a` hears anyone.
     assert_eq!(
         router.warnings(),
-        [RouteWarning::Cycle {
-            agents: vec!["a".into(), "b".into()]
-        }]
+        [
+            RouteWarning::HearsEveryone { agent: "b".into() },
+            RouteWarning::CycleThroughDefault {
+                agents: vec!["a".into(), "b".into()],
+                through: vec!["b".into()],
+            }
+        ]
     );
 }
 
@@ -154,10 +159,12 @@ fn self_route_alone_is_a_warning_and_reaches_nobody_else() {
 #[test]
 fn broadcast_and_chains() {
     let router = build(Router::builder(), &["a", "b", "c"]);
+    // With no route, everyone hears everyone: the default's cycle.
     assert_eq!(
         router.warnings(),
-        [RouteWarning::Cycle {
-            agents: vec!["a".into(), "b".into(), "c".into()]
+        [RouteWarning::CycleThroughDefault {
+            agents: vec!["a".into(), "b".into(), "c".into()],
+            through: vec!["a".into(), "b".into(), "c".into()],
         }]
     );
     let chain = build(
@@ -523,4 +530,52 @@ fn router_is_shareable() {
     fn assert_traits<T: Clone + fmt::Debug + Send + Sync + 'static>() {}
     assert_traits::<Router>();
     assert_traits::<RouterBuilder>();
+}
+
+/// An agent no route targets hears every sender: said, and a cycle it
+/// makes is said to be the default's, not the routes'.
+#[test]
+fn the_default_of_hearing_everyone_is_warned_of_and_its_cycles_named() {
+    // user→a, a→b, c→b, output b: `c` hears everyone, so b ⇄ c.
+    let router = build(
+        Router::builder()
+            .add_route("user", "a")
+            .add_route("a", "b")
+            .add_route("c", "b")
+            .output("b"),
+        &["a", "b", "c"],
+    );
+    assert_eq!(
+        router.warnings(),
+        [
+            RouteWarning::HearsEveryone { agent: "c".into() },
+            RouteWarning::CycleThroughDefault {
+                agents: vec!["b".into(), "c".into()],
+                through: vec!["c".into()],
+            }
+        ]
+    );
+    let text = router.warnings()[1].to_string();
+    assert!(text.contains("through the router's default"), "{text}");
+    // user→a, a→b, a→c, outputs b and c: a chain, no cycle, no default.
+    let router = build(
+        Router::builder()
+            .add_route("user", "a")
+            .add_route("a", "b")
+            .add_route("a", "c")
+            .output("b")
+            .output("c"),
+        &["a", "b", "c"],
+    );
+    assert!(router.warnings().is_empty(), "{:?}", router.warnings());
+    // No route at all: everyone hears everyone, as a group chat means.
+    let open = build(Router::builder().output("b"), &["a", "b"]);
+    assert!(
+        !open
+            .warnings()
+            .iter()
+            .any(|w| matches!(w, RouteWarning::HearsEveryone { .. })),
+        "{:?}",
+        open.warnings()
+    );
 }

@@ -214,6 +214,16 @@ impl fmt::Display for Event {
                 "  ↻ {path}: {model} attempt {attempt} failed ({}); retrying in {delay_ms:.0} ms",
                 excerpt(error, 160)
             ),
+            Event::ModelFailover {
+                path,
+                model,
+                error,
+                next,
+            } => write!(
+                f,
+                "  ⇢ {path}: {model} failed ({}); {next} takes over",
+                excerpt(error, 160)
+            ),
             Event::ToolCallStarted {
                 path,
                 call_id,

@@ -303,6 +303,19 @@ pub enum Event {
         /// The wait before the next attempt, in milliseconds.
         delay_ms: f64,
     },
+    /// A model of a fallback chain failed for good (after its own
+    /// retries) and the next model of the chain takes the call over: the
+    /// call's later events name that one, the model that answers.
+    ModelFailover {
+        /// The agent's path.
+        path: Arc<str>,
+        /// The model that failed.
+        model: String,
+        /// Why it failed.
+        error: String,
+        /// The model that takes the call over.
+        next: String,
+    },
     /// A tool call began (a handoff or a question to the user is not a
     /// tool call). [`Event::ToolCall`] carries the call's arguments.
     ToolCallStarted {
@@ -372,6 +385,7 @@ impl Event {
             | Event::ModelCallStarted { path, .. }
             | Event::ModelCallFinished { path, .. }
             | Event::ModelCallRetry { path, .. }
+            | Event::ModelFailover { path, .. }
             | Event::ToolCallStarted { path, .. }
             | Event::ToolCallFinished { path, .. }
             | Event::ModelCallThrottled { path, .. } => path,

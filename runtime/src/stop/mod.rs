@@ -112,6 +112,17 @@ pub enum StopCondition {
     CompletionTokens(u64),
     /// After this many agent turns.
     MaxTurns(u64),
+    /// A ceiling on the run's turns that the caller did not write as a
+    /// stop condition (a default, such as the config's per-kind turn
+    /// ceiling): after `turns` agent turns, with a reason that says so
+    /// and how to raise it (`advice`).
+    TurnCeiling {
+        /// The most turns the run takes.
+        turns: u64,
+        /// How to raise the ceiling, said in the reason
+        /// (`raise it with max_turns: N`).
+        advice: String,
+    },
     /// A budget: when the run's model calls have cost this many USD
     /// (priced models only: `pricing:`), counted as turns end.
     MaxCost(f64),
@@ -193,6 +204,24 @@ impl StopCondition {
     /// Stop after `n` turns.
     pub fn max_turns(n: u64) -> Self {
         StopCondition::MaxTurns(n)
+    }
+    /// Stop after `turns` turns as a ceiling the caller did not choose,
+    /// the reason naming it and saying how to raise it (`advice`).
+    pub fn turn_ceiling(turns: u64, advice: impl Into<String>) -> Self {
+        StopCondition::TurnCeiling {
+            turns,
+            advice: advice.into(),
+        }
+    }
+    /// Whether the condition bounds the run's turns anywhere
+    /// (`max_turns` or a ceiling), alone or as one of several.
+    pub fn bounds_turns(&self) -> bool {
+        match self {
+            StopCondition::MaxTurns(_) | StopCondition::TurnCeiling { .. } => true,
+            StopCondition::Any(v) => v.iter().any(Self::bounds_turns),
+            StopCondition::All(v) => v.iter().all(Self::bounds_turns),
+            _ => false,
+        }
     }
     /// Stop once the model calls have cost `usd` (a budget).
     pub fn max_cost(usd: f64) -> Self {
@@ -304,6 +333,7 @@ impl fmt::Display for StopCondition {
             StopCondition::PromptTokens(n) => write!(f, "prompt_tokens({n})"),
             StopCondition::CompletionTokens(n) => write!(f, "completion_tokens({n})"),
             StopCondition::MaxTurns(n) => write!(f, "max_turns({n})"),
+            StopCondition::TurnCeiling { turns, .. } => write!(f, "turn_ceiling({turns})"),
             StopCondition::MaxCost(usd) => write!(f, "max_cost({usd})"),
             StopCondition::MaxModelCalls(n) => write!(f, "max_model_calls({n})"),
             StopCondition::MaxToolCalls(n) => write!(f, "max_tool_calls({n})"),

@@ -53,6 +53,7 @@ impl StopCondition {
         let mut p = Parser {
             chars: text.chars().collect(),
             at: 0,
+            depth: 0,
         };
         let c = p.any()?;
         p.skip_ws();
@@ -73,7 +74,13 @@ impl FromStr for StopCondition {
 struct Parser {
     chars: Vec<char>,
     at: usize,
+    /// Groups open around the current position.
+    depth: usize,
 }
+
+/// How deeply groups may nest: far beyond what a person writes, far
+/// below what would exhaust the stack.
+const MAX_DEPTH: usize = 64;
 
 /// One argument: its text and where it starts.
 struct Arg {
@@ -129,8 +136,19 @@ impl Parser {
         self.skip_ws();
         let start = self.at;
         if self.eat('(') {
+            if self.depth >= MAX_DEPTH {
+                return Err(self.error(
+                    start,
+                    format!(
+                        "groups nested more than {MAX_DEPTH} deep; write the expression flatter"
+                    ),
+                ));
+            }
+            self.depth += 1;
             // Regrouping `|` inside `|` (or `&` inside `&`) means the same.
-            let inner = self.any()?;
+            let inner = self.any();
+            self.depth -= 1;
+            let inner = inner?;
             if !self.eat(')') {
                 return Err(self.error(self.at, "expected `)` closing the group"));
             }
@@ -469,6 +487,16 @@ mod tests {
         );
         let c = StopCondition::parse("(max_turns(1) | max_turns(2)) & stop_message").unwrap();
         assert!(matches!(c, StopCondition::All(ref v) if v.len() == 2));
+    }
+
+    #[test]
+    fn groups_nest_only_so_deep() {
+        let deep = format!("{}max_turns(1){}", "(".repeat(7000), ")".repeat(7000));
+        let e = StopCondition::parse(&deep).unwrap_err();
+        assert_eq!(e.offset, MAX_DEPTH);
+        assert!(e.message.contains("nested more than 64 deep"), "{e}");
+        let fine = format!("{}max_turns(1){}", "(".repeat(60), ")".repeat(60));
+        assert!(StopCondition::parse(&fine).is_ok());
     }
 
     #[test]

@@ -183,6 +183,14 @@ fn eval(
         StopCondition::MaxTurns(n) => (c.turns >= *n)
             .then(|| reason(format!("{} turns", c.turns)))
             .flatten(),
+        StopCondition::TurnCeiling { turns, advice } => (c.turns >= *turns)
+            .then(|| {
+                reason(format!(
+                    "{} turns: the run reached its turn ceiling of {turns}; {advice}",
+                    c.turns
+                ))
+            })
+            .flatten(),
         StopCondition::TokenBudget(n) => (c.tokens >= *n)
             .then(|| reason(format!("budget: {} tokens spent ≥ {n}", c.tokens)))
             .flatten(),
@@ -394,6 +402,15 @@ mod tests {
 
         let h = StopHandle::new();
         let mut t = StopTracker::new(StopCondition::external(&h) | StopCondition::max_turns(9));
+        let mut ceiling = StopTracker::new(StopCondition::turn_ceiling(2, "raise it"));
+        assert!(ceiling.observe(Trigger::Turn).is_none());
+        let r = ceiling.observe(Trigger::Turn).unwrap();
+        assert_eq!(r.condition, "turn_ceiling(2)");
+        assert!(
+            r.detail.contains("turn ceiling of 2; raise it"),
+            "{}",
+            r.detail
+        );
         assert!(t.observe(Trigger::External).is_none());
         h.stop();
         assert_eq!(t.observe(Trigger::External).unwrap().condition, "external");

@@ -344,11 +344,11 @@ impl WorkflowBuilder {
 /// run would stop before its first turn, which is never what was meant.
 fn refuse_zero_limits(stop: &StopCondition) -> Result<(), BuildError> {
     match stop {
-        StopCondition::MaxMessages(0) | StopCondition::MaxTurns(0) => {
-            Err(BuildError::ZeroStopLimit {
-                condition: stop.to_string(),
-            })
-        }
+        StopCondition::MaxMessages(0)
+        | StopCondition::MaxTurns(0)
+        | StopCondition::TurnCeiling { turns: 0, .. } => Err(BuildError::ZeroStopLimit {
+            condition: stop.to_string(),
+        }),
         StopCondition::Any(all) | StopCondition::All(all) => {
             all.iter().try_for_each(refuse_zero_limits)
         }
