@@ -13,6 +13,7 @@ mod a2a;
 mod app;
 mod auth;
 mod body;
+mod completion;
 mod console;
 mod cors;
 mod describe;
