@@ -262,11 +262,12 @@ fn the_openai_python_sdk_gets_the_first_token_before_the_run_ends() {
     let mut out = BufReader::new(py.stdout.take().unwrap());
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
-    // `first RUN_ID PIECE`: the SDK has the first content delta.
+    // `first RUN_ID "PIECE"`: the SDK has the first content delta.
     let mut words = line.trim_end().splitn(3, ' ');
     assert_eq!(words.next(), Some("first"), "python said: {line:?}");
     let run = words.next().unwrap().to_string();
-    assert_eq!(words.next(), Some(PIECES[0]));
+    let piece: Value = serde_json::from_str(words.next().unwrap()).unwrap();
+    assert_eq!(piece, PIECES[0]);
     let status = json_of(
         client()
             .get(s.url(&format!("/runs/{run}")))
@@ -296,4 +297,45 @@ fn the_openai_python_sdk_gets_the_first_token_before_the_run_ends() {
     assert_eq!(joined["content"], PIECES.concat());
     assert_eq!(joined["content"], status["response"], "{status}");
     assert!(joined["usage"].as_u64().unwrap() > 0, "{joined}");
+}
+
+/// The README's serve demo, as pasted: `troupe serve
+/// examples/configs/round_robin.yaml`, offline.
+#[test]
+fn the_readme_demo_answers_with_the_poem_message_after_message() {
+    const POEM: &str = "Each actor keeps an inbox, reads one letter at a time;\nno locks, no shared pen: just messages in line.";
+    const DRAFT: &str =
+        "Actors send letters, never share a pen;\nthey wait in their inboxes, and answer again.";
+    let config = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/configs/round_robin.yaml");
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(dir.path(), &[config.to_str().unwrap()], &[]);
+    let ask = |body: Value| {
+        let r = client()
+            .post(s.url("/v1/chat/completions"))
+            .header("X-Troupe-Session", "alice")
+            .json(&body)
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        r
+    };
+    let poem = json!({"model": "poem-desk", "messages": [{"role": "user", "content": "a two-line poem about actors"}]});
+    for _ in 0..3 {
+        let whole = json_of(ask(poem.clone()));
+        assert_eq!(whole["choices"][0]["message"]["content"], POEM, "{whole}");
+    }
+    // Streamed, the writer's words come as it writes them: its draft, then
+    // (after a blank line) the rewrite the critic approved.
+    let r = ask(json!({"messages": [{"role": "user", "content": "shorter, please"}], "stream": true}));
+    let run = r.headers()["x-troupe-run"].to_str().unwrap().to_string();
+    let mut content = String::new();
+    for data in Chunks(BufReader::new(r)) {
+        if data == "[DONE]" {
+            break;
+        }
+        let c: Value = serde_json::from_str(&data).unwrap();
+        content.push_str(c["choices"][0]["delta"]["content"].as_str().unwrap_or(""));
+    }
+    assert_eq!(content, format!("{DRAFT}\n\n{POEM}"));
+    assert_eq!(run_status(&s, &run)["response"], POEM);
 }

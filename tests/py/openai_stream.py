@@ -4,7 +4,7 @@ Usage: python openai_stream.py BASE_URL TOKEN
 
 Against the `trio` team of tests/serve_stream.rs, whose answering agent's
 model holds its stream open after its first tokens: prints
-`first RUN_ID PIECE` as soon as the first content delta arrives, waits for a
+`first RUN_ID "PIECE"` (the piece as JSON) as soon as the first content delta arrives, waits for a
 line on stdin (the test checks the run is still under way, then lets the
 model go on), reads the stream to its end and prints
 `{"content": JOINED_DELTAS, "usage": TOTAL_TOKENS}`. Exits non-zero,
@@ -42,7 +42,7 @@ def main():
             if piece:
                 pieces.append(piece)
                 if not told:
-                    print(f"first {run} {piece}", flush=True)
+                    print(f"first {run} {json.dumps(piece)}", flush=True)
                     check(sys.stdin.readline().strip() == "go", "no go from the test")
                     told = True
             finish = choice.finish_reason or finish

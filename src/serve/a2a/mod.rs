@@ -3,7 +3,7 @@
 //! `SendStreamingMessage`, `GetTask` and `CancelTask` (the 0.3 names
 //! `message/send`, `message/stream`, `tasks/get`, `tasks/cancel` are taken
 //! too) at `POST /a2a/{team}` (`POST /a2a`: the first team), behind the
-//! same token as every route.
+//! same token as every route but the cards (public: they announce it).
 //!
 //! A task is a run of the runs API (`GET /runs/{id}` shows it too), a
 //! context a stored session: a message without a task starts a run in
