@@ -23,6 +23,7 @@ use troupe::{Event, EventRecord};
 
 use super::error::ApiError;
 use super::run::{Run, Status, usage_json};
+use super::state::Shared;
 
 /// What every response and chunk repeats.
 pub(crate) struct Meta {
@@ -307,4 +308,20 @@ impl Cursor {
         items.push(Sse::default().data("[DONE]"));
         items
     }
+}
+
+/// The paths whose words are team `team`'s answer, streamed as they come:
+/// its answering agents (`answer:`), or its one participant; none when it
+/// has several and names none (the final response then comes whole).
+pub(crate) fn answering(state: &Shared, team: &str) -> Result<Vec<String>, ApiError> {
+    let workflow = &state.team(Some(team))?.built.workflow;
+    let name = workflow.name();
+    let mut paths: Vec<String> = workflow.answering().map(|a| format!("{name}/{a}")).collect();
+    let mut all = workflow.participants();
+    if paths.is_empty()
+        && let (Some(only), None) = (all.next(), all.next())
+    {
+        paths.push(format!("{name}/{only}"));
+    }
+    Ok(paths)
 }

@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use troupe::{Message, Thread};
 
 use super::body::JsonBody;
-use super::completion::{self, Meta, Options, settle};
+use super::completion::{self, Meta, Options, answering, settle};
 use super::error::ApiError;
 use super::runs::{self, Start};
 use super::sessions::check_id;
@@ -189,20 +189,4 @@ fn thread_of(messages: &[ChatMessage]) -> Result<Thread, ApiError> {
         thread.push(message);
     }
     Ok(thread)
-}
-
-/// The paths whose words are team `team`'s answer, streamed as they come:
-/// its answering agents (`answer:`), or its one participant; none when it
-/// has several and names none (the final response then comes whole).
-fn answering(state: &Shared, team: &str) -> Result<Vec<String>, ApiError> {
-    let workflow = &state.team(Some(team))?.built.workflow;
-    let name = workflow.name();
-    let mut paths: Vec<String> = workflow.answering().map(|a| format!("{name}/{a}")).collect();
-    let mut all = workflow.participants();
-    if paths.is_empty()
-        && let (Some(only), None) = (all.next(), all.next())
-    {
-        paths.push(format!("{name}/{only}"));
-    }
-    Ok(paths)
 }

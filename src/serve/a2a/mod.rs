@@ -36,6 +36,7 @@ use super::error::ApiError;
 use super::run::{Run, Status};
 use super::runs::{self, Start};
 use super::sessions::check_id;
+use super::completion::answering;
 use super::state::Shared;
 
 /// The metadata key of a follow-up message naming the request it answers.
@@ -118,7 +119,10 @@ async fn rpc(state: Shared, team: Option<String>, body: Bytes) -> Response {
         method::SEND | "message/send" => send(&state, team, request.params).await,
         method::STREAM | "message/stream" => {
             return match begin(&state, team, request.params) {
-                Ok((run, from, _)) => stream::respond(id, run, from),
+                Ok((run, from, _)) => {
+                    let answering = answering(&state, &run.team).unwrap_or_default();
+                    stream::respond(id, run, from, answering)
+                }
                 Err(e) => answer(id, Err(e)),
             };
         }
