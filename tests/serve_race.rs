@@ -103,7 +103,11 @@ fn an_answer_and_a_cancel_sent_together_end_the_run_cancelled_every_time() {
 fn the_agent_card_is_public_and_everything_else_needs_the_token() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "desk.yaml", DESK);
-    let s = Server::start(dir.path(), &["desk.yaml"], &[("TROUPE_SERVE_TOKEN", "c4rd")]);
+    let s = Server::start(
+        dir.path(),
+        &["desk.yaml"],
+        &[("TROUPE_SERVE_TOKEN", "c4rd")],
+    );
     for path in [
         "/.well-known/agent-card.json",
         "/a2a/desk/.well-known/agent-card.json",

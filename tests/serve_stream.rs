@@ -128,8 +128,10 @@ fn the_first_token_arrives_while_the_team_still_runs() {
     let s = Server::start(dir.path(), &["trio.yaml"], &[]);
     let r = client()
         .post(s.url("/v1/chat/completions"))
-        .json(&json!({"model": "trio", "stream": true, "stream_options": {"include_usage": true},
-                      "messages": [{"role": "user", "content": "actors, in one line"}]}))
+        .json(
+            &json!({"model": "trio", "stream": true, "stream_options": {"include_usage": true},
+                      "messages": [{"role": "user", "content": "actors, in one line"}]}),
+        )
         .send()
         .unwrap();
     assert_eq!(r.status(), 200);
@@ -306,7 +308,8 @@ fn the_readme_demo_answers_with_the_poem_message_after_message() {
     const POEM: &str = "Each actor keeps an inbox, reads one letter at a time;\nno locks, no shared pen: just messages in line.";
     const DRAFT: &str =
         "Actors send letters, never share a pen;\nthey wait in their inboxes, and answer again.";
-    let config = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/configs/round_robin.yaml");
+    let config =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/configs/round_robin.yaml");
     let dir = tempfile::tempdir().unwrap();
     let s = Server::start(dir.path(), &[config.to_str().unwrap()], &[]);
     let ask = |body: Value| {
@@ -326,7 +329,8 @@ fn the_readme_demo_answers_with_the_poem_message_after_message() {
     }
     // Streamed, the writer's words come as it writes them: its draft, then
     // (after a blank line) the rewrite the critic approved.
-    let r = ask(json!({"messages": [{"role": "user", "content": "shorter, please"}], "stream": true}));
+    let r =
+        ask(json!({"messages": [{"role": "user", "content": "shorter, please"}], "stream": true}));
     let run = r.headers()["x-troupe-run"].to_str().unwrap().to_string();
     let mut content = String::new();
     for data in Chunks(BufReader::new(r)) {

@@ -278,10 +278,7 @@ impl Cursor {
             self.last_path = Some(path.clone());
             format!("\n[{path}] {text}")
         };
-        vec![
-            self.meta
-                .chunk(json!({"reasoning_content": piece}), None),
-        ]
+        vec![self.meta.chunk(json!({"reasoning_content": piece}), None)]
     }
 
     /// The last chunks: the answer when nothing of it was streamed (or
@@ -316,7 +313,10 @@ impl Cursor {
 pub(crate) fn answering(state: &Shared, team: &str) -> Result<Vec<String>, ApiError> {
     let workflow = &state.team(Some(team))?.built.workflow;
     let name = workflow.name();
-    let mut paths: Vec<String> = workflow.answering().map(|a| format!("{name}/{a}")).collect();
+    let mut paths: Vec<String> = workflow
+        .answering()
+        .map(|a| format!("{name}/{a}"))
+        .collect();
     let mut all = workflow.participants();
     if paths.is_empty()
         && let (Some(only), None) = (all.next(), all.next())

@@ -92,13 +92,21 @@ fn check_answer(
     participants: &[String],
 ) {
     if answer.is_empty() {
-        c.value_error(at, "no answering agent", expected_names(participants.iter().map(String::as_str).collect()));
+        c.value_error(
+            at,
+            "no answering agent",
+            expected_names(participants.iter().map(String::as_str).collect()),
+        );
     }
     for (i, a) in answer.iter().enumerate() {
         if participants.contains(a) || names.broken.contains(a) {
             continue;
         }
-        let fp = if answer.len() == 1 { at.clone() } else { at.index(i) };
+        let fp = if answer.len() == 1 {
+            at.clone()
+        } else {
+            at.index(i)
+        };
         c.value_error(
             &fp,
             format!("`{a}` is not a participant of this workflow"),

@@ -31,6 +31,35 @@ impl Workflow {
     /// answers) — for a workflow built by someone else, a preset team or
     /// a compiled plan. Refused for a name that is not a participant, and
     /// for a workflow already cloned.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use troupe_runtime::{FnAgent, Router, RunContext, Thread, Workflow};
+    ///
+    /// let team = || {
+    ///     Workflow::builder()
+    ///         .participant(FnAgent::sync("writer", |_: &Thread| Ok("a poem")))
+    ///         .participant(FnAgent::sync("critic", |_: &Thread| Ok("APPROVE")))
+    ///         .router(
+    ///             Router::builder()
+    ///                 .add_route("user", "writer")
+    ///                 .add_route("writer", "critic")
+    ///                 .output("critic"),
+    ///         )
+    ///         .build()
+    /// };
+    /// let ctx = RunContext::new();
+    /// assert_eq!(team()?.run_task("a poem", &ctx).await?.final_text(), "APPROVE");
+    /// let answered = team()?.with_answer(["writer"])?;
+    /// assert_eq!(answered.answering().collect::<Vec<_>>(), ["writer"]);
+    /// assert_eq!(answered.run_task("a poem", &ctx).await?.final_text(), "a poem");
+    /// assert!(team()?.with_answer(["editor"]).is_err());
+    /// let shared = team()?;
+    /// let _clone = shared.clone();
+    /// assert!(shared.with_answer(["writer"]).is_err());
+    /// # Ok(()) }
+    /// ```
     pub fn with_answer<S: Into<String>>(
         mut self,
         names: impl IntoIterator<Item = S>,

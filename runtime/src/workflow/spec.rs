@@ -68,7 +68,10 @@ impl Spec {
     /// response.
     #[inline]
     pub(crate) fn answers(&self, index: usize) -> bool {
-        self.answer.get(index).copied().unwrap_or(self.answer.is_empty())
+        self.answer
+            .get(index)
+            .copied()
+            .unwrap_or(self.answer.is_empty())
     }
 
     /// Whether the graph, if any, runs in supersteps.

@@ -32,11 +32,11 @@ use troupe::agents::a2a::types::{
     method,
 };
 
+use super::completion::answering;
 use super::error::ApiError;
 use super::run::{Run, Status};
 use super::runs::{self, Start};
 use super::sessions::check_id;
-use super::completion::answering;
 use super::state::Shared;
 
 /// The metadata key of a follow-up message naming the request it answers.
