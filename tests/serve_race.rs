@@ -1,8 +1,12 @@
 //! `troupe serve`'s races and its one public route: an answer and a cancel
-//! sent together end the run `cancelled`, every time (the cancel is 202;
-//! the answer 202 when it came first — its stretch is then cancelled — or
-//! 409 when the cancel did); nothing is left half-answered. And the A2A
-//! agent cards answer without the token, which every other route needs.
+//! sent together to a run whose answered stretch takes a while end the run
+//! `cancelled`, every time (the cancel is 202; the answer 202 when it came
+//! first — its stretch is then cancelled — or 409 when the cancel did). At
+//! full speed the answered stretch may end first: then the cancel is 409
+//! and the run `completed` with its answer. Never both 202 and the run
+//! `completed` (as before: an empty response, the question dropped). And
+//! the A2A agent cards answer without the token, which every other route
+//! needs.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -20,6 +24,24 @@ const CLERK: &str = "version: 1
 name: clerk
 models:
   m: {provider: scripted, delay: 100ms}
+agents:
+  clerk:
+    model: m
+    tools: [ask_user]
+    script:
+      - tool_call: {name: ask_user, arguments: {question: \"Which order?\"}}
+      - \"Refunded the order you named.\"
+workflow:
+  steps:
+    - agent: clerk
+";
+
+/// The same clerk at full speed: an answered stretch may end before the
+/// cancel lands.
+const QUICK: &str = "version: 1
+name: quick
+models:
+  m: {provider: scripted}
 agents:
   clerk:
     model: m
@@ -97,6 +119,28 @@ fn an_answer_and_a_cancel_sent_together_end_the_run_cancelled_every_time() {
         answered_first += usize::from(answer == 202);
     }
     eprintln!("the answer came first in {answered_first} of 50 tries");
+}
+
+#[test]
+fn nothing_is_left_half_answered_when_the_answer_is_quicker_than_the_cancel() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "quick.yaml", QUICK);
+    let s = Server::start(dir.path(), &["quick.yaml"], &[]);
+    for attempt in 0..50 {
+        let (answer, cancel, run) = race(&s);
+        let what = format!("try {attempt}: answer {answer}, cancel {cancel}, run {run}");
+        match (answer, cancel) {
+            // The cancel landed (first, or while the answer ran): cancelled.
+            (202 | 409, 202) => assert_eq!(run["status"], "cancelled", "{what}"),
+            // The answered run was over before the cancel came: answered.
+            (202, 409) => {
+                assert_eq!(run["status"], "completed", "{what}");
+                assert_eq!(run["response"], "Refunded the order you named.", "{what}");
+            }
+            _ => panic!("{what}"),
+        }
+        assert_eq!(run["requests"], json!([]), "{what}");
+    }
 }
 
 #[test]
