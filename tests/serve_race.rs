@@ -4,9 +4,8 @@
 //! first — its stretch is then cancelled — or 409 when the cancel did). At
 //! full speed the answered stretch may end first: then the cancel is 409
 //! and the run `completed` with its answer. Never both 202 and the run
-//! `completed` (as before: an empty response, the question dropped). And
-//! the A2A agent cards answer without the token, which every other route
-//! needs.
+//! `completed`, as before the fix. And the A2A agent cards answer without
+//! the token, which every other route needs.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
