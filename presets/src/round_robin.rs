@@ -20,9 +20,11 @@ use crate::team::{Team, team_methods};
 ///     .participant(FnAgent::sync("writer", |_: &Thread| Ok("a draft")))
 ///     .participant(FnAgent::sync("critic", |_: &Thread| Ok("APPROVE")))
 ///     .stop_condition(StopCondition::text_mention("APPROVE"))
+///     // The team's answer is the writer's draft, not the critic's verdict.
+///     .answer("writer")
 ///     .build()?;
 /// let result = team.run_task("write a haiku", &RunContext::new()).await?;
-/// assert_eq!(result.final_text(), "APPROVE");
+/// assert_eq!(result.final_text(), "a draft");
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone, Copy)]

@@ -20,6 +20,8 @@ pub(crate) struct Team {
     pub(crate) every: Option<u64>,
     /// Messages kept per thread (`WorkflowBuilder::max_history`).
     pub(crate) max_history: Option<usize>,
+    /// The answering agents (`WorkflowBuilder::answer`).
+    pub(crate) answer: Vec<String>,
 }
 
 impl Team {
@@ -36,6 +38,9 @@ impl Team {
     pub(crate) fn configure(&self, mut workflow: WorkflowBuilder) -> WorkflowBuilder {
         if let Some(n) = self.max_history {
             workflow = workflow.max_history(n);
+        }
+        for name in &self.answer {
+            workflow = workflow.answer(name.clone());
         }
         if let Some(stop) = self.stop_condition() {
             workflow = workflow.stop_condition(stop);
@@ -105,6 +110,15 @@ macro_rules! team_methods {
         /// Sets the stop condition.
         pub fn stop_condition(mut self, stop: troupe_runtime::StopCondition) -> Self {
             self.team.stop = Some(stop);
+            self
+        }
+
+        /// Makes participant `name` the team's answering agent: a run's
+        /// final response is the last message it produced rather than the
+        /// last message of the run (`WorkflowBuilder::answer`; call it
+        /// again to name several).
+        pub fn answer(mut self, name: impl Into<String>) -> Self {
+            self.team.answer.push(name.into());
             self
         }
 

@@ -43,6 +43,11 @@ pub enum BuildError {
     /// Participants were given besides a graph, which brings its own.
     #[error("workflow '{0}' has a graph: its participants are the graph's nodes, add agents there")]
     GraphAndParticipants(String),
+    /// [`Workflow::with_answer`](crate::Workflow::with_answer) on a
+    /// workflow already cloned: its runs share one description, which
+    /// changes only before it is shared.
+    #[error("workflow '{0}' is shared already: name its answering agents before cloning it")]
+    SharedWorkflow(String),
     /// An option names an agent that is not a participant.
     #[error("{option} names '{agent}', which is not a participant")]
     UnknownParticipant {

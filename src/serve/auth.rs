@@ -1,6 +1,7 @@
 //! The bearer token: required to bind anything but loopback, and checked
 //! on every route when set (`Authorization: Bearer <token>`; the console's
-//! page and assets also take `?token=` once, so a browser can open them).
+//! page and assets also take `?token=` once, so a browser can open them)
+//! but the A2A agent cards, which announce the scheme.
 
 use std::net::SocketAddr;
 
@@ -31,6 +32,9 @@ pub(crate) async fn check(Axum(state): Axum<Shared>, req: Request, next: Next) -
     let Some(token) = state.token.as_deref() else {
         return next.run(req).await;
     };
+    if public(&req) {
+        return next.run(req).await;
+    }
     let given = req
         .headers()
         .get(header::AUTHORIZATION)
@@ -91,6 +95,19 @@ input,button{font:inherit;padding:.4rem .6rem}input{width:100%;box-sizing:border
         header::HeaderValue::from_static("Bearer"),
     );
     response
+}
+
+/// Whether `req` reads an A2A agent card, public whatever the token: the
+/// card is where a client learns that the agent wants a bearer token.
+fn public(req: &Request) -> bool {
+    const CARD: &str = "/.well-known/agent-card.json";
+    let path = req.uri().path();
+    let card = path == CARD
+        || path
+            .strip_prefix("/a2a/")
+            .and_then(|rest| rest.strip_suffix(CARD))
+            .is_some_and(|team| !team.is_empty() && !team.contains('/'));
+    req.method() == Method::GET && card
 }
 
 /// `?token=` on a GET of the console's page or assets (only there: an API

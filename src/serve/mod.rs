@@ -15,6 +15,7 @@ mod a2a;
 mod app;
 mod auth;
 mod body;
+mod completion;
 mod conn;
 mod console;
 mod cors;

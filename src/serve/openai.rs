@@ -5,28 +5,28 @@
 //! The conversation is the messages sent (stateless), or, when the request
 //! names a session (the `X-Troupe-Session` header, else the `user` field),
 //! the stored conversation, continued with the last user message sent.
-//! The answer is the team's final response; what the agents said to each
-//! other on the way, and the tool calls they made, stay inside (they are
-//! in the run's events: `GET /runs/{id}/events`, the run id being in the
+//! The answer is the team's final response (its answering agent's last
+//! message, `answer:`), streamed from its first token (`completion.rs`);
+//! what the agents said to each other on the way, and the tool calls they
+//! made, stay inside unless `troupe_progress` asks for them (they are in
+//! the run's events: `GET /runs/{id}/events`, the run id being in the
 //! `X-Troupe-Run` header).
 
-use std::convert::Infallible;
-use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::Json;
 use axum::extract::State as Axum;
 use axum::http::{HeaderMap, HeaderValue};
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use troupe::{Message, Thread};
 
 use super::body::JsonBody;
+use super::completion::{self, Meta, Options, answering, settle};
 use super::error::ApiError;
 use super::run::{Run, Status, usage_json};
-use super::runs::Start;
+use super::runs::{self, Start};
 use super::sessions::check_id;
 use super::state::Shared;
 use super::texting;
@@ -47,6 +47,10 @@ pub(crate) struct ChatRequest {
     stream_options: Option<StreamOptions>,
     #[serde(default)]
     user: Option<String>,
+    /// Also stream the other agents' words and tool calls, as
+    /// `reasoning_content` deltas.
+    #[serde(default)]
+    troupe_progress: bool,
 }
 
 #[derive(Deserialize)]
@@ -119,6 +123,7 @@ pub(crate) async fn completions(
         None => Start::Thread(thread_of(&request.messages)?),
     };
     let policy = texting::asked(&headers)?;
+    let answering_paths = answering(&state, &team)?;
     let slot = state.limits.run_slot()?;
     let (run, turn) = texting::admit(&state, &team, session.as_deref(), policy, || {
         state.runs.create(&team, &last_user, session.clone())
@@ -133,8 +138,12 @@ pub(crate) async fn completions(
     };
     let run_header = HeaderValue::from_str(&run.id).ok();
     let mut response = if request.stream {
-        let usage = request.stream_options.unwrap_or_default().include_usage;
-        stream(run, meta, usage).into_response()
+        let options = Options {
+            answering: answering_paths,
+            include_usage: request.stream_options.unwrap_or_default().include_usage,
+            progress: request.troupe_progress,
+        };
+        completion::stream(run, meta, options).into_response()
     } else {
         let answer = settle(&run).await?;
         let mut body = meta.object("chat.completion");
@@ -185,144 +194,4 @@ fn thread_of(messages: &[ChatMessage]) -> Result<Thread, ApiError> {
         thread.push(message);
     }
     Ok(thread)
-}
-
-/// What every response and chunk repeats.
-struct Meta {
-    id: String,
-    created: u64,
-    model: String,
-}
-
-impl Meta {
-    fn object(&self, object: &str) -> Value {
-        json!({"id": self.id, "object": object, "created": self.created, "model": self.model})
-    }
-
-    fn chunk(&self, delta: Value, finish: Option<&str>) -> Event {
-        let mut c = self.object("chat.completion.chunk");
-        c["choices"] = json!([{"index": 0, "delta": delta, "finish_reason": finish}]);
-        Event::default().data(c.to_string())
-    }
-}
-
-/// A settled run's answer.
-struct Answer {
-    content: String,
-    usage: Value,
-}
-
-/// Waits for the run to stop running; its answer (the questions it asks,
-/// when it waits for input), or the error it failed with.
-async fn settle(run: &Run) -> Result<Answer, ApiError> {
-    let mut changes = run.watch();
-    loop {
-        changes.borrow_and_update();
-        {
-            let inner = run.inner();
-            let usage = inner.usage.map(usage_json).unwrap_or_else(|| {
-                usage_json(troupe::Usage {
-                    prompt_tokens: 0,
-                    completion_tokens: 0,
-                })
-            });
-            match inner.status() {
-                Status::Running => {}
-                Status::Failed => {
-                    return Err(ApiError::internal(format!(
-                        "the team's run `{}` failed: {}",
-                        run.id,
-                        inner.error.as_deref().unwrap_or("unknown error")
-                    )));
-                }
-                Status::WaitingForInput => {
-                    let questions: Vec<String> = inner
-                        .requests
-                        .iter()
-                        .map(|q| format!("{} asks: {}", q.agent, q.prompt))
-                        .collect();
-                    return Ok(Answer {
-                        content: questions.join("\n"),
-                        usage,
-                    });
-                }
-                _ => {
-                    return Ok(Answer {
-                        content: inner.response.clone().unwrap_or_default(),
-                        usage,
-                    });
-                }
-            }
-        }
-        if changes.changed().await.is_err() {
-            return Err(ApiError::internal(format!("run `{}` went away", run.id)));
-        }
-    }
-}
-
-/// Where a streamed answer stands.
-enum Step {
-    Role,
-    Answer,
-    Usage,
-    Done,
-    Over,
-}
-
-/// The streamed answer: the role, then (once the team is done) the content,
-/// the finish, the usage when asked for, and `[DONE]`.
-fn stream(
-    run: Arc<Run>,
-    meta: Meta,
-    include_usage: bool,
-) -> Sse<impl futures::Stream<Item = Result<Event, Infallible>>> {
-    let state = (run, Arc::new(meta), Step::Role, None::<Value>);
-    let events = futures::stream::unfold(state, move |(run, meta, step, usage)| async move {
-        let (events, next, usage) = match step {
-            Step::Role => (
-                vec![meta.chunk(json!({"role": "assistant", "content": ""}), None)],
-                Step::Answer,
-                usage,
-            ),
-            Step::Answer => match settle(&run).await {
-                Ok(a) => (
-                    vec![
-                        meta.chunk(json!({"content": a.content}), None),
-                        meta.chunk(json!({}), Some("stop")),
-                    ],
-                    if include_usage {
-                        Step::Usage
-                    } else {
-                        Step::Done
-                    },
-                    Some(a.usage),
-                ),
-                Err(e) => (
-                    vec![
-                        Event::default().data(
-                            json!({"error": {"message": e.message, "type": "server_error"}})
-                                .to_string(),
-                        ),
-                    ],
-                    Step::Done,
-                    usage,
-                ),
-            },
-            Step::Usage => {
-                let mut c = meta.object("chat.completion.chunk");
-                c["choices"] = json!([]);
-                c["usage"] = usage.clone().unwrap_or(Value::Null);
-                (
-                    vec![Event::default().data(c.to_string())],
-                    Step::Done,
-                    usage,
-                )
-            }
-            Step::Done => (vec![Event::default().data("[DONE]")], Step::Over, usage),
-            Step::Over => return None,
-        };
-        let items = futures::stream::iter(events.into_iter().map(Ok));
-        Some((items, (run, meta, next, usage)))
-    });
-    Sse::new(futures::StreamExt::flatten(events)).keep_alive(KeepAlive::default())
 }

@@ -147,11 +147,26 @@ impl Run {
         self.bump();
     }
 
-    /// Records how a stretch of the run ended.
+    /// Records how a stretch of the run ended. A run whose context was
+    /// cancelled (`POST /runs/{id}/cancel`, A2A's `CancelTask`) ends
+    /// `cancelled` however its stretch came back — completed, waiting for
+    /// input, failed — so a cancel racing an answer has one outcome.
     pub(crate) fn finish(&self, result: Result<RunResult, String>) {
         {
             let mut inner = self.inner();
             match result {
+                Ok(r) if self.ctx.is_cancelled() => {
+                    inner.usage = Some(r.usage);
+                    inner.response = Some(r.final_text());
+                    inner.status = Some(Status::Cancelled);
+                    inner.requests.clear();
+                    inner.thread = None;
+                }
+                Err(_) if self.ctx.is_cancelled() => {
+                    inner.status = Some(Status::Cancelled);
+                    inner.requests.clear();
+                    inner.thread = None;
+                }
                 Ok(r) => {
                     let pending = Workflow::pending_requests(&r.thread);
                     inner.usage = Some(r.usage);

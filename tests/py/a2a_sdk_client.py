@@ -145,9 +145,14 @@ async def main(base, token):
     except TaskNotCancelableError as e:
         assert "cannot be cancelled" in str(e), e
 
-    # Without the token: refused.
+    # Without the token: the card is public (it announces the bearer
+    # scheme), everything else refused.
     bare = httpx.AsyncClient(timeout=30)
     response = await bare.get(f"{base}/.well-known/agent-card.json")
+    assert response.status_code == 200, response.status_code
+    assert "bearer" in response.json().get("securitySchemes", {}), response.json()
+    rpc = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}
+    response = await bare.post(f"{base}/a2a", json=rpc)
     assert response.status_code == 401, response.status_code
     print("ok")
 

@@ -40,6 +40,18 @@ impl Ctx<'_> {
         w: &WorkflowSpec,
         store: Option<&Store>,
     ) -> Result<Workflow, ConfigError> {
+        let answer: &[String] = w.answer.as_ref().map_or(&[], |a| &a.0);
+        let answering = |this: &Self, built: Workflow| {
+            if answer.is_empty() {
+                return Ok(built);
+            }
+            built.with_answer(answer.iter().cloned()).map_err(|e| {
+                this.invalid(
+                    &this.field_of(w).key("answer"),
+                    format!("workflow `{name}`: {e}"),
+                )
+            })
+        };
         let stop = self.with_ceiling(
             w,
             stop_condition(w.stop.as_ref(), w.max_turns.and_then(TurnLimit::turns)),
@@ -59,6 +71,7 @@ impl Ctx<'_> {
                     (w.max_concurrency, w.max_history),
                 )
                 .await?;
+            let planned = answering(self, planned)?;
             // A compiled plan has no store of its own: nested in a workflow
             // that has one, it checkpoints through it.
             return match store {
@@ -77,9 +90,10 @@ impl Ctx<'_> {
             .team(name, &description, w, stop.clone(), store)
             .await?
         {
-            return Ok(team);
+            return answering(self, team);
         }
-        self.own_workflow(name, description, w, stop, store).await
+        let own = self.own_workflow(name, description, w, stop, store).await?;
+        answering(self, own)
     }
 
     /// A workflow that is not a preset: a graph (or steps) and a router,

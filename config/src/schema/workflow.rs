@@ -10,7 +10,7 @@ use super::ceiling::{TurnLimit, default_turn_ceiling};
 use super::graph::GraphSpec;
 use super::magentic::MagenticSpec;
 use super::plan::PlanSectionSpec;
-use super::router::RouterSpec;
+use super::router::{Names, RouterSpec};
 use super::steps::StepSpec;
 use super::stop::StopSpec;
 use super::teams::{MapReduceSpec, SelectorSpec, SequentialSpec, TeamSpec};
@@ -61,6 +61,12 @@ pub struct WorkflowSpec {
     /// Routes between participants (alone, or with a graph).
     #[serde(default)]
     pub router: Option<RouterSpec>,
+    /// The answering agent(s): the team's answer (a run's final response,
+    /// what `troupe serve` and A2A answer with and stream) is the last
+    /// message one of these participants (agents, step ids, graph nodes)
+    /// produced. By default it is the last message of the run.
+    #[serde(default)]
+    pub answer: Option<Names>,
     /// The iteration limit of every loop (default 100).
     #[serde(default)]
     pub max_loop_iterations: Option<u32>,

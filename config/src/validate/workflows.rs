@@ -68,6 +68,9 @@ pub(super) fn check_workflow(
     if let Some(r) = &w.router {
         check_router(c, names, spec, base, w, r, &mut participants);
     }
+    if let Some(answer) = &w.answer {
+        check_answer(c, names, &base.key("answer"), &answer.0, &participants);
+    }
     for (group, members) in &w.shared_threads {
         let gp = base.key("shared_threads").key(group.clone());
         for (i, m) in members.iter().enumerate() {
@@ -79,6 +82,38 @@ pub(super) fn check_workflow(
                 );
             }
         }
+    }
+}
+
+/// Every answering agent at `at` is a participant of the workflow.
+fn check_answer(
+    c: &mut Checker<'_>,
+    names: &Defined,
+    at: &FieldPath,
+    answer: &[String],
+    participants: &[String],
+) {
+    if answer.is_empty() {
+        c.value_error(
+            at,
+            "no answering agent",
+            expected_names(participants.iter().map(String::as_str).collect()),
+        );
+    }
+    for (i, a) in answer.iter().enumerate() {
+        if participants.contains(a) || names.broken.contains(a) {
+            continue;
+        }
+        let fp = if answer.len() == 1 {
+            at.clone()
+        } else {
+            at.index(i)
+        };
+        c.value_error(
+            &fp,
+            format!("`{a}` is not a participant of this workflow"),
+            expected_names(participants.iter().map(String::as_str).collect()),
+        );
     }
 }
 

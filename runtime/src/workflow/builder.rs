@@ -25,6 +25,64 @@ impl Workflow {
     pub fn builder() -> WorkflowBuilder {
         WorkflowBuilder::default()
     }
+
+    /// The workflow with `names` as its answering agents, in place of any
+    /// it had (see [`WorkflowBuilder::answer`]; no name: the last message
+    /// answers) — for a workflow built by someone else, a preset team or
+    /// a compiled plan. Refused for a name that is not a participant, and
+    /// for a workflow already cloned.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use troupe_runtime::{FnAgent, Router, RunContext, Thread, Workflow};
+    ///
+    /// let team = || {
+    ///     Workflow::builder()
+    ///         .participant(FnAgent::sync("writer", |_: &Thread| Ok("a poem")))
+    ///         .participant(FnAgent::sync("critic", |_: &Thread| Ok("APPROVE")))
+    ///         .router(
+    ///             Router::builder()
+    ///                 .add_route("user", "writer")
+    ///                 .add_route("writer", "critic")
+    ///                 .output("critic"),
+    ///         )
+    ///         .build()
+    /// };
+    /// let ctx = RunContext::new();
+    /// assert_eq!(team()?.run_task("a poem", &ctx).await?.final_text(), "APPROVE");
+    /// let answered = team()?.with_answer(["writer"])?;
+    /// assert_eq!(answered.answering().collect::<Vec<_>>(), ["writer"]);
+    /// assert_eq!(answered.run_task("a poem", &ctx).await?.final_text(), "a poem");
+    /// assert!(team()?.with_answer(["editor"]).is_err());
+    /// let shared = team()?;
+    /// let _clone = shared.clone();
+    /// assert!(shared.with_answer(["writer"]).is_err());
+    /// # Ok(()) }
+    /// ```
+    pub fn with_answer<S: Into<String>>(
+        mut self,
+        names: impl IntoIterator<Item = S>,
+    ) -> Result<Workflow, BuildError> {
+        let names: Vec<String> = names.into_iter().map(Into::into).collect();
+        let flags = answer_flags(&self.spec.names, names)?;
+        let Some(spec) = Arc::get_mut(&mut self.spec) else {
+            return Err(BuildError::SharedWorkflow(self.spec.name.clone()));
+        };
+        spec.answer = flags;
+        Ok(self)
+    }
+
+    /// The participants whose messages answer for the workflow (see
+    /// [`WorkflowBuilder::answer`]); empty when the last message does.
+    pub fn answering(&self) -> impl Iterator<Item = &str> {
+        self.spec
+            .names
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.spec.answer.get(*i).copied().unwrap_or(false))
+            .map(|(_, n)| &**n)
+    }
 }
 
 /// Describes a [`Workflow`]: participants, router, shared threads, stop
@@ -45,6 +103,7 @@ pub struct WorkflowBuilder {
     durability: Option<Durability>,
     checkpoint_every: Option<u64>,
     reuse_actors: Option<bool>,
+    answer: Vec<String>,
 }
 
 impl fmt::Debug for WorkflowBuilder {
@@ -184,6 +243,17 @@ impl WorkflowBuilder {
         self
     }
 
+    /// Makes participant `name` an answering agent: the run's final
+    /// response ([`RunResult::final_response`](crate::RunResult::final_response))
+    /// is the last message an answering agent produced, not simply the
+    /// last message of the run (the default, when none is named). Call it
+    /// again to name several; a run in which none of them spoke has no
+    /// final response.
+    pub fn answer(mut self, name: impl Into<String>) -> Self {
+        self.answer.push(name.into());
+        self
+    }
+
     /// Retries the failed turns of participant `name`.
     pub fn retry(mut self, name: impl Into<String>, policy: RetryPolicy) -> Self {
         self.retries.push((name.into(), policy));
@@ -221,6 +291,9 @@ impl WorkflowBuilder {
             }
         }
         let edge_delivery = self.graph.is_some() && self.router.is_none();
+        // A router alone names its results (`output`): they answer for the
+        // workflow unless answering agents are named.
+        let router_answers = self.graph.is_none() && self.answer.is_empty();
         // Without a router every message reaches every other participant
         // (or, with a graph, travels along transitions), and whatever an
         // agent says is a possible result of the workflow.
@@ -273,6 +346,11 @@ impl WorkflowBuilder {
         if let Some(stop) = &self.stop {
             refuse_zero_limits(stop)?;
         }
+        let mut answer = self.answer;
+        if router_answers {
+            answer = router.outputs().to_vec();
+        }
+        let answer = answer_flags(&names, answer)?;
         let inputs = match &self.graph {
             Some(g) => g.inputs.clone(),
             None => vec![NodeInput::Messages; names.len()],
@@ -335,9 +413,27 @@ impl WorkflowBuilder {
                 max_history: self.max_history,
                 pool: self.reuse_actors.unwrap_or(true).then(ActorPool::default),
                 child_paths: ChildPaths::default(),
+                answer,
             }),
         })
     }
+}
+
+/// Which participants answer for the workflow (`names`, by index): none
+/// flagged when `answer` is empty; an unknown name is an error.
+fn answer_flags(names: &[Arc<str>], answer: Vec<String>) -> Result<Vec<bool>, BuildError> {
+    let mut flags = Vec::new();
+    for agent in answer {
+        let Some(i) = names.iter().position(|n| **n == *agent) else {
+            return Err(BuildError::UnknownParticipant {
+                option: "answer".into(),
+                agent,
+            });
+        };
+        flags.resize(names.len(), false);
+        flags[i] = true;
+    }
+    Ok(flags)
 }
 
 /// Refuses a `max_messages(0)` or `max_turns(0)` anywhere in `stop`: the

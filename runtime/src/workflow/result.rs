@@ -84,7 +84,10 @@ pub struct RunResult {
     /// and the state to continue from. Append a user message and run again
     /// to carry on.
     pub thread: Thread,
-    /// The last message of the last agent to run.
+    /// The team's answer: the last message of the last agent to run, or,
+    /// when the workflow names answering agents
+    /// ([`WorkflowBuilder::answer`](crate::WorkflowBuilder::answer)), the
+    /// last message one of them produced (`None` if none spoke).
     pub final_response: Option<Arc<Message>>,
     /// Messages produced in this run, in order.
     pub messages: Vec<Arc<Message>>,

@@ -49,6 +49,10 @@ pub(crate) struct Spec {
     pub(crate) pool: Option<ActorPool>,
     /// The participants' paths, shared by runs that start at one path.
     pub(crate) child_paths: ChildPaths,
+    /// Whether each participant's messages are the run's answer (see
+    /// [`WorkflowBuilder::answer`](crate::WorkflowBuilder::answer)); empty:
+    /// every participant's are (the last message is the answer).
+    pub(crate) answer: Vec<bool>,
 }
 
 impl Spec {
@@ -58,6 +62,16 @@ impl Spec {
         self.router
             .index_of(name)
             .map_or("", |i| self.agents[i].description())
+    }
+
+    /// Whether participant `index`'s messages may be the run's final
+    /// response.
+    #[inline]
+    pub(crate) fn answers(&self, index: usize) -> bool {
+        self.answer
+            .get(index)
+            .copied()
+            .unwrap_or(self.answer.is_empty())
     }
 
     /// Whether the graph, if any, runs in supersteps.

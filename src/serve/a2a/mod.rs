@@ -3,7 +3,7 @@
 //! `SendStreamingMessage`, `GetTask` and `CancelTask` (the 0.3 names
 //! `message/send`, `message/stream`, `tasks/get`, `tasks/cancel` are taken
 //! too) at `POST /a2a/{team}` (`POST /a2a`: the first team), behind the
-//! same token as every route.
+//! same token as every route but the cards (public: they announce it).
 //!
 //! A task is a run of the runs API (`GET /runs/{id}` shows it too), a
 //! context a stored session: a message without a task starts a run in
@@ -32,6 +32,7 @@ use troupe::agents::a2a::types::{
     method,
 };
 
+use super::completion::answering;
 use super::error::ApiError;
 use super::run::{Run, Status};
 use super::runs::{self, Start};
@@ -122,7 +123,10 @@ async fn rpc(state: Shared, team: Option<String>, body: Bytes) -> Response {
         method::SEND | "message/send" => send(&state, team, request.params).await,
         method::STREAM | "message/stream" => {
             return match begin(&state, team, request.params) {
-                Ok((run, from, _)) => stream::respond(id, run, from),
+                Ok((run, from, _)) => {
+                    let answering = answering(&state, &run.team).unwrap_or_default();
+                    stream::respond(id, run, from, answering)
+                }
                 Err(e) => answer(id, Err(e)),
             };
         }

@@ -1,7 +1,8 @@
 //! `SendStreamingMessage`: a run's task over SSE, each event a JSON-RPC
 //! response whose result is a `StreamResponse` — the task first, then the
-//! model's tokens as pieces of the `response` artifact (the first piece
-//! of each agent turn replaces it, the next ones append), then, when the
+//! model's tokens as pieces of the `response` artifact (the answering
+//! agent's, when the team names one or has one agent; the first piece of
+//! each turn replaces it, the next ones append), then, when the
 //! run stops running, the whole response as the artifact's last piece
 //! and the final status (completed, failed, cancelled, or input required:
 //! a follow-up message with the task's id answers it and streams on).
@@ -32,12 +33,14 @@ struct Cursor {
     started: bool,
     /// Whether the current agent turn has sent a piece already.
     in_turn: bool,
+    /// The paths whose tokens stream (every path's when empty).
+    answering: Vec<String>,
     done: bool,
 }
 
 /// The SSE response streaming `run`'s task, reading its events from
 /// position `from`, for JSON-RPC request `id`.
-pub(crate) fn respond(id: Value, run: Arc<Run>, from: usize) -> Response {
+pub(crate) fn respond(id: Value, run: Arc<Run>, from: usize, answering: Vec<String>) -> Response {
     let cursor = Cursor {
         id,
         changes: run.watch(),
@@ -45,6 +48,7 @@ pub(crate) fn respond(id: Value, run: Arc<Run>, from: usize) -> Response {
         next: from,
         started: false,
         in_turn: false,
+        answering,
         done: false,
     };
     let events = futures::stream::unfold(cursor, |mut c| async move {
@@ -90,9 +94,11 @@ async fn next_items(c: &mut Cursor) -> Option<Vec<StreamResponse>> {
             let Ok(record) = serde_json::from_str::<EventRecord>(&line) else {
                 continue;
             };
-            match record.into_event() {
-                Event::AgentStarted { .. } => c.in_turn = false,
-                Event::TextDelta { text, .. } if !text.is_empty() => {
+            let event = record.into_event();
+            let answers = c.answering.is_empty() || c.answering.iter().any(|a| a == event.path());
+            match event {
+                Event::AgentStarted { .. } if answers => c.in_turn = false,
+                Event::TextDelta { text, .. } if !text.is_empty() && answers => {
                     let append = c.in_turn;
                     c.in_turn = true;
                     return Some(vec![piece(

@@ -97,7 +97,9 @@ impl RunState {
                 self.inboxes.route(&self.spec, &self.ctx, &name, &m);
             }
             self.tally.produced.push(m.clone());
-            self.tally.last = Some(m.clone());
+            if self.spec.answers(index) {
+                self.tally.last = Some(m.clone());
+            }
             produced.push(m);
         }
         // A turn that only steered (a selector's) is not a turn of the

@@ -19,7 +19,7 @@ use crate::workflow::snapshot_refs::StatsRef;
 /// The run's output and counters.
 pub(super) struct Tally {
     /// The final response so far: the last message of the last agent to
-    /// speak.
+    /// speak (of the answering agents, when the workflow names them).
     pub(super) last: Option<Arc<Message>>,
     /// Messages produced in this run, in order.
     pub(super) produced: Vec<Arc<Message>>,
