@@ -120,10 +120,27 @@ impl std::fmt::Display for AgentStats {
             self.output_tokens
         )?;
         if let Some(c) = self.cost {
-            write!(f, ", ${c:.4}")?;
+            write!(f, ", {}", format_usd(c))?;
         }
         Ok(())
     }
+}
+
+/// A cost in USD for people: `$1.25`, `$0.0123`, `$0.000015` — four
+/// decimals at least, and more for a small cost, so that its first two
+/// significant digits show (never `$0.0000` for a cost that is not zero).
+pub fn format_usd(cost: f64) -> String {
+    if cost == 0.0 || !cost.is_finite() {
+        return format!("${cost:.4}");
+    }
+    // Digits after the point up to the second significant one.
+    let lead = (-cost.abs().log10()).floor();
+    let decimals = if lead.is_finite() && lead > 0.0 {
+        (lead as usize + 2).clamp(4, 12)
+    } else {
+        4
+    };
+    format!("${cost:.decimals$}")
 }
 
 /// What a run spent, in total and per agent. An agent is keyed by its full

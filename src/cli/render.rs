@@ -12,11 +12,15 @@ use std::time::{Duration, Instant};
 
 use troupe::{Content, Event, EventSink, Usage};
 
+use super::console_text::{count, one_line, usd};
+
 const SPINNER: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
 struct State {
     color: bool,
     root: Option<String>,
+    /// The agents step ids stand for (`draft` → `writer`).
+    names: BTreeMap<String, String>,
     running: BTreeMap<String, Instant>,
     pending: BTreeMap<String, Vec<String>>,
     /// Turns that ended and whose messages are still to come: elapsed
@@ -54,12 +58,14 @@ fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
 }
 
 impl Console {
-    /// A console view; the spinner runs only when stderr is a terminal.
-    pub(crate) fn new() -> Self {
+    /// A console view naming the agent where a step's id stands for it
+    /// (`names`); the spinner runs only when stderr is a terminal.
+    pub(crate) fn new(names: BTreeMap<String, String>) -> Self {
         let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
         let state = Arc::new(Mutex::new(State {
             color,
             root: None,
+            names,
             running: BTreeMap::new(),
             pending: BTreeMap::new(),
             finished: BTreeMap::new(),
@@ -130,7 +136,7 @@ fn spin(state: &Mutex<State>, stop: &AtomicBool) {
             .running
             .iter()
             .filter(|(p, _)| !s.parents.contains(*p))
-            .map(|(p, t)| format!("{} {:.1}s", short(&s.root, p), (now - *t).as_secs_f64()))
+            .map(|(p, t)| format!("{} {:.1}s", speaker(&s, p), (now - *t).as_secs_f64()))
             .collect();
         s.frame = (s.frame + 1) % SPINNER.len();
         let line = format!("{} thinking: {}", SPINNER[s.frame], who.join(", "));
@@ -170,16 +176,6 @@ fn short(root: &Option<String>, path: &str) -> String {
     }
 }
 
-fn one_line(text: &str, max: usize) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        let cut: String = flat.chars().take(max).collect();
-        format!("{cut}…")
-    }
-}
-
 fn elapsed(ms: f64) -> String {
     if ms >= 1000.0 {
         format!("{:.1}s", ms / 1000.0)
@@ -188,15 +184,28 @@ fn elapsed(ms: f64) -> String {
     }
 }
 
+/// How an agent's path is shown: without the top workflow's name, and
+/// with a step id that stands for an agent replaced by the agent's name.
+fn speaker(s: &State, path: &str) -> String {
+    let short = short(&s.root, path);
+    match short.rsplit_once('/') {
+        Some((up, last)) => match s.names.get(last) {
+            Some(agent) => format!("{up}/{agent}"),
+            None => short,
+        },
+        None => s.names.get(&short).cloned().unwrap_or(short),
+    }
+}
+
 /// `● agent · 1.2s · 340 tokens`
 fn header(s: &State, path: &str, elapsed_ms: f64, usage: &Usage) -> String {
     let mut meta = vec![elapsed(elapsed_ms)];
     if usage.total() > 0 {
-        meta.push(format!("{} tokens", usage.total()));
+        meta.push(count(usage.total(), "token"));
     }
     format!(
         "{} {}",
-        paint(s.color, "1;36", &format!("● {}", short(&s.root, path))),
+        paint(s.color, "1;36", &format!("● {}", speaker(s, path))),
         paint(s.color, "2", &format!("· {}", meta.join(" · ")))
     )
 }
@@ -276,7 +285,7 @@ fn say(s: &mut State, path: &str, lines: &[String]) {
         out.push(paint(
             s.color,
             "1;36",
-            &format!("● {}", short(&s.root, path)),
+            &format!("● {}", speaker(s, path)),
         ));
     }
     out.extend_from_slice(lines);
@@ -293,7 +302,7 @@ fn streamed_meta(s: &State, path: &str, elapsed_ms: f64, usage: &Usage) -> Strin
     }
     let mut meta = vec![elapsed(elapsed_ms)];
     if usage.total() > 0 {
-        meta.push(format!("{} tokens", usage.total()));
+        meta.push(count(usage.total(), "token"));
     }
     paint(s.color, "2", &format!("  · {}", meta.join(" · ")))
 }
@@ -395,12 +404,15 @@ fn handle(state: &Mutex<State>, event: &Event) {
                         &message.usage.unwrap_or_default(),
                     ));
                 }
+            } else if s.parents.contains(&path) && left > 1 {
+                // A nested workflow's turn with more messages to come: it
+                // is said done once, at its last.
             } else if s.parents.contains(&path) {
                 // A nested workflow: its agents spoke for it already.
                 let usage = message.usage.unwrap_or_default();
                 let mut meta = vec![elapsed(elapsed_ms)];
                 if usage.total() > 0 {
-                    meta.push(format!("{} tokens", usage.total()));
+                    meta.push(count(usage.total(), "token"));
                 }
                 out.push(paint(
                     c,
@@ -456,7 +468,7 @@ fn handle(state: &Mutex<State>, event: &Event) {
                 "33",
                 &format!(
                     "↻ {}: attempt {attempt} failed ({}); retrying in {}",
-                    short(&s.root, &path),
+                    speaker(&s, &path),
                     one_line(error, 100),
                     elapsed(*delay_ms)
                 ),
@@ -475,7 +487,7 @@ fn handle(state: &Mutex<State>, event: &Event) {
                 "33",
                 &format!(
                     "↻ {}: {model} call, attempt {attempt} failed ({}); retrying in {}",
-                    short(&s.root, &path),
+                    speaker(&s, &path),
                     one_line(error, 100),
                     elapsed(*delay_ms)
                 ),
@@ -520,7 +532,7 @@ fn handle(state: &Mutex<State>, event: &Event) {
                 "35",
                 &format!(
                     "? {} asks: {}",
-                    short(&s.root, &path),
+                    speaker(&s, &path),
                     one_line(prompt, 200)
                 ),
             );
@@ -529,7 +541,6 @@ fn handle(state: &Mutex<State>, event: &Event) {
         Event::RunFinished {
             status,
             usage,
-            turns,
             elapsed_ms,
             stats,
             ..
@@ -537,15 +548,18 @@ fn handle(state: &Mutex<State>, event: &Event) {
             let cost = stats
                 .total
                 .cost
-                .map(|c| format!(" · ${c:.4}"))
+                .map(|c| format!(" · {}", usd(c)))
                 .unwrap_or_default();
+            // Turns as `spent:` counts them, nested workflows' included.
+            let turns = stats.total.turns;
             let line = paint(
                 c,
                 "2",
                 &format!(
-                    "■ {status} · {turns} turns · {} · {} tokens{cost}",
+                    "■ {status} · {} · {} · {}{cost}",
+                    count(turns, "turn"),
                     elapsed(*elapsed_ms),
-                    usage.total()
+                    count(usage.total(), "token")
                 ),
             );
             print(&mut s, &[line]);
