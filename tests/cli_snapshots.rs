@@ -18,7 +18,13 @@ use regex::Regex;
 
 /// Examples whose agents run side by side: their lines come in varying
 /// order, so the snapshot holds them sorted.
-const PARALLEL: &[&str] = &["map_reduce", "newsroom", "parallel_retry", "planning"];
+const PARALLEL: &[&str] = &[
+    "map_reduce",
+    "newsroom",
+    "parallel_retry",
+    "planning",
+    "router_pipeline",
+];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -63,11 +69,15 @@ fn every_example_config_prints_as_its_snapshot() {
         .collect();
     files.sort();
     assert!(files.len() >= 15, "{files:?}");
-    for file in files {
-        // A copy per example: a store one keeps lands there, fresh.
+    for file in &files {
+        // A copy of the examples per example (one nests another): a store
+        // one keeps lands there, fresh.
         let dir = tempfile::tempdir().unwrap();
-        std::fs::copy(examples.join(&file), dir.path().join(&file)).unwrap();
-        let out = run(dir.path(), &["run", "--no-input", &file, "a task"]);
+        for f in &files {
+            std::fs::copy(examples.join(f), dir.path().join(f)).unwrap();
+        }
+        let file = file.as_str();
+        let out = run(dir.path(), &["run", "--no-input", file, "a task"]);
         let stdout = text(&out.stdout);
         let stderr = text(&out.stderr);
 

@@ -241,7 +241,10 @@ fn chatbot_without_a_database_shares_no_conversation_between_runs() {
     for _ in 0..2 {
         let out = stdout_of("chatbot", &[], "When are you open?\n");
         assert!(out.contains("(0 earlier messages)"), "{out}");
-        assert!(out.contains("for this run only: `--db PATH` keeps it"), "{out}");
+        assert!(
+            out.contains("for this run only: `--db PATH` keeps it"),
+            "{out}"
+        );
         assert!(
             out.contains("(That's your 1st message in this conversation.)"),
             "{out}"

@@ -140,10 +140,9 @@ fn run_block(block: &Block, files: &[(String, String)]) -> Result<(), String> {
         ));
     }
     let bin = Path::new(TROUPE).parent().expect("the binary's directory");
-    let path = std::env::join_paths(
-        std::iter::once(bin.to_path_buf())
-            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
-    )
+    let path = std::env::join_paths(std::iter::once(bin.to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
     .unwrap();
     let child = Command::new("bash")
         .arg("-c")
@@ -201,7 +200,10 @@ fn run_block(block: &Block, files: &[(String, String)]) -> Result<(), String> {
 
 #[test]
 fn the_pattern_language_matches_as_documented() {
-    assert!(matches("? clerk asks (clerk-…): Which order?", "? clerk asks (clerk-a1b2c3000002): Which order?"));
+    assert!(matches(
+        "? clerk asks (clerk-…): Which order?",
+        "? clerk asks (clerk-a1b2c3000002): Which order?"
+    ));
     assert!(matches("■ completed · …", "  ■ completed · 3 turns"));
     assert!(matches("3", "3"));
     assert!(!matches("3", "130"));

@@ -282,11 +282,7 @@ fn stream_text(s: &mut State, path: &str, text: &str) {
 fn say(s: &mut State, path: &str, lines: &[String]) {
     let mut out = Vec::with_capacity(lines.len() + 1);
     if s.speaker.as_deref() != Some(path) || s.live.as_deref().is_some_and(|l| l != path) {
-        out.push(paint(
-            s.color,
-            "1;36",
-            &format!("● {}", speaker(s, path)),
-        ));
+        out.push(paint(s.color, "1;36", &format!("● {}", speaker(s, path))));
     }
     out.extend_from_slice(lines);
     print(s, &out);
@@ -330,12 +326,22 @@ fn handle(state: &Mutex<State>, event: &Event) {
     match event {
         Event::RunStarted { participants, .. } if s.root.is_none() => {
             s.root = Some(path.clone());
-            let line = paint(c, "2", &format!("▶ {path} ({participants} participants)"));
+            let who = count(*participants as u64, "participant");
+            let line = paint(c, "2", &format!("▶ {path} ({who})"));
             print(&mut s, &[line]);
         }
         Event::AgentStarted { .. } => {
+            // The turn's first streamed piece may arrive before this (the
+            // agent and the run's actor emit side by side): what it
+            // printed stays marked as printed, or the answer would be
+            // printed a second time with the turn's message.
             s.running.insert(path.clone(), Instant::now());
             s.finished.remove(&path);
+        }
+        Event::AgentFailed { .. } => {
+            // A failed turn's streamed text stays as it was printed; the
+            // next turn starts afresh.
+            s.running.remove(&path);
             s.streamed.remove(&path);
         }
         Event::TextDelta { text, .. } => stream_text(&mut s, &path, text),
@@ -530,11 +536,7 @@ fn handle(state: &Mutex<State>, event: &Event) {
             let line = paint(
                 c,
                 "35",
-                &format!(
-                    "? {} asks: {}",
-                    speaker(&s, &path),
-                    one_line(prompt, 200)
-                ),
+                &format!("? {} asks: {}", speaker(&s, &path), one_line(prompt, 200)),
             );
             print(&mut s, &[line]);
         }

@@ -140,7 +140,14 @@ pub(crate) async fn run(args: RunArgs) -> u8 {
     let start = match (task, &args.resume) {
         (Some(task), _) => Ok(Start::Task(task)),
         (None, Some(wanted)) => {
-            resolve(&args.file, &built, wanted, answers, args.answer_next.clone()).await
+            resolve(
+                &args.file,
+                &built,
+                wanted,
+                answers,
+                args.answer_next.clone(),
+            )
+            .await
         }
         (None, None) => Err(INVALID),
     };
