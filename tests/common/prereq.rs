@@ -16,7 +16,7 @@ pub fn skip_allowed() -> bool {
 pub fn missing(what: &str, how: &str) {
     assert!(
         skip_allowed(),
-        "prerequisite missing: {what}. Install it with {how} (README, *Testing locally*), \
+        "prerequisite missing: {what}. Install it with {how}, \
          or set TROUPE_ALLOW_SKIP=1 to skip this test"
     );
     eprintln!("SKIPPED (TROUPE_ALLOW_SKIP=1): {what}; install it with {how}");
