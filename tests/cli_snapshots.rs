@@ -130,3 +130,37 @@ fn turns_are_read_from_footer_and_spent_lines() {
     assert_eq!(turns("spent: 12 turns, 8 model calls"), Some(12));
     assert_eq!(turns("no count here"), None);
 }
+
+#[test]
+fn a_retried_model_call_is_said_once_and_its_error_whole() {
+    // A model on a port nobody listens on: every attempt is refused.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = r#"
+version: 1
+models:
+  main: {provider: openai, model: m, base_url: "http://127.0.0.1:1/v1", retry: {attempts: 2, initial: 10ms, max: 20ms}}
+agents:
+  writer: {model: main, instructions: Write.}
+workflow:
+  sequential: {participants: [writer]}
+"#;
+    std::fs::write(dir.path().join("r.yaml"), cfg).unwrap();
+    let out = common::troupe(dir.path(), &["run", "r.yaml", "hi"])
+        .env("OPENAI_API_KEY", "unused")
+        .output()
+        .unwrap();
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    let said: Vec<&str> = all.lines().filter(|l| l.contains("attempt 1")).collect();
+    assert_eq!(said.len(), 1, "{all}");
+    assert!(
+        said[0].starts_with("↻ writer: m call, attempt 1 failed ("),
+        "{all}"
+    );
+    // The cause at the end of the chain is not cut off.
+    assert!(said[0].contains("Connection refused"), "{all}");
+    assert!(!all.contains(" WARN "), "{all}");
+    // One turn, as the footer and `spent:` both say.
+    assert!(all.contains("■ failed · 1 turn · "), "{all}");
+    assert!(all.contains("spent: 1 turn, "), "{all}");
+}

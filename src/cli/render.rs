@@ -14,6 +14,10 @@ use troupe::{Content, Event, EventSink, Usage};
 
 use super::console_text::{count, one_line, usd};
 
+/// How much of an error a retry line shows: enough for the cause at the
+/// end of a chain (`… Connection refused (os error 111)`).
+const ERROR_CHARS: usize = 320;
+
 const SPINNER: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
 struct State {
@@ -475,7 +479,7 @@ fn handle(state: &Mutex<State>, event: &Event) {
                 &format!(
                     "↻ {}: attempt {attempt} failed ({}); retrying in {}",
                     speaker(&s, &path),
-                    one_line(error, 100),
+                    one_line(error, ERROR_CHARS),
                     elapsed(*delay_ms)
                 ),
             );
@@ -494,7 +498,7 @@ fn handle(state: &Mutex<State>, event: &Event) {
                 &format!(
                     "↻ {}: {model} call, attempt {attempt} failed ({}); retrying in {}",
                     speaker(&s, &path),
-                    one_line(error, 100),
+                    one_line(error, ERROR_CHARS),
                     elapsed(*delay_ms)
                 ),
             );

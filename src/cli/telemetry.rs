@@ -98,8 +98,11 @@ pub(crate) fn shutdown() {
 
 /// The default log filter: warnings, except from ractor and
 /// ractor_cluster, whose warnings (a node that went away, with Rust debug
-/// output) are part of a cluster run's normal end; their errors still show.
-const DEFAULT_FILTER: &str = "warn,ractor=error,ractor_cluster=error";
+/// output) are part of a cluster run's normal end, and the model clients'
+/// retries, which the console shows as events (`↻ writer: … call, attempt
+/// 1 failed …`): a retry said once. Their errors still show.
+const DEFAULT_FILTER: &str =
+    "warn,ractor=error,ractor_cluster=error,troupe_agents::model::http::calls=error";
 
 /// The log filter: `--log-level`, else `RUST_LOG`, else
 /// [`DEFAULT_FILTER`].
