@@ -270,6 +270,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn costs_show_their_first_two_significant_digits() {
+        assert_eq!(format_usd(0.000015), "$0.000015");
+        assert_eq!(format_usd(0.0000153), "$0.000015");
+        assert_eq!(format_usd(0.0123), "$0.0123");
+        assert_eq!(format_usd(0.5213), "$0.5213");
+        assert_eq!(format_usd(1.25), "$1.2500");
+        assert_eq!(format_usd(0.0), "$0.0000");
+    }
+
+    #[test]
     fn stats_add_up_per_agent_and_in_total_and_cost_only_when_priced() {
         let mut run = RunStats::default();
         let mut a = AgentStats::default();
