@@ -1,6 +1,7 @@
 //! Who speaks under a step's id: a cagent-style step with an `id` of its
-//! own (`{id: draft, agent: writer}`) runs under its id, but a person
-//! reading the console expects the agent's name.
+//! own (`{id: draft, agent: writer}`) or a plan's action
+//! (`ORDER_STARBUCKS: {agent: starbucks}`) runs under that id, but a
+//! person reading the console expects the agent's name.
 
 use std::collections::BTreeMap;
 
@@ -14,6 +15,21 @@ pub(crate) fn step_agents(config: &Config) -> BTreeMap<String, String> {
     let mut names = BTreeMap::new();
     for workflow in spec.workflow.iter().chain(spec.workflows.values()) {
         collect(workflow.steps.as_deref().unwrap_or_default(), &mut names);
+        if let Some(plan) = &workflow.plan {
+            // A plan's actions run their agents under the action's name;
+            // a group of actions is merged by the summarizer under the
+            // names joined (`A+B`).
+            for (action, step) in &plan.steps {
+                if action != &step.agent {
+                    names.insert(action.clone(), step.agent.clone());
+                }
+            }
+            if let (Some(groups), Some(summarizer)) = (&plan.groups, &plan.summarizer) {
+                for group in groups.iter().filter(|g| g.len() > 1) {
+                    names.insert(group.join("+"), summarizer.clone());
+                }
+            }
+        }
     }
     names
 }
