@@ -69,6 +69,7 @@ fn every_example_config_prints_as_its_snapshot() {
         .collect();
     files.sort();
     assert!(files.len() >= 15, "{files:?}");
+    let digits = Regex::new(r"\d+").unwrap();
     for file in &files {
         // A copy of the examples per example (one nests another): a store
         // one keeps lands there, fresh.
@@ -108,7 +109,6 @@ fn every_example_config_prints_as_its_snapshot() {
             // failure (parallel_retry) may or may not have finished its
             // turn. Counts in the totals are masked (the footer still
             // equals `spent:`, checked above).
-            let digits = Regex::new(r"\d+").unwrap();
             let mut lines: Vec<String> = shown
                 .lines()
                 .filter(|l| !l.starts_with("  · "))
