@@ -18,14 +18,16 @@
 //!
 //! ```text
 //! cargo run --example chatbot
-//! cargo run --example chatbot -- --db /tmp/bikes.sqlite3 --conversation alice
-//! printf 'When are you open?\nIs ticket 4411 ready?\n' | cargo run --example chatbot
-//! echo 'What did I ask before?' | cargo run --example chatbot   # remembers
+//! printf 'When are you open?\nIs ticket 4411 ready?\n' | cargo run --example chatbot -- --db bikes.sqlite3
+//! echo 'What did I ask before?' | cargo run --example chatbot -- --db bikes.sqlite3   # remembers
+//! cargo run --example chatbot -- --db bikes.sqlite3 --conversation alice
 //! ```
 //!
-//! Options: `--db PATH` (default `troupe-chatbot.sqlite3` in the temp
-//! directory), `--conversation ID` (default `default`), `--events` to print
-//! the team's events as well.
+//! Options: `--db PATH` (the database to keep conversations in; without
+//! it, a fresh one in a temporary directory of this run, removed at exit,
+//! so no two runs or users share a conversation by accident),
+//! `--conversation ID` (default `default`), `--events` to print the team's
+//! events as well.
 
 use std::error::Error;
 use std::io::IsTerminal;
@@ -43,21 +45,22 @@ use troupe_runtime::store::SqliteStore;
 use troupe_runtime::{RunContext, Session, StopCondition, Workflow};
 
 struct Options {
-    db: PathBuf,
+    /// `--db`; `None`: a database of this run only.
+    db: Option<PathBuf>,
     conversation: String,
     events: bool,
 }
 
 fn options() -> Result<Options, String> {
     let mut opts = Options {
-        db: std::env::temp_dir().join("troupe-chatbot.sqlite3"),
+        db: None,
         conversation: "default".into(),
         events: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
-            "--db" => opts.db = args.next().ok_or("--db needs a path")?.into(),
+            "--db" => opts.db = Some(args.next().ok_or("--db needs a path")?.into()),
             "--conversation" => {
                 opts.conversation = args.next().ok_or("--conversation needs an id")?;
             }
@@ -225,7 +228,16 @@ async fn main() {
 
 async fn run() -> Result<(), Box<dyn Error>> {
     let opts = options()?;
-    let store = SqliteStore::open(&opts.db)?;
+    // Without `--db`, a database of this run alone, removed at exit.
+    let scratch = tempfile::tempdir()?;
+    let (db, kept) = match &opts.db {
+        Some(db) => (db.clone(), ""),
+        None => (
+            scratch.path().join("chatbot.sqlite3"),
+            ", for this run only: `--db PATH` keeps it",
+        ),
+    };
+    let store = SqliteStore::open(&db)?;
     let ctx = if opts.events {
         RunContext::console()
     } else {
@@ -235,9 +247,9 @@ async fn run() -> Result<(), Box<dyn Error>> {
 
     let earlier = session.history(&opts.conversation).await?.len();
     println!(
-        "conversation '{}' in {} ({earlier} earlier messages); /quit or end of input to leave",
+        "conversation '{}' in {}{kept} ({earlier} earlier messages); /quit or end of input to leave",
         opts.conversation,
-        opts.db.display()
+        db.display()
     );
 
     let interactive = std::io::stdin().is_terminal();

@@ -113,7 +113,10 @@ fn script_available() -> bool {
 #[test]
 fn on_a_terminal_the_questions_are_asked_inline() {
     if !script_available() {
-        eprintln!("skipped: `script` (util-linux) is not installed, and no pty crate is at hand");
+        common::prereq::missing(
+            "`script` (util-linux), to run troupe on a pseudo-terminal",
+            "your system's util-linux package (`apt-get install util-linux`)",
+        );
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");

@@ -235,6 +235,24 @@ fn chatbot_continues_the_conversation_after_a_restart() {
 }
 
 #[test]
+fn chatbot_without_a_database_shares_no_conversation_between_runs() {
+    // No `--db`: each run has a database of its own, gone at exit, so a
+    // second run (or a second user) starts afresh.
+    for _ in 0..2 {
+        let out = stdout_of("chatbot", &[], "When are you open?\n");
+        assert!(out.contains("(0 earlier messages)"), "{out}");
+        assert!(
+            out.contains("for this run only: `--db PATH` keeps it"),
+            "{out}"
+        );
+        assert!(
+            out.contains("(That's your 1st message in this conversation.)"),
+            "{out}"
+        );
+    }
+}
+
+#[test]
 fn bench_presets_runs_at_small_sizes() {
     // The benchmark in debug mode at smoke-test sizes: it keeps compiling
     // and every workload still runs to completion with sane output.

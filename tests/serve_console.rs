@@ -6,8 +6,8 @@
 //! is saved (`target/tmp/serve_console.png`).
 //!
 //! Needs Debian's `chromium` and `chromium-driver` (`.ci/install-chromium.sh`
-//! installs them, and `.ci/run` calls it). Without them the test says why
-//! and passes, except under CI (`CI=true`), where it fails.
+//! installs them, and `.ci/run` calls it). Without them the test fails,
+//! saying how to install them, unless `TROUPE_ALLOW_SKIP=1` (never in CI).
 
 // Test helpers may fail loudly: a broken fixture should stop the test.
 #![allow(clippy::expect_used, clippy::panic)]
@@ -57,10 +57,6 @@ checkpoint: {store: sqlite, path: state/console.db}
 ";
 
 /// Whether this run is CI's, where a missing browser is a failure.
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
 /// `troupe serve` on a free port, answering once `/team` does.
 fn serve(dir: &Path, cfg: &str) -> (Killed, u16) {
     let port = free_port();
@@ -126,13 +122,9 @@ fn save(page: &webdriver::Browser<'_>, name: &str) {
 fn the_console_chats_streams_shows_the_tree_and_answers_a_question() {
     for tool in [CHROMIUM, CHROMEDRIVER] {
         if !Path::new(tool).exists() {
-            assert!(
-                !in_ci(),
-                "{tool} is missing: .ci/run installs it (.ci/install-chromium.sh)"
-            );
-            eprintln!(
-                "skipped: {tool} is missing (install Debian's chromium and chromium-driver, \
-                 e.g. with .ci/install-chromium.sh)"
+            common::prereq::missing(
+                &format!("{tool} (Debian's chromium and chromium-driver)"),
+                "`.ci/install-chromium.sh` (apt-get; sudo when not root)",
             );
             return;
         }

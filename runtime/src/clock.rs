@@ -25,7 +25,8 @@ use std::time::SystemTime;
 use tokio::time::Instant;
 
 /// The runtime's clock, as a [`troupe_router::Clock`]: tokio's time turned
-/// into a [`SystemTime`] (see the [module](self) docs).
+/// into a [`SystemTime`] (the notes at the top of `runtime/src/clock.rs`
+/// say what waits on tokio's timer and what stamps with this clock).
 ///
 /// It is zero-sized and reads no lock: one thread-local look-up for
 /// tokio's clock, then arithmetic.

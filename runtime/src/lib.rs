@@ -93,7 +93,7 @@ pub use run_error::{AgentError, BoxError, ErrorKind, RunError, Sourced};
 pub use session::{Session, SessionError, SessionStream};
 pub use sink::{ConsoleLines, EventOutput, EventSink, EventWriter, JsonLines};
 pub use state::{StateDelta, StateSnapshot};
-pub use stats::{AgentStats, RunStats};
+pub use stats::{AgentStats, RunStats, format_usd};
 pub use stop::{ParseStopError, STOP_KINDS, StopCondition, StopHandle, StopReason};
 pub use thread::{Thread, WorkflowState};
 pub use tokio_util::sync::CancellationToken;

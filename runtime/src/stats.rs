@@ -120,10 +120,27 @@ impl std::fmt::Display for AgentStats {
             self.output_tokens
         )?;
         if let Some(c) = self.cost {
-            write!(f, ", ${c:.4}")?;
+            write!(f, ", {}", format_usd(c))?;
         }
         Ok(())
     }
+}
+
+/// A cost in USD for people: `$1.25`, `$0.0123`, `$0.000015` — four
+/// decimals at least, and more for a small cost, so that its first two
+/// significant digits show (never `$0.0000` for a cost that is not zero).
+pub fn format_usd(cost: f64) -> String {
+    if cost == 0.0 || !cost.is_finite() {
+        return format!("${cost:.4}");
+    }
+    // Digits after the point up to the second significant one.
+    let lead = (-cost.abs().log10()).floor();
+    let decimals = if lead.is_finite() && lead > 0.0 {
+        (lead as usize + 2).clamp(4, 12)
+    } else {
+        4
+    };
+    format!("${cost:.decimals$}")
 }
 
 /// What a run spent, in total and per agent. An agent is keyed by its full
@@ -282,6 +299,16 @@ impl Meter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn costs_show_their_first_two_significant_digits() {
+        assert_eq!(format_usd(0.000015), "$0.000015");
+        assert_eq!(format_usd(0.0000153), "$0.000015");
+        assert_eq!(format_usd(0.0123), "$0.0123");
+        assert_eq!(format_usd(0.5213), "$0.5213");
+        assert_eq!(format_usd(1.25), "$1.2500");
+        assert_eq!(format_usd(0.0), "$0.0000");
+    }
 
     #[test]
     fn stats_add_up_per_agent_and_in_total_and_cost_only_when_priced() {

@@ -7,7 +7,7 @@
 //! Spans are parented explicitly, never through the span current on a
 //! task: a run's supervisor, its agent actors and nested runs each run on
 //! tasks of their own, so the parent travels in the
-//! [`RunContext`](crate::RunContext) ([`RunContext::span`](crate::RunContext::span)).
+//! [`RunContext`] ([`RunContext::span`](crate::RunContext::span)).
 //! Every span carries `otel.name`, the name an OpenTelemetry exporter
 //! gives it (the tracing name is static; this one names the agent).
 //!

@@ -115,7 +115,7 @@ async fn converse(config: &Config, start: Start, output: Output) -> u8 {
         built.close().await;
         return INVALID;
     }
-    let (sink, console) = sinks(&output);
+    let (sink, console) = sinks(&output, config);
     let ctx = RunContext::with_sink(sink.clone());
     let interrupted = Interrupt::watch(&ctx, GRACE, None);
     let chat = Session::new(built.workflow.clone(), store.threads.clone()).with_context(ctx);

@@ -138,7 +138,7 @@ pub(crate) async fn node(args: NodeArgs) -> u8 {
         Ok(h) => h,
         Err(e) => return report(&e),
     };
-    for note in &hosted.notes {
+    for note in super::console_text::distinct(&hosted.notes) {
         eprintln!("{note}");
     }
     // Prints `node NAME listening on ADDR (hosting: …; peers: …)` once up.

@@ -20,6 +20,7 @@ macro_rules! eprint {
 
 mod chat;
 mod cluster;
+mod console_text;
 mod end_line;
 mod input;
 mod interrupt;
@@ -29,6 +30,7 @@ mod prune;
 mod render;
 mod run;
 mod runs;
+mod speakers;
 mod store;
 pub(crate) mod telemetry;
 
@@ -415,14 +417,17 @@ pub(crate) fn make_id(prefix: &str) -> String {
 }
 
 /// Where events go, and the console view if there is one.
-pub(crate) fn sinks(output: &Output) -> (EventSink, Option<render::Console>) {
+pub(crate) fn sinks(
+    output: &Output,
+    config: &troupe::config::Config,
+) -> (EventSink, Option<render::Console>) {
     if output.quiet {
         return (EventSink::None, None);
     }
     match output.events {
         EventsFormat::Jsonl => (EventSink::json_lines(std::io::stdout()), None),
         EventsFormat::Pretty => {
-            let console = render::Console::new();
+            let console = render::Console::new(speakers::step_agents(config));
             (console.sink(), Some(console))
         }
     }

@@ -12,11 +12,19 @@ use std::time::{Duration, Instant};
 
 use troupe::{Content, Event, EventSink, FinalStatus, Usage};
 
+use super::console_text::{count, one_line, usd};
+
+/// How much of an error a retry line shows: enough for the cause at the
+/// end of a chain (`… Connection refused (os error 111)`).
+const ERROR_CHARS: usize = 320;
+
 const SPINNER: &[&str] = &["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
 struct State {
     color: bool,
     root: Option<String>,
+    /// The agents step ids stand for (`draft` → `writer`).
+    names: BTreeMap<String, String>,
     running: BTreeMap<String, Instant>,
     pending: BTreeMap<String, Vec<String>>,
     /// Turns that ended and whose messages are still to come: elapsed
@@ -54,12 +62,14 @@ fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
 }
 
 impl Console {
-    /// A console view; the spinner runs only when stderr is a terminal.
-    pub(crate) fn new() -> Self {
+    /// A console view naming the agent where a step's id stands for it
+    /// (`names`); the spinner runs only when stderr is a terminal.
+    pub(crate) fn new(names: BTreeMap<String, String>) -> Self {
         let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
         let state = Arc::new(Mutex::new(State {
             color,
             root: None,
+            names,
             running: BTreeMap::new(),
             pending: BTreeMap::new(),
             finished: BTreeMap::new(),
@@ -130,7 +140,7 @@ fn spin(state: &Mutex<State>, stop: &AtomicBool) {
             .running
             .iter()
             .filter(|(p, _)| !s.parents.contains(*p))
-            .map(|(p, t)| format!("{} {:.1}s", short(&s.root, p), (now - *t).as_secs_f64()))
+            .map(|(p, t)| format!("{} {:.1}s", speaker(&s, p), (now - *t).as_secs_f64()))
             .collect();
         s.frame = (s.frame + 1) % SPINNER.len();
         let line = format!("{} thinking: {}", SPINNER[s.frame], who.join(", "));
@@ -170,16 +180,6 @@ fn short(root: &Option<String>, path: &str) -> String {
     }
 }
 
-fn one_line(text: &str, max: usize) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        let cut: String = flat.chars().take(max).collect();
-        format!("{cut}…")
-    }
-}
-
 fn elapsed(ms: f64) -> String {
     if ms >= 1000.0 {
         format!("{:.1}s", ms / 1000.0)
@@ -188,15 +188,28 @@ fn elapsed(ms: f64) -> String {
     }
 }
 
+/// How an agent's path is shown: without the top workflow's name, and
+/// with a step id that stands for an agent replaced by the agent's name.
+fn speaker(s: &State, path: &str) -> String {
+    let short = short(&s.root, path);
+    match short.rsplit_once('/') {
+        Some((up, last)) => match s.names.get(last) {
+            Some(agent) => format!("{up}/{agent}"),
+            None => short,
+        },
+        None => s.names.get(&short).cloned().unwrap_or(short),
+    }
+}
+
 /// `● agent · 1.2s · 340 tokens`
 fn header(s: &State, path: &str, elapsed_ms: f64, usage: &Usage) -> String {
     let mut meta = vec![elapsed(elapsed_ms)];
     if usage.total() > 0 {
-        meta.push(format!("{} tokens", usage.total()));
+        meta.push(count(usage.total(), "token"));
     }
     format!(
         "{} {}",
-        paint(s.color, "1;36", &format!("● {}", short(&s.root, path))),
+        paint(s.color, "1;36", &format!("● {}", speaker(s, path))),
         paint(s.color, "2", &format!("· {}", meta.join(" · ")))
     )
 }
@@ -273,11 +286,7 @@ fn stream_text(s: &mut State, path: &str, text: &str) {
 fn say(s: &mut State, path: &str, lines: &[String]) {
     let mut out = Vec::with_capacity(lines.len() + 1);
     if s.speaker.as_deref() != Some(path) || s.live.as_deref().is_some_and(|l| l != path) {
-        out.push(paint(
-            s.color,
-            "1;36",
-            &format!("● {}", short(&s.root, path)),
-        ));
+        out.push(paint(s.color, "1;36", &format!("● {}", speaker(s, path))));
     }
     out.extend_from_slice(lines);
     print(s, &out);
@@ -293,7 +302,7 @@ fn streamed_meta(s: &State, path: &str, elapsed_ms: f64, usage: &Usage) -> Strin
     }
     let mut meta = vec![elapsed(elapsed_ms)];
     if usage.total() > 0 {
-        meta.push(format!("{} tokens", usage.total()));
+        meta.push(count(usage.total(), "token"));
     }
     paint(s.color, "2", &format!("  · {}", meta.join(" · ")))
 }
@@ -321,12 +330,22 @@ fn handle(state: &Mutex<State>, event: &Event) {
     match event {
         Event::RunStarted { participants, .. } if s.root.is_none() => {
             s.root = Some(path.clone());
-            let line = paint(c, "2", &format!("▶ {path} ({participants} participants)"));
+            let who = count(*participants as u64, "participant");
+            let line = paint(c, "2", &format!("▶ {path} ({who})"));
             print(&mut s, &[line]);
         }
         Event::AgentStarted { .. } => {
+            // The turn's first streamed piece may arrive before this (the
+            // agent and the run's actor emit side by side): what it
+            // printed stays marked as printed, or the answer would be
+            // printed a second time with the turn's message.
             s.running.insert(path.clone(), Instant::now());
             s.finished.remove(&path);
+        }
+        Event::AgentFailed { .. } => {
+            // A failed turn's streamed text stays as it was printed; the
+            // next turn starts afresh.
+            s.running.remove(&path);
             s.streamed.remove(&path);
         }
         Event::TextDelta { text, .. } => stream_text(&mut s, &path, text),
@@ -395,12 +414,15 @@ fn handle(state: &Mutex<State>, event: &Event) {
                         &message.usage.unwrap_or_default(),
                     ));
                 }
+            } else if s.parents.contains(&path) && left > 1 {
+                // A nested workflow's turn with more messages to come: it
+                // is said done once, at its last.
             } else if s.parents.contains(&path) {
                 // A nested workflow: its agents spoke for it already.
                 let usage = message.usage.unwrap_or_default();
                 let mut meta = vec![elapsed(elapsed_ms)];
                 if usage.total() > 0 {
-                    meta.push(format!("{} tokens", usage.total()));
+                    meta.push(count(usage.total(), "token"));
                 }
                 out.push(paint(
                     c,
@@ -456,8 +478,8 @@ fn handle(state: &Mutex<State>, event: &Event) {
                 "33",
                 &format!(
                     "↻ {}: attempt {attempt} failed ({}); retrying in {}",
-                    short(&s.root, &path),
-                    one_line(error, 100),
+                    speaker(&s, &path),
+                    one_line(error, ERROR_CHARS),
                     elapsed(*delay_ms)
                 ),
             );
@@ -475,8 +497,8 @@ fn handle(state: &Mutex<State>, event: &Event) {
                 "33",
                 &format!(
                     "↻ {}: {model} call, attempt {attempt} failed ({}); retrying in {}",
-                    short(&s.root, &path),
-                    one_line(error, 100),
+                    speaker(&s, &path),
+                    one_line(error, ERROR_CHARS),
                     elapsed(*delay_ms)
                 ),
             );
@@ -518,11 +540,7 @@ fn handle(state: &Mutex<State>, event: &Event) {
             let line = paint(
                 c,
                 "35",
-                &format!(
-                    "? {} asks: {}",
-                    short(&s.root, &path),
-                    one_line(prompt, 200)
-                ),
+                &format!("? {} asks: {}", speaker(&s, &path), one_line(prompt, 200)),
             );
             print(&mut s, &[line]);
         }
@@ -530,7 +548,6 @@ fn handle(state: &Mutex<State>, event: &Event) {
             status,
             detail,
             usage,
-            turns,
             elapsed_ms,
             stats,
             ..
@@ -538,15 +555,18 @@ fn handle(state: &Mutex<State>, event: &Event) {
             let cost = stats
                 .total
                 .cost
-                .map(|c| format!(" · ${c:.4}"))
+                .map(|c| format!(" · {}", usd(c)))
                 .unwrap_or_default();
+            // Turns as `spent:` counts them, nested workflows' included.
+            let turns = stats.total.turns;
             let line = paint(
                 c,
                 "2",
                 &format!(
-                    "■ {status} · {turns} turns · {} · {} tokens{cost}",
+                    "■ {status} · {} · {} · {}{cost}",
+                    count(turns, "turn"),
                     elapsed(*elapsed_ms),
-                    usage.total()
+                    count(usage.total(), "token")
                 ),
             );
             // Why a stopped run stopped (a budget, a ceiling and how to

@@ -57,6 +57,15 @@ pub(crate) struct RunArgs {
     /// at a time, in order).
     #[arg(long, value_name = "REQUEST_ID=TEXT", requires = "resume")]
     answer: Vec<String>,
+    /// Answers the first question the resumed run waits on, whatever its
+    /// id (a script need not read the id from the previous output).
+    #[arg(
+        long,
+        value_name = "TEXT",
+        requires = "resume",
+        conflicts_with = "answer"
+    )]
+    answer_next: Option<String>,
     /// Never asks on the terminal: a run that needs input ends, waiting,
     /// with exit code 3.
     #[arg(long)]
@@ -165,13 +174,23 @@ pub(crate) async fn run(args: RunArgs) -> u8 {
         }
     }
     if chatty {
-        for note in &built.notes {
+        for note in super::console_text::distinct(&built.notes) {
             eprintln!("{note}");
         }
     }
     let start = match (task, &args.resume) {
         (Some(task), _) => Ok(Start::Task(task)),
-        (None, Some(wanted)) => resolve(&args.file, &built, wanted, answers, at).await,
+        (None, Some(wanted)) => {
+            resolve(
+                &args.file,
+                &built,
+                wanted,
+                answers,
+                args.answer_next.clone(),
+                at,
+            )
+            .await
+        }
         (None, None) => Err(INVALID),
     };
     let code = match start {
@@ -208,11 +227,22 @@ async fn resolve(
     file: &Path,
     built: &Built,
     wanted: &str,
-    answers: Vec<(String, String)>,
+    mut answers: Vec<(String, String)>,
+    next: Option<String>,
     at: Option<CheckpointId>,
 ) -> Result<Start, u8> {
     let store = store::durable(file, built.store.as_ref(), "--resume")?;
     let run = store::find(file, store, wanted).await?;
+    if let Some(text) = next {
+        let Some(first) = run.requests.first() else {
+            eprintln!(
+                "troupe run: --answer-next: run `{}` waits on no question",
+                run.run_id
+            );
+            return Err(INVALID);
+        };
+        answers.push((first.id.clone(), text));
+    }
     for (id, _) in &answers {
         if !run.requests.iter().any(|q| &q.id == id) {
             eprintln!(
@@ -263,7 +293,7 @@ async fn drive(
         Ok(l) => l,
         Err(code) => return code,
     };
-    let (sink, console) = sinks(&args.output);
+    let (sink, console) = sinks(&args.output, config);
     let ctx = RunContext::with_sink(sink.clone()).with_run_id(run_id.clone());
     let hint = store::outlives(built.store.as_ref()).then(|| resume_hint(&args.file, &run_id));
     let interrupt = Interrupt::watch(&ctx, grace, hint.clone());

@@ -1,7 +1,8 @@
 //! The CLI's logs and spans: one `tracing` subscriber for the process.
 //!
 //! - Logs go to stderr (stdout carries the answer and `--events jsonl`),
-//!   filtered by `--log-level FILTER`, else `RUST_LOG`, else `warn`; a
+//!   filtered by `--log-level FILTER`, else `RUST_LOG`, else `warn` (ractor's
+//!   and ractor_cluster's at `error`); a
 //!   filter is an `EnvFilter` directive (`debug`, `troupe=debug,rmcp=warn`).
 //! - Spans (runs, supersteps, turns, model and tool calls; see
 //!   `troupe_runtime::telemetry`) are exported over OTLP/HTTP (protobuf)
@@ -95,7 +96,16 @@ pub(crate) fn shutdown() {
     }
 }
 
-/// The log filter: `--log-level`, else `RUST_LOG`, else `warn`.
+/// The default log filter: warnings, except from ractor and
+/// ractor_cluster, whose warnings (a node that went away, with Rust debug
+/// output) are part of a cluster run's normal end, and the model clients'
+/// retries, which the console shows as events (`↻ writer: … call, attempt
+/// 1 failed …`): a retry said once. Their errors still show.
+const DEFAULT_FILTER: &str =
+    "warn,ractor=error,ractor_cluster=error,troupe_agents::model::http::calls=error";
+
+/// The log filter: `--log-level`, else `RUST_LOG`, else
+/// [`DEFAULT_FILTER`].
 fn log_filter(flag: Option<&str>) -> Result<EnvFilter, TelemetryError> {
     let env = std::env::var("RUST_LOG")
         .ok()
@@ -103,7 +113,7 @@ fn log_filter(flag: Option<&str>) -> Result<EnvFilter, TelemetryError> {
     let (filter, from) = match (flag, env) {
         (Some(f), _) => (f.to_string(), "--log-level"),
         (None, Some(e)) => (e, "RUST_LOG"),
-        (None, None) => ("warn".to_string(), "the default"),
+        (None, None) => (DEFAULT_FILTER.to_string(), "the default"),
     };
     EnvFilter::builder()
         .parse(&filter)

@@ -32,7 +32,7 @@ pub const WAITING_KEY: &str = "a2a.input_required";
 /// their name) as one A2A message in the conversation (`contextId`) the
 /// remote agent gave at the first turn. When the card says it streams,
 /// the turn reads `SendStreamingMessage`'s events: artifact pieces become
-/// [`Event::TextDelta`]s on the turn's context, as a model's tokens do.
+/// [`Event::TextDelta`](troupe_runtime::Event::TextDelta)s on the turn's context, as a model's tokens do.
 /// The reply is the task's artifacts' text (or its status message).
 ///
 /// A task that asks for input (`TASK_STATE_INPUT_REQUIRED`) ends the turn

@@ -106,8 +106,9 @@ impl<'a> Ctx<'a> {
             ))
         })?;
         self.notes.push(format!(
-            "{user}: model `{model_name}` scripted ({} replies{})",
+            "{user}: model `{model_name}` scripted ({} repl{}{})",
             replies.len(),
+            if replies.len() == 1 { "y" } else { "ies" },
             if spec.provider == Provider::Auto {
                 ", offline"
             } else {

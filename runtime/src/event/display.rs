@@ -41,7 +41,7 @@ impl fmt::Display for Event {
                     usage.total()
                 )?;
                 if let Some(cost) = stats.total.cost {
-                    write!(f, ", ${cost:.4}")?;
+                    write!(f, ", {}", crate::stats::format_usd(cost))?;
                 }
                 f.write_str(")")
             }
@@ -196,7 +196,7 @@ impl fmt::Display for Event {
                     write!(f, " ({about}{} tokens)", u.total())?;
                 }
                 if let Some(cost) = cost {
-                    write!(f, " ${cost:.4}")?;
+                    write!(f, " {}", crate::stats::format_usd(*cost))?;
                 }
                 match error {
                     Some(e) => write!(f, ", failed: {}", excerpt(e, 160)),

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::Notify;
 
 /// A handle the caller keeps to stop a run from outside
-/// ([`StopCondition::External`]). The run stops gracefully: turns already
+/// ([`StopCondition::External`](crate::StopCondition::External)). The run stops gracefully: turns already
 /// under way finish, no new turn starts. The handle stays set until
 /// [`StopHandle::reset`].
 #[derive(Clone, Default)]
