@@ -76,6 +76,22 @@ impl Diagnostic {
         self.expected = Some(expected.into());
         self
     }
+
+    /// The problem as a warning line: `FILE:LINE:COL: warning: field `x`: message`
+    /// (as `troupe validate`, `run` and `serve` print warnings).
+    pub fn warning_line(&self) -> String {
+        let mut line = format!(
+            "{}:{}:{}: warning: ",
+            self.file.display(),
+            self.position.line,
+            self.position.column
+        );
+        if !self.field.is_empty() {
+            line.push_str(&format!("field `{}`: ", self.field));
+        }
+        line.push_str(&self.message);
+        line
+    }
 }
 
 impl fmt::Display for Diagnostic {

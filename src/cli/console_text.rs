@@ -49,6 +49,40 @@ pub(crate) fn distinct(notes: &[String]) -> Vec<&str> {
         .collect()
 }
 
+/// `text` in the colour of ANSI `code` when `color`.
+pub(crate) fn paint(color: bool, code: &str, text: &str) -> String {
+    if color {
+        format!("\x1b[{code}m{text}\x1b[0m")
+    } else {
+        text.to_string()
+    }
+}
+
+/// A duration for a person: `850ms`, `1.2s`.
+pub(crate) fn elapsed(ms: f64) -> String {
+    if ms >= 1000.0 {
+        format!("{:.1}s", ms / 1000.0)
+    } else {
+        format!("{ms:.0}ms")
+    }
+}
+
+/// `  ⇒ hands off to target: reason`
+pub(crate) fn handoff_line(color: bool, target: &str, reason: &str) -> String {
+    paint(
+        color,
+        "35",
+        &format!(
+            "  ⇒ hands off to {target}{}",
+            if reason.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", one_line(reason, 160))
+            }
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,6 +29,7 @@ mod mcp_demo;
 mod prune;
 mod render;
 mod run;
+mod run_start;
 mod runs;
 mod speakers;
 mod store;
@@ -304,7 +305,7 @@ async fn validate(file: PathBuf, deny_warnings: bool) -> u8 {
         Err(e) => return report(&e),
     };
     for w in &warnings {
-        eprintln!("{}", warning_line(w));
+        eprintln!("{}", w.warning_line());
     }
     if deny_warnings && !warnings.is_empty() {
         eprintln!(
@@ -318,21 +319,6 @@ async fn validate(file: PathBuf, deny_warnings: bool) -> u8 {
         file.display(),
         summary(&config)
     ))
-}
-
-/// `FILE:LINE:COL: warning: field `x`: message`.
-pub(crate) fn warning_line(d: &troupe::config::Diagnostic) -> String {
-    let mut line = format!(
-        "{}:{}:{}: warning: ",
-        d.file.display(),
-        d.position.line,
-        d.position.column
-    );
-    if !d.field.is_empty() {
-        line.push_str(&format!("field `{}`: ", d.field));
-    }
-    line.push_str(&d.message);
-    line
 }
 
 fn summary(c: &Config) -> String {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use troupe::{Content, Event, EventSink, FinalStatus, Usage};
 
-use super::console_text::{count, one_line, usd};
+use super::console_text::{count, elapsed, handoff_line, one_line, paint, usd};
 
 /// How much of an error a retry line shows: enough for the cause at the
 /// end of a chain (`… Connection refused (os error 111)`).
@@ -160,14 +160,6 @@ fn clear_spinner(s: &mut State) {
     }
 }
 
-fn paint(color: bool, code: &str, text: &str) -> String {
-    if color {
-        format!("\x1b[{code}m{text}\x1b[0m")
-    } else {
-        text.to_string()
-    }
-}
-
 /// A path without the top workflow's name.
 fn short(root: &Option<String>, path: &str) -> String {
     match root {
@@ -177,14 +169,6 @@ fn short(root: &Option<String>, path: &str) -> String {
             .unwrap_or(path)
             .to_string(),
         None => path.to_string(),
-    }
-}
-
-fn elapsed(ms: f64) -> String {
-    if ms >= 1000.0 {
-        format!("{:.1}s", ms / 1000.0)
-    } else {
-        format!("{ms:.0}ms")
     }
 }
 
@@ -585,20 +569,4 @@ fn handle(state: &Mutex<State>, event: &Event) {
         }
         _ => {}
     }
-}
-
-/// `  ⇒ hands off to target: reason`
-fn handoff_line(color: bool, target: &str, reason: &str) -> String {
-    paint(
-        color,
-        "35",
-        &format!(
-            "  ⇒ hands off to {target}{}",
-            if reason.is_empty() {
-                String::new()
-            } else {
-                format!(": {}", one_line(reason, 160))
-            }
-        ),
-    )
 }

@@ -18,6 +18,7 @@ use troupe::{
 use super::cluster::{self, ClusterArgs};
 use super::end_line::{EndLine, Question};
 use super::interrupt::Interrupt;
+use super::run_start::{Start, parse_answers, read_prompt, resolve};
 use super::{
     EventsFormat, FAILED, INTERRUPTED, INVALID, OK, Output, WAITING, build_options, lease, leave,
     make_id, report, sinks, store, write_failed, write_out,
@@ -78,17 +79,6 @@ pub(crate) struct RunArgs {
     output: Output,
     #[command(flatten)]
     cluster: ClusterArgs,
-}
-
-/// What to run: a task, or a stored run to carry on.
-enum Start {
-    Task(String),
-    Resume {
-        run_id: String,
-        answers: Vec<(String, String)>,
-        /// The checkpoint to carry on from (`--at`); the newest without.
-        at: Option<CheckpointId>,
-    },
 }
 
 /// `troupe run`.
@@ -170,7 +160,7 @@ pub(crate) async fn run(args: RunArgs) -> u8 {
     // nothing uses), said once before the first turn.
     if !args.output.quiet {
         for w in &built.warnings {
-            eprintln!("{}", super::warning_line(w));
+            eprintln!("{}", w.warning_line());
         }
     }
     if chatty {
@@ -200,76 +190,6 @@ pub(crate) async fn run(args: RunArgs) -> u8 {
     built.close().await;
     leave(node).await;
     code
-}
-
-/// `REQUEST_ID=TEXT` pairs, in order, each request answered once.
-fn parse_answers(given: &[String]) -> Result<Vec<(String, String)>, String> {
-    let mut answers: Vec<(String, String)> = Vec::with_capacity(given.len());
-    for a in given {
-        let Some((id, text)) = a.split_once('=').filter(|(id, _)| !id.is_empty()) else {
-            return Err(format!(
-                "--answer takes REQUEST_ID=TEXT (the ids `troupe runs FILE` lists), got `{a}`"
-            ));
-        };
-        if answers.iter().any(|(seen, _)| seen == id) {
-            return Err(format!(
-                "--answer gives request `{id}` two answers; give each request one"
-            ));
-        }
-        answers.push((id.to_string(), text.to_string()));
-    }
-    Ok(answers)
-}
-
-/// The stored run `wanted` names, its answers checked against the
-/// questions it waits on.
-async fn resolve(
-    file: &Path,
-    built: &Built,
-    wanted: &str,
-    mut answers: Vec<(String, String)>,
-    next: Option<String>,
-    at: Option<CheckpointId>,
-) -> Result<Start, u8> {
-    let store = store::durable(file, built.store.as_ref(), "--resume")?;
-    let run = store::find(file, store, wanted).await?;
-    if let Some(text) = next {
-        let Some(first) = run.requests.first() else {
-            eprintln!(
-                "troupe run: --answer-next: run `{}` waits on no question",
-                run.run_id
-            );
-            return Err(INVALID);
-        };
-        answers.push((first.id.clone(), text));
-    }
-    for (id, _) in &answers {
-        if !run.requests.iter().any(|q| &q.id == id) {
-            eprintln!(
-                "troupe run: run `{}` has no question `{id}`; it waits on: {}",
-                run.run_id,
-                pending_list(&run.requests)
-            );
-            return Err(INVALID);
-        }
-    }
-    Ok(Start::Resume {
-        run_id: run.run_id,
-        answers,
-        at,
-    })
-}
-
-/// `q1 (writer: Which tone?), q2 (…)`, or `none`.
-fn pending_list(requests: &[InputRequest]) -> String {
-    if requests.is_empty() {
-        return "none".into();
-    }
-    requests
-        .iter()
-        .map(|q| format!("{} ({}: {})", q.id, q.agent, q.prompt))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// Runs (or resumes) under a context watched for signals, asks the
@@ -420,29 +340,6 @@ fn resume_hint(file: &Path, run_id: &str) -> String {
         "resume with: troupe run {} --resume {run_id}",
         file.display()
     )
-}
-
-fn read_prompt(prompt: Option<String>) -> Result<String, String> {
-    match prompt.as_deref() {
-        Some("-") => read_stdin(),
-        Some(p) => Ok(p.to_string()),
-        None if !std::io::stdin().is_terminal() => read_stdin(),
-        None => Err(
-            "no task given: `troupe run FILE \"a task\"`, `-` to read it from stdin, or `--resume RUN_ID`"
-                .into(),
-        ),
-    }
-}
-
-fn read_stdin() -> Result<String, String> {
-    let text = super::input::read_all(std::io::stdin().lock())
-        .map_err(|e| format!("cannot read the task from stdin: {e}"))?;
-    let text = text.trim().to_string();
-    if text.is_empty() {
-        Err("the task read from stdin is empty".into())
-    } else {
-        Ok(text)
-    }
 }
 
 /// How a run ended, for its report.
@@ -640,33 +537,4 @@ fn checkpoint_note(built: &Built, run_id: &str, result: &RunResult) -> Option<St
         "checkpoint {id} of run `{run_id}` saved ({})",
         store::describe(store)
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_answers;
-
-    fn given(args: &[&str]) -> Vec<String> {
-        args.iter().map(|a| a.to_string()).collect()
-    }
-
-    #[test]
-    fn answers_are_id_text_pairs_each_request_answered_once() {
-        assert_eq!(
-            parse_answers(&given(&["team/clerk-1=order A=1", "me-2="])),
-            Ok(vec![
-                ("team/clerk-1".to_string(), "order A=1".to_string()),
-                ("me-2".to_string(), String::new()),
-            ])
-        );
-        for bad in ["no equals sign", "=text"] {
-            let err = parse_answers(&given(&[bad])).unwrap_err();
-            assert!(err.contains("REQUEST_ID=TEXT"), "{bad}: {err}");
-        }
-        let err = parse_answers(&given(&["q1=yes", "q2=no", "q1=no"])).unwrap_err();
-        assert_eq!(
-            err,
-            "--answer gives request `q1` two answers; give each request one"
-        );
-    }
 }

@@ -108,7 +108,7 @@ async fn load(file: &Path, offline: bool) -> Result<Team, LoadError> {
         .map_err(|e| LoadError::config(&e))?;
     // What `troupe validate` would warn of, said once as the team loads.
     for w in &built.warnings {
-        eprintln!("{}", crate::cli::warning_line(w));
+        eprintln!("{}", w.warning_line());
     }
     let store = match &built.store {
         Some(s) => s.clone(),

@@ -6,81 +6,30 @@
 use serde::{Deserialize, Serialize};
 
 use super::request::InputRequest;
-use crate::agent::Reply;
 use crate::message::Message;
 use crate::state::StateDelta;
-use crate::thread::Thread;
 
 /// A finished turn's reply, held for its superstep's barrier: every part
-/// of a [`Reply`], under the node's name.
+/// of a [`Reply`](crate::Reply), under the node's name (the conversions
+/// both ways are the run's: `run/held.rs`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct HeldReply {
     /// The node whose turn it is.
     pub(crate) node: String,
-    /// [`Reply::messages`].
+    /// [`Reply::messages`](crate::Reply::messages).
     pub(crate) messages: Vec<Message>,
-    /// [`Reply::thread`].
-    pub(crate) thread: Option<Thread>,
-    /// [`Reply::next`].
+    /// [`Reply::thread`](crate::Reply::thread), encoded (`codec`): a
+    /// thread holds its scheduler state, which holds held replies, so the
+    /// thread is kept as bytes here rather than as a type of its file.
+    pub(crate) thread: Option<Vec<u8>>,
+    /// [`Reply::next`](crate::Reply::next).
     pub(crate) next: Option<Vec<String>>,
-    /// [`Reply::request`].
+    /// [`Reply::request`](crate::Reply::request).
     pub(crate) request: Option<String>,
-    /// [`Reply::private`].
+    /// [`Reply::private`](crate::Reply::private).
     pub(crate) private: Vec<Message>,
-    /// [`Reply::inner_requests`].
+    /// [`Reply::inner_requests`](crate::Reply::inner_requests).
     pub(crate) inner_requests: Vec<InputRequest>,
-    /// [`Reply::state`].
+    /// [`Reply::state`](crate::Reply::state).
     pub(crate) state: StateDelta,
-}
-
-impl HeldReply {
-    /// Node `node`'s `reply`, copied.
-    pub(crate) fn of(node: &str, reply: &Reply) -> Self {
-        HeldReply {
-            node: node.to_string(),
-            messages: reply.messages.clone(),
-            thread: reply.thread.clone(),
-            next: reply.next.clone(),
-            request: reply.request.clone(),
-            private: reply.private.clone(),
-            inner_requests: reply.inner_requests.clone(),
-            state: reply.state.clone(),
-        }
-    }
-
-    /// The reply again.
-    pub(crate) fn into_reply(self) -> Reply {
-        Reply {
-            messages: self.messages,
-            thread: self.thread,
-            next: self.next,
-            request: self.request,
-            private: self.private,
-            inner_requests: self.inner_requests,
-            state: self.state,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_reply_held_and_given_back_is_the_same() {
-        let mut reply = Reply::text("done").with_state("k", "v");
-        reply.private.push(Message::text("a", "a call"));
-        reply.next = Some(vec!["b".into()]);
-        reply.thread = Some(Thread::from_messages([Message::user("hi")]));
-        let held = HeldReply::of("a", &reply);
-        let bytes = crate::codec::encode(&held).unwrap();
-        let back: HeldReply = crate::codec::decode(&bytes).unwrap();
-        assert_eq!(back, held);
-        let again = back.into_reply();
-        assert_eq!(again.messages, reply.messages);
-        assert_eq!(again.private, reply.private);
-        assert_eq!(again.thread, reply.thread);
-        assert_eq!(again.next, reply.next);
-        assert_eq!(again.state, reply.state);
-    }
 }

@@ -445,7 +445,16 @@ mod tests {
     fn held_replies_are_written_from_version_4_and_a_version_3_state_reads_without() {
         let mut state =
             SchedulerState::new(None, Vec::new(), vec!["b".into()], StateSnapshot::default());
-        state.set_held(vec![HeldReply::of("a", &crate::Reply::text("done"))]);
+        state.set_held(vec![HeldReply {
+            node: "a".into(),
+            messages: vec![crate::Message::text("a", "done")],
+            thread: None,
+            next: None,
+            request: None,
+            private: Vec::new(),
+            inner_requests: Vec::new(),
+            state: Default::default(),
+        }]);
         let bytes = crate::codec::encode(&state).unwrap();
         let back: SchedulerState = crate::codec::decode(&bytes).unwrap();
         assert_eq!(back, state);

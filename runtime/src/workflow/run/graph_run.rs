@@ -169,7 +169,7 @@ impl GraphRun {
     pub(super) fn held(&self, names: &[std::sync::Arc<str>]) -> Vec<HeldReply> {
         let open = self.buffered.iter().filter(|_| self.open);
         open.chain(&self.restored)
-            .map(|(i, reply)| HeldReply::of(&names[*i], reply))
+            .filter_map(|(i, reply)| HeldReply::of(&names[*i], reply))
             .collect()
     }
 

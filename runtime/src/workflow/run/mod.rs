@@ -25,6 +25,7 @@
 mod checkpoints;
 mod finish;
 mod graph_run;
+mod held;
 mod history;
 mod inboxes;
 mod participants;

@@ -142,7 +142,7 @@ impl RunState {
             .into_iter()
             .filter_map(|h| {
                 let i = run.spec.router.index_of(&h.node)?;
-                Some((i, Box::new(h.into_reply())))
+                Some((i, Box::new(h.into_reply()?)))
             })
             .collect();
         if let Some(g) = run.graph.as_mut()
