@@ -13,20 +13,22 @@ use crate::store::{Checkpoint, CheckpointId, CheckpointStore};
 /// How many older checkpoints a resume tries when the newest is damaged.
 const TRIES: usize = 64;
 
-/// Repairs run `run_id`'s storage in `store`, saying so on `ctx`.
+/// Repairs run `run_id`'s storage in `store`, saying so on `ctx`; what
+/// was repaired, if anything.
 pub(super) async fn repair(
     store: &dyn CheckpointStore,
     run_id: &str,
     ctx: &RunContext,
-) -> Result<(), CheckpointError> {
-    if let Some(repaired) = store.repair(run_id).await? {
+) -> Result<Option<String>, CheckpointError> {
+    let repaired = store.repair(run_id).await?;
+    if let Some(text) = &repaired {
         // The store logged the repair already (a warning on stderr).
         ctx.emit_with(|| Event::Warning {
             path: ctx.path().clone(),
-            text: repaired,
+            text: text.clone(),
         });
     }
-    Ok(())
+    Ok(repaired)
 }
 
 /// The checkpoint to resume run `run_id` from: `id`, or with none the
@@ -41,8 +43,17 @@ pub(super) async fn load(
     id: Option<CheckpointId>,
     ctx: &RunContext,
 ) -> Result<(Checkpoint, Snapshot), CheckpointError> {
-    repair(store, run_id, ctx).await?;
+    let repaired = repair(store, run_id, ctx).await?;
     let first = snapshot::load(spec, store, run_id, id).await;
+    // A repair that left no whole checkpoint (its first record was the
+    // damaged one): the run is damaged, not missing.
+    if let (Some(text), Err(CheckpointError::NotFound { .. })) = (&repaired, &first) {
+        return Err(CheckpointError::Corrupt {
+            run_id: run_id.to_string(),
+            id: "log".into(),
+            reason: text.clone(),
+        });
+    }
     if id.is_some() || !first.as_ref().is_err_and(is_damage) {
         return first;
     }
