@@ -25,6 +25,7 @@ mod input;
 mod interrupt;
 mod lease;
 mod mcp_demo;
+mod otlp_probe;
 mod render;
 mod run;
 mod runs;

@@ -149,8 +149,21 @@ fn provider(endpoint: Endpoint) -> Result<SdkTracerProvider, TelemetryError> {
         .with_http()
         .with_protocol(Protocol::HttpBinary);
     let (builder, named) = match endpoint {
-        Endpoint::Flag(url) => (builder.with_endpoint(url.clone()), url),
-        Endpoint::Environment => (builder, ENDPOINT_VARS.join(" / ")),
+        Endpoint::Flag(url) => {
+            super::otlp_probe::warn_if_unreachable(&url);
+            (builder.with_endpoint(url.clone()), url)
+        }
+        Endpoint::Environment => {
+            // The traces variable wins over the base one, as the exporter reads them.
+            if let Some(url) = ENDPOINT_VARS
+                .iter()
+                .rev()
+                .find_map(|v| std::env::var(v).ok().filter(|u| !u.trim().is_empty()))
+            {
+                super::otlp_probe::warn_if_unreachable(url.trim());
+            }
+            (builder, ENDPOINT_VARS.join(" / "))
+        }
     };
     let exporter = builder.build().map_err(|source| TelemetryError::Exporter {
         endpoint: named,
