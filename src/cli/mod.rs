@@ -24,6 +24,7 @@ mod end_line;
 mod input;
 mod interrupt;
 mod lease;
+mod log_writer;
 mod mcp_demo;
 mod otlp_probe;
 mod render;

@@ -1,6 +1,7 @@
 //! The CLI's logs and spans: one `tracing` subscriber for the process.
 //!
 //! - Logs go to stderr (stdout carries the answer and `--events jsonl`),
+//!   secrets masked (`log_writer`),
 //!   filtered by `--log-level FILTER`, else `RUST_LOG`, else `warn`; a
 //!   filter is an `EnvFilter` directive (`debug`, `troupe=debug,rmcp=warn`).
 //! - Spans (runs, supersteps, turns, model and tool calls; see
@@ -67,7 +68,7 @@ pub(crate) fn init(log_level: Option<&str>, otlp: Option<&str>) -> Result<(), Te
         None => None,
     };
     let fmt = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(super::log_writer::redacted_stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(true)
         .with_filter(logs);
