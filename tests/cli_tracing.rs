@@ -549,3 +549,93 @@ fn the_spans_of_a_run_waiting_for_input_are_flushed_as_it_exits() {
         run.attrs
     );
 }
+
+type Metrics = Arc<Mutex<Vec<(String, Vec<HashMap<String, String>>)>>>;
+
+/// Each metric's name and the attributes of its data points.
+async fn receive_metrics(State(metrics): State<Metrics>, body: Bytes) -> &'static str {
+    use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+    use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+    let request = ExportMetricsServiceRequest::decode(body).expect("an OTLP metrics request");
+    let attrs = |kvs: &[opentelemetry_proto::tonic::common::v1::KeyValue]| {
+        kvs.iter()
+            .map(|kv| {
+                let v = match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+                    Some(Value::StringValue(s)) => s.clone(),
+                    other => format!("{other:?}"),
+                };
+                (kv.key.clone(), v)
+            })
+            .collect::<HashMap<_, _>>()
+    };
+    let mut got = metrics.lock().unwrap();
+    for rm in request.resource_metrics {
+        for sm in rm.scope_metrics {
+            for m in sm.metrics {
+                let points = match &m.data {
+                    Some(Data::Histogram(h)) => {
+                        h.data_points.iter().map(|p| attrs(&p.attributes)).collect()
+                    }
+                    Some(Data::Sum(s)) => {
+                        s.data_points.iter().map(|p| attrs(&p.attributes)).collect()
+                    }
+                    _ => Vec::new(),
+                };
+                got.push((m.name, points));
+            }
+        }
+    }
+    ""
+}
+
+#[test]
+fn the_genai_metrics_arrive_over_otlp() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let metrics: Metrics = Arc::default();
+    let app = Router::new()
+        .route("/v1/traces", post(|| async { "" }))
+        .route("/v1/metrics", post(receive_metrics))
+        .with_state(metrics.clone());
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    rt.spawn(async move { axum::serve(listener, app).await });
+    let dir = tempfile::tempdir().unwrap();
+    run_team(dir.path(), |cmd| {
+        cmd.args(["--otlp", &format!("http://{addr}")]);
+    });
+    let mut got = Vec::new();
+    for _ in 0..100 {
+        got = metrics.lock().unwrap().clone();
+        if !got.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let find = |name: &str| {
+        got.iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("no metric {name} among {got:?}"))
+    };
+    let (_, tokens) = find("gen_ai.client.token.usage");
+    assert!(
+        tokens.iter().any(|a| a["gen_ai.token.type"] == "input"
+            && a["gen_ai.request.model"] == "main:lead"
+            && a["gen_ai.operation.name"] == "chat"),
+        "{tokens:?}"
+    );
+    assert!(tokens.iter().any(|a| a["gen_ai.token.type"] == "output"));
+    let (_, duration) = find("gen_ai.client.operation.duration");
+    assert!(!duration.is_empty());
+    find("troupe.turns");
+    let (_, tools) = find("troupe.tool_calls");
+    assert!(
+        tools.iter().any(|a| a["gen_ai.tool.name"] == "researcher"),
+        "{tools:?}"
+    );
+}

@@ -26,6 +26,7 @@ mod interrupt;
 mod lease;
 mod log_writer;
 mod mcp_demo;
+mod metrics;
 mod otlp_probe;
 mod render;
 mod run;

@@ -33,6 +33,9 @@ const ENDPOINT_VARS: [&str; 2] = [
 /// The exporter's provider, shut down (flushed) once on exit.
 static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
 
+/// The metrics' provider (see `metrics`), shut down (exported) on exit.
+static METERS: OnceLock<opentelemetry_sdk::metrics::SdkMeterProvider> = OnceLock::new();
+
 /// Why logging or export could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum TelemetryError {
@@ -63,10 +66,34 @@ pub(crate) enum TelemetryError {
 /// endpoint, if any).
 pub(crate) fn init(log_level: Option<&str>, otlp: Option<&str>) -> Result<(), TelemetryError> {
     let logs = log_filter(log_level)?;
-    let provider = match otlp_endpoint(otlp) {
+    let endpoint = otlp_endpoint(otlp);
+    // Metrics go where spans go (`URL/v1/metrics` for `--otlp URL`).
+    let metrics_url = match &endpoint {
+        Some(Endpoint::Flag(traces)) => Some(Some(format!(
+            "{}/v1/metrics",
+            traces.trim_end_matches("/v1/traces")
+        ))),
+        Some(Endpoint::Environment) => Some(None),
+        None => None,
+    };
+    let provider = match endpoint {
         Some(endpoint) => Some(provider(endpoint)?),
         None => None,
     };
+    let meters =
+        match metrics_url {
+            Some(url) => Some(super::metrics::provider(url.clone(), resource()).map_err(
+                |source| TelemetryError::Exporter {
+                    endpoint: url.unwrap_or_else(|| ENDPOINT_VARS.join(" / ")),
+                    source,
+                },
+            )?),
+            None => None,
+        };
+    let metrics = meters.as_ref().map(|m| {
+        super::metrics::MetricsLayer::new(m)
+            .with_filter(Targets::new().with_target("troupe::events", Level::DEBUG))
+    });
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(super::log_writer::redacted_stderr)
         .with_ansi(std::io::stderr().is_terminal())
@@ -80,9 +107,16 @@ pub(crate) fn init(log_level: Option<&str>, otlp: Option<&str>) -> Result<(), Te
             .with_filter(Targets::new().with_target("troupe", Level::INFO))
     });
     // Fails only if a subscriber is installed already; then that one logs.
-    let _ = Registry::default().with(fmt).with(otel).try_init();
+    let _ = Registry::default()
+        .with(fmt)
+        .with(otel)
+        .with(metrics)
+        .try_init();
     if let Some(p) = provider {
         let _ = PROVIDER.set(p);
+    }
+    if let Some(m) = meters {
+        let _ = METERS.set(m);
     }
     Ok(())
 }
@@ -93,6 +127,9 @@ pub(crate) fn shutdown() {
     if let Some(p) = PROVIDER.get() {
         // A collector gone away loses the last spans; nothing else to do.
         let _ = p.shutdown();
+    }
+    if let Some(m) = METERS.get() {
+        let _ = m.shutdown();
     }
 }
 
@@ -170,12 +207,17 @@ fn provider(endpoint: Endpoint) -> Result<SdkTracerProvider, TelemetryError> {
         endpoint: named,
         source,
     })?;
+    Ok(SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(resource())
+        .build())
+}
+
+/// The exported resource: the service `troupe` unless `OTEL_SERVICE_NAME`.
+fn resource() -> Resource {
     let mut resource = Resource::builder();
     if std::env::var("OTEL_SERVICE_NAME").is_err() {
         resource = resource.with_service_name("troupe");
     }
-    Ok(SdkTracerProvider::builder()
-        .with_batch_exporter(exporter)
-        .with_resource(resource.build())
-        .build())
+    resource.build()
 }
