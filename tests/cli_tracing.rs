@@ -67,6 +67,8 @@ struct Got {
     id: Vec<u8>,
     parent: Vec<u8>,
     attrs: HashMap<String, String>,
+    /// The span's status: its code (2 is ERROR) and description.
+    status: (i32, String),
 }
 
 type Spans = Arc<Mutex<Vec<Got>>>;
@@ -97,6 +99,7 @@ async fn receive(State(spans): State<Spans>, body: Bytes) -> &'static str {
                     id: s.span_id,
                     parent: s.parent_span_id,
                     attrs,
+                    status: s.status.map(|st| (st.code, st.message)).unwrap_or_default(),
                 });
             }
         }
@@ -178,6 +181,10 @@ fn check_tree(spans: &[Got], contents: bool) {
         assert_eq!(chat.attrs["gen_ai.operation.name"], "chat");
         assert_eq!(chat.attrs["gen_ai.provider.name"], "troupe.scripted");
         assert_eq!(chat.attrs["gen_ai.request.model"], "main:lead");
+        // The model the response names (the scripted model names itself),
+        // though the console's events make the call a streamed one.
+        assert_eq!(chat.attrs["gen_ai.response.model"], "main:lead");
+        assert_eq!(chat.status.0, 0, "a call that worked has no status");
         assert!(chat.attrs.contains_key("gen_ai.usage.input_tokens"));
         assert!(chat.attrs.contains_key("gen_ai.usage.output_tokens"));
         // No contents without TROUPE_CAPTURE_CONTENT.
@@ -320,6 +327,13 @@ fn the_spans_of_a_failed_run_are_flushed_with_its_error() {
     let run = named(&got, "invoke_workflow desk");
     assert_eq!(run.attrs["troupe.status"], "failed");
     assert_eq!(run.attrs["error.type"], "model");
+    // Status ERROR (2), described by the error's message, on the run,
+    // the turn and the call that failed.
+    assert_eq!(run.status.0, 2, "{:?}", run.status);
+    assert!(run.status.1.contains("lead"), "{:?}", run.status);
+    let lead = named(&got, "invoke_agent lead");
+    assert_eq!(lead.status.0, 2, "{:?}", lead.status);
+    assert!(!lead.status.1.is_empty());
     assert_eq!(
         named(&got, "invoke_agent lead").attrs["error.type"],
         "model"
@@ -329,6 +343,57 @@ fn the_spans_of_a_failed_run_are_flushed_with_its_error() {
         .find(|s| s.name == "chat main:lead" && s.attrs.contains_key("error.type"))
         .expect("the failed model call");
     assert_eq!(failed.attrs["error.type"], "script_exhausted");
+    assert_eq!(failed.status.0, 2, "{:?}", failed.status);
+    assert!(
+        failed.status.1.contains("script"),
+        "the call's error described: {:?}",
+        failed.status
+    );
+    // The other call worked: no status.
+    let ok = got
+        .iter()
+        .find(|s| s.name == "chat main:lead" && !s.attrs.contains_key("error.type"))
+        .expect("the call that worked");
+    assert_eq!(ok.status.0, 0);
+}
+
+#[test]
+fn otlp_pointed_at_nothing_warns_on_stderr_and_the_run_still_answers() {
+    // A port where nothing listens: bound, then let go.
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write(dir.path(), "desk.yaml", TEAM);
+    for flag in [true, false] {
+        let mut cmd = troupe(dir.path(), &["run", cfg.to_str().unwrap(), "go", "--quiet"]);
+        if flag {
+            cmd.args(["--otlp", &format!("http://{addr}")]);
+        } else {
+            cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", format!("http://{addr}"));
+        }
+        let out = wait(cmd.spawn().unwrap(), Duration::from_secs(30));
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert_eq!(text(&out.stdout).trim(), "Written up.");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("warning: no OTLP collector answers at")
+                && err.contains(&addr.to_string()),
+            "a warning naming the endpoint: {err}"
+        );
+    }
+    // A collector that is there: no warning.
+    let (addr, _spans, _rt) = receiver();
+    let mut cmd = troupe(dir.path(), &["run", cfg.to_str().unwrap(), "go", "--quiet"]);
+    cmd.args(["--otlp", &format!("http://{addr}")]);
+    let out = wait(cmd.spawn().unwrap(), Duration::from_secs(30));
+    assert!(out.status.success());
+    assert!(
+        !text(&out.stderr).contains("OTLP collector"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// A graph with one agent placed on node `b`.

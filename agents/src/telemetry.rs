@@ -12,7 +12,9 @@
 
 use tracing::Span;
 use tracing::field::Empty;
-use troupe_runtime::telemetry::{capture_content, error_type, span_name};
+use troupe_runtime::telemetry::{
+    capture_content, error_type, record_failure, record_status_error, span_name,
+};
 use troupe_runtime::{AgentError, RunContext, ToolCall, ToolResult};
 
 use crate::error::ModelError;
@@ -39,6 +41,8 @@ fn chat_span(parent: &Span, model: &dyn ChatModel, request: &ChatRequest) -> Spa
         gen_ai.input.messages = Empty,
         gen_ai.output.messages = Empty,
         error.type = Empty,
+        otel.status_code = Empty,
+        otel.status_description = Empty,
     );
     if capture_content()
         && !span.is_disabled()
@@ -69,9 +73,7 @@ pub(crate) fn record_chat_end(span: &Span, result: &Result<ChatResponse, AgentEr
     }
     match result {
         Ok(response) => record_response(span, response),
-        Err(e) => {
-            span.record("error.type", model_error_type(e));
-        }
+        Err(e) => record_failure(span, &model_error_type(e), e),
     }
 }
 
@@ -151,6 +153,8 @@ pub(crate) fn tool_span(ctx: &RunContext, agent: &str, call: &ToolCall) -> Span 
         gen_ai.tool.call.arguments = Empty,
         gen_ai.tool.call.result = Empty,
         error.type = Empty,
+        otel.status_code = Empty,
+        otel.status_description = Empty,
     );
     if capture_content() && !span.is_disabled() {
         span.record("gen_ai.tool.call.arguments", call.arguments.as_str());
@@ -159,8 +163,10 @@ pub(crate) fn tool_span(ctx: &RunContext, agent: &str, call: &ToolCall) -> Span 
 }
 
 /// Records on a tool call's span how it ended: its result (contents only
-/// when captured), or `error_type` when it failed.
-pub(crate) fn record_tool_end(span: &Span, result: Result<&ToolResult, &str>) {
+/// when captured), or the error's type and message when it failed (a
+/// result that is an error is described by its content only when contents
+/// are captured).
+pub(crate) fn record_tool_end(span: &Span, result: Result<&ToolResult, (&str, &AgentError)>) {
     if span.is_disabled() {
         return;
     }
@@ -168,13 +174,16 @@ pub(crate) fn record_tool_end(span: &Span, result: Result<&ToolResult, &str>) {
         Ok(r) => {
             if r.is_error {
                 span.record("error.type", "tool_error");
+                if capture_content() {
+                    record_status_error(span, &r.content);
+                } else {
+                    record_status_error(span, &"the tool answered with an error");
+                }
             }
             if capture_content() {
                 span.record("gen_ai.tool.call.result", r.content.as_str());
             }
         }
-        Err(kind) => {
-            span.record("error.type", kind);
-        }
+        Err((kind, e)) => record_failure(span, kind, e),
     }
 }

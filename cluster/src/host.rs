@@ -169,7 +169,7 @@ impl HostState {
                 r = turn_future => match r {
                     Ok(Ok(reply)) => Outcome::Done(Box::new(WireReply::from(reply))),
                     Ok(Err(e)) => {
-                        telemetry::record_error(&span, e.kind());
+                        telemetry::record_failure(&span, telemetry::error_type(e.kind()), &e);
                         Outcome::Failed(WireError::from_agent(&e, &path))
                     }
                     Err(panic) => Outcome::Failed(WireError::Panicked(panic_text(panic))),

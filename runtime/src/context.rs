@@ -367,15 +367,27 @@ impl RunContext {
     /// Reports an event, stamped with the run's id, the next number of
     /// the run's sequence and the time (see [`EventRecord`]).
     pub fn emit(&self, event: Event) {
+        if crate::event::log::enabled() {
+            crate::event::log::log(&self.inner.run_id, &event);
+        }
         if self.events_enabled() {
             self.send(event);
         }
     }
 
-    /// Reports an event built only if somebody listens.
+    /// Reports an event built only if somebody listens (a sink, or a log
+    /// subscriber: see `event::log`).
     pub fn emit_with(&self, build: impl FnOnce() -> Event) {
+        let logged = crate::event::log::enabled();
+        if !logged && !self.events_enabled() {
+            return;
+        }
+        let event = build();
+        if logged {
+            crate::event::log::log(&self.inner.run_id, &event);
+        }
         if self.events_enabled() {
-            self.send(build());
+            self.send(event);
         }
     }
 

@@ -56,6 +56,8 @@ pub fn workflow_span(parent: &Span, name: &str, path: &str) -> Span {
         troupe.run.id = Empty,
         troupe.status = Empty,
         error.type = Empty,
+        otel.status_code = Empty,
+        otel.status_description = Empty,
     )
 }
 
@@ -82,6 +84,8 @@ pub fn agent_span(parent: &Span, agent: &str, path: &str) -> Span {
         gen_ai.agent.name = agent,
         troupe.path = path,
         error.type = Empty,
+        otel.status_code = Empty,
+        otel.status_description = Empty,
     )
 }
 
@@ -89,6 +93,28 @@ pub fn agent_span(parent: &Span, agent: &str, path: &str) -> Span {
 pub fn record_error(span: &Span, kind: ErrorKind) {
     if !span.is_disabled() {
         span.record("error.type", error_type(kind));
+    }
+}
+
+/// Records on `span` that what it covers failed with `kind`, and sets its
+/// status to ERROR with `description` (the error's message), as trace
+/// backends show a failure. The span must declare `otel.status_code` and
+/// `otel.status_description` (troupe's spans do).
+pub fn record_failure(span: &Span, kind: &str, description: &dyn fmt::Display) {
+    if !span.is_disabled() {
+        span.record("error.type", kind);
+        record_status_error(span, description);
+    }
+}
+
+/// Sets `span`'s OpenTelemetry status to ERROR with `description`.
+pub fn record_status_error(span: &Span, description: &dyn fmt::Display) {
+    if !span.is_disabled() {
+        span.record("otel.status_code", "ERROR");
+        span.record(
+            "otel.status_description",
+            tracing::field::display(description),
+        );
     }
 }
 
@@ -133,7 +159,7 @@ pub fn record_run_end(span: &Span, result: Result<&RunStatus, &RunError>) {
         }
         Err(e) => {
             span.record("troupe.status", "failed");
-            span.record("error.type", run_error_type(e));
+            record_failure(span, run_error_type(e), e);
         }
     }
 }
@@ -167,7 +193,7 @@ pub fn agent_turn(
         }
         let result = (*agent).run(thread, ctx).instrument(span.clone()).await;
         if let Err(e) = &result {
-            record_error(&span, e.kind());
+            record_failure(&span, error_type(e.kind()), e);
         }
         result
     }

@@ -1,6 +1,7 @@
 //! The CLI's logs and spans: one `tracing` subscriber for the process.
 //!
 //! - Logs go to stderr (stdout carries the answer and `--events jsonl`),
+//!   secrets masked (`log_writer`),
 //!   filtered by `--log-level FILTER`, else `RUST_LOG`, else `warn` (ractor's
 //!   and ractor_cluster's at `error`); a
 //!   filter is an `EnvFilter` directive (`debug`, `troupe=debug,rmcp=warn`).
@@ -33,6 +34,9 @@ const ENDPOINT_VARS: [&str; 2] = [
 /// The exporter's provider, shut down (flushed) once on exit.
 static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
 
+/// The metrics' provider (see `metrics`), shut down (exported) on exit.
+static METERS: OnceLock<opentelemetry_sdk::metrics::SdkMeterProvider> = OnceLock::new();
+
 /// Why logging or export could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum TelemetryError {
@@ -63,12 +67,36 @@ pub(crate) enum TelemetryError {
 /// endpoint, if any).
 pub(crate) fn init(log_level: Option<&str>, otlp: Option<&str>) -> Result<(), TelemetryError> {
     let logs = log_filter(log_level)?;
-    let provider = match otlp_endpoint(otlp) {
+    let endpoint = otlp_endpoint(otlp);
+    // Metrics go where spans go (`URL/v1/metrics` for `--otlp URL`).
+    let metrics_url = match &endpoint {
+        Some(Endpoint::Flag(traces)) => Some(Some(format!(
+            "{}/v1/metrics",
+            traces.trim_end_matches("/v1/traces")
+        ))),
+        Some(Endpoint::Environment) => Some(None),
+        None => None,
+    };
+    let provider = match endpoint {
         Some(endpoint) => Some(provider(endpoint)?),
         None => None,
     };
+    let meters =
+        match metrics_url {
+            Some(url) => Some(super::metrics::provider(url.clone(), resource()).map_err(
+                |source| TelemetryError::Exporter {
+                    endpoint: url.unwrap_or_else(|| ENDPOINT_VARS.join(" / ")),
+                    source,
+                },
+            )?),
+            None => None,
+        };
+    let metrics = meters.as_ref().map(|m| {
+        super::metrics::MetricsLayer::new(m)
+            .with_filter(Targets::new().with_target("troupe::events", Level::DEBUG))
+    });
     let fmt = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(super::log_writer::redacted_stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .with_target(true)
         .with_filter(logs);
@@ -80,9 +108,16 @@ pub(crate) fn init(log_level: Option<&str>, otlp: Option<&str>) -> Result<(), Te
             .with_filter(Targets::new().with_target("troupe", Level::INFO))
     });
     // Fails only if a subscriber is installed already; then that one logs.
-    let _ = Registry::default().with(fmt).with(otel).try_init();
+    let _ = Registry::default()
+        .with(fmt)
+        .with(otel)
+        .with(metrics)
+        .try_init();
     if let Some(p) = provider {
         let _ = PROVIDER.set(p);
+    }
+    if let Some(m) = meters {
+        let _ = METERS.set(m);
     }
     Ok(())
 }
@@ -93,6 +128,9 @@ pub(crate) fn shutdown() {
     if let Some(p) = PROVIDER.get() {
         // A collector gone away loses the last spans; nothing else to do.
         let _ = p.shutdown();
+    }
+    if let Some(m) = METERS.get() {
+        let _ = m.shutdown();
     }
 }
 
@@ -159,19 +197,37 @@ fn provider(endpoint: Endpoint) -> Result<SdkTracerProvider, TelemetryError> {
         .with_http()
         .with_protocol(Protocol::HttpBinary);
     let (builder, named) = match endpoint {
-        Endpoint::Flag(url) => (builder.with_endpoint(url.clone()), url),
-        Endpoint::Environment => (builder, ENDPOINT_VARS.join(" / ")),
+        Endpoint::Flag(url) => {
+            super::otlp_probe::warn_if_unreachable(&url);
+            (builder.with_endpoint(url.clone()), url)
+        }
+        Endpoint::Environment => {
+            // The traces variable wins over the base one, as the exporter reads them.
+            if let Some(url) = ENDPOINT_VARS
+                .iter()
+                .rev()
+                .find_map(|v| std::env::var(v).ok().filter(|u| !u.trim().is_empty()))
+            {
+                super::otlp_probe::warn_if_unreachable(url.trim());
+            }
+            (builder, ENDPOINT_VARS.join(" / "))
+        }
     };
     let exporter = builder.build().map_err(|source| TelemetryError::Exporter {
         endpoint: named,
         source,
     })?;
+    Ok(SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(resource())
+        .build())
+}
+
+/// The exported resource: the service `troupe` unless `OTEL_SERVICE_NAME`.
+fn resource() -> Resource {
     let mut resource = Resource::builder();
     if std::env::var("OTEL_SERVICE_NAME").is_err() {
         resource = resource.with_service_name("troupe");
     }
-    Ok(SdkTracerProvider::builder()
-        .with_batch_exporter(exporter)
-        .with_resource(resource.build())
-        .build())
+    resource.build()
 }

@@ -20,6 +20,7 @@ mod conn;
 mod console;
 mod cors;
 mod describe;
+mod drive;
 mod error;
 mod events;
 mod intake;
@@ -37,6 +38,7 @@ mod shutdown;
 mod state;
 mod team;
 mod texting;
+mod texting_table;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

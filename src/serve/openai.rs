@@ -24,8 +24,8 @@ use troupe::{Message, Thread};
 
 use super::body::JsonBody;
 use super::completion::{self, Meta, Options, answering, settle};
+use super::drive::Start;
 use super::error::ApiError;
-use super::runs::Start;
 use super::sessions::check_id;
 use super::state::Shared;
 use super::texting;

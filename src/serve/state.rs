@@ -7,7 +7,7 @@ use super::error::ApiError;
 use super::limits::Limits;
 use super::registry::Registry;
 use super::team::Team;
-use super::texting::Texting;
+use super::texting_table::Texting;
 
 /// Everything a request handler sees.
 pub(crate) struct State {

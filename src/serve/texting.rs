@@ -17,31 +17,17 @@
 //! A run "under way" is one `running` (a run waiting for input is not:
 //! the next message answers its question).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, OnceLock};
 
 use tokio::sync::OwnedSemaphorePermit;
 use troupe::config::DoubleTexting;
 use troupe::{Thread, WorkflowState};
 
+use super::drive::{self, Start};
 use super::error::ApiError;
 use super::run::{Run, Status};
-use super::runs::{self, Start};
 use super::state::Shared;
-
-/// The session run under way in each session, by team and session id.
-#[derive(Default)]
-pub(crate) struct Texting {
-    latest: Mutex<HashMap<(String, String), Entry>>,
-}
-
-/// A session's latest run and the session as it was before that run
-/// (set when it starts, for a rollback).
-#[derive(Clone)]
-struct Entry {
-    run: Weak<Run>,
-    before: Arc<OnceLock<Option<Thread>>>,
-}
+use super::texting_table::Entry;
 
 /// The run a new one follows, and what to do once it ended.
 struct Prior {
@@ -84,12 +70,6 @@ pub(crate) fn asked(headers: &axum::http::HeaderMap) -> Result<Option<DoubleText
                 .and_then(parse)
         })
         .transpose()
-}
-
-impl Texting {
-    fn lock(&self) -> MutexGuard<'_, HashMap<(String, String), Entry>> {
-        self.latest.lock().unwrap_or_else(|p| p.into_inner())
-    }
 }
 
 /// Admits a new run of `team` (made by `create`) in `session` under the
@@ -169,7 +149,7 @@ pub(crate) fn spawn(
     turn: Turn,
 ) {
     let (Some(session), Some(keep)) = (run.session.clone(), turn.before) else {
-        runs::spawn(state, run, start, slot);
+        drive::spawn(state, run, start, slot);
         return;
     };
     tokio::spawn(async move {
@@ -209,7 +189,7 @@ pub(crate) fn spawn(
             Err(_) => None,
         };
         let _ = keep.set(before);
-        let result = runs::drive(&state, &run, start).await;
+        let result = drive::drive(&state, &run, start).await;
         run.finish(result);
         drop(slot);
     });

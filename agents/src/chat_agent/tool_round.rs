@@ -199,7 +199,7 @@ impl ChatAgent {
                 Err(e) => Some(e.to_string()),
             },
         });
-        crate::telemetry::record_tool_end(&span, result.as_ref().map_err(|_| "fatal"));
+        crate::telemetry::record_tool_end(&span, result.as_ref().map_err(|e| ("fatal", e)));
         result
     }
 

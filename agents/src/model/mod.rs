@@ -305,6 +305,9 @@ pub enum ChatDelta {
     Finish(FinishReason),
     /// Tokens used (usually in the last chunk).
     Usage(Usage),
+    /// The model that answered, as the server names it (its
+    /// `gen_ai.response.model`).
+    Model(String),
 }
 
 /// A streamed response: deltas as they arrive, ending after the last one

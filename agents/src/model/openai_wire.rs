@@ -333,6 +333,12 @@ pub(crate) fn parse_chunk(text: &str) -> Result<Vec<ChatDelta>, WireError> {
     if let Some(usage) = &completion.usage {
         deltas.push(ChatDelta::Usage(usage.usage()));
     }
+    // Every chunk names the model; said once it has something to say.
+    if let Some(model) = completion.model.filter(|m| !m.is_empty())
+        && !deltas.is_empty()
+    {
+        deltas.push(ChatDelta::Model(model));
+    }
     Ok(deltas)
 }
 

@@ -44,6 +44,8 @@ pub struct StreamAccumulator {
     calls: Vec<PartialCall>,
     finish: Option<FinishReason>,
     usage: Option<Usage>,
+    /// The model that answered, as the server said.
+    model: Option<String>,
     /// The index of the call the latest tool-call piece went to.
     last_call: Option<usize>,
 }
@@ -67,6 +69,7 @@ impl StreamAccumulator {
             ChatDelta::Finish(FinishReason::Unspecified) if self.finish.is_some() => {}
             ChatDelta::Finish(r) => self.finish = Some(r),
             ChatDelta::Usage(u) => self.usage = Some(u),
+            ChatDelta::Model(m) => self.model = Some(m),
         }
     }
 
@@ -152,7 +155,7 @@ impl StreamAccumulator {
             tool_calls,
             finish_reason: self.finish.unwrap_or(FinishReason::Unspecified),
             usage: self.usage,
-            model: None,
+            model: self.model,
         }
     }
 }
@@ -183,6 +186,9 @@ pub fn response_deltas(response: &ChatResponse) -> Vec<ChatDelta> {
     }
     if let Some(usage) = response.usage {
         deltas.push(ChatDelta::Usage(usage));
+    }
+    if let Some(model) = &response.model {
+        deltas.push(ChatDelta::Model(model.clone()));
     }
     deltas.push(ChatDelta::Finish(response.finish_reason.clone()));
     deltas
@@ -248,5 +254,21 @@ mod tests {
             acc.push(d);
         }
         assert_eq!(acc.finish(), response);
+    }
+
+    #[test]
+    fn the_answering_model_survives_a_stream() {
+        let mut response = ChatResponse::text("hi");
+        response.model = Some("gpt-x-2026".into());
+        let deltas = response_deltas(&response);
+        assert!(deltas.contains(&ChatDelta::Model("gpt-x-2026".into())));
+        let mut acc = StreamAccumulator::new();
+        for d in deltas {
+            acc.push(d);
+        }
+        assert_eq!(acc.finish().model.as_deref(), Some("gpt-x-2026"));
+        let chunk = r#"{"model":"gpt-x-2026","choices":[{"delta":{"content":"a"}}]}"#;
+        let deltas = crate::model::openai_wire::parse_chunk(chunk).unwrap();
+        assert_eq!(deltas.last(), Some(&ChatDelta::Model("gpt-x-2026".into())));
     }
 }

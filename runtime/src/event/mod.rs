@@ -3,6 +3,7 @@
 //! run's sequence and its time.
 
 mod display;
+pub(crate) mod log;
 mod record;
 
 use std::sync::Arc;

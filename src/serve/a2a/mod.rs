@@ -33,9 +33,10 @@ use troupe::agents::a2a::types::{
 };
 
 use super::completion::answering;
+use super::drive::Start;
 use super::error::ApiError;
 use super::run::{Run, Status};
-use super::runs::{self, Start};
+use super::runs;
 use super::sessions::check_id;
 use super::state::Shared;
 use super::texting;

@@ -33,6 +33,7 @@ struct WireEvent {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct StartMessage {
+    model: Option<String>,
     usage: Option<WireUsage>,
 }
 
@@ -54,6 +55,8 @@ pub struct StreamState {
     answer_blocks: HashSet<usize>,
     tool_blocks: usize,
     input_tokens: Option<u64>,
+    /// The model `message_start` named, said with the stop reason.
+    model: Option<String>,
 }
 
 impl StreamState {
@@ -64,6 +67,7 @@ impl StreamState {
             answer_blocks: HashSet::new(),
             tool_blocks: 0,
             input_tokens: None,
+            model: None,
         }
     }
 }
@@ -81,7 +85,9 @@ impl EventReader for StreamState {
         let mut deltas = Vec::new();
         match kind {
             "message_start" => {
-                self.input_tokens = wire.message.and_then(|m| m.usage).and_then(|u| u.prompt());
+                let message = wire.message.unwrap_or_default();
+                self.model = message.model;
+                self.input_tokens = message.usage.and_then(|u| u.prompt());
             }
             "content_block_start" => {
                 let block = wire.content_block.unwrap_or_default();
@@ -138,6 +144,9 @@ impl EventReader for StreamState {
                         reason = FinishReason::Stop;
                     }
                     deltas.push(ChatDelta::Finish(reason));
+                    if let Some(model) = self.model.take() {
+                        deltas.push(ChatDelta::Model(model));
+                    }
                 }
                 if let Some(usage) = wire.usage {
                     deltas.push(ChatDelta::Usage(Usage {

@@ -1,0 +1,117 @@
+//! A stretch of a served run: what it starts from (a thread, a session's
+//! next turn, an answer) and running it to its end in the background, its
+//! session saved after.
+
+use std::sync::Arc;
+
+use tokio::sync::OwnedSemaphorePermit;
+use troupe::{RunResult, Thread, Workflow};
+
+use super::run::Run;
+use super::state::Shared;
+
+/// What a stretch of a run starts from.
+pub(crate) enum Start {
+    /// A thread (the task, or the messages an OpenAI client sent).
+    Thread(Thread),
+    /// The next user turn of the run's session.
+    Session(String),
+    /// An answer to request `request` in the thread of a run waiting.
+    Answer {
+        /// The request's id.
+        request: String,
+        /// The answer.
+        answer: String,
+        /// The thread the run ended waiting with.
+        thread: Thread,
+    },
+}
+
+/// Runs a stretch of `run` in the background, holding a run slot.
+pub(crate) fn spawn(state: Shared, run: Arc<Run>, start: Start, slot: OwnedSemaphorePermit) {
+    tokio::spawn(async move {
+        let result = drive(&state, &run, start).await;
+        run.finish(result);
+        drop(slot);
+    });
+}
+
+/// Runs a stretch of `run` from `start` to its end.
+pub(crate) async fn drive(state: &Shared, run: &Run, start: Start) -> Result<RunResult, String> {
+    let team = state.team(Some(&run.team)).map_err(|e| e.message)?;
+    // One owner per run: a `troupe run --resume` of this run (or another
+    // server on the same store) waits until this stretch ends.
+    let _lease = team
+        .store
+        .leases
+        .acquire(&run.id)
+        .await
+        .map_err(|e| e.to_string())?;
+    let workflow = &team.built.workflow;
+    match (start, &run.session) {
+        (Start::Thread(thread), _) => workflow
+            .run(thread, &run.ctx)
+            .await
+            .map_err(|e| e.to_string()),
+        (Start::Session(text), Some(id)) => {
+            // A session whose last turn asked a question: this message is
+            // the answer (the oldest question open), as a chat user gives it.
+            let stored = team
+                .store
+                .threads
+                .load_thread(id)
+                .await
+                .map_err(|e| format!("cannot read session `{id}`: {e}"))?;
+            let asked = stored
+                .as_ref()
+                .and_then(|t| Workflow::pending_requests(t).into_iter().next());
+            match (stored, asked) {
+                (Some(thread), Some(q)) => {
+                    let r = workflow
+                        .respond_in_thread(thread, &q.id, text, &run.ctx)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    save(team, id, &r.thread).await?;
+                    Ok(r)
+                }
+                _ => team
+                    .session
+                    .clone()
+                    .with_context(run.ctx.clone())
+                    .send(id, text)
+                    .await
+                    .map_err(|e| e.to_string()),
+            }
+        }
+        (Start::Session(text), None) => workflow
+            .run_task(text, &run.ctx)
+            .await
+            .map_err(|e| e.to_string()),
+        (
+            Start::Answer {
+                request,
+                answer,
+                thread,
+            },
+            session,
+        ) => {
+            let r = workflow
+                .respond_in_thread(thread, &request, answer, &run.ctx)
+                .await
+                .map_err(|e| e.to_string())?;
+            if let Some(id) = session {
+                save(team, id, &r.thread).await?;
+            }
+            Ok(r)
+        }
+    }
+}
+
+/// Saves the thread an answer ran on as session `id`.
+async fn save(team: &super::team::Team, id: &str, thread: &Thread) -> Result<(), String> {
+    team.store
+        .threads
+        .save_thread(id, thread)
+        .await
+        .map_err(|e| format!("the answer ran but session `{id}` was not saved: {e}"))
+}
