@@ -29,6 +29,7 @@
 //! 130 interrupted.
 
 mod cli;
+mod mcp;
 mod serve;
 
 /// mimalloc: glibc's malloc spent ~35% of a busy server's time (the
