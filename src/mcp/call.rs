@@ -23,11 +23,18 @@ use super::handler::Inner;
 use super::progress::{self, Events, Reporter};
 use super::waiting::Parked;
 
-/// A run under way for a call: its context, events and permit.
+/// A run under way for a call: its context, events and run slot (held
+/// while it runs; a run parked for a stateless client's answers holds
+/// none).
 struct Live {
     ctx: RunContext,
     events: Events,
     permit: Option<Box<dyn Send + Sync>>,
+}
+
+/// A run slot, when the host limits runs; an error says why none is free.
+fn admit(inner: &Inner) -> Result<Option<Box<dyn Send + Sync>>, String> {
+    inner.admit.as_ref().map(|admit| admit()).transpose()
 }
 
 /// Cancels the run if the call goes away before it ends (disarmed once
@@ -54,16 +61,20 @@ pub(super) async fn call(
         .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
     let mut reporter = Reporter::new(context.peer.clone(), context.meta.get_progress_token());
     if let Some(handle) = request.request_state.clone() {
-        return resume(inner, team, handle, request.input_responses, &context, &mut reporter)
-            .await;
+        return resume(
+            inner,
+            team,
+            handle,
+            request.input_responses,
+            &context,
+            &mut reporter,
+        )
+        .await;
     }
     let message = message(&request)?;
-    let permit = match &inner.admit {
-        Some(admit) => match admit() {
-            Ok(p) => Some(p),
-            Err(why) => return Ok(failed(why)),
-        },
-        None => None,
+    let permit = match admit(inner) {
+        Ok(p) => p,
+        Err(why) => return Ok(failed(why)),
     };
     let (sink, events) = progress::channel();
     let ctx = RunContext::with_sink(sink).with_run_id(run_id(&team.name));
@@ -81,7 +92,16 @@ pub(super) async fn call(
             until_cancelled(run, &context.ct, &live.ctx),
         )
         .await;
-    let out = settle(inner, team, live, result, &context, stateless, &mut reporter).await;
+    let out = settle(
+        inner,
+        team,
+        live,
+        result,
+        &context,
+        stateless,
+        &mut reporter,
+    )
+    .await;
     guard.0 = None;
     out
 }
@@ -133,11 +153,17 @@ async fn resume(
         inner.waiting.put_back(handle, parked);
         return Ok(asked);
     }
+    let permit = match admit(inner) {
+        Ok(p) => p,
+        Err(why) => {
+            inner.waiting.put_back(handle, parked);
+            return Ok(failed(why));
+        }
+    };
     let Parked {
         thread,
         ctx,
         events,
-        permit,
         ..
     } = parked;
     let mut live = Live {
@@ -193,7 +219,6 @@ async fn resume(
             requests.clone(),
             live.ctx,
             live.events,
-            live.permit,
         ));
         guard.0 = None;
         return Ok(input_required(handle, &requests));
@@ -238,7 +263,6 @@ async fn settle(
                 pending.clone(),
                 live.ctx,
                 live.events,
-                live.permit,
             ));
             return Ok(input_required(handle, &pending));
         }
@@ -294,7 +318,11 @@ async fn settle(
 
 /// Awaits `work`, cancelling the run when the call is cancelled (the run
 /// then ends on its own, soon).
-async fn until_cancelled<F: Future>(work: F, ct: &CancellationToken, ctx: &RunContext) -> F::Output {
+async fn until_cancelled<F: Future>(
+    work: F,
+    ct: &CancellationToken,
+    ctx: &RunContext,
+) -> F::Output {
     tokio::pin!(work);
     tokio::select! {
         out = &mut work => return out,
@@ -340,7 +368,10 @@ fn run_id(team: &str) -> String {
     let millis = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
-    format!("mcp-{clean}-{millis}-{}", NEXT.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "mcp-{clean}-{millis}-{}",
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// The form asking question `q`: one text field, `answer`.

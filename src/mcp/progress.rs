@@ -69,8 +69,8 @@ impl Reporter {
         self.count += 1;
         let text = record.event.to_string();
         let message = troupe::secrets::redact(text.trim()).into_owned();
-        let param = ProgressNotificationParam::new(token, f64::from(self.count))
-            .with_message(message);
+        let param =
+            ProgressNotificationParam::new(token, f64::from(self.count)).with_message(message);
         // A client gone away is the call's own problem: the run goes on.
         let _ = self.peer.notify_progress(param).await;
     }

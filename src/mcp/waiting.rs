@@ -33,8 +33,6 @@ pub(super) struct Parked {
     pub(super) ctx: RunContext,
     /// Its events.
     pub(super) events: Events,
-    /// Its run permit, if the host limits runs.
-    pub(super) permit: Option<Box<dyn Send + Sync>>,
     since: Instant,
 }
 
@@ -46,7 +44,6 @@ impl Parked {
         requests: Vec<InputRequest>,
         ctx: RunContext,
         events: Events,
-        permit: Option<Box<dyn Send + Sync>>,
     ) -> Self {
         Parked {
             team,
@@ -54,7 +51,6 @@ impl Parked {
             requests,
             ctx,
             events,
-            permit,
             since: Instant::now(),
         }
     }
