@@ -79,6 +79,8 @@ fn drive(python: &Path, dir: &Path, args: &[&str]) -> String {
     );
     for check in [
         "teams listed as tools",
+        "a call without `message` is the tool's error",
+        "an unknown tool is refused",
         "the call answers the team's answer",
         "progress notifications, increasing",
         "the team's three questions came as elicitations",
@@ -120,6 +122,26 @@ fn over_http(mode: &str) {
         &python,
         dir.path(),
         &["--mode", mode, "--url", &url, "--token", token],
+    );
+}
+
+#[test]
+fn troupe_mcp_refuses_a_missing_config_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::run(dir.path(), &["mcp", "nowhere.yaml"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let said = text(&out.stderr);
+    assert!(said.contains("nowhere.yaml"), "{said}");
+    assert!(
+        text(&out.stdout).is_empty(),
+        "stdout is the protocol's only"
+    );
+    let out = common::run(dir.path(), &["mcp", "."]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).starts_with("troupe mcp: no config (*.yaml, *.yml) in directory"),
+        "{}",
+        text(&out.stderr)
     );
 }
 

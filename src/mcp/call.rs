@@ -71,7 +71,12 @@ pub(super) async fn call(
         )
         .await;
     }
-    let message = message(&request)?;
+    // A bad input is the tool's error, for the model to read and correct
+    // (MCP 2025-11-25: input validation errors are tool execution errors).
+    let message = match message(&request) {
+        Ok(m) => m,
+        Err(why) => return Ok(failed(why)),
+    };
     let permit = match admit(inner) {
         Ok(p) => p,
         Err(why) => return Ok(failed(why)),
@@ -332,21 +337,15 @@ async fn until_cancelled<F: Future>(
 }
 
 /// The call's `message` argument.
-fn message(request: &CallToolRequestParams) -> Result<String, McpError> {
+fn message(request: &CallToolRequestParams) -> Result<String, String> {
     let found = request.arguments.as_ref().and_then(|a| a.get("message"));
     match found {
         Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
-        Some(Value::String(_)) => Err(McpError::invalid_params("`message` is empty", None)),
-        Some(other) => Err(McpError::invalid_params(
-            format!("`message` must be a string, not {other}"),
-            None,
-        )),
-        None => Err(McpError::invalid_params(
-            format!(
-                "`{}` takes a `message` (a string): the task for the team",
-                request.name
-            ),
-            None,
+        Some(Value::String(_)) => Err("`message` is empty: give the team its task".into()),
+        Some(other) => Err(format!("`message` must be a string, not {other}")),
+        None => Err(format!(
+            "`{}` takes a `message` (a string): the task for the team",
+            request.name
         )),
     }
 }

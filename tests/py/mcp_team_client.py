@@ -9,7 +9,8 @@ scripted steps of a second each, a SQLite store) and
 examples/configs/human_in_the_loop.yaml (`refund-desk`: a question, an
 approval and a sign-off). With --stdio the client spawns `troupe mcp DIR`;
 with --url it talks to `troupe serve DIR`'s /mcp with the bearer token.
-Checks: the teams are listed as tools with a `message` input; a call
+Checks: the teams are listed as tools with a `message` input (a call
+without one is the tool's error, an unknown tool a protocol error); a call
 answers the team's answer and progress arrives on the way; the team's three
 questions come as elicitations, answered, and the run goes on to its
 answer; a call cancelled while the team works stops the run (the store
@@ -29,6 +30,7 @@ import mcp_types as types
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 NOTES = (
     "Interrupted runs resume where they stopped (`troupe run FILE --resume ID`);"
@@ -90,6 +92,16 @@ async def main(args):
         schema = tools["release-notes"].input_schema
         check(schema["properties"]["message"]["type"] == "string" and schema["required"] == ["message"],
               "a tool's input is a required `message` string")
+
+        result = await client.call_tool("release-notes", {})
+        check(result.is_error and "takes a `message`" in result.content[0].text,
+              f"a call without `message` is the tool's error: {result.content[0].text!r}")
+        try:
+            await client.call_tool("no-such-team", {"message": "hi"})
+            check(False, "an unknown tool is refused")
+        except MCPError as e:
+            check("no tool `no-such-team`" in e.error.message and e.error.code == -32602,
+                  f"an unknown tool is refused: {e.error.message}")
 
         progress = []
 
