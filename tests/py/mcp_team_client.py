@@ -124,6 +124,41 @@ async def main(args):
         check(not result.is_error and result.content[0].text == ANSWERS["Sign the refund off"],
               f"answered, the run goes on to its answer: {result.content[0].text!r}")
 
+        if args.mode == "2026-07-28":
+            # The stateless round trip by hand: the question comes back as an
+            # InputRequiredResult; a forged requestState names no run; a
+            # declined question cancels the run, and its state is spent.
+            session = client.session
+            first = await session.call_tool("refund-desk", {"message": "charged twice"},
+                                            allow_input_required=True)
+            check(isinstance(first, types.InputRequiredResult) and first.request_state
+                  and len(first.input_requests) == 1,
+                  "a question is an InputRequiredResult with a requestState")
+            (key, ask), = first.input_requests.items()
+            check(ask.method == "elicitation/create" and ask.params.message.startswith("Which order"),
+                  f"its input request is the team's question, keyed `{key}`")
+            for state in (first.request_state + "x", "forged"):
+                try:
+                    await session.call_tool("refund-desk", {"message": "x"}, request_state=state,
+                                            input_responses={key: types.ElicitResult(action="accept",
+                                                                                     content={"answer": "A-1"})},
+                                            allow_input_required=True)
+                    check(False, "a forged requestState is refused")
+                except MCPError as e:
+                    check("names no run waiting" in e.error.message, f"a forged requestState is refused: {e.error.message}")
+            declined = await session.call_tool("refund-desk", {"message": "x"}, request_state=first.request_state,
+                                               input_responses={key: types.ElicitResult(action="decline")},
+                                               allow_input_required=True)
+            check(declined.is_error and "declined" in declined.content[0].text,
+                  f"a declined question cancels the run: {declined.content[0].text!r}")
+            try:
+                await session.call_tool("refund-desk", {"message": "x"}, request_state=first.request_state,
+                                        input_responses={key: types.ElicitResult(action="decline")},
+                                        allow_input_required=True)
+                check(False, "an answered requestState is spent")
+            except MCPError as e:
+                check("names no run waiting" in e.error.message, "an answered requestState is spent")
+
         started = anyio.Event()
 
         async def on_start(value, total, message):
