@@ -435,3 +435,59 @@ fn text_of(content: Option<&Value>) -> String {
         _ => Value::Object(map.clone()).to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_input_response_is_an_answer_a_refusal_or_a_clear_error() {
+        let accept = json!({"action": "accept", "content": {"answer": "order A-1001"}});
+        assert_eq!(answer_of(&accept).unwrap().as_deref(), Some("order A-1001"));
+        assert_eq!(answer_of(&json!({"action": "decline"})).unwrap(), None);
+        assert_eq!(answer_of(&json!({"action": "cancel"})).unwrap(), None);
+        let number = answer_of(&json!(12345)).unwrap_err();
+        assert!(number.contains("must be an object"), "{number}");
+        let odd = answer_of(&json!({"action": "maybe"})).unwrap_err();
+        assert!(odd.contains("`maybe`"), "{odd}");
+        let none = answer_of(&json!({"content": {}})).unwrap_err();
+        assert!(none.contains("`action` is missing"), "{none}");
+    }
+
+    #[test]
+    fn a_form_reads_as_its_answer_its_only_field_or_its_json() {
+        assert_eq!(text_of(Some(&json!({"answer": "yes", "x": 1}))), "yes");
+        assert_eq!(text_of(Some(&json!({"name": "Alice"}))), "Alice");
+        assert_eq!(
+            text_of(Some(&json!({"a": "1", "b": "2"}))),
+            r#"{"a":"1","b":"2"}"#
+        );
+        assert_eq!(text_of(None), "");
+    }
+
+    #[test]
+    fn a_call_needs_a_message_string() {
+        let call = |args: Value| {
+            let mut p = CallToolRequestParams::new("team");
+            if let Value::Object(map) = args {
+                p = p.with_arguments(map);
+            }
+            message(&p)
+        };
+        assert_eq!(call(json!({"message": "hi"})).unwrap(), "hi");
+        assert!(call(json!({})).unwrap_err().contains("takes a `message`"));
+        assert!(call(json!({"message": " "})).unwrap_err().contains("empty"));
+        assert!(call(json!({"message": 3})).unwrap_err().contains("not 3"));
+        assert!(call(Value::Null).unwrap_err().contains("takes a `message`"));
+    }
+
+    #[test]
+    fn run_ids_are_one_safe_path_component() {
+        let id = run_id("refund desk/ü");
+        assert!(id.starts_with("mcp-refund-desk---"), "{id}");
+        assert!(
+            id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'),
+            "{id}"
+        );
+    }
+}
