@@ -23,7 +23,7 @@ pub(crate) struct TeamServer {
 
 /// What every session of the server shares.
 pub(super) struct Inner {
-    /// The teams by tool name.
+    /// The teams by tool name (the team's name in MCP's characters).
     pub(super) teams: BTreeMap<String, McpTeam>,
     /// Runs waiting for a stateless client's answers.
     pub(super) waiting: Waiting,
@@ -34,25 +34,53 @@ pub(super) struct Inner {
 impl TeamServer {
     /// A server offering `teams`, each run under `admit` when given.
     pub(crate) fn new(teams: Vec<McpTeam>, admit: Option<Admit>) -> Self {
+        let mut by_tool = BTreeMap::new();
+        for team in teams {
+            let base = tool_name(&team.name);
+            let mut name = base.clone();
+            let mut n = 2;
+            while by_tool.contains_key(&name) {
+                name = format!("{base}_{n}");
+                n += 1;
+            }
+            by_tool.insert(name, team);
+        }
         TeamServer {
             inner: Arc::new(Inner {
-                teams: teams.into_iter().map(|t| (t.name.clone(), t)).collect(),
+                teams: by_tool,
                 waiting: Waiting::default(),
                 admit,
             }),
         }
     }
 
-    /// The team `name` as a tool.
-    fn tool(team: &McpTeam) -> Tool {
+    /// The team `team` as the tool `name`.
+    fn tool(name: &str, team: &McpTeam) -> Tool {
         let description = team.description.clone().unwrap_or_else(|| {
             format!(
                 "Runs the troupe team `{}` on a message and answers with its answer.",
                 team.name
             )
         });
-        Tool::new(team.name.clone(), description, input_schema())
+        Tool::new(name.to_string(), description, input_schema())
     }
+}
+
+/// A team's name as a tool name: MCP's characters (`A-Z a-z 0-9 _ - .`,
+/// 128 at most), any other one an underscore.
+fn tool_name(team: &str) -> String {
+    let name: String = team
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(120)
+        .collect();
+    if name.is_empty() { "team".into() } else { name }
 }
 
 /// A team's input: the message it runs on.
@@ -90,12 +118,19 @@ impl ServerHandler for TeamServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         Ok(ListToolsResult::with_all_items(
-            self.inner.teams.values().map(Self::tool).collect(),
+            self.inner
+                .teams
+                .iter()
+                .map(|(name, team)| Self::tool(name, team))
+                .collect(),
         ))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.inner.teams.get(name).map(Self::tool)
+        self.inner
+            .teams
+            .get(name)
+            .map(|team| Self::tool(name, team))
     }
 
     async fn call_tool(
@@ -119,5 +154,19 @@ impl ServerHandler for TeamServer {
             ));
         };
         super::call::call(&self.inner, team, request, context).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_team_name_becomes_a_valid_tool_name() {
+        assert_eq!(tool_name("refund-desk"), "refund-desk");
+        assert_eq!(tool_name("Refund desk (EU)"), "Refund_desk__EU_");
+        assert_eq!(tool_name("équipe.v2"), "_quipe.v2");
+        assert_eq!(tool_name(""), "team");
+        assert_eq!(tool_name(&"x".repeat(300)).len(), 120);
     }
 }
