@@ -9,6 +9,7 @@
 //! troupe schema                  print the config's JSON Schema
 //! troupe graph FILE              print the workflow as Mermaid
 //! troupe serve FILE|DIR          serve the team(s) over HTTP (OpenAI API, runs API)
+//! troupe mcp FILE|DIR            serve the team(s) as MCP tools on stdio
 //! troupe node --config FILE --name NODE --listen ADDR [--connect ADDR]...
 //!                                host the agents placed on NODE until Ctrl-C
 //! ```
@@ -29,6 +30,7 @@
 //! 130 interrupted.
 
 mod cli;
+mod mcp;
 mod serve;
 
 /// mimalloc: glibc's malloc spent ~35% of a busy server's time (the

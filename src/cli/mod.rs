@@ -26,6 +26,7 @@ mod input;
 mod interrupt;
 mod lease;
 mod log_writer;
+mod mcp;
 mod mcp_demo;
 mod metrics;
 mod otlp_probe;
@@ -175,6 +176,10 @@ enum Command {
     /// live events, stored sessions, each team as an A2A agent. Loopback
     /// unless told otherwise; anything else needs TROUPE_SERVE_TOKEN.
     Serve(crate::serve::ServeArgs),
+    /// Serves the team (or every config of a directory) as an MCP server on
+    /// stdio until the client closes it: each team one tool, called with a
+    /// `message`, answering with the team's answer (see README, "MCP server").
+    Mcp(mcp::McpArgs),
     /// Serves a small demo MCP server on stdio (for the MCP example).
     #[command(hide = true)]
     McpDemo,
@@ -255,6 +260,7 @@ fn dispatch(command: Command) -> u8 {
         }),
         Command::Node(args) => with_runtime(|| cluster::node(args)),
         Command::Serve(args) => with_runtime(|| crate::serve::serve(args)),
+        Command::Mcp(args) => with_runtime(|| mcp::mcp(args)),
     }
 }
 

@@ -1,6 +1,6 @@
 //! `troupe serve`: teams behind HTTP — an OpenAI-compatible endpoint, a
 //! runs API with live events over SSE, stored sessions, each team as an
-//! A2A agent (`a2a/`), and a description of each team (the HTTP contract is in the README's "Serve a team").
+//! A2A agent (`a2a/`) and as an MCP tool (`/mcp`, `mcp.rs`), and a description of each team (the HTTP contract is in the README's "Serve a team").
 //!
 //! Safe by default: loopback unless `--listen` says otherwise, and then
 //! only with a bearer token (`TROUPE_SERVE_TOKEN`), checked on every route;
@@ -26,6 +26,7 @@ mod events;
 mod intake;
 mod limits;
 mod listen;
+mod mcp;
 mod openai;
 mod query;
 mod registry;
@@ -36,7 +37,7 @@ mod sessions;
 mod settings;
 mod shutdown;
 mod state;
-mod team;
+pub(crate) mod team;
 mod texting;
 mod texting_table;
 

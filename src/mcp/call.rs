@@ -1,0 +1,493 @@
+//! One `tools/call`: the team runs on the message, its questions are put
+//! to the client (an elicitation request on a session; an
+//! `InputRequiredResult` to call again with on the stateless revision),
+//! and its answer is the result. A cancelled call cancels the run.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
+    ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest as McpInput,
+    InputRequiredResult, InputResponses, ProtocolVersion,
+};
+use rmcp::service::{ElicitationMode, RequestContext};
+use rmcp::{ErrorData as McpError, RoleServer};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use troupe::{InputRequest, RunContext, RunError, RunResult, Thread, Workflow};
+
+use super::McpTeam;
+use super::handler::Inner;
+use super::progress::{self, Events, Reporter};
+use super::waiting::Parked;
+
+/// A run under way for a call: its context, events and run slot (held
+/// while it runs; a run parked for a stateless client's answers holds
+/// none).
+struct Live {
+    ctx: RunContext,
+    events: Events,
+    permit: Option<Box<dyn Send + Sync>>,
+}
+
+/// A run slot, when the host limits runs; an error says why none is free.
+fn admit(inner: &Inner) -> Result<Option<Box<dyn Send + Sync>>, String> {
+    inner.admit.as_ref().map(|admit| admit()).transpose()
+}
+
+/// Cancels the run if the call goes away before it ends (disarmed once
+/// the run ended or was parked).
+struct CancelOnDrop(Option<RunContext>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(ctx) = self.0.take() {
+            ctx.cancel();
+        }
+    }
+}
+
+/// Runs `team` for one call.
+pub(super) async fn call(
+    inner: &Inner,
+    team: &McpTeam,
+    request: CallToolRequestParams,
+    context: RequestContext<RoleServer>,
+) -> Result<CallToolResponse, McpError> {
+    let stateless = context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+    let mut reporter = Reporter::new(context.peer.clone(), context.meta.get_progress_token());
+    if let Some(handle) = request.request_state.clone() {
+        return resume(
+            inner,
+            team,
+            handle,
+            request.input_responses,
+            &context,
+            &mut reporter,
+        )
+        .await;
+    }
+    // A bad input is the tool's error, for the model to read and correct
+    // (MCP 2025-11-25: input validation errors are tool execution errors).
+    let message = match message(&request) {
+        Ok(m) => m,
+        Err(why) => return Ok(failed(why)),
+    };
+    let permit = match admit(inner) {
+        Ok(p) => p,
+        Err(why) => return Ok(failed(why)),
+    };
+    let (sink, events) = progress::channel();
+    let ctx = RunContext::with_sink(sink).with_run_id(run_id(&team.name));
+    let mut live = Live {
+        ctx,
+        events,
+        permit,
+    };
+    let mut guard = CancelOnDrop(Some(live.ctx.clone()));
+    let thread = Thread::from_messages([troupe::Message::user(message)]);
+    let run = team.workflow.run(thread, &live.ctx);
+    let result = reporter
+        .follow(
+            &mut live.events,
+            until_cancelled(run, &context.ct, &live.ctx),
+        )
+        .await;
+    let out = settle(
+        inner,
+        team,
+        live,
+        result,
+        &context,
+        stateless,
+        &mut reporter,
+    )
+    .await;
+    guard.0 = None;
+    out
+}
+
+/// A stateless client's next call: its answers to the run `handle` names.
+async fn resume(
+    inner: &Inner,
+    team: &McpTeam,
+    handle: String,
+    responses: Option<InputResponses>,
+    context: &RequestContext<RoleServer>,
+    reporter: &mut Reporter,
+) -> Result<CallToolResponse, McpError> {
+    let Some(parked) = inner.waiting.take(&handle) else {
+        return Err(McpError::invalid_params(
+            "`requestState` names no run waiting for answers (answered already, expired, or not from this server)",
+            None,
+        ));
+    };
+    if parked.team != team.name {
+        let owner = parked.team.clone();
+        inner.waiting.put_back(handle, parked);
+        return Err(McpError::invalid_params(
+            format!(
+                "`requestState` belongs to a call of `{owner}`, not `{}`",
+                team.name
+            ),
+            None,
+        ));
+    }
+    let responses = responses.unwrap_or_default();
+    let mut answers = Vec::new();
+    for q in parked.requests.clone() {
+        let Some(response) = responses.get(&q.id) else {
+            continue;
+        };
+        match answer_of(response) {
+            Ok(a) => answers.push((q.id.clone(), a)),
+            Err(why) => {
+                let message = format!("inputResponses[\"{}\"]: {why}", q.id);
+                inner.waiting.put_back(handle, parked);
+                return Err(McpError::invalid_params(message, None));
+            }
+        }
+    }
+    if answers.is_empty() {
+        // Nothing it asked is answered: ask again, under the same handle.
+        let asked = input_required(handle.clone(), &parked.requests);
+        inner.waiting.put_back(handle, parked);
+        return Ok(asked);
+    }
+    let permit = match admit(inner) {
+        Ok(p) => p,
+        Err(why) => {
+            inner.waiting.put_back(handle, parked);
+            return Ok(failed(why));
+        }
+    };
+    let Parked {
+        thread,
+        ctx,
+        events,
+        ..
+    } = parked;
+    let mut live = Live {
+        ctx,
+        events,
+        permit,
+    };
+    let mut guard = CancelOnDrop(Some(live.ctx.clone()));
+    let mut current = thread;
+    let mut last: Option<Result<RunResult, RunError>> = None;
+    for (id, answer) in answers {
+        if !Workflow::pending_requests(&current)
+            .iter()
+            .any(|q| q.id == id)
+        {
+            continue;
+        }
+        let Some(text) = answer else {
+            live.ctx.cancel();
+            guard.0 = None;
+            return Ok(failed(format!(
+                "the question `{id}` was declined; the run of `{}` is cancelled",
+                team.name
+            )));
+        };
+        let run = team
+            .workflow
+            .respond_in_thread(current.clone(), &id, text, &live.ctx);
+        let r = reporter
+            .follow(
+                &mut live.events,
+                until_cancelled(run, &context.ct, &live.ctx),
+            )
+            .await;
+        let stop = match &r {
+            Ok(ok) => {
+                current = ok.thread.clone();
+                false
+            }
+            Err(_) => true,
+        };
+        last = Some(r);
+        if stop {
+            break;
+        }
+    }
+    let Some(result) = last else {
+        // No answer applied: the run stands where it was.
+        let requests = Workflow::pending_requests(&current);
+        let handle = inner.waiting.park(Parked::new(
+            team.name.clone(),
+            current,
+            requests.clone(),
+            live.ctx,
+            live.events,
+        ));
+        guard.0 = None;
+        return Ok(input_required(handle, &requests));
+    };
+    let out = settle(inner, team, live, result, context, true, reporter).await;
+    guard.0 = None;
+    out
+}
+
+/// What a stretch of the run comes to: the answer, a failure, or a
+/// question — asked over the session and run on, or parked for a
+/// stateless client.
+async fn settle(
+    inner: &Inner,
+    team: &McpTeam,
+    mut live: Live,
+    mut result: Result<RunResult, RunError>,
+    context: &RequestContext<RoleServer>,
+    stateless: bool,
+    reporter: &mut Reporter,
+) -> Result<CallToolResponse, McpError> {
+    loop {
+        if live.ctx.is_cancelled() || context.ct.is_cancelled() {
+            live.ctx.cancel();
+            return Ok(failed(format!("the run of `{}` was cancelled", team.name)));
+        }
+        let r = match result {
+            Ok(r) => r,
+            Err(e) => {
+                return Ok(failed(format!("the team `{}` failed: {e}", team.name)));
+            }
+        };
+        let pending = Workflow::pending_requests(&r.thread);
+        let Some(q) = pending.first().cloned() else {
+            drop(live.permit);
+            return Ok(CallToolResult::success(vec![ContentBlock::text(r.final_text())]).into());
+        };
+        if stateless {
+            let handle = inner.waiting.park(Parked::new(
+                team.name.clone(),
+                r.thread,
+                pending.clone(),
+                live.ctx,
+                live.events,
+            ));
+            return Ok(input_required(handle, &pending));
+        }
+        if !context
+            .peer
+            .supported_elicitation_modes()
+            .contains(&ElicitationMode::Form)
+        {
+            live.ctx.cancel();
+            return Ok(failed(format!(
+                "the team `{}` asks: {} — but this client takes no elicitation (form mode), so the run is cancelled",
+                team.name, q.prompt
+            )));
+        }
+        let asked = context.peer.create_elicitation(elicitation(&q));
+        let reply = tokio::select! {
+            reply = asked => reply,
+            _ = context.ct.cancelled() => {
+                live.ctx.cancel();
+                return Ok(failed(format!("the run of `{}` was cancelled", team.name)));
+            }
+        };
+        let answer = match reply {
+            Ok(reply) => match reply.action {
+                ElicitationAction::Accept => text_of(reply.content.as_ref()),
+                _ => {
+                    live.ctx.cancel();
+                    return Ok(failed(format!(
+                        "the question was declined; the run of `{}` is cancelled",
+                        team.name
+                    )));
+                }
+            },
+            Err(e) => {
+                live.ctx.cancel();
+                return Ok(failed(format!(
+                    "the team asked `{}` and the client did not answer ({e}); the run is cancelled",
+                    q.prompt
+                )));
+            }
+        };
+        let run = team
+            .workflow
+            .respond_in_thread(r.thread, &q.id, answer, &live.ctx);
+        result = reporter
+            .follow(
+                &mut live.events,
+                until_cancelled(run, &context.ct, &live.ctx),
+            )
+            .await;
+    }
+}
+
+/// Awaits `work`, cancelling the run when the call is cancelled (the run
+/// then ends on its own, soon).
+async fn until_cancelled<F: Future>(
+    work: F,
+    ct: &CancellationToken,
+    ctx: &RunContext,
+) -> F::Output {
+    tokio::pin!(work);
+    tokio::select! {
+        out = &mut work => return out,
+        _ = ct.cancelled() => ctx.cancel(),
+    }
+    work.await
+}
+
+/// The call's `message` argument.
+fn message(request: &CallToolRequestParams) -> Result<String, String> {
+    let found = request.arguments.as_ref().and_then(|a| a.get("message"));
+    match found {
+        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
+        Some(Value::String(_)) => Err("`message` is empty: give the team its task".into()),
+        Some(other) => Err(format!("`message` must be a string, not {other}")),
+        None => Err(format!(
+            "`{}` takes a `message` (a string): the task for the team",
+            request.name
+        )),
+    }
+}
+
+/// A tool result saying the call failed.
+fn failed(why: String) -> CallToolResponse {
+    let why = troupe::secrets::redact(&why).into_owned();
+    CallToolResult::error(vec![ContentBlock::text(why)]).into()
+}
+
+/// A run id for a call of `team`: one safe path component.
+fn run_id(team: &str) -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let clean: String = team
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .take(40)
+        .collect();
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    format!(
+        "mcp-{clean}-{millis}-{}",
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// The form asking question `q`: one text field, `answer`.
+fn elicitation(q: &InputRequest) -> ElicitRequestParams {
+    let schema = json!({
+        "type": "object",
+        "properties": {"answer": {"type": "string", "title": "Answer", "description": q.prompt}},
+        "required": ["answer"],
+    });
+    ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: q.prompt.clone(),
+        requested_schema: serde_json::from_value::<ElicitationSchema>(schema)
+            .unwrap_or_else(|_| ElicitationSchema::builder().build_unchecked()),
+    }
+}
+
+/// An `InputRequiredResult` asking `requests` (keyed by their ids) of a
+/// run parked under `handle`.
+fn input_required(handle: String, requests: &[InputRequest]) -> CallToolResponse {
+    let asks: BTreeMap<String, McpInput> = requests
+        .iter()
+        .map(|q| {
+            (
+                q.id.clone(),
+                McpInput::Elicitation(ElicitRequest::new(elicitation(q))),
+            )
+        })
+        .collect();
+    InputRequiredResult::new(Some(asks), Some(handle)).into()
+}
+
+/// The answer an `inputResponses` entry holds: `None` when declined.
+fn answer_of(response: &Value) -> Result<Option<String>, String> {
+    let Value::Object(map) = response else {
+        return Err(format!(
+            "an elicitation result must be an object (`action`, `content`), not {response}"
+        ));
+    };
+    match map.get("action").and_then(Value::as_str) {
+        Some("accept") => Ok(Some(text_of(map.get("content")))),
+        Some("decline" | "cancel") => Ok(None),
+        Some(other) => Err(format!(
+            "`action` is `{other}`; one of accept, decline, cancel"
+        )),
+        None => Err("`action` is missing (accept, decline or cancel)".into()),
+    }
+}
+
+/// The text of an accepted form: its `answer`, else its only string
+/// field, else the form as JSON.
+fn text_of(content: Option<&Value>) -> String {
+    let Some(Value::Object(map)) = content else {
+        return content.map(|c| c.to_string()).unwrap_or_default();
+    };
+    if let Some(Value::String(a)) = map.get("answer") {
+        return a.clone();
+    }
+    let strings: Vec<&str> = map.values().filter_map(Value::as_str).collect();
+    match strings.as_slice() {
+        [only] if map.len() == 1 => (*only).to_string(),
+        _ => Value::Object(map.clone()).to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_input_response_is_an_answer_a_refusal_or_a_clear_error() {
+        let accept = json!({"action": "accept", "content": {"answer": "order A-1001"}});
+        assert_eq!(answer_of(&accept).unwrap().as_deref(), Some("order A-1001"));
+        assert_eq!(answer_of(&json!({"action": "decline"})).unwrap(), None);
+        assert_eq!(answer_of(&json!({"action": "cancel"})).unwrap(), None);
+        let number = answer_of(&json!(12345)).unwrap_err();
+        assert!(number.contains("must be an object"), "{number}");
+        let odd = answer_of(&json!({"action": "maybe"})).unwrap_err();
+        assert!(odd.contains("`maybe`"), "{odd}");
+        let none = answer_of(&json!({"content": {}})).unwrap_err();
+        assert!(none.contains("`action` is missing"), "{none}");
+    }
+
+    #[test]
+    fn a_form_reads_as_its_answer_its_only_field_or_its_json() {
+        assert_eq!(text_of(Some(&json!({"answer": "yes", "x": 1}))), "yes");
+        assert_eq!(text_of(Some(&json!({"name": "Alice"}))), "Alice");
+        assert_eq!(
+            text_of(Some(&json!({"a": "1", "b": "2"}))),
+            r#"{"a":"1","b":"2"}"#
+        );
+        assert_eq!(text_of(None), "");
+    }
+
+    #[test]
+    fn a_call_needs_a_message_string() {
+        let call = |args: Value| {
+            let mut p = CallToolRequestParams::new("team");
+            if let Value::Object(map) = args {
+                p = p.with_arguments(map);
+            }
+            message(&p)
+        };
+        assert_eq!(call(json!({"message": "hi"})).unwrap(), "hi");
+        assert!(call(json!({})).unwrap_err().contains("takes a `message`"));
+        assert!(call(json!({"message": " "})).unwrap_err().contains("empty"));
+        assert!(call(json!({"message": 3})).unwrap_err().contains("not 3"));
+        assert!(call(Value::Null).unwrap_err().contains("takes a `message`"));
+    }
+
+    #[test]
+    fn run_ids_are_one_safe_path_component() {
+        let id = run_id("refund desk/ü");
+        assert!(id.starts_with("mcp-refund-desk---"), "{id}");
+        assert!(
+            id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'),
+            "{id}"
+        );
+    }
+}

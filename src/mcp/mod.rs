@@ -1,0 +1,38 @@
+//! troupe's teams as MCP tools: `troupe mcp FILE|DIR` over stdio and
+//! `/mcp` on `troupe serve` over streamable HTTP.
+//!
+//! Each served team is one tool (`handler.rs`): its input is the message
+//! for the team, its result the team's answer. A call runs the team
+//! (`call.rs`); the run's events become progress notifications when the
+//! client sent a progress token (`progress.rs`); a question the team asks
+//! (`ask_user`, an approval, a `user:` agent) becomes an elicitation —
+//! a request to the client on a 2025-11-25 session, an `InputRequiredResult`
+//! the client answers by calling again on the 2026-07-28 stateless
+//! revision, the run kept waiting meanwhile (`waiting.rs`); a cancelled
+//! call cancels the run.
+
+mod call;
+mod handler;
+mod progress;
+mod waiting;
+
+use std::sync::Arc;
+
+use troupe::Workflow;
+
+pub(crate) use handler::TeamServer;
+
+/// One team offered as a tool.
+#[derive(Clone)]
+pub(crate) struct McpTeam {
+    /// The tool's name: the team's name.
+    pub(crate) name: String,
+    /// What the tool says it does: the config's `description`.
+    pub(crate) description: Option<String>,
+    /// The team.
+    pub(crate) workflow: Workflow,
+}
+
+/// A permit to run, held while a call's run is under way (`troupe serve`'s
+/// `--max-runs`); an error says why none is free.
+pub(crate) type Admit = Arc<dyn Fn() -> Result<Box<dyn Send + Sync>, String> + Send + Sync>;

@@ -1,0 +1,50 @@
+//! `/mcp`: every served team as an MCP tool over streamable HTTP (rmcp's
+//! service: 2025-11-25 sessions with `Mcp-Session-Id`, 2026-07-28
+//! stateless requests), behind the same bearer token, body limit and CORS
+//! as every route. A call's run takes one of the server's run slots
+//! (`--max-runs`). Without a token the server is loopback-only, and
+//! `/mcp` then also refuses a `Host` that is not loopback (DNS rebinding);
+//! with a token the token is the guard.
+
+use std::sync::Arc;
+
+use axum::Router;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+
+use super::state::Shared;
+use crate::mcp::{Admit, McpTeam, TeamServer};
+
+/// The `/mcp` route.
+pub(crate) fn routes(state: &Shared) -> Router<Shared> {
+    let teams: Vec<McpTeam> = state
+        .teams
+        .values()
+        .map(|t| McpTeam {
+            name: t.name.clone(),
+            description: t.config.spec().description.clone(),
+            workflow: t.built.workflow.clone(),
+        })
+        .collect();
+    let slots = state.clone();
+    let admit: Admit = Arc::new(move || {
+        slots
+            .limits
+            .run_slot()
+            .map(|p| Box::new(p) as Box<dyn Send + Sync>)
+            .map_err(|e| e.message)
+    });
+    let server = TeamServer::new(teams, Some(admit));
+    let mut config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(true)
+        .with_max_request_body_bytes(state.limits.max_body);
+    if state.token.is_some() {
+        config = config.disable_allowed_hosts();
+    }
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    Router::new().route_service("/mcp", service)
+}
