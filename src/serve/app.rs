@@ -32,6 +32,8 @@ pub(crate) fn router(state: Shared, cors: Option<Cors>) -> Router {
     let api = api.merge(super::console::routes());
     // Each team as an A2A agent: its card and JSON-RPC endpoint.
     let api = api.merge(super::a2a::routes());
+    // Each team as an AG-UI agent.
+    let api = api.merge(super::agui::routes());
     let app = api
         .fallback(|| async { ApiError::not_found("no such route".into()) })
         .layer(DefaultBodyLimit::max(state.limits.max_body))

@@ -1,0 +1,164 @@
+//! `RunAgentInput`, the body of `POST /agui/{team}`: read leniently where
+//! the protocol allows (unknown fields, `tools`, `context` and
+//! `forwardedProps` are accepted and not used: the team has its own tools),
+//! strictly where troupe needs a value (the ids, the user's message, the
+//! resume entries), each failure a 400 naming the field.
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::serve::error::ApiError;
+use crate::serve::sessions::check_id;
+
+/// The request body, as the protocol names its fields.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RunAgentInput {
+    /// The conversation: a troupe session of the same id.
+    pub(crate) thread_id: String,
+    /// The client's id for this run (echoed on every lifecycle event).
+    pub(crate) run_id: String,
+    /// The run this one follows, if the client says so.
+    #[serde(default)]
+    pub(crate) parent_run_id: Option<String>,
+    /// The client's state; the run's own goes under `troupe` beside it.
+    #[serde(default)]
+    pub(crate) state: Value,
+    /// The messages the client holds; the last user message is the turn.
+    #[serde(default)]
+    pub(crate) messages: Vec<InputMessage>,
+    /// Answers to the interrupts the thread's last run ended with.
+    #[serde(default)]
+    pub(crate) resume: Option<Vec<ResumeEntry>>,
+}
+
+/// One message of `messages` (only what troupe reads of it).
+#[derive(Deserialize)]
+pub(crate) struct InputMessage {
+    /// `user`, `assistant`, `system`, `developer`, `tool`, …
+    pub(crate) role: String,
+    /// A string, or (user messages) a list of input parts.
+    #[serde(default)]
+    pub(crate) content: Option<Value>,
+}
+
+/// How the user resolved an interrupt.
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum ResumeStatus {
+    /// Answered: `payload` is the answer.
+    Resolved,
+    /// Abandoned: the run is cancelled.
+    Cancelled,
+}
+
+/// One entry of `resume`.
+#[derive(Deserialize, Clone)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ResumeEntry {
+    /// The interrupt it answers (a troupe input request's id).
+    pub(crate) interrupt_id: String,
+    /// Resolved or cancelled.
+    pub(crate) status: ResumeStatus,
+    /// The answer: a string, or an object with a string `answer`, or any
+    /// JSON (given to the agent as its JSON text).
+    #[serde(default)]
+    pub(crate) payload: Option<Value>,
+}
+
+impl ResumeEntry {
+    /// The answer's text, as the asking agent reads it.
+    pub(crate) fn answer(&self) -> Result<String, ApiError> {
+        match &self.payload {
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(Value::Object(o)) => match o.get("answer") {
+                Some(Value::String(s)) => Ok(s.clone()),
+                _ => Ok(Value::Object(o.clone()).to_string()),
+            },
+            Some(Value::Null) | None => Err(ApiError::bad_request(format!(
+                "resume entry for interrupt `{}` is resolved but has no `payload` (the answer)",
+                self.interrupt_id
+            ))),
+            Some(other) => Ok(other.to_string()),
+        }
+    }
+}
+
+/// Reads the body; 400 naming the problem.
+pub(crate) fn parse(body: Value) -> Result<RunAgentInput, ApiError> {
+    let input: RunAgentInput = serde_json::from_value(body).map_err(|e| {
+        ApiError::bad_request(format!(
+            "the request body is not an AG-UI RunAgentInput: {e}"
+        ))
+    })?;
+    if input.thread_id.is_empty() {
+        return Err(ApiError::bad_request("`threadId` is empty".into()));
+    }
+    check_id(&input.thread_id).map_err(|e| {
+        ApiError::bad_request(format!(
+            "`threadId` names the troupe session, so it must be one: {}",
+            e.message
+        ))
+    })?;
+    if input.run_id.is_empty() {
+        return Err(ApiError::bad_request("`runId` is empty".into()));
+    }
+    if !matches!(input.state, Value::Null | Value::Object(_)) {
+        return Err(ApiError::bad_request(
+            "`state` is a JSON object (or absent)".into(),
+        ));
+    }
+    if let Some(resume) = &input.resume {
+        for r in resume {
+            if r.status == ResumeStatus::Resolved {
+                r.answer()?;
+            }
+        }
+    }
+    Ok(input)
+}
+
+impl RunAgentInput {
+    /// The client's state as an object (empty when absent).
+    pub(crate) fn client_state(&self) -> Map<String, Value> {
+        match &self.state {
+            Value::Object(o) => o.clone(),
+            _ => Map::new(),
+        }
+    }
+
+    /// The text of the last user message; 400 when there is none.
+    pub(crate) fn last_user_text(&self) -> Result<String, ApiError> {
+        let m = self
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == "user")
+            .ok_or_else(|| {
+                ApiError::bad_request(
+                    "`messages` holds no user message (and `resume` answers no interrupt)".into(),
+                )
+            })?;
+        let text = match &m.content {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Array(parts)) => parts
+                .iter()
+                .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        };
+        if text.trim().is_empty() {
+            return Err(ApiError::bad_request(
+                "the last user message of `messages` has no text".into(),
+            ));
+        }
+        Ok(text)
+    }
+
+    /// Whether the request resumes interrupts.
+    pub(crate) fn resumes(&self) -> bool {
+        self.resume.as_ref().is_some_and(|r| !r.is_empty())
+    }
+}

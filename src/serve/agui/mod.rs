@@ -1,0 +1,186 @@
+//! Each served team as an AG-UI agent (protocol 1.0, HTTP + SSE):
+//! `POST /agui/{team}` takes a `RunAgentInput` and answers with the run's
+//! events over SSE, behind the same token as every route.
+//!
+//! A thread is a troupe session (`threadId` is its id): a request runs the
+//! team on the last user message of `messages` as the session's next turn
+//! (the session's double-texting policy applies). A run that asks the user
+//! (`ask_user`, a tool waiting for approval, a `user:` agent) ends with
+//! `RUN_FINISHED` carrying `outcome: {type: "interrupt", interrupts}`, one
+//! interrupt per open question (its `id` the troupe request id); the next
+//! request on the thread carries `resume: [{interruptId, status, payload}]`
+//! answering every one (`payload`: the answer, a string or `{answer}`;
+//! `status: "cancelled"` cancels the run) and streams the run on. A request
+//! that breaks that contract (no `resume` while questions are open, an
+//! unknown interrupt id, a question left out, nothing to resume) gets a
+//! stream of `RUN_STARTED` and `RUN_ERROR` (the protocol's way), a body that
+//! is not a `RunAgentInput` a 400. `tools`, `context` and `forwardedProps`
+//! are accepted and not used.
+
+mod input;
+mod state;
+mod stream;
+mod translate;
+mod wire;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Path, State as Axum};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+
+use self::input::{ResumeStatus, RunAgentInput};
+use self::stream::{Plan, by_id, refuse};
+use super::body::JsonBody;
+use super::completion::answering;
+use super::drive::Start;
+use super::error::ApiError;
+use super::run::{Run, Status};
+use super::state::Shared;
+use super::{runs, texting};
+
+/// The AG-UI route.
+pub(crate) fn routes() -> Router<Shared> {
+    Router::new().route("/agui/{team}", post(run))
+}
+
+/// `POST /agui/{team}`.
+async fn run(
+    Axum(state): Axum<Shared>,
+    Path(team): Path<String>,
+    JsonBody(body): JsonBody<serde_json::Value>,
+) -> Result<Response, ApiError> {
+    let team = state.team(Some(&team))?.name.clone();
+    let input = input::parse(body)?;
+    let waiting = waiting_run(&state, &team, &input.thread_id);
+    let refused = |code: &str, message: String| -> Result<Response, ApiError> {
+        Ok(refuse(
+            &input.thread_id,
+            &input.run_id,
+            input.parent_run_id.as_deref(),
+            code,
+            &message,
+        )
+        .into_response())
+    };
+    let (run, from, pending) = match (waiting, input.resumes()) {
+        (Some(run), true) => match check_resume(&run, &input) {
+            Ok(()) => resume(&state, run, &input)?,
+            Err(why) => return refused("RESUME_INVALID", why),
+        },
+        (Some(run), false) => {
+            let open = open_ids(&run).join(", ");
+            return refused(
+                "INTERRUPT_PENDING",
+                format!(
+                    "thread `{}` has open interrupts ({open}): send `resume` answering each",
+                    input.thread_id
+                ),
+            );
+        }
+        (None, true) => {
+            return refused(
+                "RESUME_INVALID",
+                format!(
+                    "thread `{}` has no run waiting for input: nothing to resume",
+                    input.thread_id
+                ),
+            );
+        }
+        (None, false) => (start(&state, &team, &input)?, 0, Vec::new()),
+    };
+    let answering = answering(&state, &team)?;
+    let whole = answering.is_empty();
+    let run_state = state::RunState::new(input.client_state(), &team, &run.id);
+    let translator = translate::Translator::new(&team, answering, &input.run_id, run_state);
+    let plan = Plan {
+        state: state.clone(),
+        run,
+        thread: input.thread_id,
+        run_id: input.run_id,
+        parent: input.parent_run_id,
+        from,
+        pending,
+        whole,
+        translator,
+    };
+    Ok(stream::stream(plan).into_response())
+}
+
+/// The newest run of `team` in session `thread` waiting for input.
+fn waiting_run(state: &Shared, team: &str, thread: &str) -> Option<Arc<Run>> {
+    state.runs.all().into_iter().find(|r| {
+        r.team == team
+            && r.session.as_deref() == Some(thread)
+            && r.inner().status() == Status::WaitingForInput
+    })
+}
+
+/// The ids of `run`'s open questions.
+fn open_ids(run: &Run) -> Vec<String> {
+    run.inner().requests.iter().map(|q| q.id.clone()).collect()
+}
+
+/// Whether `input.resume` answers every open question of `run` and
+/// nothing else; why not.
+fn check_resume(run: &Run, input: &RunAgentInput) -> Result<(), String> {
+    let open = open_ids(run);
+    let entries = input.resume.as_deref().unwrap_or_default();
+    let given = by_id(entries);
+    if let Some(unknown) = given.keys().find(|id| !open.iter().any(|o| o == *id)) {
+        return Err(format!(
+            "`resume` answers interrupt `{unknown}`, which is not open; open: {}",
+            open.join(", ")
+        ));
+    }
+    let left: Vec<&str> = open
+        .iter()
+        .map(String::as_str)
+        .filter(|o| !given.contains_key(o))
+        .collect();
+    if !left.is_empty() {
+        return Err(format!(
+            "`resume` leaves interrupts unanswered: {} (every open interrupt needs an entry)",
+            left.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// Starts a new run of `team` on the thread's next user message.
+fn start(state: &Shared, team: &str, input: &RunAgentInput) -> Result<Arc<Run>, ApiError> {
+    let text = input.last_user_text()?;
+    let session = input.thread_id.clone();
+    let slot = state.limits.run_slot()?;
+    let (run, turn) = texting::admit(state, team, Some(&session), None, || {
+        state.runs.create(team, &text, Some(session.clone()))
+    })?;
+    texting::spawn(state.clone(), run.clone(), Start::Session(text), slot, turn);
+    Ok(run)
+}
+
+/// Answers the first resume entry (the others wait in the stream for the
+/// run to come back to them) and runs the waiting `run` on: the run, where
+/// its new events start, the entries left.
+fn resume(
+    state: &Shared,
+    run: Arc<Run>,
+    input: &RunAgentInput,
+) -> Result<(Arc<Run>, usize, Vec<input::ResumeEntry>), ApiError> {
+    let mut entries = input.resume.clone().unwrap_or_default();
+    let from = run.inner().events.len();
+    if entries.is_empty() {
+        return Err(ApiError::bad_request("`resume` is empty".into()));
+    }
+    let first = entries.remove(0);
+    match first.status {
+        ResumeStatus::Cancelled => {
+            runs::cancel_run(&run)?;
+        }
+        ResumeStatus::Resolved => {
+            runs::answer(state, &run, Some(&first.interrupt_id), first.answer()?)?;
+        }
+    }
+    Ok((run, from, entries))
+}
