@@ -3,8 +3,10 @@
 # binary with: target/py-venv (or $TROUPE_PY_VENV) holding pinned packages
 # from PyPI — `openai` (tests/serve_openai_sdk.rs), and the official A2A
 # SDK `a2a-sdk` with its HTTP server extras and `uvicorn` to run its
-# server (tests/a2a_sdk.rs). Does nothing when the venv already has every
-# pinned version. Needs python3 with the venv module; reaches PyPI only.
+# server (tests/a2a_sdk.rs), and the AG-UI conformance validator
+# `ag-ui-validate` with the official AG-UI SDK `ag-ui-protocol`, whose
+# event models check every event (tests/serve_agui.rs). Does nothing when
+# the venv already has every pinned version. Needs python3 with the venv module; reaches PyPI only.
 # Any failure is an exit code other than 0 (.ci/run stops on it: CI never
 # skips the SDK tests).
 set -euo pipefail
@@ -14,6 +16,8 @@ venv="${TROUPE_PY_VENV:-target/py-venv}"
 openai_version="1.109.1"
 a2a_version="1.3.0"
 uvicorn_version="0.54.0"
+agui_validate_version="0.4.0"
+agui_protocol_version="1.0.0"
 
 # Each package at its pinned version, or exit 1.
 check='
@@ -25,7 +29,8 @@ try:
 except PackageNotFoundError:
     sys.exit(1)
 '
-pins=("openai==$openai_version" "a2a-sdk==$a2a_version" "uvicorn==$uvicorn_version")
+pins=("openai==$openai_version" "a2a-sdk==$a2a_version" "uvicorn==$uvicorn_version"
+      "ag-ui-validate==$agui_validate_version" "ag-ui-protocol==$agui_protocol_version")
 
 if "$venv/bin/python" -c "$check" "${pins[@]}" 2>/dev/null; then
     echo "== $venv has ${pins[*]}"
@@ -34,6 +39,8 @@ fi
 echo "== making $venv with ${pins[*]}"
 python3 -m venv "$venv"
 "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --quiet \
-    "openai==$openai_version" "a2a-sdk[http-server]==$a2a_version" "uvicorn==$uvicorn_version"
+    "openai==$openai_version" "a2a-sdk[http-server]==$a2a_version" "uvicorn==$uvicorn_version" \
+    "ag-ui-validate==$agui_validate_version" "ag-ui-protocol==$agui_protocol_version"
 "$venv/bin/python" -c "$check" "${pins[@]}"
 "$venv/bin/python" -c "import openai, a2a, uvicorn; print('== openai', openai.__version__, '/ a2a-sdk $a2a_version / uvicorn', uvicorn.__version__)"
+"$venv/bin/python" -c "import ag_ui.core, ag_ui_validate; print('== ag-ui-protocol $agui_protocol_version / ag-ui-validate $agui_validate_version')"

@@ -86,6 +86,7 @@ impl ResumeEntry {
 
 /// Reads the body; 400 naming the problem.
 pub(crate) fn parse(body: Value) -> Result<RunAgentInput, ApiError> {
+    shape(&body)?;
     let input: RunAgentInput = serde_json::from_value(body).map_err(|e| {
         ApiError::bad_request(format!(
             "the request body is not an AG-UI RunAgentInput: {e}"
@@ -116,6 +117,64 @@ pub(crate) fn parse(body: Value) -> Result<RunAgentInput, ApiError> {
         }
     }
     Ok(input)
+}
+
+/// Checks the kinds of the fields troupe reads, to name the one that is
+/// wrong (serde's own errors do not say where).
+fn shape(body: &Value) -> Result<(), ApiError> {
+    let Value::Object(o) = body else {
+        return Err(ApiError::bad_request(
+            "the request body is an AG-UI RunAgentInput, a JSON object".into(),
+        ));
+    };
+    let wrong = |field: &str, kind: &str| {
+        Err(ApiError::bad_request(format!(
+            "`{field}` must be {kind} (AG-UI RunAgentInput)"
+        )))
+    };
+    for field in ["threadId", "runId"] {
+        match o.get(field) {
+            Some(Value::String(_)) => {}
+            None => return wrong(field, "given: a string"),
+            Some(_) => return wrong(field, "a string"),
+        }
+    }
+    if !matches!(
+        o.get("parentRunId"),
+        None | Some(Value::Null | Value::String(_))
+    ) {
+        return wrong("parentRunId", "a string");
+    }
+    if !matches!(
+        o.get("messages"),
+        None | Some(Value::Null | Value::Array(_))
+    ) {
+        return wrong("messages", "an array of messages");
+    }
+    match o.get("resume") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(entries)) => {
+            for (i, r) in entries.iter().enumerate() {
+                if !matches!(r.get("interruptId"), Some(Value::String(_))) {
+                    return wrong(&format!("resume[{i}].interruptId"), "a string");
+                }
+                if !matches!(
+                    r.get("status").and_then(Value::as_str),
+                    Some("resolved" | "cancelled")
+                ) {
+                    return wrong(
+                        &format!("resume[{i}].status"),
+                        &format!(
+                            "\"resolved\" or \"cancelled\", not {}",
+                            r.get("status").unwrap_or(&Value::Null)
+                        ),
+                    );
+                }
+            }
+        }
+        Some(_) => return wrong("resume", "an array of resume entries"),
+    }
+    Ok(())
 }
 
 impl RunAgentInput {
