@@ -6,7 +6,8 @@
 # server (tests/a2a_sdk.rs), and the AG-UI conformance validator
 # `ag-ui-validate` with the official AG-UI SDK `ag-ui-protocol`, whose
 # event models check every event (tests/serve_agui.rs). Does nothing when
-# the venv already has every pinned version. Needs python3 with the venv module; reaches PyPI only.
+# the venv already has every pinned version. Needs python3 with the venv
+# module; reaches PyPI only.
 # Any failure is an exit code other than 0 (.ci/run stops on it: CI never
 # skips the SDK tests).
 set -euo pipefail
