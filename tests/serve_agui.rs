@@ -84,6 +84,41 @@ fn validate(venv: &Path, dir: &Path, name: &str, sse: &str) {
     );
 }
 
+/// Has `ag-ui-validate` post its own `RunAgentInput` to `url` and check the
+/// live stream, the transport too (Content-Type, incremental flushing,
+/// keep-alive, a terminal event): 0 errors, 0 warnings, no rule skipped.
+fn validate_live(venv: &Path, url: &str) {
+    let out = Command::new(venv.join("bin/ag-ui-validate"))
+        .arg(url)
+        .args(["--header", &format!("Authorization: Bearer {TOKEN}")])
+        .args([
+            "--json",
+            "--max-warnings",
+            "0",
+            "--features",
+            "shared-state",
+        ])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "ag-ui-validate said no JSON ({e}): {}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        )
+    });
+    assert_eq!(
+        (
+            &report["summary"]["errors"],
+            &report["summary"]["warnings"],
+            &report["skipped"],
+            out.status.code()
+        ),
+        (&json!(0), &json!(0), &json!([]), Some(0)),
+        "ag-ui-validate {url}: {report:#}"
+    );
+}
+
 /// A `RunAgentInput` on `thread` with one user message.
 fn input(thread: &str, run: &str, message: &str) -> Value {
     json!({
@@ -194,6 +229,7 @@ fn a_nested_team_streams_its_steps_by_path_and_passes_the_validator() {
         said(&ev),
         "Published: troupe 2.0 is out: declarative teams in YAML."
     );
+    validate_live(&venv, &s.url("/agui/press"));
 }
 
 #[test]
@@ -243,6 +279,7 @@ fn tool_calls_stream_start_args_end_and_result() {
         .filter(|d| d["delta"][0]["path"] == "/troupe/toolCalls")
         .count();
     assert_eq!(calls, 2);
+    validate_live(&venv, &s.url("/agui/lead_with_tools"));
 }
 
 /// The interrupts a stream ended with.
@@ -352,6 +389,24 @@ fn questions_end_the_run_with_an_interrupt_and_resume_answers_them() {
     // Nothing waits now: a resume has nothing to answer.
     let sse = post(&s, team, &resume("desk-1", "r5", "r4", id, json!("again")));
     assert_eq!(events(&sse)[1]["code"], "RESUME_INVALID");
+
+    // Another thread: its question cancelled, its run ends cancelled.
+    let ev = events(&post(&s, team, &input("desk-2", "c1", "charged twice")));
+    let id = interrupts(&ev)[0]["id"].as_str().unwrap().to_string();
+    let mut body = resume("desk-2", "c2", "c1", &id, Value::Null);
+    body["resume"][0] = json!({"interruptId": id, "status": "cancelled"});
+    let sse = post(&s, team, &body);
+    validate(&venv, dir.path(), "cancelled", &sse);
+    let ev = events(&sse);
+    let last = ev.last().unwrap();
+    assert_eq!(last["result"]["status"], "cancelled", "{last}");
+    let run = last["result"]["run"].as_str().unwrap();
+    let r = client()
+        .get(s.url(&format!("/runs/{run}")))
+        .bearer_auth(TOKEN)
+        .send()
+        .unwrap();
+    assert_eq!(r.json::<Value>().unwrap()["status"], "cancelled");
 }
 
 /// The answer's pieces, as the model server streams them.
