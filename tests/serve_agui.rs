@@ -9,7 +9,11 @@
 //! tests/py/agui_events.py). Both live in the venv `.ci/python-venv.sh`
 //! makes (`target/py-venv`, or `TROUPE_PY_VENV`); without it these tests
 //! fail, saying how to make it, unless `TROUPE_ALLOW_SKIP=1` (never in CI).
-//! Bad input needs no venv: a JSON 4xx, 401 without the token.
+//! AG-UI's official TypeScript client (`@ag-ui/client`, which checks every
+//! event against `@ag-ui/core`'s schemas) answers the interrupts through
+//! `resume` (tests/js/agui_client.mjs; `.ci/node-agui.sh` installs it under
+//! target/node-agui). Bad input needs neither: a JSON 4xx, 401 without the
+//! token.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -407,6 +411,82 @@ fn questions_end_the_run_with_an_interrupt_and_resume_answers_them() {
         .send()
         .unwrap();
     assert_eq!(r.json::<Value>().unwrap()["status"], "cancelled");
+}
+
+/// Where `.ci/node-agui.sh` put `@ag-ui/client`, if it did.
+fn agui_client() -> Option<PathBuf> {
+    let dir = std::env::var_os("TROUPE_AGUI_NODE_DIR").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/node-agui"),
+        PathBuf::from,
+    );
+    dir.join("node_modules/@ag-ui/client/package.json")
+        .exists()
+        .then_some(dir)
+}
+
+#[test]
+fn the_official_typescript_client_answers_every_interrupt_through_resume() {
+    let Some(node_dir) = agui_client() else {
+        return common::prereq::missing(
+            "@ag-ui/client under target/node-agui (or $TROUPE_AGUI_NODE_DIR)",
+            "`.ci/node-agui.sh` (Node 20+ and npm)",
+        );
+    };
+    let (_dir, s) = serve_examples(&["human_in_the_loop.yaml"]);
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/js/agui_client.mjs");
+    let out = Command::new("node")
+        .arg(script)
+        .args([
+            &s.url("/agui/refund-desk"),
+            TOKEN,
+            "js-thread",
+            "I was charged twice",
+            "order A-1001, 49.99 twice",
+            "yes",
+            "Signed off.",
+        ])
+        .env("AGUI_NODE_DIR", node_dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the @ag-ui/client run failed: {}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let report: Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(report["rounds"], 3, "{report:#}");
+    let asked: Vec<&str> = report["asked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(asked[0].starts_with("clerk asks: Which order"), "{asked:?}");
+    assert!(asked[1].contains("approve calculator"), "{asked:?}");
+    assert!(asked[2].starts_with("supervisor asks:"), "{asked:?}");
+    assert_eq!(report["result"]["status"], "completed");
+    for kind in [
+        "STATE_SNAPSHOT",
+        "STATE_DELTA",
+        "STEP_STARTED",
+        "TOOL_CALL_START",
+        "TEXT_MESSAGE_CONTENT",
+    ] {
+        assert!(
+            report["types"].as_array().unwrap().contains(&json!(kind)),
+            "{kind}: {report:#}"
+        );
+    }
+    // The client's messages end with the team's answer; its state is the
+    // run's, as the deltas built it.
+    let messages = report["messages"].as_array().unwrap();
+    assert_eq!(messages.last().unwrap()["content"], "Signed off.");
+    assert_eq!(report["state"]["troupe"]["status"], "completed");
+    assert_eq!(
+        report["state"]["troupe"]["agents"]["refund-desk/supervisor"]["status"],
+        "done"
+    );
 }
 
 /// The answer's pieces, as the model server streams them.
