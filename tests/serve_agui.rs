@@ -413,6 +413,102 @@ fn questions_end_the_run_with_an_interrupt_and_resume_answers_them() {
     assert_eq!(r.json::<Value>().unwrap()["status"], "cancelled");
 }
 
+/// Two agents in parallel, each asking the user a question.
+const TWO_ASK: &str = "version: 1
+name: twoask
+models:
+  m: {provider: scripted}
+agents:
+  a:
+    model: m
+    tools: [ask_user]
+    script:
+      - tool_call: {name: ask_user, arguments: {question: \"Which colour?\"}}
+      - \"Colour noted.\"
+  b:
+    model: m
+    tools: [ask_user]
+    script:
+      - tool_call: {name: ask_user, arguments: {question: \"Which size?\"}}
+      - \"Size noted.\"
+workflow:
+  steps:
+    - id: both
+      type: parallel
+      steps:
+        - agent: a
+        - agent: b
+";
+
+#[test]
+fn two_questions_at_once_are_two_interrupts_answered_by_one_resume() {
+    let Some(venv) = venv() else {
+        return common::prereq::missing_venv("ag-ui-validate and ag-ui-protocol");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    common::write(dir.path(), "twoask.yaml", TWO_ASK);
+    let s = Server::start(
+        dir.path(),
+        &["twoask.yaml"],
+        &[("TROUPE_SERVE_TOKEN", TOKEN)],
+    );
+    let sse = post(&s, "twoask", &input("shirt", "r1", "order a shirt"));
+    validate(&venv, dir.path(), "two", &sse);
+    let asked = interrupts(&events(&sse));
+    let ids: Vec<String> = asked
+        .iter()
+        .map(|i| i["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids.len(), 2, "{asked:?}");
+    let colour = asked
+        .iter()
+        .position(|i| i["metadata"]["question"] == "Which colour?")
+        .unwrap();
+    // One answer alone breaks the contract: every open interrupt needs one.
+    let partial = resume("shirt", "r2", "r1", &ids[colour], json!("red"));
+    let ev = events(&post(&s, "twoask", &partial));
+    assert_eq!(ev[1]["code"], "RESUME_INVALID");
+    assert!(
+        ev[1]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&ids[1 - colour])
+    );
+    // Both: one AG-UI run answers them in turn and completes.
+    let mut both = partial.clone();
+    both["resume"] = json!([
+        {"interruptId": ids[colour], "status": "resolved", "payload": "red"},
+        {"interruptId": ids[1 - colour], "status": "resolved", "payload": {"answer": "M"}},
+    ]);
+    let sse = post(&s, "twoask", &both);
+    validate(&venv, dir.path(), "both", &sse);
+    let ev = events(&sse);
+    assert_eq!(ev.last().unwrap()["outcome"], json!({"type": "success"}));
+    let session = client()
+        .get(s.url("/sessions/shirt"))
+        .bearer_auth(TOKEN)
+        .send()
+        .unwrap()
+        .json::<Value>()
+        .unwrap();
+    let said: Vec<(&str, &str)> = session["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["sender"].as_str().unwrap(),
+                m["content"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert!(
+        said.contains(&("user", "red")) && said.contains(&("user", "M")),
+        "{said:?}"
+    );
+    assert!(said.contains(&("a", "Colour noted.")) && said.contains(&("b", "Size noted.")));
+}
+
 /// Where `.ci/node-agui.sh` put `@ag-ui/client`, if it did.
 fn agui_client() -> Option<PathBuf> {
     let dir = std::env::var_os("TROUPE_AGUI_NODE_DIR").map_or_else(
