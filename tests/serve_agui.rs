@@ -326,3 +326,53 @@ fn two_questions_at_once_are_two_interrupts_answered_by_one_resume() {
     );
     assert!(said.contains(&("a", "Colour noted.")) && said.contains(&("b", "Size noted.")));
 }
+
+#[test]
+fn a_question_left_open_by_a_restart_is_answered_through_resume() {
+    let Some(venv) = venv() else {
+        return common::prereq::missing_venv("ag-ui-validate and ag-ui-protocol");
+    };
+    let (dir, s) = serve_examples(&["human_in_the_loop.yaml"]);
+    let team = "refund-desk";
+    let ev = events(&post(
+        &s,
+        team,
+        &input("desk-r", "r1", "I was charged twice"),
+    ));
+    let id = interrupts(&ev)[0]["id"].as_str().unwrap().to_string();
+    // The server goes (killed); the session, in the config's SQLite
+    // store, keeps the question.
+    drop(s);
+    let s = Server::start(dir.path(), &["."], &[("TROUPE_SERVE_TOKEN", TOKEN)]);
+    let sse = post(&s, team, &resume("desk-r", "r3", "r1", "nope", json!("x")));
+    assert_eq!(events(&sse)[1]["code"], "RESUME_INVALID");
+    assert!(
+        sse.contains(&id),
+        "the refusal names the open question: {sse}"
+    );
+    let sse = post(
+        &s,
+        team,
+        &resume(
+            "desk-r",
+            "r2",
+            "r1",
+            &id,
+            json!("order A-1001, 49.99 twice"),
+        ),
+    );
+    validate(&venv, dir.path(), "restarted", &sse);
+    let ev = events(&sse);
+    assert_eq!(
+        of_type(&ev, "TOOL_CALL_START")[0]["toolCallName"],
+        "calculator"
+    );
+    let asked = interrupts(&ev);
+    assert!(
+        asked[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("approve calculator"),
+        "{asked:?}"
+    );
+}

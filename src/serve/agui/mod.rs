@@ -10,7 +10,8 @@
 //! interrupt per open question (its `id` the troupe request id); the next
 //! request on the thread carries `resume: [{interruptId, status, payload}]`
 //! answering every one (`payload`: the answer, a string or `{answer}`;
-//! `status: "cancelled"` cancels the run) and streams the run on. A request
+//! `status: "cancelled"` cancels the run) and streams the run on — from the
+//! stored session when the run is gone (`resume.rs`). A request
 //! that breaks that contract (no `resume` while questions are open, an
 //! unknown interrupt id, a question left out, nothing to resume) gets a
 //! stream of `RUN_STARTED` and `RUN_ERROR` (the protocol's way), a body that
@@ -18,6 +19,7 @@
 //! are accepted and not used.
 
 mod input;
+mod resume;
 mod state;
 mod stream;
 mod translate;
@@ -30,15 +32,16 @@ use axum::extract::{Path, State as Axum};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 
-use self::input::{ResumeStatus, RunAgentInput};
-use self::stream::{Plan, by_id, refuse};
+use self::input::RunAgentInput;
+use self::resume::Resumed;
+use self::stream::{Plan, refuse};
 use super::body::JsonBody;
 use super::completion::answering;
 use super::drive::Start;
 use super::error::ApiError;
-use super::run::{Run, Status};
+use super::run::Run;
 use super::state::Shared;
-use super::{runs, texting};
+use super::texting;
 
 /// The AG-UI route.
 pub(crate) fn routes() -> Router<Shared> {
@@ -53,7 +56,7 @@ async fn run(
 ) -> Result<Response, ApiError> {
     let team = state.team(Some(&team))?.name.clone();
     let input = input::parse(body)?;
-    let waiting = waiting_run(&state, &team, &input.thread_id);
+    let waiting = resume::waiting_run(&state, &team, &input.thread_id);
     let refused = |code: &str, message: String| -> Result<Response, ApiError> {
         Ok(refuse(
             &input.thread_id,
@@ -64,13 +67,13 @@ async fn run(
         )
         .into_response())
     };
-    let (run, from, pending) = match (waiting, input.resumes()) {
-        (Some(run), true) => match check_resume(&run, &input) {
-            Ok(()) => resume(&state, run, &input)?,
-            Err(why) => return refused("RESUME_INVALID", why),
+    let (run, from, pending) = match (input.resumes(), waiting) {
+        (true, waiting) => match resume::resume(&state, &team, &input, waiting).await? {
+            Resumed::Going(run, from, pending) => (run, from, pending),
+            Resumed::Refused(why) => return refused("RESUME_INVALID", why),
         },
-        (Some(run), false) => {
-            let open = open_ids(&run).join(", ");
+        (false, Some(run)) => {
+            let open = resume::open_ids(&run).join(", ");
             return refused(
                 "INTERRUPT_PENDING",
                 format!(
@@ -79,16 +82,7 @@ async fn run(
                 ),
             );
         }
-        (None, true) => {
-            return refused(
-                "RESUME_INVALID",
-                format!(
-                    "thread `{}` has no run waiting for input: nothing to resume",
-                    input.thread_id
-                ),
-            );
-        }
-        (None, false) => (start(&state, &team, &input)?, 0, Vec::new()),
+        (false, None) => (start(&state, &team, &input)?, 0, Vec::new()),
     };
     let answering = answering(&state, &team)?;
     let whole = answering.is_empty();
@@ -108,46 +102,6 @@ async fn run(
     Ok(stream::stream(plan).into_response())
 }
 
-/// The newest run of `team` in session `thread` waiting for input.
-fn waiting_run(state: &Shared, team: &str, thread: &str) -> Option<Arc<Run>> {
-    state.runs.all().into_iter().find(|r| {
-        r.team == team
-            && r.session.as_deref() == Some(thread)
-            && r.inner().status() == Status::WaitingForInput
-    })
-}
-
-/// The ids of `run`'s open questions.
-fn open_ids(run: &Run) -> Vec<String> {
-    run.inner().requests.iter().map(|q| q.id.clone()).collect()
-}
-
-/// Whether `input.resume` answers every open question of `run` and
-/// nothing else; why not.
-fn check_resume(run: &Run, input: &RunAgentInput) -> Result<(), String> {
-    let open = open_ids(run);
-    let entries = input.resume.as_deref().unwrap_or_default();
-    let given = by_id(entries);
-    if let Some(unknown) = given.keys().find(|id| !open.iter().any(|o| o == *id)) {
-        return Err(format!(
-            "`resume` answers interrupt `{unknown}`, which is not open; open: {}",
-            open.join(", ")
-        ));
-    }
-    let left: Vec<&str> = open
-        .iter()
-        .map(String::as_str)
-        .filter(|o| !given.contains_key(o))
-        .collect();
-    if !left.is_empty() {
-        return Err(format!(
-            "`resume` leaves interrupts unanswered: {} (every open interrupt needs an entry)",
-            left.join(", ")
-        ));
-    }
-    Ok(())
-}
-
 /// Starts a new run of `team` on the thread's next user message.
 fn start(state: &Shared, team: &str, input: &RunAgentInput) -> Result<Arc<Run>, ApiError> {
     let text = input.last_user_text()?;
@@ -158,29 +112,4 @@ fn start(state: &Shared, team: &str, input: &RunAgentInput) -> Result<Arc<Run>, 
     })?;
     texting::spawn(state.clone(), run.clone(), Start::Session(text), slot, turn);
     Ok(run)
-}
-
-/// Answers the first resume entry (the others wait in the stream for the
-/// run to come back to them) and runs the waiting `run` on: the run, where
-/// its new events start, the entries left.
-fn resume(
-    state: &Shared,
-    run: Arc<Run>,
-    input: &RunAgentInput,
-) -> Result<(Arc<Run>, usize, Vec<input::ResumeEntry>), ApiError> {
-    let mut entries = input.resume.clone().unwrap_or_default();
-    let from = run.inner().events.len();
-    if entries.is_empty() {
-        return Err(ApiError::bad_request("`resume` is empty".into()));
-    }
-    let first = entries.remove(0);
-    match first.status {
-        ResumeStatus::Cancelled => {
-            runs::cancel_run(&run)?;
-        }
-        ResumeStatus::Resolved => {
-            runs::answer(state, &run, Some(&first.interrupt_id), first.answer()?)?;
-        }
-    }
-    Ok((run, from, entries))
 }
