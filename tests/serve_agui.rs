@@ -126,6 +126,10 @@ fn questions_end_the_run_with_an_interrupt_and_resume_answers_them() {
     let asked = interrupts(&ev);
     assert_eq!(asked.len(), 1);
     assert_eq!(asked[0]["reason"], "input_required");
+    // Bound to the `ask_user` call it comes from.
+    let ask = of_type(&ev, "TOOL_CALL_START");
+    assert_eq!(ask[0]["toolCallName"], "ask_user");
+    assert_eq!(asked[0]["toolCallId"], ask[0]["toolCallId"]);
     assert!(
         asked[0]["message"]
             .as_str()
@@ -182,19 +186,39 @@ fn questions_end_the_run_with_an_interrupt_and_resume_answers_them() {
             .unwrap()
             .contains("approve calculator")
     );
+    // An approval: a tool-bound interrupt, answered `{"approved": true}`.
+    assert_eq!(asked[0]["reason"], "tool_call");
+    assert_eq!(asked[0]["toolCallId"], calc[0]["toolCallId"]);
+    assert_eq!(asked[0]["responseSchema"]["required"], json!(["approved"]));
 
-    // Approved (`{answer}` form), the supervisor is asked to sign off.
+    // Approved, the supervisor is asked to sign off.
     let id = asked[0]["id"].as_str().unwrap();
     let sse = post(
         &s,
         team,
-        &resume("desk-1", "r3", "r2", id, json!({"answer": "yes"})),
+        &resume("desk-1", "r3", "r2", id, json!({"approved": true})),
     );
     validate(&venv, dir.path(), "sign", &sse);
     let ev = events(&sse);
     position(&ev, "STEP_STARTED", "refund-desk/supervisor");
     let asked = interrupts(&ev);
     assert_eq!(asked[0]["metadata"]["agent"], "supervisor");
+    assert!(asked[0].get("toolCallId").is_none(), "a user: agent asks");
+    // `{"approved": true}` reached the clerk as the answer `yes`.
+    let session: Value = client()
+        .get(s.url("/sessions/desk-1"))
+        .bearer_auth(TOKEN)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let messages = session["messages"].as_array().unwrap();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m["sender"] == "user" && m["content"] == "yes"),
+        "{session:#}"
+    );
 
     // Signed off: the run completes with the supervisor's words.
     let id = asked[0]["id"].as_str().unwrap();

@@ -60,8 +60,9 @@ pub(crate) struct ResumeEntry {
     pub(crate) interrupt_id: String,
     /// Resolved or cancelled.
     pub(crate) status: ResumeStatus,
-    /// The answer: a string, or an object with a string `answer`, or any
-    /// JSON (given to the agent as its JSON text).
+    /// The answer: a string, an object with a string `answer`, an
+    /// approval `{"approved": bool, "reason"?}`, or any JSON (given to the
+    /// agent as its JSON text).
     #[serde(default)]
     pub(crate) payload: Option<Value>,
 }
@@ -71,8 +72,17 @@ impl ResumeEntry {
     pub(crate) fn answer(&self) -> Result<String, ApiError> {
         match &self.payload {
             Some(Value::String(s)) => Ok(s.clone()),
-            Some(Value::Object(o)) => match o.get("answer") {
-                Some(Value::String(s)) => Ok(s.clone()),
+            Some(Value::Object(o)) => match (o.get("answer"), o.get("approved")) {
+                (Some(Value::String(s)), _) => Ok(s.clone()),
+                // An approval: yes, or the user's reason for no (the model
+                // is told the call was denied, with these words).
+                (_, Some(Value::Bool(true))) => Ok("yes".into()),
+                (_, Some(Value::Bool(false))) => Ok(o
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .filter(|r| !r.trim().is_empty())
+                    .unwrap_or("no")
+                    .to_string()),
                 _ => Ok(Value::Object(o.clone()).to_string()),
             },
             Some(Value::Null) | None => Err(ApiError::bad_request(format!(

@@ -200,19 +200,7 @@ fn end(p: &mut Plan, status: Status) -> Vec<Value> {
         Status::WaitingForInput => {
             let interrupts: Vec<Value> = requests
                 .iter()
-                .map(|q| {
-                    json!({
-                        "id": q["id"],
-                        "reason": "input_required",
-                        "message": format!(
-                            "{} asks: {}",
-                            q["agent"].as_str().unwrap_or(""),
-                            q["question"].as_str().unwrap_or("")
-                        ),
-                        "responseSchema": {"type": "string"},
-                        "metadata": {"agent": q["agent"], "question": q["question"]},
-                    })
-                })
+                .map(|q| interrupt(&p.translator, q))
                 .collect();
             out.push(wire::state_snapshot(p.translator.state.snapshot()));
             out.push(wire::run_finished(
@@ -245,6 +233,34 @@ fn end(p: &mut Plan, status: Status) -> Vec<Value> {
         )),
     }
     out
+}
+
+/// The interrupt of open question `q` (`{id, agent, question}`): bound to
+/// the tool call it asks about when there is one (`toolCallId`; an
+/// approval's reason is `tool_call`, answered `{"approved": bool}` or in
+/// words), else `input_required`, answered in words.
+fn interrupt(translator: &Translator, q: &Value) -> Value {
+    let agent = q["agent"].as_str().unwrap_or("");
+    let question = q["question"].as_str().unwrap_or("");
+    let mut i = json!({
+        "id": q["id"],
+        "reason": "input_required",
+        "message": format!("{agent} asks: {question}"),
+        "responseSchema": {"type": "string"},
+        "metadata": {"agent": agent, "question": question},
+    });
+    if let Some((call, approval)) = q["id"].as_str().and_then(|id| translator.linked(id)) {
+        i["toolCallId"] = json!(call);
+        if *approval {
+            i["reason"] = json!("tool_call");
+            i["responseSchema"] = json!({
+                "type": "object",
+                "properties": {"approved": {"type": "boolean"}, "reason": {"type": "string"}},
+                "required": ["approved"],
+            });
+        }
+    }
+    i
 }
 
 /// The resume entries by interrupt id (the last one for an id wins).

@@ -12,6 +12,8 @@
 //!
 //! Ids are made unique within the AG-UI run: a tool call id the model
 //! reused gets a suffix, and its result follows the latest call of that id.
+//! A question asked about a tool call (`ask_user`'s, an approval's) is
+//! linked to the call, so its interrupt can name it (`toolCallId`).
 
 use std::collections::HashMap;
 
@@ -38,6 +40,12 @@ pub(crate) struct Translator {
     steps: Vec<String>,
     /// Tool call ids sent, by the id the model gave.
     calls: HashMap<String, String>,
+    /// Calls sent and not answered yet: the caller's path, the id sent,
+    /// the call.
+    unanswered: Vec<(String, String, troupe::ToolCall)>,
+    /// Questions asked about a call: the request id, the call's id sent,
+    /// whether it asks for an approval.
+    links: HashMap<String, (String, bool)>,
     /// Whether any of the answer's words were sent.
     pub(crate) answered: bool,
     /// The shared state.
@@ -56,6 +64,8 @@ impl Translator {
             open: None,
             steps: Vec::new(),
             calls: HashMap::new(),
+            unanswered: Vec::new(),
+            links: HashMap::new(),
             answered: false,
             state,
         }
@@ -106,7 +116,7 @@ impl Translator {
                 out.extend(self.close_text(&path));
                 out
             }
-            Event::ToolCall { call, .. } => {
+            Event::ToolCall { path, call } => {
                 let id = if self.calls.contains_key(&call.id) {
                     let n = self.id("call");
                     format!("{}-{n}", call.id)
@@ -115,6 +125,8 @@ impl Translator {
                 };
                 self.calls.insert(call.id.clone(), id.clone());
                 let mut out = vec![wire::tool_start(&id, &call.name)];
+                self.unanswered
+                    .push((path.to_string(), id.clone(), call.clone()));
                 if !call.arguments.is_empty() {
                     out.push(wire::tool_args(&id, &call.arguments));
                 }
@@ -126,13 +138,50 @@ impl Translator {
                 // A result of a call made in an earlier run (answered
                 // through `resume`) has no call here to refer to.
                 Some(id) => {
+                    self.unanswered.retain(|(_, sent, _)| *sent != id);
                     let message = self.id("result");
                     vec![wire::tool_result(&message, &id, &result.content)]
                 }
                 None => Vec::new(),
             },
+            Event::InputRequested {
+                path,
+                request,
+                prompt,
+            } => {
+                self.link(&path, request, &prompt);
+                Vec::new()
+            }
             _ => Vec::new(),
         }
+    }
+
+    /// Links question `request` of the agent at `path` to the call it asks
+    /// about: its latest unanswered `ask_user` call, or the call whose
+    /// approval `prompt` asks for.
+    fn link(&mut self, path: &str, request: String, prompt: &str) {
+        let found = self.unanswered.iter().rev().find_map(|(p, id, call)| {
+            if p != path {
+                return None;
+            }
+            if prompt == format!("approve {}({})? yes/no", call.name, call.arguments) {
+                Some((id.clone(), true))
+            } else if call.name == "ask_user" {
+                Some((id.clone(), false))
+            } else {
+                None
+            }
+        });
+        if let Some((id, approval)) = found {
+            self.unanswered.retain(|(_, sent, _)| *sent != id);
+            self.links.insert(request, (id, approval));
+        }
+    }
+
+    /// The call question `request` asks about, and whether it asks for an
+    /// approval.
+    pub(crate) fn linked(&self, request: &str) -> Option<&(String, bool)> {
+        self.links.get(request)
     }
 
     /// Whether `path` is an answering agent's.
