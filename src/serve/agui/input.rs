@@ -231,3 +231,59 @@ impl RunAgentInput {
         self.resume.as_ref().is_some_and(|r| !r.is_empty())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn entry(payload: Value) -> ResumeEntry {
+        ResumeEntry {
+            interrupt_id: "q".into(),
+            status: ResumeStatus::Resolved,
+            payload: Some(payload),
+        }
+    }
+
+    #[test]
+    fn an_answer_is_words_an_answer_field_or_an_approval() {
+        let answer = |p: Value| entry(p).answer().ok();
+        assert_eq!(answer(json!("red")).as_deref(), Some("red"));
+        assert_eq!(answer(json!({"answer": "M"})).as_deref(), Some("M"));
+        assert_eq!(answer(json!({"approved": true})).as_deref(), Some("yes"));
+        assert_eq!(answer(json!({"approved": false})).as_deref(), Some("no"));
+        let denied = json!({"approved": false, "reason": "too much"});
+        assert_eq!(answer(denied).as_deref(), Some("too much"));
+        assert_eq!(answer(json!({"size": 3})).as_deref(), Some("{\"size\":3}"));
+        assert!(entry(Value::Null).answer().is_err());
+    }
+
+    #[test]
+    fn a_wrong_field_is_named() {
+        let cases = [
+            (json!([]), "JSON object"),
+            (json!({"runId": "r"}), "`threadId`"),
+            (json!({"threadId": "t", "runId": 1}), "`runId`"),
+            (
+                json!({"threadId": "t", "runId": "r", "messages": {}}),
+                "`messages`",
+            ),
+            (
+                json!({"threadId": "t", "runId": "r", "resume": [{"status": "resolved"}]}),
+                "`resume[0].interruptId`",
+            ),
+            (
+                json!({"threadId": "t", "runId": "r", "resume": [{"interruptId": "q", "status": "done"}]}),
+                "`resume[0].status`",
+            ),
+            (json!({"threadId": "a/b", "runId": "r"}), "`threadId`"),
+        ];
+        for (body, says) in cases {
+            let Err(e) = parse(body.clone()) else {
+                panic!("{body} was taken");
+            };
+            assert!(e.message.contains(says), "{body}: {}", e.message);
+        }
+    }
+}
