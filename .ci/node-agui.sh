@@ -12,7 +12,8 @@ dir="${TROUPE_AGUI_NODE_DIR:-target/node-agui}"
 version="1.0.0"
 
 installed() {
-    node -e "process.exit(require('./$dir/node_modules/@ag-ui/client/package.json').version === '$version' ? 0 : 1)" 2>/dev/null
+    node -e "const p = require('path').resolve(process.argv[1], 'node_modules/@ag-ui/client/package.json');
+             process.exit(require(p).version === process.argv[2] ? 0 : 1)" "$dir" "$version" 2>/dev/null
 }
 
 if installed; then
