@@ -40,6 +40,12 @@ fn a_nested_team_streams_its_steps_by_path_and_passes_the_validator() {
     let last = ev.last().unwrap();
     assert_eq!(last["type"], "RUN_FINISHED");
     assert_eq!(last["outcome"], json!({"type": "success"}));
+    let tokens = &last["usage"][0];
+    assert_eq!(
+        tokens["totalTokens"].as_u64().unwrap(),
+        tokens["inputTokens"].as_u64().unwrap() + tokens["outputTokens"].as_u64().unwrap()
+    );
+    assert!(tokens["totalTokens"].as_u64().unwrap() > 0, "{last}");
     // The inner team's step holds its agents' steps.
     let team = position(&ev, "STEP_STARTED", "press/drafting");
     let writer = position(&ev, "STEP_STARTED", "press/drafting/writer");

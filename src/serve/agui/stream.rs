@@ -166,7 +166,7 @@ fn answer_pending(p: &mut Plan) -> bool {
 /// The last events of a run that stopped running with `status`.
 fn end(p: &mut Plan, status: Status) -> Vec<Value> {
     let mut out = p.translator.close_all();
-    let (response, error, usage, requests) = {
+    let (response, error, usage, tokens, requests) = {
         let inner = p.run.inner();
         let requests: Vec<Value> = inner
             .requests
@@ -177,6 +177,10 @@ fn end(p: &mut Plan, status: Status) -> Vec<Value> {
             inner.response.clone().unwrap_or_default(),
             inner.error.clone(),
             inner.usage.map(usage_json),
+            inner.usage.map(|u| {
+                json!([{"inputTokens": u.prompt_tokens, "outputTokens": u.completion_tokens,
+                        "totalTokens": u.total()}])
+            }),
             requests,
         )
     };
@@ -196,6 +200,13 @@ fn end(p: &mut Plan, status: Status) -> Vec<Value> {
         "response": response,
         "usage": usage,
     });
+    let finished = |outcome: Value| {
+        let mut e = wire::run_finished(&p.thread, &p.run_id, outcome, result.clone());
+        if let Some(t) = &tokens {
+            e["usage"] = t.clone();
+        }
+        e
+    };
     match status {
         Status::WaitingForInput => {
             let interrupts: Vec<Value> = requests
@@ -203,11 +214,8 @@ fn end(p: &mut Plan, status: Status) -> Vec<Value> {
                 .map(|q| interrupt(&p.translator, q))
                 .collect();
             out.push(wire::state_snapshot(p.translator.state.snapshot()));
-            out.push(wire::run_finished(
-                &p.thread,
-                &p.run_id,
+            out.push(finished(
                 json!({"type": "interrupt", "interrupts": interrupts}),
-                result,
             ));
         }
         Status::Failed => out.push(wire::run_error(
@@ -225,12 +233,7 @@ fn end(p: &mut Plan, status: Status) -> Vec<Value> {
             ),
             "RUN_INTERRUPTED",
         )),
-        _ => out.push(wire::run_finished(
-            &p.thread,
-            &p.run_id,
-            json!({"type": "success"}),
-            result,
-        )),
+        _ => out.push(finished(json!({"type": "success"}))),
     }
     out
 }
