@@ -148,10 +148,12 @@ pub fn events(sse: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The events of type `kind`.
 pub fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["type"] == kind).collect()
 }
 
+/// Where the `kind` event of step `step` is; panics if nowhere.
 pub fn position(events: &[Value], kind: &str, step: &str) -> usize {
     events
         .iter()
