@@ -203,6 +203,20 @@ workflow:
         "{sent}"
     );
     assert!(sent.contains("and what do they share?"), "{sent}");
+
+    // A thread troupe has not seen starts from the messages the client
+    // holds before its last one.
+    let mut body = input("chat-2", "r3", "so?");
+    body["messages"] = json!([
+        {"id": "a", "role": "user", "content": "an earlier question"},
+        {"id": "b", "role": "assistant", "content": "an earlier answer"},
+        {"id": "c", "role": "user", "content": [{"type": "text", "text": "so?"}]},
+    ]);
+    let sse = post(&s, "solo", &body);
+    validate(&venv, dir.path(), "seeded", &sse);
+    let sent = bodies.recv().unwrap().to_string();
+    assert!(sent.contains("an earlier question"), "{sent}");
+    assert!(!sent.contains("what do actors keep?"), "{sent}");
 }
 
 #[test]

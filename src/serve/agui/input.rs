@@ -42,6 +42,22 @@ pub(crate) struct InputMessage {
     pub(crate) content: Option<Value>,
 }
 
+impl InputMessage {
+    /// Its text: the string, or the text parts of a list of parts.
+    fn text(&self) -> String {
+        match &self.content {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Array(parts)) => parts
+                .iter()
+                .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        }
+    }
+}
+
 /// How the user resolved an interrupt.
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
 #[serde(rename_all = "lowercase")]
@@ -208,22 +224,34 @@ impl RunAgentInput {
                     "`messages` holds no user message (and `resume` answers no interrupt)".into(),
                 )
             })?;
-        let text = match &m.content {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Array(parts)) => parts
-                .iter()
-                .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("\n"),
-            _ => String::new(),
-        };
+        let text = m.text();
         if text.trim().is_empty() {
             return Err(ApiError::bad_request(
                 "the last user message of `messages` has no text".into(),
             ));
         }
         Ok(text)
+    }
+
+    /// The conversation before the last user message, as troupe messages,
+    /// as the OpenAI endpoint takes a stateless conversation (user,
+    /// assistant and system text; tool messages and other roles left out:
+    /// the team has tools of its own).
+    pub(crate) fn history(&self) -> Vec<troupe::Message> {
+        let last = self.messages.iter().rposition(|m| m.role == "user");
+        self.messages[..last.unwrap_or(0)]
+            .iter()
+            .filter_map(|m| {
+                let text = m.text();
+                match m.role.as_str() {
+                    _ if text.is_empty() => None,
+                    "user" => Some(troupe::Message::user(text)),
+                    "assistant" => Some(troupe::Message::text("assistant", text)),
+                    "system" | "developer" => Some(troupe::Message::text("system", text)),
+                    _ => None,
+                }
+            })
+            .collect()
     }
 
     /// Whether the request resumes interrupts.

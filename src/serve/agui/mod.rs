@@ -4,7 +4,8 @@
 //!
 //! A thread is a troupe session (`threadId` is its id): a request runs the
 //! team on the last user message of `messages` as the session's next turn
-//! (the session's double-texting policy applies). A run that asks the user
+//! (the session's double-texting policy applies); a thread troupe has no
+//! session of yet starts from the messages sent before that one. A run that asks the user
 //! (`ask_user`, a tool waiting for approval, a `user:` agent) ends with
 //! `RUN_FINISHED` carrying `outcome: {type: "interrupt", interrupts}`, one
 //! interrupt per open question (its `id` the troupe request id); the next
@@ -31,6 +32,7 @@ use axum::Router;
 use axum::extract::{Path, State as Axum};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use troupe::Thread;
 
 use self::input::RunAgentInput;
 use self::resume::Resumed;
@@ -82,7 +84,7 @@ async fn run(
                 ),
             );
         }
-        (false, None) => (start(&state, &team, &input)?, 0, Vec::new()),
+        (false, None) => (start(&state, &team, &input).await?, 0, Vec::new()),
     };
     let answering = answering(&state, &team)?;
     let whole = answering.is_empty();
@@ -102,10 +104,27 @@ async fn run(
     Ok(stream::stream(plan).into_response())
 }
 
-/// Starts a new run of `team` on the thread's next user message.
-fn start(state: &Shared, team: &str, input: &RunAgentInput) -> Result<Arc<Run>, ApiError> {
+/// Starts a new run of `team` on the thread's next user message; a thread
+/// troupe has no session of yet starts from the conversation the client
+/// sent before it.
+async fn start(state: &Shared, team: &str, input: &RunAgentInput) -> Result<Arc<Run>, ApiError> {
     let text = input.last_user_text()?;
     let session = input.thread_id.clone();
+    let history = input.history();
+    if !history.is_empty() {
+        let threads = &state.team(Some(team))?.store.threads;
+        let failed =
+            |e| ApiError::internal(format!("cannot read or seed session `{session}`: {e}"));
+        if threads
+            .load_thread(&session)
+            .await
+            .map_err(failed)?
+            .is_none()
+        {
+            let seed = Thread::from_messages(history);
+            threads.save_thread(&session, &seed).await.map_err(failed)?;
+        }
+    }
     let slot = state.limits.run_slot()?;
     let (run, turn) = texting::admit(state, team, Some(&session), None, || {
         state.runs.create(team, &text, Some(session.clone()))
