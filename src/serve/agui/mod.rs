@@ -5,19 +5,20 @@
 //! A thread is a troupe session (`threadId` is its id): a request runs the
 //! team on the last user message of `messages` as the session's next turn
 //! (the session's double-texting policy applies); a thread troupe has no
-//! session of yet starts from the messages sent before that one. A run that asks the user
-//! (`ask_user`, a tool waiting for approval, a `user:` agent) ends with
-//! `RUN_FINISHED` carrying `outcome: {type: "interrupt", interrupts}`, one
-//! interrupt per open question (its `id` the troupe request id); the next
-//! request on the thread carries `resume: [{interruptId, status, payload}]`
-//! answering every one (`payload`: the answer, a string or `{answer}`;
-//! `status: "cancelled"` cancels the run) and streams the run on — from the
-//! stored session when the run is gone (`resume.rs`). A request
-//! that breaks that contract (no `resume` while questions are open, an
-//! unknown interrupt id, a question left out, nothing to resume) gets a
-//! stream of `RUN_STARTED` and `RUN_ERROR` (the protocol's way), a body that
-//! is not a `RunAgentInput` a 400. `tools`, `context` and `forwardedProps`
-//! are accepted and not used.
+//! session of yet starts from the messages sent before that one. A run
+//! that asks the user (`ask_user`, a tool waiting for approval, a `user:`
+//! agent) ends with `RUN_FINISHED` carrying `outcome: {type: "interrupt",
+//! interrupts}`, one interrupt per open question (its `id` the troupe
+//! request id, its `toolCallId` the call it asks about); the next request
+//! on the thread carries `resume: [{interruptId, status, payload}]`
+//! answering every one (`payload`: a string, `{answer}`, or an approval's
+//! `{approved, reason?}`; `status: "cancelled"` cancels the run) and
+//! streams the run on — from the stored session when the run is gone
+//! (`resume.rs`). A request that breaks that contract (no `resume` while
+//! questions are open, an unknown interrupt id, a question left out,
+//! nothing to resume) gets a stream of `RUN_STARTED` and `RUN_ERROR` (the
+//! protocol's way), a body that is not a `RunAgentInput` a 400 naming the
+//! field. `tools`, `context` and `forwardedProps` are accepted and not used.
 
 mod input;
 mod resume;
