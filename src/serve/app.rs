@@ -34,6 +34,8 @@ pub(crate) fn router(state: Shared, cors: Option<Cors>) -> Router {
     let api = api.merge(super::a2a::routes());
     // Each team as an MCP tool (streamable HTTP).
     let api = api.merge(super::mcp::routes(&state));
+    // Each team as an AG-UI agent.
+    let api = api.merge(super::agui::routes());
     let app = api
         .fallback(|| async { ApiError::not_found("no such route".into()) })
         .layer(DefaultBodyLimit::max(state.limits.max_body))

@@ -12,6 +12,7 @@
 //! config has a store) and exits.
 
 mod a2a;
+mod agui;
 mod app;
 mod auth;
 mod body;
