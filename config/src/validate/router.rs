@@ -66,10 +66,10 @@ pub(super) fn check_router(
     // A route dropped for an error of its own may have named an output.
     let lost_route = c.lost_part(&path.key("routes"));
     for (i, out) in r.output.iter().enumerate() {
-        if !members.contains(out)
-            && !names.broken.contains(out)
-            && !(lost_route && names.participant(out))
-        {
+        let accounted = members.contains(out)
+            || names.broken.contains(out)
+            || (lost_route && names.participant(out));
+        if !accounted {
             let message = if names.participant(out) {
                 format!("`{out}` is not a member of the router (no route names it)")
             } else {
