@@ -78,8 +78,18 @@ fn finding(
     {
         step = match next {
             Access::Field(id) if children.contains(id) => id,
+            Access::Field(id) => {
+                let ids: Vec<&str> = children.iter().map(String::as_str).collect();
+                return Some(Finding {
+                    message: format!(
+                        "`{r}`: `{id}` is not a step of parallel block `{step}`: at run time it names nothing (renders empty; a condition on it is false)"
+                    ),
+                    expected: Some(one_of(&ids)),
+                    warning: false,
+                });
+            }
+            // An index past the end is reported with the block's indexes.
             Access::Index(i) => children.get(*i)?,
-            _ => return None,
         };
         rest = after;
     }
