@@ -9,7 +9,9 @@
 #   (tests/mcp_sdk.rs);
 # - the AG-UI validator `ag-ui-validate` with the official AG-UI SDK
 #   `ag-ui-protocol`, whose event models check every event
-#   (tests/serve_agui.rs).
+#   (tests/serve_agui.rs);
+# - `opentelemetry-proto` (with `protobuf`) for the OTLP receiver that
+#   decodes troupe's spans and metrics (tests/cli_otlp_python.rs).
 # Does nothing when the venv already has every pinned version. Needs python3
 # with the venv module; reaches PyPI only. Any failure is an exit code other
 # than 0 (.ci/run stops on it: CI never skips the SDK tests).
@@ -27,6 +29,8 @@ installs=(
     "mcp==2.3.0"
     "ag-ui-validate==0.4.0"
     "ag-ui-protocol==1.0.0"
+    "opentelemetry-proto==1.45.2"
+    "protobuf==7.36.2"
 )
 pins=()
 for spec in "${installs[@]}"; do
@@ -52,4 +56,4 @@ echo "== making $venv with ${pins[*]}"
 python3 -m venv "$venv"
 "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --quiet "${installs[@]}"
 "$venv/bin/python" -c "$check" "${pins[@]}"
-"$venv/bin/python" -c "import openai, a2a, uvicorn, mcp, ag_ui.core, ag_ui_validate; print('== venv ready:', ' '.join(__import__('sys').argv[1:]))" "${pins[@]}"
+"$venv/bin/python" -c "import openai, a2a, uvicorn, mcp, ag_ui.core, ag_ui_validate, opentelemetry.proto.trace.v1.trace_pb2; print('== venv ready:', ' '.join(__import__('sys').argv[1:]))" "${pins[@]}"

@@ -24,6 +24,8 @@ pub struct Config {
     nested: BTreeMap<String, Config>,
     /// The document, for the positions of problems found after loading.
     tree: std::sync::Arc<tree::Node>,
+    /// What checking found that a run goes ahead with (said before it).
+    warnings: Vec<Diagnostic>,
 }
 
 impl Config {
@@ -89,6 +91,11 @@ impl Config {
             field.to_string(),
             message,
         )
+    }
+
+    /// The warnings checking the file found (not those of nested files).
+    pub(crate) fn check_warnings(&self) -> &[Diagnostic] {
+        &self.warnings
     }
 
     /// The configs of every `workflows` entry with `file:`.
@@ -164,7 +171,8 @@ fn load_text(
         diagnostics.push(d);
     }
     let spec = spec?;
-    diagnostics.extend(validate::check(&spec, &tree, path, text, &removed));
+    let checked = validate::check(&spec, &tree, path, text, &removed);
+    diagnostics.extend(checked.errors);
 
     stack.push(path.to_path_buf());
     let mut nested = BTreeMap::new();
@@ -248,6 +256,7 @@ fn load_text(
         spec,
         nested,
         tree: std::sync::Arc::new(tree),
+        warnings: checked.warnings,
     })
 }
 

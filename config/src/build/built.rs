@@ -133,6 +133,9 @@ impl Config {
         // Warnings are found building to run too: `troupe run` and
         // `troupe serve` say them before the first turn.
         let unused = ctx.unused();
+        let mut warnings = self.check_warnings().to_vec();
+        warnings.append(&mut ctx.warnings);
+        ctx.warnings = warnings;
         ctx.warnings.extend(unused);
         Ok(Built {
             workflow,
@@ -258,11 +261,13 @@ pub(super) async fn build_nested(
                 .map_err(build_error)?
         }
     };
+    let mut warnings = config.check_warnings().to_vec();
+    warnings.append(&mut ctx.warnings);
     Ok(Built {
         workflow,
         store: None,
         notes: ctx.notes,
         mcp: ctx.mcp,
-        warnings: ctx.warnings,
+        warnings,
     })
 }

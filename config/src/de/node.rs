@@ -14,9 +14,20 @@ use crate::tree::{FieldPath, Key, Node, Value};
 #[derive(Default)]
 pub(crate) struct Collector {
     unknown: RefCell<Vec<DeError>>,
+    /// List items removed for an error already reported: skipped, so one
+    /// bad item does not take its whole list with it.
+    skipped: Vec<FieldPath>,
 }
 
 impl Collector {
+    /// A collector that skips the list items at `skipped`.
+    pub(super) fn skipping(skipped: Vec<FieldPath>) -> Self {
+        Collector {
+            unknown: RefCell::default(),
+            skipped,
+        }
+    }
+
     /// The unknown fields met.
     pub(super) fn into_unknown(self) -> Vec<DeError> {
         self.unknown.into_inner()
@@ -252,7 +263,13 @@ impl<'de, 'a, I: Iterator<Item = (usize, &'a Node)>> SeqAccess<'de> for SeqAcc<'
         &mut self,
         seed: T,
     ) -> Result<Option<T::Value>, DeError> {
-        match self.items.next() {
+        let mut next = self.items.next();
+        while let Some((i, _)) = next
+            && self.collector.skipped.contains(&self.path.index(i))
+        {
+            next = self.items.next();
+        }
+        match next {
             Some((i, node)) => seed
                 .deserialize(NodeDe::new(node, self.path.index(i), self.collector))
                 .map(Some),

@@ -20,7 +20,12 @@ pub(crate) fn deserialize_all<T: DeserializeOwned>(
     // Each round removes a node, so this ends; the cap bounds the work on
     // a file with thousands of errors.
     for _ in 0..ROUNDS {
-        let collector = Collector::default();
+        let items = removed
+            .iter()
+            .filter(|p| matches!(p.0.last(), Some(crate::tree::Seg::Index(_))))
+            .cloned()
+            .collect();
+        let collector = Collector::skipping(items);
         let result = T::deserialize(NodeDe::new(&tree, FieldPath::root(), &collector));
         for e in collector.into_unknown() {
             if !errors.contains(&e) {

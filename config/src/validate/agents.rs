@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use super::a2a::check_a2a_agent;
 use super::block_index::check_block_indexes;
 use super::checker::{Checker, Defined, at_least_one, expected_names, p};
+use super::field_paths::check_field_path;
 use super::humans::check_user_agent;
 use super::models::check_temperature;
 use super::participants::uses_step_templates;
@@ -139,6 +140,7 @@ pub(super) fn check_agent(
             Ok(t) => {
                 for r in t.references() {
                     check_block_indexes(c, &path, r);
+                    check_field_path(c, &path, r);
                     for step in r.steps() {
                         if !ids.contains(step) {
                             c.value_error(

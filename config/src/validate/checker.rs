@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use super::producers::Producer;
 use crate::error::{Diagnostic, Position, one_of};
 use crate::schema::ConfigFile;
 use crate::tree::{FieldPath, Node, Seg, Value};
@@ -26,6 +27,10 @@ pub(super) struct Checker<'a> {
     /// The parallel blocks of every workflow, by id, with their steps'
     /// ids (for templates that index into them).
     pub(super) blocks: BTreeMap<String, Vec<String>>,
+    /// What produces each id a template may name (for field paths).
+    pub(super) producers: BTreeMap<String, Producer>,
+    /// Problems that do not stop a run, said before it starts.
+    pub(super) warnings: Vec<Diagnostic>,
 }
 
 impl<'a> Checker<'a> {
@@ -42,6 +47,8 @@ impl<'a> Checker<'a> {
             removed,
             diagnostics: Vec::new(),
             blocks: BTreeMap::new(),
+            producers: BTreeMap::new(),
+            warnings: Vec::new(),
         }
     }
 
@@ -52,6 +59,7 @@ impl<'a> Checker<'a> {
         message: impl Into<String>,
         expected: Option<String>,
     ) {
+        let path = &self.written(path);
         let at = self.tree.position_of(path);
         self.push(at, path, message.into(), expected);
     }
@@ -63,6 +71,7 @@ impl<'a> Checker<'a> {
         message: impl Into<String>,
         expected: Option<String>,
     ) {
+        let path = &self.written(path);
         let at = self.tree.value_position(path);
         self.push(at, path, message.into(), expected);
     }
@@ -76,12 +85,62 @@ impl<'a> Checker<'a> {
         message: impl Into<String>,
         expected: Option<String>,
     ) {
+        let path = &self.written(path);
         self.push(at, path, message.into(), expected);
+    }
+
+    /// A warning about the value at `path`, located at `at`.
+    pub(super) fn warn_at(
+        &mut self,
+        at: Position,
+        path: &FieldPath,
+        message: impl Into<String>,
+        expected: Option<String>,
+    ) {
+        let path = self.written(path);
+        let mut d = Diagnostic::new(self.file, at, path.to_string(), message.into());
+        d.expected = expected;
+        if !self.warnings.contains(&d) {
+            self.warnings.push(d);
+        }
+    }
+
+    /// A warning about the field at `path` (its key's position).
+    pub(super) fn warn(&mut self, path: &FieldPath, message: impl Into<String>) {
+        let at = self.tree.position_of(&self.written(path));
+        self.warn_at(at, path, message, None);
     }
 
     /// Where the value at `path` starts.
     pub(super) fn value_start(&self, path: &FieldPath) -> Position {
-        self.tree.value_position(path)
+        self.tree.value_position(&self.written(path))
+    }
+
+    /// `path` (indexes counted in the deserialized lists, which skip the
+    /// items removed for errors already reported) as written in the file.
+    fn written(&self, path: &FieldPath) -> FieldPath {
+        let mut out = FieldPath::root();
+        for seg in &path.0 {
+            out = match seg {
+                Seg::Key(k) => out.key(k.clone()),
+                Seg::Index(i) => {
+                    let mut k = 0;
+                    let mut left = *i;
+                    loop {
+                        if self.removed.contains(&out.index(k)) {
+                            k += 1;
+                        } else if left == 0 {
+                            break;
+                        } else {
+                            left -= 1;
+                            k += 1;
+                        }
+                    }
+                    out.index(k)
+                }
+            };
+        }
+        out
     }
 
     /// Line `line` (from 1) of the file, without its line break.
@@ -99,18 +158,23 @@ impl<'a> Checker<'a> {
 
     /// Whether `path` was dropped for an error already reported.
     pub(super) fn was_removed(&self, path: &FieldPath) -> bool {
+        let path = self.written(path);
         self.removed.iter().any(|r| path.starts_with(r))
     }
 
     /// Whether something inside `path` was dropped.
     pub(super) fn lost_part(&self, path: &FieldPath) -> bool {
-        self.removed.iter().any(|r| r.starts_with(path))
+        let path = self.written(path);
+        self.removed.iter().any(|r| r.starts_with(&path))
     }
 
     /// Whether the value at `path` is written as a mapping (the long form
     /// of a value that has a short one).
     pub(super) fn is_mapping(&self, path: &FieldPath) -> bool {
-        matches!(self.tree.get(path).map(|n| &n.value), Some(Value::Map(_)))
+        matches!(
+            self.tree.get(&self.written(path)).map(|n| &n.value),
+            Some(Value::Map(_))
+        )
     }
 }
 

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 
 use super::block_index::check_block_indexes;
 use super::checker::{Checker, expected_names};
+use super::field_paths::check_field_path;
 use crate::error::one_of;
 use crate::schema::{ConditionForm, ConditionSpec};
 use crate::template::Expr;
@@ -77,6 +78,7 @@ fn check_expr(
         Ok(expr) => expr,
     };
     check_block_indexes(c, vp, expr.reference());
+    check_field_path(c, vp, expr.reference());
     for step in expr.reference().steps() {
         if known.iter().any(|k| k == step) {
             continue;

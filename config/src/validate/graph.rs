@@ -6,6 +6,8 @@ use std::collections::BTreeSet;
 
 use super::checker::{Checker, Defined, at_least_one, expected_names};
 use super::conditions::check_condition;
+use super::field_paths::check_field_conditions;
+use super::graph_flow::{check_joins, check_reachable, explicit_always_beside_conditions};
 use super::loops::{Edge, endless_cycles};
 use super::participants::plain_or_remote;
 use super::retry::check_retry;
@@ -39,16 +41,21 @@ pub(super) fn check_graph(
         known_node(c, &base.key("start").index(i), s);
     }
     let mut edges: Vec<Edge> = Vec::new();
+    let mut all_known = g.start.iter().all(|s| ids.contains(s));
     for (i, t) in g.transitions.iter().enumerate() {
         let tp = base.key("transitions").index(i);
         let from = known_node(c, &tp.key("from"), &t.from);
         let to = known_node(c, &tp.key("to"), &t.to);
         if let Some(cond) = &t.when {
             check_condition(c, &tp.key("when"), cond, &ids, &all);
+            if from {
+                check_field_conditions(c, &tp.key("when"), cond, &t.from);
+            }
         }
         if t.max_iterations == Some(0) {
             at_least_one(c, &tp.key("max_iterations"));
         }
+        all_known &= from && to;
         if from && to {
             let f = ids.iter().position(|x| *x == t.from).unwrap_or(0);
             let to = ids.iter().position(|x| *x == t.to).unwrap_or(0);
@@ -56,7 +63,11 @@ pub(super) fn check_graph(
             edges.push((f, to, always, i));
         }
     }
-    check_mixed(c, base, &ids, &edges);
+    check_mixed(c, base, g, &ids, &edges);
+    if all_known && ids.len() == g.nodes.len() {
+        check_reachable(c, base, g, &ids, &edges);
+        check_joins(c, base, g, &ids, &edges);
+    }
     if !w.has_stop() && g.max_supersteps.is_none() {
         check_exits(c, base, &ids, &edges);
     }
@@ -116,11 +127,18 @@ fn check_nodes(
 
 /// A node mixing unconditional and conditional transitions leaves open
 /// whether the unconditional one is a default or a fan-out.
-fn check_mixed(c: &mut Checker<'_>, base: &FieldPath, ids: &[String], edges: &[Edge]) {
+fn check_mixed(
+    c: &mut Checker<'_>,
+    base: &FieldPath,
+    g: &GraphSpec,
+    ids: &[String],
+    edges: &[Edge],
+) {
     for (node, name) in ids.iter().enumerate() {
         let out: Vec<&Edge> = edges.iter().filter(|e| e.0 == node).collect();
         if out.iter().any(|e| !e.2)
             && let Some(e) = out.iter().find(|e| e.2)
+            && !explicit_always_beside_conditions(c, base, g, ids, edges, e)
         {
             c.error(
                 &base.key("transitions").index(e.3),

@@ -13,7 +13,9 @@ mod checker;
 mod checkpoint;
 mod conditions;
 mod context;
+mod field_paths;
 mod graph;
+mod graph_flow;
 mod humans;
 mod loops;
 mod magentic;
@@ -23,6 +25,7 @@ mod models;
 mod participants;
 mod plan;
 mod plan_text;
+mod producers;
 mod retry;
 mod router;
 mod serve;
@@ -49,6 +52,15 @@ use crate::schema::{CONFIG_VERSION, ConfigFile, WorkflowSpec, collect_step_ids, 
 use crate::tree::{FieldPath, Node, Seg};
 use troupe_runtime::USER;
 
+/// What checking a config found: errors, and warnings (said before a run
+/// starts, which they do not stop).
+pub(crate) struct Checked {
+    /// Problems that refuse the config.
+    pub(crate) errors: Vec<Diagnostic>,
+    /// Problems a run goes ahead with.
+    pub(crate) warnings: Vec<Diagnostic>,
+}
+
 /// Checks a deserialized config (`source` is its text). `removed` are the paths dropped while
 /// deserializing (their errors are already reported).
 pub(crate) fn check(
@@ -57,8 +69,9 @@ pub(crate) fn check(
     file: &Path,
     source: &str,
     removed: &[FieldPath],
-) -> Vec<Diagnostic> {
+) -> Checked {
     let mut c = Checker::new(file, source, tree, removed);
+    c.producers = producers::producers(spec);
     let names = Defined::of(spec, removed);
 
     if spec.version != CONFIG_VERSION {
@@ -140,7 +153,10 @@ pub(crate) fn check(
         check_serve(&mut c, s);
     }
 
-    c.diagnostics
+    Checked {
+        errors: c.diagnostics,
+        warnings: c.warnings,
+    }
 }
 
 /// How many agents the config names, those dropped for errors inside

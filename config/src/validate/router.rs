@@ -39,7 +39,7 @@ pub(super) fn check_router(
         (None, true) => participants.clone(),
         (None, false) => r.route_members(|n| names.participant(n)),
     };
-    if r.routes.is_empty() {
+    if r.routes.is_empty() && !c.lost_part(&path.key("routes")) {
         c.error(
             &path,
             "a router with no routes",
@@ -63,8 +63,13 @@ pub(super) fn check_router(
             refuse_batching(c, &rp, route);
         }
     }
+    // A route dropped for an error of its own may have named an output.
+    let lost_route = c.lost_part(&path.key("routes"));
     for (i, out) in r.output.iter().enumerate() {
-        if !members.contains(out) && !names.broken.contains(out) {
+        let accounted = members.contains(out)
+            || names.broken.contains(out)
+            || (lost_route && names.participant(out));
+        if !accounted {
             let message = if names.participant(out) {
                 format!("`{out}` is not a member of the router (no route names it)")
             } else {

@@ -62,6 +62,10 @@ impl StepCheck<'_> {
                 continue;
             }
             let Some(kind) = s.step_kind() else {
+                // Its `agent:` (or other kind) was dropped for an error of its own.
+                if c.lost_part(&sp) {
+                    continue;
+                }
                 c.error(
                     &sp,
                     "a step needs something to do",
