@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use self::ids::Ids;
 use crate::message::{Message, MessageId};
-use crate::workflow::scheduler_state::SchedulerState;
+use crate::resumable::scheduler_state::SchedulerState;
 
 /// How many messages a thread makes room for when it first grows.
 const SHORT: usize = 16;

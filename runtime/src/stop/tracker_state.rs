@@ -19,7 +19,7 @@ impl TrackerState {
     /// Appends what serializing it writes (a checkpoint writes one each
     /// time: by hand, see `codec::raw`; the test below holds it to serde).
     pub(crate) fn write(&self, out: &mut Vec<u8>) {
-        use crate::codec::raw;
+        use crate::checkpoint::codec::raw;
         raw::len(out, self.latched.len());
         out.extend(self.latched.iter().map(|&b| u8::from(b)));
         for v in [
@@ -57,7 +57,7 @@ mod tests {
         for state in states {
             let mut by_hand = Vec::new();
             state.write(&mut by_hand);
-            assert_eq!(by_hand, crate::codec::encode(&state).unwrap());
+            assert_eq!(by_hand, crate::checkpoint::codec::encode(&state).unwrap());
         }
     }
 }

@@ -2,10 +2,10 @@
 //! whole one, folded ([`fold`]); removing checkpoints never leaves a delta
 //! without its base ([`keep_bases_before_delete`], [`keep_bases_before_prune`]).
 
-use super::checkpoint::{Checkpoint, CheckpointId, CheckpointKind};
-use super::delta::{ChainPayload, Folded};
 use super::error::StoreError;
 use super::traits::CheckpointStore;
+use crate::checkpoint::delta::{ChainPayload, Folded};
+use crate::checkpoint::record::{Checkpoint, CheckpointId, CheckpointKind};
 
 /// Names a checkpoint in errors.
 fn what(cp: &Checkpoint) -> String {
@@ -47,7 +47,7 @@ pub(crate) fn whole(like: &Checkpoint, folded: &Folded) -> Result<Checkpoint, St
             source,
         })?;
     let mut cp = like.clone();
-    cp.checksum = super::checkpoint::checksum(&payload);
+    cp.checksum = crate::checkpoint::record::checksum(&payload);
     cp.payload = payload;
     Ok(cp)
 }

@@ -14,14 +14,14 @@ use legacy::check_identity;
 
 use super::atomic::{is_hidden, remove_stale_temps, sync_dir, write_atomic};
 use super::chain::{keep_bases_before_delete, keep_bases_before_prune};
-use super::checkpoint::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use super::durability::Durability;
 use super::error::StoreError;
-use super::format::{decode_thread, encode_thread};
 use super::key::{check_conversation_id, check_run_id};
 use super::log::{self, Log};
 use super::save_errors::SaveErrors;
 use super::traits::{CheckpointStore, ThreadStore};
+use crate::checkpoint::files::{decode_thread, encode_thread};
+use crate::checkpoint::record::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use crate::thread::Thread;
 
 const CHECKPOINT_EXT: &str = ".ckpt";

@@ -23,9 +23,9 @@ use std::io::{ErrorKind, Read, Write};
 use std::ops::Range;
 use std::path::Path;
 
-use super::checkpoint::{Checkpoint, CheckpointId, CheckpointMeta};
 use super::error::StoreError;
-use crate::codec;
+use crate::checkpoint::codec;
+use crate::checkpoint::record::{Checkpoint, CheckpointId, CheckpointMeta};
 
 /// The first bytes of a log.
 pub(crate) const LOG_MAGIC: &[u8; 8] = b"TRPLOG05";

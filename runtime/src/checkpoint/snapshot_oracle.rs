@@ -9,11 +9,11 @@ use std::sync::Arc;
 use serde::ser::{Error as _, SerializeMap, SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 
-use super::scheduler_state::SchedulerState;
 use super::snapshot_refs::{
     IdRef, PathAt, REF_WINDOW, StateAt, StateRef, StateView, StatsRef, WithPaths,
 };
 use crate::message::Message;
+use crate::resumable::scheduler_state::SchedulerState;
 use crate::stats::{AgentStats, RunStats};
 use crate::thread::WorkflowState;
 
@@ -140,7 +140,7 @@ impl Serialize for Agents<'_, '_> {
     }
 }
 
-use crate::codec;
+use crate::checkpoint::codec;
 
 fn spent(turns: u64, input_tokens: u64) -> AgentStats {
     AgentStats {
@@ -219,12 +219,12 @@ fn a_state_in_parts_writes_the_state_put_together() {
 /// state with something in it, every `Option` both ways.
 #[test]
 fn the_small_state_written_by_hand_is_what_serde_writes() {
-    use super::result::RunStatus;
+    use super::delta::ThreadPath;
     use super::snapshot_refs::HeadRef;
     use crate::message::MessageId;
+    use crate::resumable::status::RunStatus;
     use crate::state::StateSnapshot;
     use crate::stop::TrackerState;
-    use crate::store::ThreadPath;
 
     let with_id = |id: u128, text: &str| {
         let mut m = Message::text("x", text);

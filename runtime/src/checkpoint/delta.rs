@@ -24,8 +24,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::checkpoint::{DELTA_TAG, FULL_TAG};
-use crate::codec::{self, CodecError, raw};
+use super::record::{DELTA_TAG, FULL_TAG};
+use crate::checkpoint::codec::{self, CodecError, raw};
 use crate::message::{IdHash, Message, MessageId};
 
 /// Where a thread sits in a run's thread tree: the names of the children

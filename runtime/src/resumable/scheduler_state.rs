@@ -40,7 +40,7 @@ const HELD_SINCE: u32 = 4;
 /// without counters and state values (read as none: its runs start
 /// counting afresh, as they did). Version 2's counters read without their
 /// usage (the spend of an unfinished run is counted afresh from there). In bincode, a thread of version 1 comes
-/// with an older [`FORMAT_VERSION`](crate::codec::FORMAT_VERSION) and is
+/// with an older [`FORMAT_VERSION`](crate::checkpoint::codec::FORMAT_VERSION) and is
 /// refused there.
 const OLDEST_READABLE_VERSION: u32 = 1;
 
@@ -371,7 +371,8 @@ mod tests {
             [("k", "v")].into_iter().collect(),
         );
         let back: SchedulerState =
-            crate::codec::decode(&crate::codec::encode(&state).unwrap()).unwrap();
+            crate::checkpoint::codec::decode(&crate::checkpoint::codec::encode(&state).unwrap())
+                .unwrap();
         assert_eq!(back, state);
         let json = serde_json::to_string(&state).unwrap();
         assert!(json.contains("\"version\":4"), "{json}");
@@ -394,7 +395,8 @@ mod tests {
             ..RunCounters::default()
         });
         let back: SchedulerState =
-            crate::codec::decode(&crate::codec::encode(&state).unwrap()).unwrap();
+            crate::checkpoint::codec::decode(&crate::checkpoint::codec::encode(&state).unwrap())
+                .unwrap();
         assert_eq!(back, state);
         assert_eq!(
             back.body()
@@ -455,8 +457,8 @@ mod tests {
             inner_requests: Vec::new(),
             state: Default::default(),
         }]);
-        let bytes = crate::codec::encode(&state).unwrap();
-        let back: SchedulerState = crate::codec::decode(&bytes).unwrap();
+        let bytes = crate::checkpoint::codec::encode(&state).unwrap();
+        let back: SchedulerState = crate::checkpoint::codec::decode(&bytes).unwrap();
         assert_eq!(back, state);
         assert_eq!(back.body().map(|b| b.held.len()), Some(1));
         // A version 3 state (as earlier builds wrote it, the same layout
@@ -465,10 +467,10 @@ mod tests {
         let mut old =
             SchedulerState::new(None, Vec::new(), vec!["b".into()], StateSnapshot::default());
         old.body_mut().version = 3;
-        let bytes = crate::codec::encode(&old).unwrap();
+        let bytes = crate::checkpoint::codec::encode(&old).unwrap();
         let mut with_more = bytes.clone();
         with_more.extend_from_slice(&[7, 7]);
-        let back: SchedulerState = crate::codec::decode(&bytes).unwrap();
+        let back: SchedulerState = crate::checkpoint::codec::decode(&bytes).unwrap();
         assert_eq!(back, old);
         assert!(back.body().is_some_and(|b| b.held.is_empty()));
         // Not one byte more than before: what follows it in a checkpoint
