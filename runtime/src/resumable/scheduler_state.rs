@@ -51,6 +51,11 @@ const OLDEST_READABLE_VERSION: u32 = 1;
 /// only read it (see [`SchedulerState::requests`]). Empty, it holds
 /// nothing at all: a thread travels in every turn's reply, so it stays
 /// small.
+///
+/// Empty, it encodes as a `None` (one byte), which
+/// `checkpoint::snapshot_refs` writes by hand for the empty state: keep it
+/// a transparent `Option` (the test
+/// `a_workflow_state_written_by_hand_is_what_serde_writes` pins it).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct SchedulerState {

@@ -4,6 +4,11 @@
 /// What a [`StopTracker`](super::StopTracker) has counted, as kept in checkpoints. Its token
 /// counts are those of the run's input messages; the run's own spend is
 /// kept with the run's counters.
+///
+/// Its encoding is also written by hand ([`TrackerState::write`], which
+/// `checkpoint::snapshot_refs` calls for every checkpoint): change the two
+/// together (the test `a_tracker_state_written_by_hand_is_what_serde_writes`
+/// pins them).
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct TrackerState {
     pub(super) latched: Vec<bool>,
