@@ -7,6 +7,8 @@
 //! - `record`: a [`Checkpoint`](record::Checkpoint) as every store keeps
 //!   it — id, parent, version, checksum, and a payload whole or a delta
 //!   (its first byte says which);
+//! - `log_record`: a run's checkpoint log (the file store's, format 5
+//!   on) as bytes: records framed by length and checksum;
 //! - `delta`: a chained payload (format 5 on): thread operations and the
 //!   small state, and [`Folded`](delta::Folded), a chain folded into one
 //!   state; message ids written as runs from format 6 on;
@@ -16,6 +18,8 @@
 //!   `snapshot_oracle` pins that in tests);
 //! - reading: `snapshot_value` is what a checkpoint holds of a run,
 //!   `snapshot_restore` reads it back from a folded chain;
+//! - `scheduler_body`: a scheduler state's layout, by its version (the
+//!   type is `resumable::scheduler_state`'s);
 //! - legacy formats: `files`, a checkpoint file of format 4 and before
 //!   (read only) and a conversation's thread file; whole payloads of
 //!   format 4 (`record::legacy_checksum`), format 5's whole message ids
@@ -34,7 +38,9 @@
 pub mod codec;
 pub mod delta;
 pub(crate) mod files;
+pub(crate) mod log_record;
 pub mod record;
+mod scheduler_body;
 pub(crate) mod snapshot_delta;
 #[cfg(test)]
 mod snapshot_oracle;

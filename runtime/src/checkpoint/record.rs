@@ -187,7 +187,7 @@ pub(crate) const FULL_TAG: u8 = b'F';
 /// One saved state of a run.
 ///
 /// The payload is opaque to the store: the engine encodes the run's state
-/// (threads, inboxes, frontier, counters) with [`crate::checkpoint::codec`] and decodes
+/// (threads, inboxes, frontier, counters) with [`crate::codec`] and decodes
 /// it on resume, refusing a checkpoint whose `topology_hash` or
 /// `format_version` does not match. The store keeps the record as given
 /// and checks it when it comes back: every store's `load` and `latest` run

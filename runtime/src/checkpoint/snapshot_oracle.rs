@@ -486,3 +486,30 @@ fn every_agent_stats_field_written_by_hand_is_what_serde_writes() {
         assert_eq!(by_hand[2..2 + plain.len()], plain[..], "{stats:?}");
     }
 }
+
+/// A tracker state written by hand is the bytes serde writes: empty, and
+/// every field at its own value (the struct literal names every field, so
+/// a field added fails to compile here).
+#[test]
+fn a_tracker_state_written_by_hand_is_what_serde_writes() {
+    use super::snapshot_refs::write_tracker_state;
+    use crate::stop::TrackerState;
+
+    let states = [
+        TrackerState::default(),
+        TrackerState {
+            latched: vec![true, false, true],
+            messages: 251,
+            turns: 1 << 33,
+            tokens: 65_536,
+            prompt_tokens: 7,
+            completion_tokens: u64::MAX,
+            timed_out: true,
+        },
+    ];
+    for state in states {
+        let mut by_hand = Vec::new();
+        write_tracker_state(&mut by_hand, &state);
+        assert_eq!(by_hand, codec::encode(&state).unwrap());
+    }
+}

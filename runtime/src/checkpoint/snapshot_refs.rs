@@ -195,7 +195,7 @@ impl<W> HeadRef<'_, '_, W> {
         }
         raw::some(out, self.stop.is_some());
         if let Some(stop) = self.stop {
-            stop.write(out);
+            write_tracker_state(out, stop);
         }
         self.stats.write(out);
         raw::u64(out, self.turns);
@@ -310,6 +310,23 @@ fn write_refs<T: Borrow<Arc<Message>>>(out: &mut Vec<u8>, waiting: &[T], thread:
             }
         }
     }
+}
+
+/// A stop condition's counters, as serializing a [`TrackerState`] writes
+/// them (a checkpoint writes one each time).
+pub(super) fn write_tracker_state(out: &mut Vec<u8>, s: &TrackerState) {
+    raw::len(out, s.latched.len());
+    out.extend(s.latched.iter().map(|&b| u8::from(b)));
+    for v in [
+        s.messages,
+        s.turns,
+        s.tokens,
+        s.prompt_tokens,
+        s.completion_tokens,
+    ] {
+        raw::u64(out, v);
+    }
+    out.push(u8::from(s.timed_out));
 }
 
 /// What one agent spent, as serializing an [`AgentStats`] writes it.

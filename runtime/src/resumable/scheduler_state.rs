@@ -4,11 +4,7 @@
 //! run's state values — typed, and versioned so that a state this build
 //! cannot read is refused by name rather than taken for none.
 
-use std::fmt;
-
-use serde::de::{self, MapAccess, SeqAccess, Visitor};
-use serde::ser::SerializeStruct;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use super::held_reply::HeldReply;
 use super::request::InputRequest;
@@ -33,14 +29,11 @@ use crate::stop::TrackerState;
 /// without them, so the checkpoint format stays the same).
 pub(crate) const SCHEDULER_STATE_VERSION: u32 = 4;
 
-/// The first version with [`SchedulerBody::held`].
-const HELD_SINCE: u32 = 4;
-
 /// The oldest layout this build still reads. Version 1 is version 2
 /// without counters and state values (read as none: its runs start
 /// counting afresh, as they did). Version 2's counters read without their
 /// usage (the spend of an unfinished run is counted afresh from there). In bincode, a thread of version 1 comes
-/// with an older [`FORMAT_VERSION`](crate::checkpoint::codec::FORMAT_VERSION) and is
+/// with an older [`FORMAT_VERSION`](crate::codec::FORMAT_VERSION) and is
 /// refused there.
 const OLDEST_READABLE_VERSION: u32 = 1;
 
@@ -64,7 +57,8 @@ pub struct SchedulerState {
 
 /// A scheduler state with something in it. Its encoding follows its
 /// version (see [`SCHEDULER_STATE_VERSION`]): `held` is written from
-/// version 4 on, and read only from states that have it.
+/// version 4 on, and read only from states that have it (the layout is
+/// the checkpoint format's: `checkpoint/scheduler_body.rs`).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SchedulerBody {
     /// The `SCHEDULER_STATE_VERSION` it was written with.
@@ -88,97 +82,6 @@ pub(crate) struct SchedulerBody {
     /// in one interrupted, to run again), applied at its barrier: a run
     /// carrying on from here does not run those turns again.
     pub(crate) held: Vec<HeldReply>,
-}
-
-/// The fields of a [`SchedulerBody`], in the order they are written.
-const FIELDS: &[&str] = &[
-    "version",
-    "graph",
-    "requests",
-    "interrupted",
-    "counters",
-    "values",
-    "held",
-];
-
-impl Serialize for SchedulerBody {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let held = self.version >= HELD_SINCE;
-        let mut st = s.serialize_struct("SchedulerBody", FIELDS.len() - usize::from(!held))?;
-        st.serialize_field("version", &self.version)?;
-        st.serialize_field("graph", &self.graph)?;
-        st.serialize_field("requests", &self.requests)?;
-        st.serialize_field("interrupted", &self.interrupted)?;
-        st.serialize_field("counters", &self.counters)?;
-        st.serialize_field("values", &self.values)?;
-        if held {
-            st.serialize_field("held", &self.held)?;
-        }
-        st.end()
-    }
-}
-
-impl<'de> Deserialize<'de> for SchedulerBody {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_struct("SchedulerBody", FIELDS, BodyVisitor)
-    }
-}
-
-/// Reads a [`SchedulerBody`] of any version: in order (bincode), the
-/// parts its version has; by name (JSON), those present.
-struct BodyVisitor;
-
-impl<'de> Visitor<'de> for BodyVisitor {
-    type Value = SchedulerBody;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a scheduler state")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<SchedulerBody, A::Error> {
-        let missing = |i: usize| de::Error::invalid_length(i, &"a scheduler state");
-        let version: u32 = seq.next_element()?.ok_or_else(|| missing(0))?;
-        let graph = seq.next_element()?.ok_or_else(|| missing(1))?;
-        let requests = seq.next_element()?.ok_or_else(|| missing(2))?;
-        let interrupted = seq.next_element()?.ok_or_else(|| missing(3))?;
-        let counters = seq.next_element()?.unwrap_or_default();
-        let values = seq.next_element()?.unwrap_or_default();
-        let held = if version >= HELD_SINCE {
-            seq.next_element()?.unwrap_or_default()
-        } else {
-            Vec::new()
-        };
-        Ok(SchedulerBody {
-            version,
-            graph,
-            requests,
-            interrupted,
-            counters,
-            values,
-            held,
-        })
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SchedulerBody, A::Error> {
-        let mut body = SchedulerBody::default();
-        let mut version = None;
-        while let Some(key) = map.next_key::<String>()? {
-            match key.as_str() {
-                "version" => version = Some(map.next_value()?),
-                "graph" => body.graph = map.next_value()?,
-                "requests" => body.requests = map.next_value()?,
-                "interrupted" => body.interrupted = map.next_value()?,
-                "counters" => body.counters = map.next_value()?,
-                "values" => body.values = map.next_value()?,
-                "held" => body.held = map.next_value()?,
-                _ => {
-                    map.next_value::<de::IgnoredAny>()?;
-                }
-            }
-        }
-        body.version = version.ok_or_else(|| de::Error::missing_field("version"))?;
-        Ok(body)
-    }
 }
 
 /// What a run counted besides its thread — the stop condition's counters,

@@ -21,6 +21,7 @@ use super::log::{self, Log};
 use super::save_errors::SaveErrors;
 use super::traits::{CheckpointStore, ThreadStore};
 use crate::checkpoint::files::{decode_thread, encode_thread};
+use crate::checkpoint::log_record::encode_record;
 use crate::checkpoint::record::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use crate::thread::Thread;
 
@@ -368,7 +369,7 @@ fn entry_names(dir: &Path) -> Result<Vec<String>, StoreError> {
 impl CheckpointStore for FileStore {
     async fn save(&self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
         check_run_id(&checkpoint.run_id)?;
-        let record = log::encode_record(checkpoint)?;
+        let record = encode_record(checkpoint)?;
         let fsync = self.durability == Durability::Fsync;
         if !fsync && record.len() <= INLINE_APPEND {
             // A small append that need not reach the disk is a copy into

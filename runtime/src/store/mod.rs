@@ -3,10 +3,12 @@
 //! Two traits, each implemented by three stores:
 //!
 //! - [`CheckpointStore`] keeps [`Checkpoint`]s of workflow runs: the engine
-//!   encodes a run's state with [`crate::checkpoint::codec`] after a superstep and saves
-//!   it; resuming loads it back. The store treats the payload as opaque
-//!   bytes, guarded by a checksum that every store verifies when it loads a
-//!   checkpoint.
+//!   encodes a run's state (the format is the crate's `checkpoint` module)
+//!   after a superstep and saves it; resuming loads it back. A payload is
+//!   guarded by a checksum that every store verifies when it loads a
+//!   checkpoint; a store is not blind to it: a payload may be a delta on
+//!   its parent, and the stores fold delta chains (`chain.rs`) and keep a
+//!   delta's bases when pruning or deleting.
 //! - [`ThreadStore`] keeps one [`Thread`](crate::Thread) per conversation,
 //!   for chatbots (see [`crate::Session`]).
 //!
