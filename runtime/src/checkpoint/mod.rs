@@ -11,7 +11,8 @@
 //!   on) as bytes: records framed by length and checksum;
 //! - `delta`: a chained payload (format 5 on): thread operations and the
 //!   small state, and [`Folded`](delta::Folded), a chain folded into one
-//!   state; message ids written as runs from format 6 on;
+//!   state; message ids written as runs from format 6 on; `fold`: a
+//!   chain of records folded into one whole record;
 //! - writing: `snapshot_delta` writes a checkpoint as a delta against the
 //!   last one, `snapshot_refs` writes its parts from borrowed views of the
 //!   run's state (by hand, byte for byte what serde writes;
@@ -38,6 +39,7 @@
 pub mod codec;
 pub mod delta;
 pub(crate) mod files;
+pub(crate) mod fold;
 pub(crate) mod log_record;
 pub mod record;
 mod scheduler_body;
