@@ -153,7 +153,7 @@ pub enum CheckpointError {
         id: String,
         /// What is wrong with the state.
         #[source]
-        source: crate::workflow::SchedulerStateError,
+        source: crate::resumable::scheduler_state::SchedulerStateError,
     },
     /// The store failed.
     #[error("checkpoint store: {0}")]

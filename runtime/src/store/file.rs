@@ -14,14 +14,15 @@ use legacy::check_identity;
 
 use super::atomic::{is_hidden, remove_stale_temps, sync_dir, write_atomic};
 use super::chain::{keep_bases_before_delete, keep_bases_before_prune};
-use super::checkpoint::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use super::durability::Durability;
 use super::error::StoreError;
-use super::format::{decode_thread, encode_thread};
 use super::key::{check_conversation_id, check_run_id};
 use super::log::{self, Log};
 use super::save_errors::SaveErrors;
 use super::traits::{CheckpointStore, ThreadStore};
+use crate::checkpoint::files::{decode_thread, encode_thread};
+use crate::checkpoint::log_record::encode_record;
+use crate::checkpoint::record::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use crate::thread::Thread;
 
 const CHECKPOINT_EXT: &str = ".ckpt";
@@ -368,7 +369,7 @@ fn entry_names(dir: &Path) -> Result<Vec<String>, StoreError> {
 impl CheckpointStore for FileStore {
     async fn save(&self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
         check_run_id(&checkpoint.run_id)?;
-        let record = log::encode_record(checkpoint)?;
+        let record = encode_record(checkpoint)?;
         let fsync = self.durability == Durability::Fsync;
         if !fsync && record.len() <= INLINE_APPEND {
             // A small append that need not reach the disk is a copy into

@@ -6,12 +6,12 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use async_trait::async_trait;
 
 use super::chain::{fold, keep_bases_before_delete};
-use super::checkpoint::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use super::durability::Durability;
 use super::error::StoreError;
 use super::key::{check_conversation_id, check_run_id};
 use super::lease::InProcessLeases;
 use super::traits::{CheckpointStore, ThreadStore};
+use crate::checkpoint::record::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use crate::thread::Thread;
 
 /// A store in memory: for tests, examples and runs that need not outlive

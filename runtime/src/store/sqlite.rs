@@ -8,10 +8,8 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::chain::{keep_bases_before_delete, keep_bases_before_prune};
-use super::checkpoint::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use super::durability::Durability;
 use super::error::StoreError;
-use super::format::{decode_thread, encode_thread};
 use super::key::{check_conversation_id, check_run_id};
 use super::save_errors::SaveErrors;
 use super::sqlite_rows::{
@@ -20,6 +18,8 @@ use super::sqlite_rows::{
 use super::sqlite_wal::{WalCopies, copy};
 use super::traits::{CheckpointStore, ThreadStore};
 use super::unix_time::to_unix;
+use crate::checkpoint::files::{decode_thread, encode_thread};
+use crate::checkpoint::record::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use crate::thread::Thread;
 
 /// Version of the tables below, kept in SQLite's `user_version`.

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::checkpoint::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use super::durability::Durability;
 use super::error::StoreError;
 use super::save_errors::SaveErrors;
+use crate::checkpoint::record::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use crate::thread::Thread;
 
 /// Where checkpoints of workflow runs are kept.
