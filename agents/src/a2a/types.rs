@@ -428,6 +428,9 @@ pub struct AgentCapabilities {
     /// Whether it pushes notifications.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub push_notifications: Option<bool>,
+    /// Whether `GetExtendedAgentCard` answers (to an authenticated caller).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extended_agent_card: Option<bool>,
 }
 
 /// One thing an agent is good at.

@@ -37,7 +37,7 @@ pub(crate) async fn team_card(
 }
 
 /// `http://HOST` as the caller reached the server.
-fn base(headers: &HeaderMap) -> String {
+pub(crate) fn base(headers: &HeaderMap) -> String {
     let host = headers
         .get(HOST)
         .and_then(|h| h.to_str().ok())
@@ -78,7 +78,8 @@ pub(crate) fn card(team: &Team, base: &str, token: bool) -> AgentCard {
         version: env!("CARGO_PKG_VERSION").into(),
         capabilities: AgentCapabilities {
             streaming: Some(true),
-            push_notifications: Some(false),
+            push_notifications: Some(true),
+            extended_agent_card: Some(token),
         },
         default_input_modes: text(),
         default_output_modes: text(),

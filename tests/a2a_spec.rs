@@ -1,0 +1,670 @@
+//! A2A v1.0 as the specification words it (docs/specification.md §3, §4.3,
+//! §5.4, §9), over real HTTP against `troupe serve`: the JSON-RPC envelope
+//! and parameters refused with the spec's exact error codes, a
+//! non-blocking send seen working, subscribed to from a second connection
+//! and completed, `ListTasks` filters and pages, and push notifications
+//! delivered to a webhook on 127.0.0.1 with their auth, every state
+//! change, again after the webhook answered 500 once.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::serve::{ASKING, Server, client, frames, json_of};
+use common::write;
+use serde_json::{Value, json};
+
+const TOKEN: &str = "spec-token";
+
+/// Every turn takes 2 s: a task seen working.
+const SLOWISH: &str = "version: 1
+name: slowish
+models:
+  m: {provider: scripted, delay: 2s, when_exhausted: repeat_last}
+agents:
+  sloth:
+    model: m
+    script: [\"at last\"]
+workflow:
+  steps:
+    - agent: sloth
+";
+
+/// A clerk that asks a question, each turn taking 1 s: every state of a
+/// task (working, input required, working, completed) lasts long enough
+/// to be seen.
+const ASKING_SLOWLY: &str = "version: 1
+name: asking-slowly
+models:
+  m: {provider: scripted, delay: 1s}
+agents:
+  clerk:
+    model: m
+    tools: [ask_user]
+    script:
+      - tool_call: {name: ask_user, arguments: {question: \"Which order?\"}}
+      - \"Refunded the order you named.\"
+workflow:
+  steps:
+    - agent: clerk
+";
+
+fn server() -> (tempfile::TempDir, Server) {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "asking.yaml", ASKING);
+    write(dir.path(), "slowish.yaml", SLOWISH);
+    write(dir.path(), "asking-slowly.yaml", ASKING_SLOWLY);
+    let s = Server::start(dir.path(), &["."], &[("TROUPE_SERVE_TOKEN", TOKEN)]);
+    (dir, s)
+}
+
+/// POSTs `body` (raw) to `/a2a/{team}` with the A2A headers.
+fn post_raw(s: &Server, team: &str, body: &str, version: &str) -> reqwest::blocking::Response {
+    client()
+        .post(s.url(&format!("/a2a/{team}")))
+        .bearer_auth(TOKEN)
+        .header("Content-Type", "application/a2a+json")
+        .header("A2A-Version", version)
+        .body(body.to_string())
+        .send()
+        .unwrap()
+}
+
+/// Calls `method` with `params`; the whole JSON-RPC response.
+fn call(s: &Server, team: &str, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+    json_of(post_raw(s, team, &body.to_string(), "1.0"))
+}
+
+/// The error code of a call, which must have failed.
+fn error_code(response: &Value) -> i64 {
+    response["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("not an error: {response}"))
+}
+
+fn message(text: &str) -> Value {
+    json!({"messageId": format!("m-{text}"), "role": "ROLE_USER", "parts": [{"text": text}]})
+}
+
+fn send(s: &Server, team: &str, params: Value) -> Value {
+    let r = call(s, team, "SendMessage", params);
+    r["result"]["task"].clone()
+}
+
+/// Polls `GetTask` until the task is in `state`.
+fn until_state(s: &Server, team: &str, id: &str, state: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let task = call(s, team, "GetTask", json!({"id": id}))["result"].clone();
+        if task["status"]["state"] == state {
+            return task;
+        }
+        assert!(Instant::now() < deadline, "never {state}: {task}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn bad_envelopes_and_params_get_the_spec_error_codes() {
+    let (_dir, s) = server();
+    let code_of = |body: &str| error_code(&json_of(post_raw(&s, "asking", body, "1.0")));
+    // The envelope (JSON-RPC 2.0 §4, §5.1).
+    assert_eq!(code_of("{not json"), -32700);
+    assert_eq!(code_of("[1]"), -32600);
+    let old = json!({"jsonrpc": "1.0", "id": 1, "method": "SendMessage", "params": {"message": message("hi")}});
+    assert_eq!(code_of(&old.to_string()), -32600);
+    assert_eq!(code_of(r#"{"jsonrpc":"2.0","id":1,"params":{}}"#), -32600);
+    assert_eq!(
+        code_of(r#"{"jsonrpc":"2.0","method":"GetTask","params":{"id":"x"}}"#),
+        -32600
+    );
+    assert_eq!(
+        code_of(r#"{"jsonrpc":"2.0","id":[1],"method":"GetTask"}"#),
+        -32600
+    );
+    assert_eq!(
+        code_of(r#"{"jsonrpc":"2.0","id":1,"method":"NoSuchMethod"}"#),
+        -32601
+    );
+    assert_eq!(
+        code_of(r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":[1]}"#),
+        -32602
+    );
+    // The refused envelope started nothing.
+    let runs = json_of(
+        client()
+            .get(s.url("/runs"))
+            .bearer_auth(TOKEN)
+            .send()
+            .unwrap(),
+    );
+    assert_eq!(runs, json!([]), "{runs}");
+
+    // Parameters.
+    let no_id = json!({"message": {"role": "ROLE_USER", "parts": [{"text": "hi"}]}});
+    assert_eq!(
+        error_code(&call(&s, "asking", "SendMessage", no_id)),
+        -32602
+    );
+    let no_parts = json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": []}});
+    assert_eq!(
+        error_code(&call(&s, "asking", "SendMessage", no_parts)),
+        -32602
+    );
+    let two = json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "a", "url": "http://x"}]}});
+    assert_eq!(error_code(&call(&s, "asking", "SendMessage", two)), -32602);
+    assert_eq!(
+        error_code(&call(&s, "asking", "SendMessage", json!({}))),
+        -32602
+    );
+    let png =
+        json!({"message": message("hi"), "configuration": {"acceptedOutputModes": ["image/png"]}});
+    assert_eq!(error_code(&call(&s, "asking", "SendMessage", png)), -32005);
+    assert_eq!(
+        error_code(&call(&s, "asking", "GetTask", json!({}))),
+        -32602
+    );
+    assert_eq!(
+        error_code(&call(&s, "asking", "GetTask", json!({"id": "nope"}))),
+        -32001
+    );
+    assert_eq!(
+        error_code(&call(&s, "asking", "CancelTask", json!({"id": "nope"}))),
+        -32001
+    );
+    assert_eq!(
+        error_code(&call(
+            &s,
+            "asking",
+            "SubscribeToTask",
+            json!({"id": "nope"})
+        )),
+        -32001
+    );
+    let push = json!({"taskId": "nope", "url": "http://127.0.0.1:9/hook"});
+    assert_eq!(
+        error_code(&call(
+            &s,
+            "asking",
+            "CreateTaskPushNotificationConfig",
+            push
+        )),
+        -32001
+    );
+    for bad in [
+        json!({"pageSize": 0}),
+        json!({"pageSize": 101}),
+        json!({"pageToken": "made-up"}),
+        json!({"status": "TASK_STATE_SLEEPY"}),
+        json!({"historyLength": -1}),
+    ] {
+        assert_eq!(
+            error_code(&call(&s, "asking", "ListTasks", bad.clone())),
+            -32602,
+            "{bad}"
+        );
+    }
+
+    // A task waiting for input: a negative history length is refused;
+    // the task, once cancelled, cannot be cancelled again nor subscribed to.
+    let task = send(&s, "asking", json!({"message": message("refund")}));
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{task}"
+    );
+    let id = task["id"].as_str().unwrap();
+    let negative = json!({"id": id, "historyLength": -1});
+    assert_eq!(error_code(&call(&s, "asking", "GetTask", negative)), -32602);
+    let none = call(
+        &s,
+        "asking",
+        "GetTask",
+        json!({"id": id, "historyLength": 0}),
+    );
+    assert!(none["result"].get("history").is_none(), "{none}");
+    let one = call(
+        &s,
+        "asking",
+        "GetTask",
+        json!({"id": id, "historyLength": 1}),
+    );
+    assert_eq!(
+        one["result"]["history"].as_array().unwrap().len(),
+        1,
+        "{one}"
+    );
+    let push = json!({"taskId": id, "url": "ftp://127.0.0.1/hook"});
+    assert_eq!(
+        error_code(&call(
+            &s,
+            "asking",
+            "CreateTaskPushNotificationConfig",
+            push
+        )),
+        -32602
+    );
+    let missing = json!({"taskId": id, "id": "no-such-config"});
+    assert_eq!(
+        error_code(&call(
+            &s,
+            "asking",
+            "GetTaskPushNotificationConfig",
+            missing
+        )),
+        -32001
+    );
+    let cancelled = call(&s, "asking", "CancelTask", json!({"id": id}));
+    assert_eq!(
+        cancelled["result"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{cancelled}"
+    );
+    assert_eq!(
+        error_code(&call(&s, "asking", "CancelTask", json!({"id": id}))),
+        -32002
+    );
+    assert_eq!(
+        error_code(&call(&s, "asking", "SubscribeToTask", json!({"id": id}))),
+        -32004
+    );
+    // Another team's task is not found on this team's endpoint.
+    assert_eq!(
+        error_code(&call(&s, "slowish", "GetTask", json!({"id": id}))),
+        -32001
+    );
+
+    // Versions: 0.3 (its header, its method names) is refused, saying so.
+    let body =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": id}}).to_string();
+    let r = json_of(post_raw(&s, "asking", &body, "0.3"));
+    assert_eq!(error_code(&r), -32009);
+    assert!(
+        r["error"]["message"].as_str().unwrap().contains("A2A 1.0"),
+        "{r}"
+    );
+    assert_eq!(
+        error_code(&json_of(post_raw(&s, "asking", &body, "2.0"))),
+        -32009
+    );
+    let legacy = call(
+        &s,
+        "asking",
+        "message/send",
+        json!({"message": message("hi")}),
+    );
+    assert_eq!(error_code(&legacy), -32009);
+    assert!(
+        legacy["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("SendMessage"),
+        "{legacy}"
+    );
+    assert!(call(&s, "asking", "GetTask", json!({"id": id}))["result"].is_object());
+
+    // The extended card, to the authenticated caller.
+    let card = call(&s, "asking", "GetExtendedAgentCard", json!({}));
+    assert_eq!(card["result"]["name"], "asking", "{card}");
+    assert_eq!(
+        card["result"]["capabilities"]["pushNotifications"], true,
+        "{card}"
+    );
+    let unauthenticated = client()
+        .post(s.url("/a2a/asking"))
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "GetExtendedAgentCard"}))
+        .send()
+        .unwrap();
+    assert_eq!(unauthenticated.status(), 401);
+}
+
+#[test]
+fn a_non_blocking_send_is_seen_working_subscribed_to_and_completed() {
+    let (_dir, s) = server();
+    let task = send(
+        &s,
+        "slowish",
+        json!({"message": message("go"), "configuration": {"returnImmediately": true}}),
+    );
+    assert_eq!(task["status"]["state"], "TASK_STATE_WORKING", "{task}");
+    let id = task["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        until_state(&s, "slowish", &id, "TASK_STATE_WORKING")["id"],
+        id.as_str()
+    );
+
+    // A second connection re-attaches to the running task's stream.
+    let second = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let body =
+        json!({"jsonrpc": "2.0", "id": "sub", "method": "SubscribeToTask", "params": {"id": id}});
+    let r = second
+        .post(s.url("/a2a/slowish"))
+        .bearer_auth(TOKEN)
+        .header("A2A-Version", "1.0")
+        .json(&body)
+        .send()
+        .unwrap();
+    let events: Vec<Value> = frames(r)
+        .iter()
+        .map(|f| serde_json::from_str::<Value>(&f.data).unwrap()["result"].clone())
+        .collect();
+    assert_eq!(
+        events[0]["task"]["status"]["state"], "TASK_STATE_WORKING",
+        "{events:?}"
+    );
+    let last = events.last().unwrap();
+    assert_eq!(
+        last["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{events:?}"
+    );
+    assert_eq!(last["statusUpdate"]["taskId"], id.as_str());
+    let done = until_state(&s, "slowish", &id, "TASK_STATE_COMPLETED");
+    assert_eq!(
+        done["artifacts"][0]["parts"][0]["text"], "at last",
+        "{done}"
+    );
+
+    // The 0.3 spelling of the same wish.
+    let task = send(
+        &s,
+        "slowish",
+        json!({"message": message("again"), "configuration": {"blocking": false}}),
+    );
+    assert_eq!(task["status"]["state"], "TASK_STATE_WORKING", "{task}");
+}
+
+#[test]
+fn list_tasks_filters_by_context_and_state_and_pages() {
+    let (_dir, s) = server();
+    // A session's later tasks go on with its script: some wait for
+    // input, some complete.
+    let mut waiting_count = 0;
+    for (i, ctx) in ["c1", "c1", "c1", "c2"].iter().enumerate() {
+        let mut m = message(&format!("refund {i}"));
+        m["contextId"] = json!(ctx);
+        let t = send(&s, "asking", json!({"message": m}));
+        if t["status"]["state"] == "TASK_STATE_INPUT_REQUIRED" {
+            waiting_count += 1;
+        }
+    }
+    assert!(waiting_count >= 2, "{waiting_count}");
+    let first = call(
+        &s,
+        "asking",
+        "ListTasks",
+        json!({"contextId": "c1", "pageSize": 2}),
+    )["result"]
+        .clone();
+    assert_eq!(first["totalSize"], 3, "{first}");
+    assert_eq!(first["pageSize"], 2, "{first}");
+    assert_eq!(first["tasks"].as_array().unwrap().len(), 2, "{first}");
+    let token = first["nextPageToken"].as_str().unwrap();
+    assert!(!token.is_empty(), "{first}");
+    let second = call(
+        &s,
+        "asking",
+        "ListTasks",
+        json!({"contextId": "c1", "pageSize": 2, "pageToken": token}),
+    )["result"]
+        .clone();
+    assert_eq!(second["tasks"].as_array().unwrap().len(), 1, "{second}");
+    assert_eq!(second["nextPageToken"], "", "{second}");
+    let mut seen: Vec<&str> = first["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(second["tasks"].as_array().unwrap())
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert!(
+        first["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["contextId"] == "c1")
+    );
+
+    let waiting = call(
+        &s,
+        "asking",
+        "ListTasks",
+        json!({"status": "TASK_STATE_INPUT_REQUIRED", "historyLength": 0}),
+    )["result"]
+        .clone();
+    assert_eq!(waiting["totalSize"], waiting_count, "{waiting}");
+    let tasks = waiting["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), waiting_count, "{waiting}");
+    assert!(
+        tasks
+            .iter()
+            .all(|t| t["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"),
+        "{waiting}"
+    );
+    // Artifacts only when asked for.
+    let all = call(&s, "asking", "ListTasks", json!({}))["result"].clone();
+    assert_eq!(all["totalSize"], 4, "{all}");
+    assert!(
+        all["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t.get("artifacts").is_none()),
+        "{all}"
+    );
+    let with = call(&s, "asking", "ListTasks", json!({"includeArtifacts": true}))["result"].clone();
+    for t in with["tasks"].as_array().unwrap() {
+        let completed = t["status"]["state"] == "TASK_STATE_COMPLETED";
+        assert_eq!(t.get("artifacts").is_some(), completed, "{t}");
+    }
+    assert!(waiting["tasks"][0].get("history").is_none(), "{waiting}");
+    let working = call(
+        &s,
+        "asking",
+        "ListTasks",
+        json!({"status": "TASK_STATE_WORKING"}),
+    )["result"]
+        .clone();
+    assert_eq!(working["totalSize"], 0, "{working}");
+    assert_eq!(working["tasks"], json!([]), "{working}");
+    // Other teams' tasks are not listed here.
+    let other = call(&s, "slowish", "ListTasks", json!({}))["result"].clone();
+    assert_eq!(other["totalSize"], 0, "{other}");
+}
+
+/// What the webhook received: each request's headers (lowercased names)
+/// and body.
+type Received = Arc<Mutex<Vec<(Vec<(String, String)>, Value)>>>;
+
+/// A webhook on 127.0.0.1 answering 500 to its first request and 200 to
+/// the others; its URL and what it received.
+fn webhook() -> (String, Received) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let received: Received = Arc::default();
+    let log = received.clone();
+    std::thread::spawn(move || {
+        for (n, stream) in listener.incoming().enumerate() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut headers = Vec::new();
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            loop {
+                line.clear();
+                reader.read_line(&mut line).unwrap();
+                let Some((k, v)) = line.trim_end().split_once(':') else {
+                    break;
+                };
+                headers.push((k.to_ascii_lowercase(), v.trim().to_string()));
+            }
+            let length: usize = headers
+                .iter()
+                .find(|(k, _)| k == "content-length")
+                .map_or(0, |(_, v)| v.parse().unwrap());
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            log.lock()
+                .unwrap()
+                .push((headers, serde_json::from_slice(&body).unwrap()));
+            let status = if n == 0 {
+                "500 Internal Server Error"
+            } else {
+                "200 OK"
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+        }
+    });
+    (url, received)
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> &'a str {
+    headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map_or("", |(_, v)| v.as_str())
+}
+
+#[test]
+fn push_notifications_reach_the_webhook_with_auth_every_state_and_after_a_500() {
+    let (_dir, s) = server();
+    let (url, received) = webhook();
+    let config = json!({"url": url, "token": "task-token",
+                        "authentication": {"scheme": "Bearer", "credentials": "hook-secret"}});
+    let task = send(
+        &s,
+        "asking-slowly",
+        json!({"message": message("refund"),
+        "configuration": {"returnImmediately": true, "taskPushNotificationConfig": config}}),
+    );
+    let id = task["id"].as_str().unwrap().to_string();
+    let question = until_state(&s, "asking-slowly", &id, "TASK_STATE_INPUT_REQUIRED");
+    assert_eq!(
+        question["status"]["message"]["parts"][0]["text"],
+        "Which order?"
+    );
+
+    // The config methods see the config the message made; a second one
+    // is created, listed, read and deleted.
+    let listed = call(
+        &s,
+        "asking-slowly",
+        "ListTaskPushNotificationConfigs",
+        json!({"taskId": id}),
+    );
+    assert_eq!(
+        listed["result"]["configs"].as_array().unwrap().len(),
+        1,
+        "{listed}"
+    );
+    let extra = json!({"taskId": id, "id": "extra", "url": "http://127.0.0.1:9/never"});
+    let made = call(
+        &s,
+        "asking-slowly",
+        "CreateTaskPushNotificationConfig",
+        extra,
+    );
+    assert_eq!(made["result"]["id"], "extra", "{made}");
+    let got = call(
+        &s,
+        "asking-slowly",
+        "GetTaskPushNotificationConfig",
+        json!({"taskId": id, "id": "extra"}),
+    );
+    assert_eq!(got["result"]["url"], "http://127.0.0.1:9/never", "{got}");
+    for _ in 0..2 {
+        let gone = call(
+            &s,
+            "asking-slowly",
+            "DeleteTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "extra"}),
+        );
+        assert!(gone.get("error").is_none(), "{gone}");
+    }
+    let listed = call(
+        &s,
+        "asking-slowly",
+        "ListTaskPushNotificationConfigs",
+        json!({"taskId": id}),
+    );
+    assert_eq!(
+        listed["result"]["configs"].as_array().unwrap().len(),
+        1,
+        "{listed}"
+    );
+
+    // The answer runs the task on to its end.
+    let mut answer = message("order 42");
+    answer["taskId"] = json!(id);
+    let done = send(&s, "asking-slowly", json!({"message": answer}));
+    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let got = loop {
+        let got = received.lock().unwrap().clone();
+        let last = got
+            .last()
+            .map(|(_, b)| b["statusUpdate"]["status"]["state"].clone());
+        if last == Some(json!("TASK_STATE_COMPLETED")) {
+            break got;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the webhook never heard of the end: {got:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    for (headers, body) in &got {
+        assert_eq!(
+            header(headers, "authorization"),
+            "Bearer hook-secret",
+            "{headers:?}"
+        );
+        assert_eq!(header(headers, "x-a2a-notification-token"), "task-token");
+        assert_eq!(header(headers, "content-type"), "application/a2a+json");
+        assert_eq!(body["statusUpdate"]["taskId"], id.as_str(), "{body}");
+    }
+    // The first notification came twice (after the 500), with one id.
+    let ids: Vec<&str> = got
+        .iter()
+        .map(|(h, _)| header(h, "x-a2a-notification-id"))
+        .collect();
+    assert_eq!(ids[0], ids[1], "{ids:?}");
+    assert_eq!(got[0].1, got[1].1);
+    // Deduplicated by id: every state change, in order.
+    let mut states = Vec::new();
+    let mut last_id = "";
+    for ((_, body), id) in got.iter().zip(&ids) {
+        assert!(!id.is_empty());
+        if *id != last_id {
+            states.push(
+                body["statusUpdate"]["status"]["state"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+            );
+            last_id = id;
+        }
+    }
+    assert_eq!(
+        states,
+        [
+            "TASK_STATE_WORKING",
+            "TASK_STATE_INPUT_REQUIRED",
+            "TASK_STATE_WORKING",
+            "TASK_STATE_COMPLETED"
+        ],
+        "{got:?}"
+    );
+}
