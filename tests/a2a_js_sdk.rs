@@ -1,7 +1,7 @@
 //! Acceptance of A2A 1.0 against the official JavaScript SDK
 //! (`@a2a-js/sdk`): its client, run by Node (tests/js/a2a_js_client.mjs
 //! does the checking), drives teams served by `troupe serve` through
-//! every JSON-RPC method: the card, blocking and non-blocking sends (the
+//! every method, once over JSON-RPC and once over HTTP+JSON: the card, blocking and non-blocking sends (the
 //! task seen working, subscribed to from a second client, completed),
 //! streaming, GetTask with historyLength, ListTasks with filters and
 //! pages, CancelTask, push notification configs, the extended card, and
@@ -38,7 +38,17 @@ fn sdk() -> Option<PathBuf> {
 }
 
 #[test]
-fn the_js_sdk_client_calls_every_method() {
+fn the_js_sdk_client_calls_every_method_over_json_rpc() {
+    js_client("JSONRPC");
+}
+
+#[test]
+fn the_js_sdk_client_calls_every_method_over_http_json() {
+    js_client("HTTP+JSON");
+}
+
+/// Runs tests/js/a2a_js_client.mjs against a fresh server, its client on `binding`.
+fn js_client(binding: &str) {
     let Some(sdk) = sdk() else { return };
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "asking.yaml", common::serve::ASKING);
@@ -48,13 +58,13 @@ fn the_js_sdk_client_calls_every_method() {
     let out = Command::new("node")
         .arg(script)
         .arg(&sdk)
-        .args([s.base.as_str(), "js-token"])
+        .args([s.base.as_str(), "js-token", binding])
         .env("NO_PROXY", "127.0.0.1")
         .output()
         .unwrap();
     assert!(
         out.status.success(),
-        "stdout:\n{}\nstderr:\n{}",
+        "{binding}: stdout:\n{}\nstderr:\n{}",
         text(&out.stdout),
         text(&out.stderr)
     );

@@ -385,3 +385,135 @@ fn list_tasks_filters_by_context_and_state_and_pages() {
     let other = call(&s, "slowish", "ListTasks", json!({}))["result"].clone();
     assert_eq!(other["totalSize"], 0, "{other}");
 }
+
+#[test]
+fn the_http_json_binding_answers_with_the_specs_statuses() {
+    let (_dir, s) = server();
+    let rest = |path: &str| s.url(&format!("/a2a/asking/v1{path}"));
+    let status_of = |r: reqwest::blocking::Response| {
+        let code = r.status().as_u16();
+        let ct = r.headers()["content-type"].to_str().unwrap().to_string();
+        (code, ct, json_of(r))
+    };
+    // The card names both interfaces.
+    let card = json_of(
+        client()
+            .get(s.url("/a2a/asking/.well-known/agent-card.json"))
+            .send()
+            .unwrap(),
+    );
+    assert_eq!(
+        card["supportedInterfaces"][1]["protocolBinding"], "HTTP+JSON",
+        "{card}"
+    );
+    assert!(
+        card["supportedInterfaces"][1]["url"]
+            .as_str()
+            .unwrap()
+            .ends_with("/a2a/asking/v1")
+    );
+
+    let sent = client()
+        .post(rest("/message:send"))
+        .bearer_auth(TOKEN)
+        .header("A2A-Version", "1.0")
+        .json(&json!({"message": message("refund")}))
+        .send()
+        .unwrap();
+    let (code, ct, body) = status_of(sent);
+    assert_eq!((code, ct.as_str()), (200, "application/a2a+json"), "{body}");
+    let id = body["task"]["id"].as_str().unwrap().to_string();
+    let got = client()
+        .get(rest(&format!("/tasks/{id}?historyLength=1")))
+        .bearer_auth(TOKEN)
+        .send()
+        .unwrap();
+    let (code, _, task) = status_of(got);
+    assert_eq!(code, 200, "{task}");
+    assert_eq!(task["history"].as_array().unwrap().len(), 1, "{task}");
+    let listed = client()
+        .get(rest("/tasks?status=TASK_STATE_INPUT_REQUIRED&pageSize=5"))
+        .bearer_auth(TOKEN)
+        .send()
+        .unwrap();
+    let (_, _, page) = status_of(listed);
+    assert_eq!(page["totalSize"], 1, "{page}");
+
+    // Errors: google.rpc.Status, the HTTP status of §5.4, the A2A reason.
+    let reason = |b: &Value| {
+        b["error"]["details"][0]["reason"]
+            .as_str()
+            .unwrap_or("")
+            .to_string()
+    };
+    let (code, ct, body) = status_of(
+        client()
+            .get(rest("/tasks/nope"))
+            .bearer_auth(TOKEN)
+            .send()
+            .unwrap(),
+    );
+    assert_eq!((code, ct.as_str()), (404, "application/a2a+json"));
+    assert_eq!(body["error"]["status"], "NOT_FOUND", "{body}");
+    assert_eq!(reason(&body), "TASK_NOT_FOUND");
+    let negative = client()
+        .get(rest(&format!("/tasks/{id}?historyLength=-1")))
+        .bearer_auth(TOKEN)
+        .send()
+        .unwrap();
+    let (code, _, body) = status_of(negative);
+    assert_eq!(
+        (code, body["error"]["status"].as_str()),
+        (400, Some("INVALID_ARGUMENT")),
+        "{body}"
+    );
+    let no_id = client()
+        .post(rest("/message:send"))
+        .bearer_auth(TOKEN)
+        .json(&json!({"message": {"role": "ROLE_USER", "parts": [{"text": "x"}]}}))
+        .send()
+        .unwrap();
+    assert_eq!(status_of(no_id).0, 400);
+    let cancel = client()
+        .post(rest(&format!("/tasks/{id}:cancel")))
+        .bearer_auth(TOKEN)
+        .send()
+        .unwrap();
+    assert_eq!(status_of(cancel).0, 200);
+    let again = client()
+        .post(rest(&format!("/tasks/{id}:cancel")))
+        .bearer_auth(TOKEN)
+        .send()
+        .unwrap();
+    let (code, _, body) = status_of(again);
+    assert_eq!(
+        (code, reason(&body).as_str()),
+        (400, "TASK_NOT_CANCELABLE"),
+        "{body}"
+    );
+    let sub = client()
+        .post(rest(&format!("/tasks/{id}:subscribe")))
+        .bearer_auth(TOKEN)
+        .send()
+        .unwrap();
+    let (code, _, body) = status_of(sub);
+    assert_eq!(
+        (code, reason(&body).as_str()),
+        (400, "UNSUPPORTED_OPERATION"),
+        "{body}"
+    );
+    let old = client()
+        .get(rest(&format!("/tasks/{id}")))
+        .bearer_auth(TOKEN)
+        .header("A2A-Version", "0.3")
+        .send()
+        .unwrap();
+    let (code, _, body) = status_of(old);
+    assert_eq!(
+        (code, reason(&body).as_str()),
+        (400, "VERSION_NOT_SUPPORTED"),
+        "{body}"
+    );
+    // Behind the token like the rest.
+    assert_eq!(client().get(rest("/tasks")).send().unwrap().status(), 401);
+}

@@ -6,16 +6,19 @@
 // filters and pages, CancelTask, the push notification configs, the
 // extended card, and the spec's errors. Prints `ok` when every check passed.
 //
-//     node a2a_js_client.mjs SDK_DIR BASE_URL TOKEN
+//     node a2a_js_client.mjs SDK_DIR BASE_URL TOKEN [JSONRPC|HTTP+JSON]
+//
+// The last argument picks the binding the SDK's client uses (JSONRPC by
+// default); the server's card offers both.
 
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { createRequire } from "node:module";
 import path from "node:path";
 
-const [sdkDir, base, token] = process.argv.slice(2);
+const [sdkDir, base, token, binding = "JSONRPC"] = process.argv.slice(2);
 const require = createRequire(path.resolve(sdkDir, "package.json"));
-const { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } = require("@a2a-js/sdk/client");
+const { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, RestTransportFactory } = require("@a2a-js/sdk/client");
 const { TaskState, Role } = require("@a2a-js/sdk");
 
 // Every request carries the token (a fresh fetch per client: its own connections).
@@ -28,7 +31,13 @@ const authed = () => (url, init = {}) => {
 function factory(config) {
   return new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl: authed() })],
+      transports: [
+        binding === "HTTP+JSON"
+          ? new RestTransportFactory({ fetchImpl: authed() })
+          : new JsonRpcTransportFactory({ fetchImpl: authed() }),
+      ],
+      // The defaults' transports stay in the list: the one wanted goes first.
+      preferredTransports: [binding],
       clientConfig: config,
     }),
   );
@@ -52,7 +61,11 @@ function message(text, extra = {}) {
 
 const text = (parts) => parts.map((p) => (p.content?.$case === "text" ? p.content.value : "")).join("");
 
-// Awaits a call that must fail with JSON-RPC error `code`.
+// The A2A reasons (HTTP+JSON errors) of the JSON-RPC codes checked.
+const REASONS = { [-32001]: "TASK_NOT_FOUND", [-32002]: "TASK_NOT_CANCELABLE", [-32602]: "INVALID_PARAMS" };
+
+// Awaits a call that must fail with JSON-RPC error `code` (or, over
+// HTTP+JSON, the ErrorInfo reason of that code).
 async function rejects(promise, code, what) {
   let error;
   try {
@@ -61,7 +74,12 @@ async function rejects(promise, code, what) {
     error = e;
   }
   assert.ok(error, `${what}: no error`);
-  assert.equal(error.envelopeCode, code, `${what}: ${error}`);
+  if (binding === "HTTP+JSON") {
+    assert.equal(error.transport, "rest", `${what}: ${error}`);
+    assert.equal(error.reason, REASONS[code], `${what}: ${error}`);
+  } else {
+    assert.equal(error.envelopeCode, code, `${what}: ${error}`);
+  }
 }
 
 async function main() {
@@ -71,6 +89,7 @@ async function main() {
   // The card.
   const desk = await blocking.createFromUrl(`${base}/a2a/asking/`);
   const card = await desk.getAgentCard();
+  assert.equal(desk.transport.protocolName, binding);
   assert.equal(card.name, "asking");
   assert.equal(card.capabilities.streaming, true);
   assert.equal(card.capabilities.pushNotifications, true);

@@ -47,6 +47,8 @@ pub const VERSION_HEADER: &str = "A2A-Version";
 pub const CARD_PATH: &str = ".well-known/agent-card.json";
 /// The JSON-RPC binding's name in an interface's `protocolBinding`.
 pub const JSONRPC_BINDING: &str = "JSONRPC";
+/// The HTTP+JSON (REST) binding's name in an interface's `protocolBinding`.
+pub const HTTP_JSON_BINDING: &str = "HTTP+JSON";
 
 /// The JSON-RPC methods of the binding.
 pub mod method {

@@ -22,6 +22,7 @@ mod card;
 mod envelope;
 mod list;
 mod push;
+mod rest;
 mod stream;
 mod task;
 
@@ -66,6 +67,7 @@ pub(crate) fn routes() -> Router<Shared> {
         )
         .route("/a2a", post(rpc_default))
         .route("/a2a/{team}", post(rpc_team))
+        .merge(rest::routes())
 }
 
 async fn rpc_default(
@@ -115,35 +117,56 @@ async fn rpc(
     if let Err(e) = envelope::version(headers, query) {
         return answer(id, Err(e));
     }
-    let raw = call.params;
-    let outcome = match call.method.as_str() {
-        method::SEND => send(&state, team, raw).await,
+    match dispatch(&state, team, &call.method, call.params, headers).await {
+        Outcome::Value(v) => answer(id, v),
+        Outcome::Stream(run, from) => {
+            let answering = answering(&state, &run.team).unwrap_or_default();
+            stream::respond(Some(id), run, from, answering)
+        }
+    }
+}
+
+/// What a method call gives: a value (or an error), or a task's stream
+/// from a position of its run's log.
+pub(crate) enum Outcome {
+    /// The result, or the error.
+    Value(Result<Value, RpcError>),
+    /// The task to stream, from this position of its run's events.
+    Stream(Arc<Run>, usize),
+}
+
+/// Calls `method` with `raw` parameters on `team` (both bindings).
+pub(crate) async fn dispatch(
+    state: &Shared,
+    team: Option<String>,
+    method: &str,
+    raw: Value,
+    headers: &HeaderMap,
+) -> Outcome {
+    let value = match method {
+        method::SEND => send(state, team, raw).await,
         method::STREAM => {
-            return match begin(&state, team, raw) {
-                Ok((run, from, _)) => {
-                    let answering = answering(&state, &run.team).unwrap_or_default();
-                    stream::respond(id, run, from, answering)
-                }
-                Err(e) => answer(id, Err(e)),
+            return match begin(state, team, raw) {
+                Ok((run, from, _)) => Outcome::Stream(run, from),
+                Err(e) => Outcome::Value(Err(e)),
             };
         }
         SUBSCRIBE => {
-            return match subscribe(&state, team.as_deref(), &raw) {
+            return match subscribe(state, team.as_deref(), &raw) {
                 Ok(run) => {
                     let from = run.inner().events.len();
-                    let answering = answering(&state, &run.team).unwrap_or_default();
-                    stream::respond(id, run, from, answering)
+                    Outcome::Stream(run, from)
                 }
-                Err(e) => answer(id, Err(e)),
+                Err(e) => Outcome::Value(Err(e)),
             };
         }
-        method::GET_TASK => get_task(&state, team, &raw),
-        LIST_TASKS => list::list(&state, team.as_deref(), &raw),
-        method::CANCEL_TASK => cancel_task(&state, team, &raw).await,
+        method::GET_TASK => get_task(state, team, &raw),
+        LIST_TASKS => list::list(state, team.as_deref(), &raw),
+        method::CANCEL_TASK => cancel_task(state, team, &raw).await,
         PUSH_CREATE | PUSH_GET | PUSH_LIST | PUSH_DELETE => {
-            push_config(&state, team.as_deref(), &call.method, raw)
+            push_config(state, team.as_deref(), method, raw)
         }
-        EXTENDED_CARD => extended_card(&state, team.as_deref(), headers),
+        EXTENDED_CARD => extended_card(state, team.as_deref(), headers),
         legacy @ ("message/send"
         | "message/stream"
         | "tasks/get"
@@ -168,23 +191,23 @@ async fn rpc(
             ),
         )),
     };
-    answer(id, outcome)
+    Outcome::Value(value)
 }
 
 /// `SubscribeToTask`.
-const SUBSCRIBE: &str = "SubscribeToTask";
+pub(crate) const SUBSCRIBE: &str = "SubscribeToTask";
 /// `ListTasks`.
-const LIST_TASKS: &str = "ListTasks";
+pub(crate) const LIST_TASKS: &str = "ListTasks";
 /// `CreateTaskPushNotificationConfig`.
-const PUSH_CREATE: &str = "CreateTaskPushNotificationConfig";
+pub(crate) const PUSH_CREATE: &str = "CreateTaskPushNotificationConfig";
 /// `GetTaskPushNotificationConfig`.
-const PUSH_GET: &str = "GetTaskPushNotificationConfig";
+pub(crate) const PUSH_GET: &str = "GetTaskPushNotificationConfig";
 /// `ListTaskPushNotificationConfigs`.
-const PUSH_LIST: &str = "ListTaskPushNotificationConfigs";
+pub(crate) const PUSH_LIST: &str = "ListTaskPushNotificationConfigs";
 /// `DeleteTaskPushNotificationConfig`.
-const PUSH_DELETE: &str = "DeleteTaskPushNotificationConfig";
+pub(crate) const PUSH_DELETE: &str = "DeleteTaskPushNotificationConfig";
 /// `GetExtendedAgentCard`.
-const EXTENDED_CARD: &str = "GetExtendedAgentCard";
+pub(crate) const EXTENDED_CARD: &str = "GetExtendedAgentCard";
 
 /// Every method served.
 const METHODS: [&str; 11] = [
