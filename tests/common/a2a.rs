@@ -1,7 +1,9 @@
-//! Helpers of the A2A tests (tests/a2a_spec.rs, tests/a2a_push.rs):
-//! `troupe serve` with the teams they use, JSON-RPC calls over HTTP.
+//! Helpers of the A2A tests: `troupe serve` with the teams they use,
+//! JSON-RPC calls over HTTP, and tiny fake A2A agents on 127.0.0.1.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -98,4 +100,53 @@ pub fn until_state(s: &Server, team: &str, id: &str, state: &str) -> Value {
         assert!(Instant::now() < deadline, "never {state}: {task}");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// What a fake agent answers: status, content type, body.
+pub type Answer = (u16, &'static str, String);
+
+/// Serves `answer(method, path, body)` on a free port of 127.0.0.1 until
+/// the test ends; its base URL. `None` from `answer` leaves the request
+/// unanswered (the connection held open).
+pub fn fake_agent(answer: impl Fn(&str, &str, &str) -> Option<Answer> + Send + 'static) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut first = String::new();
+            if reader.read_line(&mut first).is_err() {
+                continue;
+            }
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                    break;
+                }
+                if let Some((k, v)) = line.split_once(':')
+                    && k.eq_ignore_ascii_case("content-length")
+                {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let mut parts = first.split_whitespace();
+            let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+            match answer(method, path, &String::from_utf8_lossy(&body)) {
+                Some((status, kind, body)) => {
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 {status} X\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                }
+                None => held.push(stream),
+            }
+        }
+    });
+    base
 }

@@ -60,6 +60,10 @@ pub mod method {
     pub const GET_TASK: &str = "GetTask";
     /// Cancels a task.
     pub const CANCEL_TASK: &str = "CancelTask";
+    /// Re-attaches to a task's stream (a task not over yet).
+    pub const SUBSCRIBE: &str = "SubscribeToTask";
+    /// The tasks, filtered and paged.
+    pub const LIST_TASKS: &str = "ListTasks";
 }
 
 /// JSON-RPC error codes (the protocol's own and JSON-RPC's).

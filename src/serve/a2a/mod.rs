@@ -195,9 +195,9 @@ pub(crate) async fn dispatch(
 }
 
 /// `SubscribeToTask`.
-pub(crate) const SUBSCRIBE: &str = "SubscribeToTask";
+pub(crate) const SUBSCRIBE: &str = method::SUBSCRIBE;
 /// `ListTasks`.
-pub(crate) const LIST_TASKS: &str = "ListTasks";
+pub(crate) const LIST_TASKS: &str = method::LIST_TASKS;
 /// `CreateTaskPushNotificationConfig`.
 pub(crate) const PUSH_CREATE: &str = "CreateTaskPushNotificationConfig";
 /// `GetTaskPushNotificationConfig`.
