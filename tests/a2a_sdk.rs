@@ -177,6 +177,7 @@ fn the_sdk_client_calls_every_other_method() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "asking.yaml", common::serve::ASKING);
     write(dir.path(), "slowish.yaml", common::a2a::SLOWISH);
+    write(dir.path(), "ledger.yaml", common::a2a::LEDGER);
     let s = Server::start(dir.path(), &["."], &[("TROUPE_SERVE_TOKEN", "a2a-token")]);
     let out = Command::new(python)
         .arg(script("a2a_sdk_methods.py"))

@@ -517,3 +517,42 @@ fn the_http_json_binding_answers_with_the_specs_statuses() {
     // Behind the token like the rest.
     assert_eq!(client().get(rest("/tasks")).send().unwrap().status(), 401);
 }
+
+#[test]
+fn file_and_data_parts_go_in_and_a_json_answer_comes_out_as_data() {
+    let (_dir, s) = server();
+    // "line one\nline two", base64.
+    let file = "bGluZSBvbmUKbGluZSB0d28=";
+    let params = json!({"message": {"messageId": "m-parts", "role": "ROLE_USER", "parts": [
+        {"text": "Check the order."},
+        {"data": {"order": 42, "items": ["tea"]}},
+        {"raw": file, "filename": "notes.txt", "mediaType": "text/plain"},
+        {"url": "https://example.com/invoice.pdf", "filename": "invoice.pdf", "mediaType": "application/pdf"},
+    ]}});
+    let task = send(&s, "ledger", params);
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{task}");
+    let parts = &task["artifacts"][0]["parts"];
+    assert_eq!(parts[0]["text"], "{\"ok\": true, \"order\": 42}", "{task}");
+    assert_eq!(parts[1]["data"], json!({"ok": true, "order": 42}), "{task}");
+    assert_eq!(parts[1]["mediaType"], "application/json", "{task}");
+    // What the team was given: every part, as text.
+    let id = task["id"].as_str().unwrap();
+    let run = json_of(
+        client()
+            .get(s.url(&format!("/runs/{id}")))
+            .bearer_auth(TOKEN)
+            .send()
+            .unwrap(),
+    );
+    let given = run["task"].as_str().unwrap_or_else(|| panic!("{run}"));
+    for needle in [
+        "Check the order.",
+        "\"order\": 42",
+        "[file notes.txt (text/plain)]\nline one\nline two",
+        "[file invoice.pdf (application/pdf) at https://example.com/invoice.pdf]",
+    ] {
+        assert!(given.contains(needle), "{needle:?} not in {given:?}");
+    }
+    let bad = json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"raw": "not base64!"}]}});
+    assert_eq!(error_code(&call(&s, "ledger", "SendMessage", bad)), -32602);
+}

@@ -46,11 +46,26 @@ workflow:
     - agent: clerk
 ";
 
+/// A clerk whose answer is JSON: an artifact with a data part.
+pub const LEDGER: &str = "version: 1
+name: ledger
+models:
+  m: {provider: scripted}
+agents:
+  clerk:
+    model: m
+    script: [\"{\\\"ok\\\": true, \\\"order\\\": 42}\"]
+workflow:
+  steps:
+    - agent: clerk
+";
+
 pub fn server() -> (tempfile::TempDir, Server) {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "asking.yaml", ASKING);
     write(dir.path(), "slowish.yaml", SLOWISH);
     write(dir.path(), "asking-slowly.yaml", ASKING_SLOWLY);
+    write(dir.path(), "ledger.yaml", LEDGER);
     let s = Server::start(dir.path(), &["."], &[("TROUPE_SERVE_TOKEN", TOKEN)]);
     (dir, s)
 }

@@ -2,8 +2,8 @@
 methods on `troupe serve`, for tests/a2a_sdk.rs: a non-blocking send
 seen working, subscribed to from a second connection and completed;
 ListTasks with its filters and pages; GetTask with historyLength; the
-push notification configs (create, get, list, delete); the extended
-card; and the spec's errors as the SDK raises them. Prints `ok` when
+push notification configs (create, get, list, delete); a file part in
+and a JSON answer out as data; the extended card; and the spec's errors as the SDK raises them. Prints `ok` when
 every check passed.
 
     python a2a_sdk_methods.py BASE_URL TOKEN
@@ -153,6 +153,24 @@ async def main(base, token):
         raise AssertionError("a config of an unknown task was found")
     except TaskNotFoundError:
         pass
+
+    # A file part in (its bytes, read as text by the team), a JSON answer
+    # out as a data part beside the text.
+    blocking = ClientFactory(ClientConfig(httpx_client=http, streaming=False))
+    ledger = await blocking.create_from_url(f"{base}/a2a/ledger")
+    m = Message(
+        role=Role.ROLE_USER,
+        message_id=str(uuid.uuid4()),
+        parts=[
+            Part(text="Check this."),
+            Part(raw=b"line one\nline two", filename="notes.txt", media_type="text/plain"),
+        ],
+    )
+    answered = (await first(ledger, SendMessageRequest(message=m))).task
+    assert answered.status.state == TaskState.TASK_STATE_COMPLETED, answered
+    parts = answered.artifacts[0].parts
+    assert parts[0].text == '{"ok": true, "order": 42}', parts
+    assert parts[1].HasField("data") and parts[1].data.struct_value["order"] == 42, parts
 
     # The extended card, to the authenticated caller.
     card = await asking.get_extended_agent_card(GetExtendedAgentCardRequest())

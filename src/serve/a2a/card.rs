@@ -90,7 +90,11 @@ pub(crate) fn card(team: &Team, base: &str, token: bool) -> AgentCard {
             push_notifications: Some(true),
             extended_agent_card: Some(token),
         },
-        default_input_modes: text(),
+        default_input_modes: vec![
+            "text/plain".into(),
+            "application/json".into(),
+            "text/*".into(),
+        ],
         default_output_modes: text(),
         skills,
         security_schemes: token.then(|| {

@@ -21,6 +21,7 @@
 mod card;
 mod envelope;
 mod list;
+mod parts;
 mod push;
 mod rest;
 mod stream;
@@ -265,7 +266,7 @@ fn begin(
     }
     let request: SendMessageRequest = params(raw)?;
     let message = request.message;
-    let text = message.text();
+    let text = parts::task_text(&message.parts)?;
     if text.trim().is_empty() {
         return Err(RpcError::new(
             code::INVALID_PARAMS,

@@ -108,7 +108,7 @@ pub(crate) fn response_artifact(text: String) -> Artifact {
         artifact_id: RESPONSE.into(),
         name: Some(RESPONSE.into()),
         description: Some("The team's final response.".into()),
-        parts: vec![Part::text(text)],
+        parts: super::parts::answer_parts(text),
         metadata: None,
     }
 }
