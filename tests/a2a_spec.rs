@@ -177,6 +177,11 @@ fn bad_envelopes_and_params_get_the_spec_error_codes() {
         error_code(&call(&s, "asking", "SubscribeToTask", json!({"id": id}))),
         -32004
     );
+    // A message to a task over is refused (spec §3.1.1).
+    let mut late = message("too late");
+    late["taskId"] = json!(id);
+    let refused = call(&s, "asking", "SendMessage", json!({"message": late}));
+    assert_eq!(error_code(&refused), -32004, "{refused}");
     // Another team's task is not found on this team's endpoint.
     assert_eq!(
         error_code(&call(&s, "slowish", "GetTask", json!({"id": id}))),
@@ -240,6 +245,19 @@ fn a_non_blocking_send_is_seen_working_subscribed_to_and_completed() {
     assert_eq!(
         until_state(&s, "slowish", &id, "TASK_STATE_WORKING")["id"],
         id.as_str()
+    );
+
+    // A message to the task while it works is refused, saying when it is taken.
+    let mut early = message("more");
+    early["taskId"] = json!(id);
+    let refused = call(&s, "slowish", "SendMessage", json!({"message": early}));
+    assert_eq!(error_code(&refused), -32004, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("TASK_STATE_INPUT_REQUIRED"),
+        "{refused}"
     );
 
     // A second connection re-attaches to the running task's stream.

@@ -276,6 +276,20 @@ fn begin(
     let context = message.context_id.filter(|c| !c.is_empty());
     if let Some(task_id) = message.task_id.filter(|t| !t.is_empty()) {
         let run = run_of(state, team.as_deref(), &task_id)?;
+        // A task over takes no more messages (spec §3.1.1); one under way
+        // takes them once it waits for input.
+        let st = task::state(run.inner().status());
+        if st != TaskState::InputRequired {
+            let why = if st.is_terminal() {
+                "a task over takes no more messages: send one without `taskId` (and the same `contextId`) to go on in its context"
+            } else {
+                "it takes a message only while it waits for input (TASK_STATE_INPUT_REQUIRED)"
+            };
+            return Err(RpcError::new(
+                code::UNSUPPORTED_OPERATION,
+                format!("task `{task_id}` is {}: {why}", state_name(st)),
+            ));
+        }
         if let Some(c) = &context
             && run.session.as_deref() != Some(c.as_str())
         {
