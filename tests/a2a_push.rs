@@ -204,4 +204,19 @@ fn push_notifications_reach_the_webhook_with_auth_every_state_and_after_a_500() 
         ],
         "{got:?}"
     );
+    // The task over and told, its config goes.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let listed = call(
+            &s,
+            "asking-slowly",
+            "ListTaskPushNotificationConfigs",
+            json!({"taskId": id}),
+        );
+        if listed["result"]["configs"] == json!([]) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the config stayed: {listed}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

@@ -11,8 +11,9 @@
 //! `troupe.notification_id` in the event's metadata) that stays the same
 //! across its retries, so a receiver can drop duplicates.
 //!
-//! The configs live as long as the server process, keyed by task id (a
-//! run id, unique within the process); a deleted config gets nothing more.
+//! The configs are kept by task id (a run id, unique within the process)
+//! until the task is over and its last notification delivered (or given
+//! up), or until deleted; a deleted config gets nothing more.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
@@ -172,6 +173,15 @@ fn deliver(run: Arc<Run>, id: String) {
                 return;
             };
             send(&config, &notification, &body).await;
+        }
+        // The task is over and told: its config goes (the spec keeps one
+        // until the task completes), so configs do not pile up.
+        let mut all = configs();
+        if let Some(list) = all.get_mut(&task_id) {
+            list.retain(|c| c.id != sender_id);
+            if list.is_empty() {
+                all.remove(&task_id);
+            }
         }
     });
     tokio::spawn(async move {
