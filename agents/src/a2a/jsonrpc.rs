@@ -34,7 +34,7 @@ impl JsonRpcRequest {
 /// A JSON-RPC 2.0 error object.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JsonRpcError {
-    /// Its code (see [`code`]).
+    /// Its code (see [`code`](super::types::code)).
     pub code: i64,
     /// What went wrong.
     #[serde(default)]
