@@ -390,6 +390,8 @@ fn list_tasks_filters_by_context_and_state_and_pages() {
         assert_eq!(t.get("artifacts").is_some(), completed, "{t}");
     }
     assert!(waiting["tasks"][0].get("history").is_none(), "{waiting}");
+    let since = json!({"statusTimestampAfter": "2026-01-01T00:00:00Z"});
+    assert_eq!(error_code(&call(&s, "asking", "ListTasks", since)), -32004);
     let working = call(
         &s,
         "asking",

@@ -4,10 +4,11 @@
 //! the previous page), with `nextPageToken` (empty on the last page) and
 //! `totalSize` (every task matching, before paging). Tasks carry their
 //! artifacts only with `includeArtifacts: true`, and at most
-//! `historyLength` messages of history.
+//! `historyLength` messages of history. `statusTimestampAfter` is refused
+//! (`UnsupportedOperationError`): runs keep no status times.
 
 use serde_json::{Value, json};
-use troupe::agents::a2a::types::TaskState;
+use troupe::agents::a2a::types::{TaskState, code};
 
 use super::super::state::Shared;
 use super::envelope::{RpcError, history_length};
@@ -23,6 +24,16 @@ const TOKEN_PREFIX: &str = "after:";
 /// `ListTasks` on `team` (every team's tasks when `None`).
 pub(crate) fn list(state: &Shared, team: Option<&str>, params: &Value) -> Result<Value, RpcError> {
     let history = history_length(params)?;
+    // Runs keep no status times: a filter on them is refused, not ignored.
+    if params
+        .get("statusTimestampAfter")
+        .is_some_and(|v| !v.is_null())
+    {
+        return Err(RpcError::new(
+            code::UNSUPPORTED_OPERATION,
+            "`statusTimestampAfter` is not supported: filter by `status` or `contextId`",
+        ));
+    }
     let context = match params.get("contextId") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) if s.is_empty() => None,
