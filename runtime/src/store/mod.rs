@@ -69,6 +69,7 @@ mod file_lock;
 mod format;
 mod key;
 mod lease;
+mod lineage;
 mod log;
 mod memory;
 mod save_errors;
@@ -76,6 +77,8 @@ mod save_errors;
 mod sqlite;
 #[cfg(feature = "sqlite")]
 mod sqlite_lease;
+#[cfg(feature = "sqlite")]
+mod sqlite_lineage;
 #[cfg(feature = "sqlite")]
 mod sqlite_rows;
 #[cfg(feature = "sqlite")]
@@ -102,6 +105,7 @@ pub use lease::{
     HEARTBEAT, InProcessLeases, LeaseError, LeaseHolder, RunLease, RunLeases, STALE_AFTER,
     this_host,
 };
+pub use lineage::Lineage;
 pub use memory::{DEFAULT_KEEP, MemoryStore};
 pub use save_errors::SaveErrors;
 #[cfg(feature = "sqlite")]

@@ -28,7 +28,9 @@ mod api;
 mod builder;
 mod child_paths;
 mod fallback;
+mod fork;
 mod held_reply;
+mod history;
 pub(crate) mod progress;
 mod protocol;
 mod request;
@@ -48,6 +50,8 @@ mod summary;
 
 pub use api::Workflow;
 pub use builder::WorkflowBuilder;
+pub use fork::ForkEdits;
+pub use history::{CheckpointSummary, summarize_checkpoints};
 pub use progress::ProgressRelay;
 pub use request::InputRequest;
 pub use result::{RunResult, RunStatus, RunStream};
