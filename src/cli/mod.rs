@@ -32,8 +32,10 @@ mod otlp_probe;
 mod prune;
 mod render;
 mod run;
+mod run_fork;
 mod run_start;
 mod runs;
+mod runs_show;
 mod speakers;
 mod store;
 pub(crate) mod telemetry;
@@ -102,6 +104,10 @@ enum RunsAction {
     /// `checkpoint.retention`), old checkpoints and idle sessions, and gives
     /// the space back (SQLite: VACUUM).
     Prune(prune::PruneArgs),
+    /// Lists one run's checkpoints (id, superstep, time, last speaker,
+    /// questions waiting) and where it was forked from: the ids
+    /// `troupe run FILE --resume RUN --at CHECKPOINT [--fork]` takes.
+    Show(runs_show::ShowArgs),
 }
 
 #[derive(Subcommand)]
@@ -230,6 +236,10 @@ fn dispatch(command: Command) -> u8 {
             action: Some(RunsAction::Prune(args)),
             ..
         } => with_runtime(|| prune::prune(args)),
+        Command::Runs {
+            action: Some(RunsAction::Show(args)),
+            ..
+        } => with_runtime(|| runs_show::show(args)),
         Command::Runs {
             file: Some(file),
             json,
