@@ -303,11 +303,6 @@ impl FileStore {
         self.run_dir(run_id).join(format!("{id}{CHECKPOINT_EXT}"))
     }
 
-    /// The file keeping where run `run_id` was forked from.
-    pub fn lineage_path(&self, run_id: &str) -> PathBuf {
-        self.root.join("lineage").join(format!("{run_id}.json"))
-    }
-
     /// The file holding a conversation's thread.
     pub fn thread_path(&self, conversation: &str) -> PathBuf {
         self.root

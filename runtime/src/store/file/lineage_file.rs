@@ -5,11 +5,18 @@
 
 use std::fs;
 use std::io::ErrorKind;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::store::StoreError;
 use crate::store::atomic::write_atomic;
 use crate::store::lineage::{Lineage, decode};
+
+impl super::FileStore {
+    /// The file keeping where run `run_id` was forked from.
+    pub fn lineage_path(&self, run_id: &str) -> PathBuf {
+        self.root().join("lineage").join(format!("{run_id}.json"))
+    }
+}
 
 /// The lineage kept at `path`; `None` when there is no such file.
 pub(super) fn read(path: &Path) -> Result<Option<Lineage>, StoreError> {
