@@ -95,6 +95,15 @@ pub(crate) struct Output {
     /// Run every `provider: auto` model scripted, even with an endpoint set.
     #[arg(long)]
     offline: bool,
+    /// Records every model call of the team into DIR (`model_calls.jsonl`:
+    /// one JSON line per call, by agent and call index, secrets redacted).
+    #[arg(long, value_name = "DIR", conflicts_with = "replay")]
+    record: Option<PathBuf>,
+    /// Replays the model calls recorded in DIR instead of calling the
+    /// models: offline and deterministic; a call not recorded fails naming
+    /// the agent, the call and how the request differs.
+    #[arg(long, value_name = "DIR")]
+    replay: Option<PathBuf>,
 }
 
 /// `troupe runs`' subcommands.
@@ -385,12 +394,25 @@ where
     code
 }
 
-pub(crate) fn build_options(output: &Output) -> BuildOptions {
-    BuildOptions {
+/// How to build for `output`'s flags; a cassette that cannot be opened
+/// (`--record`, `--replay`) is said on stderr (exit 2).
+pub(crate) fn build_options(output: &Output) -> Result<BuildOptions, u8> {
+    use troupe::agents::model::Cassette;
+    let cassette = match (&output.record, &output.replay) {
+        (Some(dir), _) => Some(Cassette::record(dir)),
+        (None, Some(dir)) => Some(Cassette::replay(dir)),
+        (None, None) => None,
+    };
+    let cassette = cassette.transpose().map_err(|e| {
+        eprintln!("troupe: {e}");
+        INVALID
+    })?;
+    Ok(BuildOptions {
         offline: output.offline,
         troupe_exe: std::env::current_exe().ok(),
+        cassette,
         ..BuildOptions::default()
-    }
+    })
 }
 
 fn millis() -> u128 {

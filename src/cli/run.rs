@@ -169,7 +169,14 @@ pub(crate) async fn run(args: RunArgs) -> u8 {
         Ok(n) => n,
         Err(code) => return code,
     };
-    let built = match config.build(&build_options(&args.output)).await {
+    let options = match build_options(&args.output) {
+        Ok(o) => o,
+        Err(code) => {
+            leave(node).await;
+            return code;
+        }
+    };
+    let built = match config.build(&options).await {
         Ok(b) => b,
         Err(e) => {
             leave(node).await;

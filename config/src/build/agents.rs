@@ -48,6 +48,10 @@ impl Ctx<'_> {
             spec.script.as_ref(),
             Position::Conversation,
         )?;
+        let model = match &self.options.cassette {
+            Some(cassette) => cassette.wrap(name, model),
+            None => model,
+        };
         let model_spec = self.model_spec(model_name)?;
         let pricing = super::models::pricing_of(model_name, model_spec)?;
         let tools = self.tools(name, spec).await?;
