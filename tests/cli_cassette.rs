@@ -1,14 +1,16 @@
 //! Cassettes through the `troupe` binary: a team run against an
 //! OpenAI-format server on 127.0.0.1 with `--record DIR`, the server
 //! stopped, `--replay DIR` gives the same thread offline; a secret in the
-//! task is not in the cassette; an agent's instructions changed, the
+//! task is not in the cassette; the calculator's call is recorded and
+//! answered from the cassette; an agent's instructions changed, the
 //! replay fails naming that agent and call, with a diff of the request.
 
 // Test helpers may fail loudly: a broken fixture should stop the test.
 #![allow(clippy::expect_used, clippy::panic, clippy::unwrap_used)]
 
 mod common;
-use common::{produced, text, troupe, wait, write};
+use common::{produced, text, tool_results, troupe, wait, write};
+use serde_json::json;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -52,10 +54,18 @@ impl Server {
                 let mut body = vec![0; length];
                 let _ = reader.read_exact(&mut body);
                 let n = seen.fetch_add(1, Ordering::SeqCst) + 1;
+                let body = String::from_utf8_lossy(&body);
+                // An agent with tools calls the calculator first.
+                let message = if body.contains("\"tools\"") && !body.contains("tool_call_id") {
+                    serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{
+                        "id": "call_1", "type": "function",
+                        "function": {"name": "calculator", "arguments": "{\"expression\":\"6 * 7\"}"}}]})
+                } else {
+                    serde_json::json!({"role": "assistant", "content": format!("answer {n}")})
+                };
                 let reply = serde_json::json!({
                     "id": "x", "object": "chat.completion", "model": "fake",
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": format!("answer {n}")}}],
+                    "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
                     "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}
                 })
                 .to_string();
@@ -93,7 +103,7 @@ fn team(editor_instructions: &str) -> String {
 models:
   m: {{provider: openai, model: fake-model, base_url: \"${{TEST_BASE_URL}}\", api_key_env: TEST_API_KEY, retries: 1}}
 agents:
-  writer: {{model: m, instructions: Write a first draft.}}
+  writer: {{model: m, instructions: Write a first draft., tools: [calculator]}}
   editor: {{model: m, instructions: {editor_instructions}}}
 workflow:
   steps: [{{agent: writer}}, {{agent: editor}}]
@@ -128,12 +138,14 @@ fn a_recorded_run_replays_offline_and_a_changed_agent_is_named() {
         "{}",
         text(&recorded.stderr)
     );
-    assert_eq!(server.count.load(Ordering::SeqCst), 2);
+    assert_eq!(server.count.load(Ordering::SeqCst), 3);
     let thread = produced(&recorded);
     assert_eq!(
         thread.iter().map(|(_, t)| t.as_str()).collect::<Vec<_>>(),
-        ["answer 1", "answer 2"]
+        ["answer 2", "answer 3"]
     );
+    let tools = tool_results(&recorded);
+    assert_eq!(tools.len(), 1, "{tools:?}");
 
     // The cassette: a line per call, by agent and index, with timings and
     // usage, and no secret.
@@ -154,7 +166,27 @@ fn a_recorded_run_replays_offline_and_a_changed_agent_is_named() {
             )
         })
         .collect();
-    assert_eq!(keys, [("writer".into(), 0), ("editor".into(), 0)]);
+    assert_eq!(
+        keys,
+        [
+            ("writer".into(), 0),
+            ("writer".into(), 1),
+            ("editor".into(), 0)
+        ]
+    );
+    let tool_lines =
+        std::fs::read_to_string(dir.path().join("cas/tool_calls.jsonl")).expect("tool calls");
+    let tool: serde_json::Value =
+        serde_json::from_str(tool_lines.trim()).expect("one tool call line");
+    assert_eq!(
+        (&tool["agent"], &tool["call"], &tool["tool"]),
+        (&json!("writer"), &json!(0), &json!("calculator")),
+        "{tool}"
+    );
+    assert!(
+        tool["output"].as_str().is_some_and(|o| o.contains("42")),
+        "{tool}"
+    );
     for e in &entries {
         assert!(e["latency_ms"].as_f64().is_some(), "{e}");
         assert_eq!(e["usage"]["prompt_tokens"], 5, "{e}");
@@ -179,9 +211,10 @@ fn a_recorded_run_replays_offline_and_a_changed_agent_is_named() {
         text(&replayed.stderr)
     );
     assert_eq!(produced(&replayed), thread);
+    assert_eq!(tool_results(&replayed), tools);
     assert_eq!(
         server.count.load(Ordering::SeqCst),
-        2,
+        3,
         "the replay called out"
     );
 

@@ -14,6 +14,7 @@
 
 mod diff;
 mod file;
+mod tool;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -24,19 +25,30 @@ use async_trait::async_trait;
 
 use super::{ChatModel, ChatRequest, ChatResponse, ChatStream, Pricing};
 use crate::error::ModelError;
-pub use file::{CALLS_FILE, CassetteError, Entry};
+pub use file::{CALLS_FILE, CassetteError, Entry, TOOLS_FILE, ToolEntry};
 
-/// Recording or replaying.
-enum Mode {
+/// Recording or replaying (`T`: what a call's entry is).
+enum Mode<T> {
     Record(file::Writer),
-    Replay(HashMap<(String, u64), Entry>),
+    Replay(HashMap<(String, u64), T>),
+}
+
+impl<T> Mode<T> {
+    /// Recording into `dir`'s file `name`.
+    fn record(dir: &Path, name: &str) -> Result<Self, CassetteError> {
+        Ok(Mode::Record(file::Writer::create(dir, name)?))
+    }
 }
 
 /// One cassette, shared by every agent's model (see the module's doc).
 pub struct Cassette {
-    mode: Mode,
-    /// The next call index of each agent.
+    mode: Mode<Entry>,
+    /// Its tool calls.
+    tools: Mode<ToolEntry>,
+    /// The next call index of each agent (model calls).
     next: Mutex<HashMap<String, u64>>,
+    /// The next tool call index of each agent.
+    next_tool: Mutex<HashMap<String, u64>>,
     /// Text taken out of what is recorded (secrets from the environment).
     secrets: Vec<String>,
 }
@@ -56,21 +68,30 @@ impl Cassette {
     /// cassette there already is replaced).
     pub fn record(dir: &Path) -> Result<Arc<Self>, CassetteError> {
         Ok(Arc::new(Cassette {
-            mode: Mode::Record(file::Writer::create(dir)?),
+            mode: Mode::record(dir, CALLS_FILE)?,
+            tools: Mode::record(dir, TOOLS_FILE)?,
             next: Mutex::default(),
+            next_tool: Mutex::default(),
             secrets: file::secrets_from_env(),
         }))
     }
 
     /// The cassette recorded in directory `dir`, to replay.
     pub fn replay(dir: &Path) -> Result<Arc<Self>, CassetteError> {
-        let entries = file::read(dir)?
+        let entries = file::read::<Entry>(dir, CALLS_FILE, false)?
+            .into_iter()
+            .map(|e| ((e.agent.clone(), e.call), e))
+            .collect();
+        // A cassette of a team without tools may have no tool file.
+        let tools = file::read::<ToolEntry>(dir, TOOLS_FILE, true)?
             .into_iter()
             .map(|e| ((e.agent.clone(), e.call), e))
             .collect();
         Ok(Arc::new(Cassette {
             mode: Mode::Replay(entries),
+            tools: Mode::Replay(tools),
             next: Mutex::default(),
+            next_tool: Mutex::default(),
             secrets: file::secrets_from_env(),
         }))
     }
@@ -91,16 +112,23 @@ impl Cassette {
 
     /// Agent `agent`'s next call index.
     fn take_index(&self, agent: &str) -> u64 {
-        let mut next = self.next.lock().unwrap_or_else(|p| p.into_inner());
-        let n = next.entry(agent.to_string()).or_insert(0);
-        let i = *n;
-        *n += 1;
-        i
+        take(&self.next, agent)
     }
 
     /// `value` with every secret replaced.
     fn redact(&self, value: serde_json::Value) -> serde_json::Value {
         file::redact(value, &self.secrets)
+    }
+}
+
+/// The next index of `agent` in `counters`.
+fn take(counters: &Mutex<HashMap<String, u64>>, agent: &str) -> u64 {
+    {
+        let mut next = counters.lock().unwrap_or_else(|p| p.into_inner());
+        let n = next.entry(agent.to_string()).or_insert(0);
+        let i = *n;
+        *n += 1;
+        i
     }
 }
 

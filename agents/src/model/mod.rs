@@ -34,7 +34,9 @@ pub use anthropic::{
     ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, AnthropicClient, AnthropicClientBuilder,
     AnthropicMessages, DEFAULT_MAX_TOKENS,
 };
-pub use cassette::{CALLS_FILE, Cassette, CassetteError, Entry as CassetteEntry};
+pub use cassette::{
+    CALLS_FILE, Cassette, CassetteError, Entry as CassetteEntry, TOOLS_FILE, ToolEntry,
+};
 pub use fallback::{Cooldowns, DEFAULT_COOLDOWN, FallbackModel};
 pub use http::{Dialect, HttpModel, HttpModelBuilder};
 pub use observer::{CallObserver, NoObserver};

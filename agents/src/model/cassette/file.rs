@@ -12,6 +12,8 @@ use crate::model::{ChatResponse, Usage};
 
 /// The file of a cassette directory holding its model calls.
 pub const CALLS_FILE: &str = "model_calls.jsonl";
+/// The file of a cassette directory holding its tool calls.
+pub const TOOLS_FILE: &str = "tool_calls.jsonl";
 
 /// One recorded model call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,6 +36,30 @@ pub struct Entry {
     /// The response (`None` when the call failed).
     #[serde(default)]
     pub response: Option<ChatResponse>,
+    /// Why it failed, if it did.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// One recorded tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolEntry {
+    /// The agent that made it.
+    pub agent: String,
+    /// Its index among that agent's tool calls, from 0.
+    pub call: u64,
+    /// The tool.
+    pub tool: String,
+    /// The arguments, as the model gave them (secrets replaced).
+    pub arguments: String,
+    /// How long it took, in milliseconds.
+    pub latency_ms: f64,
+    /// The result the model saw (`None` when the call failed).
+    #[serde(default)]
+    pub output: Option<String>,
+    /// The note kept after the result is trimmed, if any.
+    #[serde(default)]
+    pub memory: Option<String>,
     /// Why it failed, if it did.
     #[serde(default)]
     pub error: Option<String>,
@@ -83,10 +109,10 @@ pub(super) struct Writer {
 }
 
 impl Writer {
-    /// Makes `dir` and an empty calls file in it.
-    pub(super) fn create(dir: &Path) -> Result<Self, CassetteError> {
+    /// Makes `dir` and an empty file `name` in it.
+    pub(super) fn create(dir: &Path, name: &str) -> Result<Self, CassetteError> {
         fs::create_dir_all(dir).map_err(io("create", dir))?;
-        let path = dir.join(CALLS_FILE);
+        let path = dir.join(name);
         let file = OpenOptions::new()
             .create(true)
             .write(true)
@@ -100,7 +126,11 @@ impl Writer {
     }
 
     /// Writes `entry` as one line, `secrets` replaced.
-    pub(super) fn append(&self, entry: &Entry, secrets: &[String]) -> Result<(), CassetteError> {
+    pub(super) fn append(
+        &self,
+        entry: &impl Serialize,
+        secrets: &[String],
+    ) -> Result<(), CassetteError> {
         let value = serde_json::to_value(entry).map_err(|e| CassetteError::Bad {
             path: self.path.clone(),
             line: 0,
@@ -114,10 +144,19 @@ impl Writer {
     }
 }
 
-/// Every entry of the cassette in `dir`.
-pub(super) fn read(dir: &Path) -> Result<Vec<Entry>, CassetteError> {
-    let path = dir.join(CALLS_FILE);
-    let text = fs::read_to_string(&path).map_err(io("read", &path))?;
+/// Every entry of file `name` of the cassette in `dir`; with `optional`,
+/// none when there is no such file.
+pub(super) fn read<T: serde::de::DeserializeOwned>(
+    dir: &Path,
+    name: &str,
+    optional: bool,
+) -> Result<Vec<T>, CassetteError> {
+    let path = dir.join(name);
+    let text = match fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if optional && e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io("read", &path)(e)),
+    };
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
