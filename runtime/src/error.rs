@@ -171,4 +171,13 @@ pub enum CheckpointError {
     /// The workflow has no checkpoint store to resume from.
     #[error("workflow '{0}' has no checkpoint store")]
     NoStore(String),
+    /// A fork of a run could not be started (see
+    /// [`Workflow::fork`](crate::Workflow::fork)).
+    #[error("cannot fork run '{run_id}': {reason}")]
+    Fork {
+        /// The run forked.
+        run_id: String,
+        /// Why not.
+        reason: String,
+    },
 }

@@ -108,8 +108,9 @@ pub use tokio_util::sync::CancellationToken;
 pub use troupe_router::{Clock, InboxConfig, Overflow, Router, RouterBuilder};
 pub use until_cancelled::UntilCancelled;
 pub use workflow::{
-    ProgressRelay, Pruned, Retention, RunResult, RunStream, RunSummary, Workflow, WorkflowBuilder,
-    prune, summarize_run, summarize_runs,
+    CheckpointSummary, ForkEdits, ProgressRelay, Pruned, Retention, RunResult, RunStream,
+    RunSummary, Workflow, WorkflowBuilder, prune, summarize_checkpoints, summarize_run,
+    summarize_runs,
 };
 
 /// Declares a type as a local-only actor message.

@@ -68,6 +68,7 @@ mod file;
 mod file_lock;
 mod key;
 mod lease;
+mod lineage;
 mod log;
 mod memory;
 mod save_errors;
@@ -75,6 +76,8 @@ mod save_errors;
 mod sqlite;
 #[cfg(feature = "sqlite")]
 mod sqlite_lease;
+#[cfg(feature = "sqlite")]
+mod sqlite_lineage;
 #[cfg(feature = "sqlite")]
 mod sqlite_rows;
 #[cfg(feature = "sqlite")]
@@ -97,6 +100,7 @@ pub use lease::{
     HEARTBEAT, InProcessLeases, LeaseError, LeaseHolder, RunLease, RunLeases, STALE_AFTER,
     this_host,
 };
+pub use lineage::Lineage;
 pub use memory::{DEFAULT_KEEP, MemoryStore};
 pub use save_errors::SaveErrors;
 #[cfg(feature = "sqlite")]

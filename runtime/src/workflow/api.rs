@@ -264,7 +264,7 @@ impl Workflow {
     /// Runs with `ctx` already carrying this run's path. Only a top-level
     /// run saves checkpoints: a nested run's state rides in its parent's,
     /// to which it reports its progress through `progress`, if given.
-    async fn execute(
+    pub(super) async fn execute(
         &self,
         thread: Thread,
         ctx: RunContext,

@@ -28,6 +28,8 @@ mod api;
 mod builder;
 mod child_paths;
 mod fallback;
+mod fork;
+mod history;
 pub(crate) mod progress;
 mod protocol;
 mod result;
@@ -39,6 +41,8 @@ mod summary;
 
 pub use api::Workflow;
 pub use builder::WorkflowBuilder;
+pub use fork::ForkEdits;
+pub use history::{CheckpointSummary, summarize_checkpoints};
 pub use progress::ProgressRelay;
 pub use result::{RunResult, RunStream};
 pub use retention::{Pruned, Retention, prune};
