@@ -65,7 +65,9 @@ async fn one_lease_holder_per_run_and_stale_or_dead_holders_are_taken_over() {
     let mut tasks = Vec::new();
     for _ in 0..8 {
         let s = PostgresStore::connect(&url).await.unwrap();
-        tasks.push(tokio::spawn(async move { s.acquire("run-5").await.map(|l| (s, l)) }));
+        tasks.push(tokio::spawn(async move {
+            s.acquire("run-5").await.map(|l| (s, l))
+        }));
     }
     let mut won = Vec::new();
     for t in tasks {
@@ -89,17 +91,25 @@ async fn migrations_are_recorded_once_and_a_newer_schema_is_refused() {
     let e = PostgresStore::connect_with(&url, &no).await.unwrap_err();
     assert_eq!(failure(&e), PostgresFailure::Schema);
     assert!(e.to_string().contains("troupe db migrate"), "{e}");
-    let (db, applied, now) = migrate_postgres(&url, Duration::from_secs(5)).await.unwrap();
+    let (db, applied, now) = migrate_postgres(&url, Duration::from_secs(5))
+        .await
+        .unwrap();
     assert_eq!((applied, now), (vec![1], 1));
     assert!(db.ends_with(&url[url.rfind('/').unwrap()..]), "{db}");
-    let (_, again, _) = migrate_postgres(&url, Duration::from_secs(5)).await.unwrap();
+    let (_, again, _) = migrate_postgres(&url, Duration::from_secs(5))
+        .await
+        .unwrap();
     assert!(again.is_empty());
     PostgresStore::connect_with(&url, &no).await.unwrap();
     // Two stores opening at once apply nothing twice.
     let (x, y) = tokio::join!(PostgresStore::connect(&url), PostgresStore::connect(&url));
     x.unwrap();
     y.unwrap();
-    pg_db::exec(&url, "INSERT INTO troupe_migrations (version, name) VALUES (99, 'future')").await;
+    pg_db::exec(
+        &url,
+        "INSERT INTO troupe_migrations (version, name) VALUES (99, 'future')",
+    )
+    .await;
     let e = PostgresStore::connect(&url).await.unwrap_err();
     assert_eq!(failure(&e), PostgresFailure::Schema);
     assert!(e.to_string().contains("migration 99"), "{e}");
@@ -115,11 +125,17 @@ async fn a_damaged_row_is_corrupt_and_a_delta_chain_loads_in_order() {
     store.save(&cp).await.unwrap();
     pg_db::exec(&url, "UPDATE troupe_checkpoints SET payload = '\\x00'").await;
     let e = store.load("run", &cp.id).await.unwrap_err();
-    assert!(e.is_corrupt() && e.to_string().contains(&cp.id.to_string()), "{e}");
+    assert!(
+        e.is_corrupt() && e.to_string().contains(&cp.id.to_string()),
+        "{e}"
+    );
     // A whole checkpoint's chain is itself; an unknown id's is empty.
     let whole = Checkpoint::new("r2", None, 1, 2, b"Fwhole".to_vec());
     store.save(&whole).await.unwrap();
-    assert_eq!(store.chain("r2", &whole.id).await.unwrap(), vec![whole.clone()]);
+    assert_eq!(
+        store.chain("r2", &whole.id).await.unwrap(),
+        vec![whole.clone()]
+    );
     assert!(
         store
             .chain("r2", &troupe_runtime::store::CheckpointId::new())
@@ -138,7 +154,9 @@ async fn each_way_of_failing_to_connect_is_named_in_bounded_time_without_the_pas
         connect_timeout: Duration::from_secs(2),
         ..Default::default()
     };
-    let e = PostgresStore::connect("postgres://u:s3cret@[::1:5432/db").await.unwrap_err();
+    let e = PostgresStore::connect("postgres://u:s3cret@[::1:5432/db")
+        .await
+        .unwrap_err();
     assert_eq!(failure(&e), PostgresFailure::BadUrl, "{e}");
     assert!(!e.to_string().contains("s3cret"), "{e}");
 
@@ -146,9 +164,10 @@ async fn each_way_of_failing_to_connect_is_named_in_bounded_time_without_the_pas
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = closed.local_addr().unwrap().port();
     drop(closed);
-    let e = PostgresStore::connect_with(&format!("postgres://u:s3cret@127.0.0.1:{port}/db"), &quick)
-        .await
-        .unwrap_err();
+    let e =
+        PostgresStore::connect_with(&format!("postgres://u:s3cret@127.0.0.1:{port}/db"), &quick)
+            .await
+            .unwrap_err();
     assert_eq!(failure(&e), PostgresFailure::Unreachable, "{e}");
     assert!(!e.to_string().contains("s3cret"), "{e}");
 
@@ -162,11 +181,16 @@ async fn each_way_of_failing_to_connect_is_named_in_bounded_time_without_the_pas
         }
     });
     let t = Instant::now();
-    let e = PostgresStore::connect_with(&format!("postgres://u:s3cret@127.0.0.1:{port}/db"), &quick)
-        .await
-        .unwrap_err();
+    let e =
+        PostgresStore::connect_with(&format!("postgres://u:s3cret@127.0.0.1:{port}/db"), &quick)
+            .await
+            .unwrap_err();
     assert_eq!(failure(&e), PostgresFailure::Unreachable, "{e}");
-    assert!(t.elapsed() < Duration::from_secs(20), "took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        t.elapsed()
+    );
 
     // An unknown user; a database that does not exist.
     let (base, db) = url.rsplit_once('/').unwrap();
@@ -175,8 +199,13 @@ async fn each_way_of_failing_to_connect_is_named_in_bounded_time_without_the_pas
         .await
         .unwrap_err();
     assert_eq!(failure(&e), PostgresFailure::Authentication, "{e}");
-    assert!(!e.to_string().contains("s3cret") && e.to_string().contains("nobody@"), "{e}");
-    let e = PostgresStore::connect(&format!("{base}/no_such_db_here")).await.unwrap_err();
+    assert!(
+        !e.to_string().contains("s3cret") && e.to_string().contains("nobody@"),
+        "{e}"
+    );
+    let e = PostgresStore::connect(&format!("{base}/no_such_db_here"))
+        .await
+        .unwrap_err();
     assert_eq!(failure(&e), PostgresFailure::NoDatabase, "{e}");
 
     // A user who may log in but not create the tables.

@@ -21,6 +21,7 @@ macro_rules! eprint {
 mod chat;
 mod cluster;
 mod console_text;
+mod db;
 mod end_line;
 mod input;
 mod interrupt;
@@ -93,6 +94,19 @@ pub(crate) struct Output {
     /// Run every `provider: auto` model scripted, even with an endpoint set.
     #[arg(long)]
     offline: bool,
+}
+
+/// `troupe db`'s subcommands.
+#[derive(Subcommand)]
+enum DbAction {
+    /// Applies the schema migrations a PostgreSQL database lacks (stores
+    /// also apply them when they open); exit 1 naming what failed.
+    Migrate {
+        /// The database: postgres://user:password@host:5432/dbname
+        /// (default: $DATABASE_URL).
+        #[arg(long)]
+        url: Option<String>,
+    },
 }
 
 /// `troupe runs`' subcommands.
@@ -175,6 +189,12 @@ enum Command {
     /// live events, stored sessions, each team as an A2A agent. Loopback
     /// unless told otherwise; anything else needs TROUPE_SERVE_TOKEN.
     Serve(crate::serve::ServeArgs),
+    /// Manages a PostgreSQL database used as a checkpoint store.
+    Db {
+        /// What to do.
+        #[command(subcommand)]
+        action: DbAction,
+    },
     /// Serves a small demo MCP server on stdio (for the MCP example).
     #[command(hide = true)]
     McpDemo,
@@ -225,6 +245,9 @@ fn dispatch(command: Command) -> u8 {
             Err(e) => report(&e),
         },
         Command::McpDemo => mcp_demo::serve(),
+        Command::Db {
+            action: DbAction::Migrate { url },
+        } => with_runtime(|| db::migrate(url)),
         Command::Run(args) => with_runtime(|| run::run(args)),
         Command::Runs {
             action: Some(RunsAction::Prune(args)),

@@ -30,7 +30,9 @@ pub async fn fresh_db(hint: &str) -> Option<String> {
             "prerequisite missing: no PostgreSQL cluster (no $TROUPE_PG_URL, no target/pg/url). \
              Start one with `.ci/start-postgres.sh`, or set TROUPE_ALLOW_SKIP=1 to skip this test"
         );
-        eprintln!("SKIPPED (TROUPE_ALLOW_SKIP=1): no PostgreSQL cluster; start one with `.ci/start-postgres.sh`");
+        eprintln!(
+            "SKIPPED (TROUPE_ALLOW_SKIP=1): no PostgreSQL cluster; start one with `.ci/start-postgres.sh`"
+        );
         return None;
     };
     static N: AtomicU32 = AtomicU32::new(0);

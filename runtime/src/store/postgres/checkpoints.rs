@@ -22,7 +22,10 @@ impl CheckpointStore for PostgresStore {
         check_run_id(&cp.run_id)?;
         let values = Values::of(&cp.meta());
         let client = self.client().await?;
-        let stmt = client.prepare_cached(UPSERT).await.map_err(pg_error(&self.db))?;
+        let stmt = client
+            .prepare_cached(UPSERT)
+            .await
+            .map_err(pg_error(&self.db))?;
         client
             .execute(&stmt, &values.params(&cp.payload))
             .await

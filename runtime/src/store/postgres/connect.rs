@@ -48,9 +48,13 @@ pub(super) fn parse(url: &str, timeout: Duration) -> Result<Config, StoreError> 
         failure: PostgresFailure::BadUrl,
         source,
     };
-    let mut config: Config = url.parse().map_err(|e| bad(Box::new(e)))?;
+    let mut config: Config = url.parse().map_err(|e| {
+        bad(format!("{e} (expected postgres://user:password@host:5432/dbname)").into())
+    })?;
     if config.get_hosts().is_empty() {
-        return Err(bad("the URL names no host (postgres://user:password@host:5432/dbname)".into()));
+        return Err(bad(
+            "the URL names no host (postgres://user:password@host:5432/dbname)".into(),
+        ));
     }
     config.connect_timeout(timeout);
     if config.get_application_name().is_none() {
@@ -109,7 +113,34 @@ pub(super) fn pg_error(db: &str) -> impl Fn(tokio_postgres::Error) -> StoreError
     move |e| StoreError::Postgres {
         db: db.to_string(),
         failure: classify(&e),
-        source: Box::new(e),
+        source: Box::new(Detailed(e)),
+    }
+}
+
+/// A driver error whose text says all of it: the driver's own text is
+/// only its kind (`db error`), the server's message and the OS error
+/// being its sources.
+#[derive(Debug)]
+struct Detailed(tokio_postgres::Error);
+
+impl std::fmt::Display for Detailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(db) = self.0.as_db_error() {
+            return write!(f, "{} ({})", db.message(), db.code().code());
+        }
+        write!(f, "{}", self.0)?;
+        let mut next = std::error::Error::source(&self.0);
+        while let Some(e) = next {
+            write!(f, ": {e}")?;
+            next = e.source();
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Detailed {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
     }
 }
 

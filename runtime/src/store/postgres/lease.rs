@@ -21,8 +21,7 @@ use deadpool_postgres::Pool;
 use super::super::error::StoreError;
 use super::super::key::check_run_id;
 use super::super::lease::{
-    HEARTBEAT, LeaseError, LeaseHolder, RunLease, RunLeases, STALE_AFTER, from_unix_secs,
-    unix_secs,
+    HEARTBEAT, LeaseError, LeaseHolder, RunLease, RunLeases, STALE_AFTER, from_unix_secs, unix_secs,
 };
 use super::PostgresStore;
 use super::connect::{pg_error, pool_error};

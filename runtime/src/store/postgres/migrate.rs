@@ -73,7 +73,10 @@ pub(super) async fn apply(client: &mut Client, db: &str) -> Result<Vec<i32>, Sto
     .await
     .map_err(&err)?;
     let row = tx
-        .query_one("SELECT coalesce(max(version), 0) FROM troupe_migrations", &[])
+        .query_one(
+            "SELECT coalesce(max(version), 0) FROM troupe_migrations",
+            &[],
+        )
         .await
         .map_err(&err)?;
     let found: i32 = row.try_get(0).map_err(&err)?;
@@ -116,7 +119,10 @@ pub(super) async fn current(client: &Client, db: &str) -> Result<i32, StoreError
         return Ok(0);
     }
     client
-        .query_one("SELECT coalesce(max(version), 0) FROM troupe_migrations", &[])
+        .query_one(
+            "SELECT coalesce(max(version), 0) FROM troupe_migrations",
+            &[],
+        )
         .await
         .map_err(&err)?
         .try_get(0)

@@ -26,8 +26,8 @@ use super::durability::Durability;
 use super::error::StoreError;
 use super::postgres_failure::PostgresFailure;
 use super::save_errors::SaveErrors;
-use connect::pool_error;
 pub use connect::CONNECT_TIMEOUT;
+use connect::pool_error;
 
 /// How a [`PostgresStore`] connects.
 #[derive(Debug, Clone)]
@@ -71,7 +71,9 @@ pub struct PostgresStore {
 
 impl std::fmt::Debug for PostgresStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PostgresStore").field("db", &self.db).finish()
+        f.debug_struct("PostgresStore")
+            .field("db", &self.db)
+            .finish()
     }
 }
 
