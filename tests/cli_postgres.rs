@@ -1,5 +1,5 @@
 //! The PostgreSQL store through the `troupe` binary: `checkpoint: {store:
-//! postgres, url: ${DATABASE_URL}}` runs and lists runs; `troupe db
+//! postgres, url: ${DATABASE_URL}}` runs, lists and prunes runs; `troupe db
 //! migrate` applies the schema once; a bad URL, an unreachable server, an
 //! unknown user, a missing database and a missing grant each exit 1
 //! naming which, within a bounded time, never printing the password; a
@@ -55,6 +55,21 @@ fn runs_checkpoint_to_postgres_and_are_listed_from_another_process() {
     // Nothing was written beside the config.
     let files: Vec<_> = std::fs::read_dir(dir.path()).expect("dir").collect();
     assert_eq!(files.len(), 1);
+    // Retention: finished runs older than the age go, from any process.
+    std::thread::sleep(Duration::from_millis(20));
+    let out = with_url(
+        dir.path(),
+        &url,
+        &["runs", "prune", "--older-than", "10ms", cfg],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("2 finished run(s)"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = with_url(dir.path(), &url, &["runs", "--json", cfg]);
+    assert_eq!(text(&out.stdout).trim(), "", "{}", text(&out.stderr));
 }
 
 #[test]
