@@ -14,7 +14,7 @@ use super::super::error::StoreError;
 use super::super::postgres_failure::PostgresFailure;
 
 /// How long connecting (TCP, TLS and authentication) may take by default.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Connections the pool keeps at most.
 const POOL_SIZE: usize = 16;

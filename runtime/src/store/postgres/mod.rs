@@ -26,14 +26,14 @@ use super::durability::Durability;
 use super::error::StoreError;
 use super::postgres_failure::PostgresFailure;
 use super::save_errors::SaveErrors;
-pub use connect::CONNECT_TIMEOUT;
+use connect::CONNECT_TIMEOUT;
 use connect::pool_error;
 
 /// How a [`PostgresStore`] connects.
 #[derive(Debug, Clone)]
 pub struct PostgresOptions {
     /// How long connecting may take before the server counts as
-    /// unreachable (default [`CONNECT_TIMEOUT`], 5 s).
+    /// unreachable (default 5 s).
     pub connect_timeout: Duration,
     /// Whether opening applies the migrations the database lacks (default
     /// `true`); when `false`, a database not at this build's schema is
