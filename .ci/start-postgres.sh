@@ -6,6 +6,10 @@
 # reused. Installs Debian's `postgresql` package when no `initdb` is found
 # (apt-get, noninteractive).
 #
+# The server runs with fsync=off: a throwaway cluster for tests, whose
+# commits need not survive power loss (BENCHMARKS.md says so where its
+# figures are used).
+#
 # initdb refuses to run as root (CI runs as root), so the cluster belongs to
 # an unprivileged system user, `troupe-pg` (created when missing). Nothing
 # is exported: the URL is written to target/pg/url, which the tests read
@@ -51,8 +55,16 @@ fi
 mkdir -p "$DIR" "$SOCK"
 if [ "$(id -u)" = 0 ]; then
     chown "$RUN_AS" "$DIR" "$SOCK"
-    # The user must reach target/pg through the checkout's directories.
-    chmod o+x "$PWD" "$PWD/target" 2>/dev/null || true
+    # The user must reach target/pg through the directories above it (a
+    # checkout under /root is not): let others traverse (not list) them.
+    d="$DIR"
+    while [ "$d" != / ]; do
+        d="$(dirname "$d")"
+        if ! as_user test -x "$d"; then
+            echo "== postgresql: letting $RUN_AS traverse $d (chmod o+x)"
+            chmod o+x "$d"
+        fi
+    done
 fi
 
 if [ ! -s "$DATA/PG_VERSION" ]; then
