@@ -1,5 +1,6 @@
 //! The PostgreSQL store through the `troupe` binary: `checkpoint: {store:
-//! postgres, url: ${DATABASE_URL}}` runs, lists and prunes runs; `troupe db
+//! postgres, url: ${DATABASE_URL}}` runs, lists and prunes runs, and a
+//! question asked in one process is answered (`--answer`) in another; `troupe db
 //! migrate` applies the schema once; a bad URL, an unreachable server, an
 //! unknown user, a missing database and a missing grant each exit 1
 //! naming which, within a bounded time, never printing the password; a
@@ -202,4 +203,61 @@ fn a_postgres_store_without_a_url_or_with_an_unset_variable_is_placed() {
         err.contains("unset.yaml:8:3") && err.contains("DATABASE_URL is not set"),
         "{err}"
     );
+}
+
+const ASKS: &str = "version: 1
+models:
+  m: {provider: scripted}
+agents:
+  alice:
+    model: m
+    tools: [ask_user]
+    script:
+      - tool_call: {name: ask_user, arguments: {question: \"Which colour?\"}}
+      - \"alice: red noted\"
+workflow:
+  steps: [{agent: alice}]
+checkpoint:
+  store: postgres
+  url: ${DATABASE_URL}
+";
+
+#[test]
+fn a_question_asked_in_one_process_is_answered_in_another() {
+    let Some(url) = common::pg::fresh_db("answer") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = write(dir.path(), "asks.yaml", ASKS);
+    let cfg = cfg.to_str().expect("utf-8");
+    let out = with_url(
+        dir.path(),
+        &url,
+        &["run", "--no-input", "--run-id", "q", cfg, "a t-shirt"],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let out = with_url(dir.path(), &url, &["runs", "--json", cfg]);
+    let listed: serde_json::Value =
+        serde_json::from_str(text(&out.stdout).trim()).expect("one run");
+    assert_eq!(listed["status"], "waiting_for_input", "{listed}");
+    let id = common::request_id(&listed["requests"], "Which colour?");
+    let out = with_url(
+        dir.path(),
+        &url,
+        &[
+            "run",
+            "--no-input",
+            "--events",
+            "jsonl",
+            "--resume",
+            "q",
+            "--answer",
+            &format!("{id}=red"),
+            cfg,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let result = common::result_line(&out);
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(result["final_response"], "alice: red noted", "{result}");
 }
