@@ -54,3 +54,23 @@ pub fn exec(url: &str, sql: &str) {
         client.batch_execute(sql).await.expect("setup statement");
     });
 }
+
+/// The first column of the first row of `sql` on the database at `url`,
+/// as a number (a test's probe: `SELECT count(*) …`).
+pub fn count(url: &str, sql: &str) -> i64 {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(conn);
+        client
+            .query_one(sql, &[])
+            .await
+            .expect("probe")
+            .get::<_, i64>(0)
+    })
+}
