@@ -1,5 +1,5 @@
-//! One owner per run, through the `troupe` binary, on SQLite and on the
-//! directory store: of two `--resume` of one run started together exactly
+//! One owner per run, through the `troupe` binary, on SQLite, on the
+//! directory store and on PostgreSQL: of two `--resume` of one run started together exactly
 //! one runs and the other exits 2 naming the holder (pid, host, since); a
 //! run whose holder was killed with `kill -9` is taken over by the next
 //! `--resume`; `--run-id` of a stored run exits 2 unless `--replace`.
@@ -123,6 +123,14 @@ fn sqlite_one_of_two_resumes_runs_and_a_killed_holder_is_taken_over() {
 #[test]
 fn dir_one_of_two_resumes_runs_and_a_killed_holder_is_taken_over() {
     racing_resumes(DIR);
+}
+
+#[test]
+fn postgres_one_of_two_resumes_runs_and_a_killed_holder_is_taken_over() {
+    let Some(url) = common::pg::fresh_db("leases") else {
+        return;
+    };
+    racing_resumes(&format!("{{store: postgres, url: \"{url}\"}}"));
 }
 
 fn reused_run_id(store: &str) {

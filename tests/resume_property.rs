@@ -10,6 +10,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+mod common;
+
 use proptest::prelude::*;
 use troupe::config::{BuildOptions, Config};
 use troupe::{RunContext, RunResult, Thread};
@@ -54,7 +56,15 @@ fn agent(out: &mut String, name: &str, replies: u64, instructions: &str) {
     .unwrap();
 }
 
-fn config(kind: Kind, seed: u64, store: &Path) -> String {
+/// Where the runs checkpoint.
+enum Backend<'a> {
+    /// A SQLite file.
+    Sqlite(&'a Path),
+    /// A PostgreSQL database (shared by the tests: run ids keep them apart).
+    Postgres(&'a str),
+}
+
+fn config(kind: Kind, seed: u64, store: &Backend<'_>) -> String {
     let mut rng = Rng(seed | 1);
     let n = 2 + rng.below(3); // 2..=4 agents
     let turns = 3 + rng.below(4); // 3..=6 turns
@@ -173,11 +183,14 @@ fn config(kind: Kind, seed: u64, store: &Path) -> String {
         )
         .unwrap();
     }
-    writeln!(
-        y,
-        "checkpoint:\n  store: sqlite\n  path: {}",
-        store.display()
-    )
+    match store {
+        Backend::Sqlite(path) => writeln!(
+            y,
+            "checkpoint:\n  store: sqlite\n  path: {}",
+            path.display()
+        ),
+        Backend::Postgres(url) => writeln!(y, "checkpoint:\n  store: postgres\n  url: \"{url}\""),
+    }
     .unwrap();
     writeln!(y, "workflow:").unwrap();
     match kind {
@@ -330,12 +343,23 @@ fn planner_calls(r: &RunResult) -> u64 {
         .sum()
 }
 
-async fn check(kind: Kind, seed: u64) {
+async fn check(kind: Kind, seed: u64, postgres: Option<&str>) {
     let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("runs.db");
+    let file = dir.path().join("runs.db");
+    let store = match postgres {
+        Some(url) => Backend::Postgres(url),
+        None => Backend::Sqlite(&file),
+    };
+    // Unique in a database the tests share.
+    let whole_id = format!(
+        "whole-{kind:?}-{seed:x}-{}-{}",
+        std::process::id(),
+        dir.path().file_name().unwrap().to_string_lossy()
+    );
+    let whole_id = whole_id.as_str();
     let yaml = config(kind, seed, &store);
     let first = build(&yaml, dir.path()).await;
-    let ctx = RunContext::new().with_run_id("whole");
+    let ctx = RunContext::new().with_run_id(whole_id);
     let whole = first
         .workflow
         .run_task("go", &ctx)
@@ -350,7 +374,7 @@ async fn check(kind: Kind, seed: u64) {
         .as_ref()
         .unwrap()
         .checkpoints
-        .list("whole")
+        .list(whole_id)
         .await
         .unwrap();
     // A checkpoint per superstep or turn, not one at the end.
@@ -374,10 +398,10 @@ async fn check(kind: Kind, seed: u64) {
         // Another process: the config built afresh, nothing shared.
         let again = build(&yaml, dir.path()).await;
         let store = again.store.as_ref().unwrap().checkpoints.clone();
-        let ctx = RunContext::new().with_run_id(format!("resumed-{k}"));
+        let ctx = RunContext::new().with_run_id(format!("resumed-{k}-{whole_id}"));
         let resumed = again
             .workflow
-            .run_from_checkpoint(store.as_ref(), "whole", Some(cp.id), &ctx)
+            .run_from_checkpoint(store.as_ref(), whole_id, Some(cp.id), &ctx)
             .await
             .unwrap_or_else(|e| panic!("{kind:?} checkpoint {k}: {e}\n{yaml}"));
         assert_eq!(
@@ -421,7 +445,50 @@ fn run_case(kind: Kind, seed: u64) {
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(check(kind, seed));
+    rt.block_on(check(kind, seed, None));
+}
+
+/// How many random teams of each kind the PostgreSQL tests try
+/// (`TROUPE_PROP_CASES_PG`, default 2).
+fn pg_cases() -> u32 {
+    std::env::var("TROUPE_PROP_CASES_PG")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(2)
+}
+
+/// The same property on the PostgreSQL store (every kind, `pg_cases()`
+/// seeds each), on the cluster `.ci/start-postgres.sh` starts.
+#[test]
+fn every_kind_resumes_from_any_checkpoint_on_postgres() {
+    let Some(url) = common::prereq::postgres_url() else {
+        return;
+    };
+    let kinds = [
+        Kind::RoundRobin,
+        Kind::Selector,
+        Kind::Swarm,
+        Kind::Sequential,
+        Kind::MapReduce,
+        Kind::Graph,
+        Kind::Steps,
+        Kind::Nested,
+        Kind::Parallel,
+        Kind::TwoDeep,
+        Kind::Planner,
+    ];
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut seed = Rng(0x5eed_cafe);
+    for kind in kinds {
+        for _ in 0..pg_cases() {
+            let s = seed.below(u64::MAX);
+            rt.block_on(check(kind, s, Some(&url)));
+        }
+    }
 }
 
 macro_rules! per_kind {

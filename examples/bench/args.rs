@@ -22,7 +22,7 @@ pub(super) fn parse_args() -> Result<Args, BoxError> {
     let Some(workload) = args.next() else {
         return Err(format!(
             "usage: bench <workload> [--n N] [--k K] [--runs R] [--context buffered|whole] [--threads T]\n\
-             \x20      [--store memory|file|sqlite] [--durability process|fsync|exit] [--reps R] (ckpt)\n\
+             \x20      [--store memory|file|sqlite|postgres] [--durability process|fsync|exit] [--reps R] (ckpt)\n\
              \x20      [--m M] [--latency-ms L] (conc)\n\
              workloads: {}",
             WORKLOADS.join(", ")

@@ -96,14 +96,31 @@ impl CheckpointStore for Counted {
     }
 }
 
-/// A store of `kind` in `dir` at `durability`.
-fn store(kind: &str, durability: &str, dir: &Path) -> Result<Arc<dyn CheckpointStore>, BoxError> {
+/// A store of `kind` in `dir` at `durability` (`postgres`: the database
+/// at `$TROUPE_PG_URL` or in `target/pg/url`, the run's checkpoints
+/// deleted first).
+async fn store(
+    kind: &str,
+    durability: &str,
+    dir: &Path,
+) -> Result<Arc<dyn CheckpointStore>, BoxError> {
     let durability = match durability {
         "process" => Durability::Process,
         "fsync" => Durability::Fsync,
         "exit" => Durability::Exit,
         other => return Err(format!("--durability {other}: process, fsync or exit").into()),
     };
+    #[cfg(feature = "postgres")]
+    if kind == "postgres" {
+        let url = std::env::var("TROUPE_PG_URL")
+            .or_else(|_| std::fs::read_to_string("target/pg/url"))
+            .map_err(|_| "--store postgres: set TROUPE_PG_URL (or run .ci/start-postgres.sh)")?;
+        let pg = troupe::store::PostgresStore::connect(url.trim())
+            .await?
+            .with_durability(durability);
+        pg.prune(RUN, 0).await?;
+        return Ok(Arc::new(pg));
+    }
     open_store(kind, dir, durability)
 }
 
@@ -164,7 +181,7 @@ struct Stored {
 
 async fn run_stored(args: &Ckpt<'_>) -> Result<Stored, BoxError> {
     let dir = tempfile::tempdir()?;
-    let inner = store(args.store, args.durability, dir.path())?;
+    let inner = store(args.store, args.durability, dir.path()).await?;
     let counted = Arc::new(Counted {
         inner: inner.clone(),
         bytes: AtomicU64::new(0),

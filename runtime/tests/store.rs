@@ -8,6 +8,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
+#[cfg(feature = "postgres")]
+use troupe_runtime::store::PostgresStore;
 #[cfg(feature = "sqlite")]
 use troupe_runtime::store::SqliteStore;
 use troupe_runtime::store::{
@@ -253,6 +255,33 @@ async fn sqlite_store_in_memory_conforms() {
 async fn sqlite_store_on_disk_conforms() {
     let dir = tempfile::tempdir().unwrap();
     conformance(SqliteStore::open(dir.path().join("troupe.db")).unwrap()).await;
+}
+
+#[cfg(feature = "postgres")]
+mod pg_db;
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_store_conforms() {
+    let Some(url) = pg_db::fresh_db("conforms").await else {
+        return;
+    };
+    conformance(PostgresStore::connect(&url).await.unwrap()).await;
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgres_store_survives_reopening() {
+    let Some(url) = pg_db::fresh_db("reopen").await else {
+        return;
+    };
+    // Each open is a new pool, as another process would make.
+    let first = PostgresStore::connect(&url).await.unwrap();
+    let again = PostgresStore::connect(&url).await.unwrap();
+    let stores = [first, again];
+    let n = std::sync::atomic::AtomicUsize::new(0);
+    survives_reopen(|| stores[n.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 2].clone())
+        .await;
 }
 
 // ---------------------------------------------------------------------------

@@ -38,7 +38,7 @@ pub(crate) async fn list(file: PathBuf) -> u8 {
         Ok(c) => c,
         Err(e) => return report(&e),
     };
-    let store = match store::open(&config, "`troupe chat --list`") {
+    let store = match store::open(&config, "`troupe chat --list`").await {
         Ok(s) => s,
         Err(code) => return code,
     };

@@ -21,6 +21,7 @@ macro_rules! eprint {
 mod chat;
 mod cluster;
 mod console_text;
+mod db;
 mod end_line;
 mod input;
 mod interrupt;
@@ -105,6 +106,19 @@ pub(crate) struct Output {
     /// the agent, the call and how the request differs.
     #[arg(long, value_name = "DIR")]
     replay: Option<PathBuf>,
+}
+
+/// `troupe db`'s subcommands.
+#[derive(Subcommand)]
+enum DbAction {
+    /// Applies the schema migrations a PostgreSQL database lacks (stores
+    /// also apply them when they open); exit 1 naming what failed.
+    Migrate {
+        /// The database: postgres://user:password@host:5432/dbname
+        /// (default: $DATABASE_URL).
+        #[arg(long)]
+        url: Option<String>,
+    },
 }
 
 /// `troupe runs`' subcommands.
@@ -195,6 +209,12 @@ enum Command {
     /// stdio until the client closes it: each team one tool, called with a
     /// `message`, answering with the team's answer (see README, "MCP server").
     Mcp(mcp::McpArgs),
+    /// Manages a PostgreSQL database used as a checkpoint store.
+    Db {
+        /// What to do.
+        #[command(subcommand)]
+        action: DbAction,
+    },
     /// Serves a small demo MCP server on stdio (for the MCP example).
     #[command(hide = true)]
     McpDemo,
@@ -245,6 +265,9 @@ fn dispatch(command: Command) -> u8 {
             Err(e) => report(&e),
         },
         Command::McpDemo => mcp_demo::serve(),
+        Command::Db {
+            action: DbAction::Migrate { url },
+        } => with_runtime(|| db::migrate(url)),
         Command::Run(args) => with_runtime(|| run::run(args)),
         Command::Runs {
             action: Some(RunsAction::Prune(args)),

@@ -56,7 +56,7 @@ pub(crate) async fn prune(args: PruneArgs) -> u8 {
         );
         return INVALID;
     }
-    let store = match store::open(&config, "`troupe runs prune`") {
+    let store = match store::open(&config, "`troupe runs prune`").await {
         Ok(s) => s,
         Err(code) => return code,
     };

@@ -20,7 +20,7 @@ pub(crate) async fn runs(file: PathBuf, json: bool) -> u8 {
         Ok(c) => c,
         Err(e) => return report(&e),
     };
-    let store = match store::open(&config, "`troupe runs`") {
+    let store = match store::open(&config, "`troupe runs`").await {
         Ok(s) => s,
         Err(code) => return code,
     };

@@ -30,7 +30,7 @@ pub(crate) async fn show(args: ShowArgs) -> u8 {
         Ok(c) => c,
         Err(e) => return report(&e),
     };
-    let store = match store::open(&config, "`troupe runs show`") {
+    let store = match store::open(&config, "`troupe runs show`").await {
         Ok(s) => s,
         Err(code) => return code,
     };

@@ -17,8 +17,12 @@ pub(crate) fn describe(store: &Store) -> String {
         StoreKind::Memory => "memory",
         StoreKind::Dir => "dir",
         StoreKind::Sqlite => "sqlite",
+        StoreKind::Postgres => "postgres",
     };
-    format!("{kind} store at {}", show(store.location.as_deref()))
+    match &store.database {
+        Some(db) => format!("{kind} store at {db}"),
+        None => format!("{kind} store at {}", show(store.location.as_deref())),
+    }
 }
 
 /// Whether `store` keeps runs after the process ends.
@@ -53,18 +57,24 @@ pub(crate) fn durable<'a>(
 }
 
 /// Opens the store `config` describes, without building its workflow
-/// (no model client or MCP server is started); refuses none or memory.
-pub(crate) fn open(config: &Config, what: &str) -> Result<Store, u8> {
+/// (no model client or MCP server is started); refuses none or memory. A
+/// PostgreSQL store is connected to (within its connect timeout).
+pub(crate) async fn open(config: &Config, what: &str) -> Result<Store, u8> {
     let Some(cp) = &config.spec().checkpoint else {
         return durable(config.path(), None, what).cloned();
     };
-    let path = config.checkpoint_path().map_err(|e| report(&e))?;
-    let store = Store::open_with(
-        cp.store,
-        path,
-        cp.durability.map_or(Default::default(), |d| d.to_runtime()),
-        cp.on_error.map_or(Default::default(), |e| e.to_runtime()),
-    )
+    let durability = cp.durability.map_or(Default::default(), |d| d.to_runtime());
+    let save_errors = cp.on_error.map_or(Default::default(), |e| e.to_runtime());
+    let store = if cp.store == StoreKind::Postgres {
+        let url = config
+            .checkpoint_url()
+            .map_err(|e| report(&e))?
+            .unwrap_or_default();
+        Store::open_postgres(&url, durability, save_errors).await
+    } else {
+        let path = config.checkpoint_path().map_err(|e| report(&e))?;
+        Store::open_with(cp.store, path, durability, save_errors)
+    }
     .map_err(|e| report(&e))?;
     durable(config.path(), Some(&store), what)?;
     Ok(store)

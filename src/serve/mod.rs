@@ -39,6 +39,7 @@ mod sessions;
 mod settings;
 mod shutdown;
 mod state;
+mod takeover;
 pub(crate) mod team;
 mod texting;
 mod texting_table;
@@ -157,6 +158,7 @@ pub(crate) async fn serve(args: ServeArgs) -> u8 {
         names.join(", ")
     ));
     retention::start(&state);
+    takeover::start(&state);
     let router = app::router(state.clone(), cors);
     let code = shutdown::run(listener, router, state.clone(), grace).await;
     for t in state.teams.values() {

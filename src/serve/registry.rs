@@ -85,6 +85,19 @@ impl Registry {
         run
     }
 
+    /// Registers run `id` of `team`, stored by another worker and taken
+    /// over here; `None` if this server already has a run `id`.
+    pub(crate) fn adopt(&self, id: &str, team: &str) -> Option<Arc<Run>> {
+        let mut guard = self.lock();
+        if guard.map.contains_key(id) {
+            return None;
+        }
+        let run = Run::new(id.to_string(), team.to_string(), String::new(), None);
+        guard.map.insert(id.to_string(), run.clone());
+        guard.order.push_back(id.to_string());
+        Some(run)
+    }
+
     /// The run `id`, or 404.
     pub(crate) fn get(&self, id: &str) -> Result<Arc<Run>, ApiError> {
         self.lock()

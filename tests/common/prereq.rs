@@ -37,3 +37,26 @@ pub fn missing_a2a_js() {
         "`.ci/install-a2a-js.sh` (Node 20+ and npm, reaches the npm registry)",
     );
 }
+
+/// The throwaway PostgreSQL cluster `.ci/start-postgres.sh` starts: its
+/// URL from `$TROUPE_PG_URL` or `target/pg/url`. Missing: fails saying how
+/// to start it, or, when skips are allowed, returns `None` (the caller then
+/// returns).
+pub fn postgres_url() -> Option<String> {
+    let url = std::env::var("TROUPE_PG_URL").ok().or_else(|| {
+        let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/pg/url");
+        std::fs::read_to_string(file)
+            .ok()
+            .map(|s| s.trim().to_string())
+    });
+    match url.filter(|u| !u.is_empty()) {
+        Some(u) => Some(u),
+        None => {
+            missing(
+                "no PostgreSQL cluster ($TROUPE_PG_URL or target/pg/url)",
+                "`.ci/start-postgres.sh` (Debian's postgresql package; starts a cluster under target/pg)",
+            );
+            None
+        }
+    }
+}

@@ -92,6 +92,8 @@ impl Config {
                 if let Some(p) = self.checkpoint_path()? {
                     self.check_store_path(cp.store, &p)?;
                 }
+                // An unset variable in the url is found without connecting.
+                self.checkpoint_url()?;
                 Some(Store::open(StoreKind::Memory, None)?)
             }
             Some(cp) => {
@@ -103,7 +105,12 @@ impl Config {
                 }
                 let durability = cp.durability.map_or(Default::default(), |d| d.to_runtime());
                 let save_errors = cp.on_error.map_or(Default::default(), |e| e.to_runtime());
-                let opened = Store::open_with(cp.store, path, durability, save_errors);
+                let opened = if cp.store == StoreKind::Postgres {
+                    let url = self.checkpoint_url()?.unwrap_or_default();
+                    Store::open_postgres(&url, durability, save_errors).await
+                } else {
+                    Store::open_with(cp.store, path, durability, save_errors)
+                };
                 Some(opened.map_err(|e| match (e, cp.path.is_some()) {
                     (ConfigError::Build(why), true) => self.store_error(why),
                     (e, _) => e,
@@ -174,7 +181,7 @@ impl Config {
     /// anything: no file stands where a directory must be.
     fn check_store_path(&self, kind: StoreKind, path: &Path) -> Result<(), ConfigError> {
         let problem = match kind {
-            StoreKind::Memory => None,
+            StoreKind::Memory | StoreKind::Postgres => None,
             StoreKind::Dir if path.exists() && !path.is_dir() => {
                 Some(format!("`{}` is not a directory", path.display()))
             }

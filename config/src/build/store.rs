@@ -28,6 +28,9 @@ pub struct Store {
     pub kind: StoreKind,
     /// The directory or database file, for `dir` and `sqlite`.
     pub location: Option<PathBuf>,
+    /// The database, for `postgres`: `postgres://user@host:port/dbname`
+    /// (never the password).
+    pub database: Option<String>,
 }
 
 impl fmt::Debug for Store {
@@ -35,6 +38,7 @@ impl fmt::Debug for Store {
         f.debug_struct("Store")
             .field("kind", &self.kind)
             .field("location", &self.location)
+            .field("database", &self.database)
             .finish()
     }
 }
@@ -103,6 +107,11 @@ impl Store {
                         .map_err(|e| fail(&e))?,
                 )
             }
+            (StoreKind::Postgres, _) => {
+                return Err(fail(
+                    &"a `postgres` store is opened with `Store::open_postgres` (it connects)",
+                ));
+            }
             (_, None) => return Err(fail(&"a `dir` or `sqlite` store needs a path")),
         };
         Ok(Store {
@@ -111,11 +120,79 @@ impl Store {
             leases,
             kind,
             location,
+            database: None,
         })
+    }
+
+    /// Connects to the PostgreSQL database at `url` and applies the
+    /// migrations it lacks (see `PostgresStore`). Fails within the
+    /// connect timeout naming what is wrong (bad URL, unreachable server,
+    /// authentication, no such database, permission), never printing the
+    /// password. Needs the `postgres` feature (on by default).
+    pub async fn open_postgres(
+        url: &str,
+        durability: Durability,
+        save_errors: SaveErrors,
+    ) -> Result<Store, ConfigError> {
+        #[cfg(feature = "postgres")]
+        {
+            let store = troupe_runtime::store::PostgresStore::connect(url)
+                .await
+                .map_err(|e| ConfigError::Build(format!("checkpoint store: {e}")))?
+                .with_durability(durability)
+                .with_save_errors(save_errors);
+            let database = Some(store.db().to_string());
+            let s = Arc::new(store);
+            Ok(Store {
+                checkpoints: s.clone(),
+                threads: s.clone(),
+                leases: s,
+                kind: StoreKind::Postgres,
+                location: None,
+                database,
+            })
+        }
+        #[cfg(not(feature = "postgres"))]
+        {
+            let _ = (url, durability, save_errors);
+            Err(ConfigError::Build(
+                "checkpoint store: this troupe was built without the `postgres` feature".into(),
+            ))
+        }
     }
 }
 
 impl Config {
+    /// `checkpoint.url` with `${VAR}` (and `${VAR:-default}`) expanded;
+    /// `None` without one. An unset variable, or a url empty once
+    /// expanded, is an error placed at `checkpoint.url` (the value is
+    /// never repeated: it may hold a password).
+    pub fn checkpoint_url(&self) -> Result<Option<String>, ConfigError> {
+        let Some(written) = self
+            .spec()
+            .checkpoint
+            .as_ref()
+            .and_then(|c| c.url.as_deref())
+        else {
+            return Ok(None);
+        };
+        let field = FieldPath::root().key("checkpoint").key("url");
+        let invalid = |message: String| {
+            ConfigError::Invalid(vec![
+                self.locate(&field, message)
+                    .expected("postgres://user:password@host:5432/dbname, or ${DATABASE_URL}"),
+            ])
+        };
+        let expanded = crate::env::expand(written, &|k| std::env::var(k).ok())
+            .map_err(|e| invalid(format!("checkpoint store url: {e}")))?;
+        if expanded.trim().is_empty() {
+            return Err(invalid(
+                "checkpoint store url is empty once expanded".to_string(),
+            ));
+        }
+        Ok(Some(expanded))
+    }
+
     /// `checkpoint.path` with `${VAR}` (and `${VAR:-default}`) expanded,
     /// resolved against the config file's directory; `None` without one.
     /// An unset variable, or a path empty once expanded, is an error

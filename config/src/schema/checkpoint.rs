@@ -15,18 +15,25 @@ pub enum StoreKind {
     Dir,
     /// One SQLite database file.
     Sqlite,
+    /// A PostgreSQL database (`url`), shared by many processes and
+    /// machines.
+    Postgres,
 }
 
 /// The checkpoint store.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckpointSpec {
-    /// `memory`, `dir` or `sqlite`.
+    /// `memory`, `dir`, `sqlite` or `postgres`.
     pub store: StoreKind,
     /// The directory (`dir`) or database file (`sqlite`), relative to the
     /// config file.
     #[serde(default)]
     pub path: Option<String>,
+    /// The database (`postgres`): `postgres://user:password@host:5432/dbname`,
+    /// usually `${DATABASE_URL}` so the password stays out of the file.
+    #[serde(default)]
+    pub url: Option<String>,
     /// Also checkpoint every this many delivered messages (router runs).
     #[serde(default)]
     pub every: Option<u64>,

@@ -1,4 +1,5 @@
-//! `checkpoint:`: a file store has a path, a memory store none.
+//! `checkpoint:`: a file store has a path, a PostgreSQL store a url, a
+//! memory store neither.
 
 use super::checker::{Checker, at_least_one, p};
 use crate::schema::{CheckpointSpec, DurabilitySpec, StoreKind};
@@ -21,6 +22,29 @@ pub(super) fn check_checkpoint(c: &mut Checker<'_>, cp: &CheckpointSpec) {
             &base.key("path"),
             "a `memory` store has no path",
             Some("`store: dir` or `store: sqlite` to keep checkpoints in a file".into()),
+        ),
+        _ => {}
+    }
+    match (cp.store, &cp.url) {
+        (StoreKind::Postgres, None) => c.error(
+            &base,
+            "a `postgres` store needs a `url`",
+            Some("`url: ${DATABASE_URL}` (postgres://user:password@host:5432/dbname)".into()),
+        ),
+        (StoreKind::Postgres, Some(url)) if url.trim().is_empty() => c.error(
+            &base.key("url"),
+            "an empty `url`: a `postgres` store needs the database to connect to",
+            Some("`url: ${DATABASE_URL}` (postgres://user:password@host:5432/dbname)".into()),
+        ),
+        (StoreKind::Postgres, Some(_)) if cp.path.is_some() => c.error(
+            &base.key("path"),
+            "a `postgres` store has no path: it is named by its `url`",
+            Some("`url:` alone".into()),
+        ),
+        (StoreKind::Memory | StoreKind::Dir | StoreKind::Sqlite, Some(_)) => c.error(
+            &base.key("url"),
+            "only a `postgres` store has a `url`",
+            Some("`store: postgres`, or `path:` for a `dir` or `sqlite` store".into()),
         ),
         _ => {}
     }

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use super::postgres_failure::PostgresFailure;
 use crate::checkpoint::codec::CodecError;
 
 /// A store operation failed.
@@ -28,6 +29,21 @@ pub enum StoreError {
         db: String,
         /// The underlying error (a `rusqlite::Error`); boxed so the variant
         /// exists whether or not the `sqlite` feature is on.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A PostgreSQL server could not be reached or used, or returned an
+    /// error; `failure` says which (a bad URL, an unreachable server, wrong
+    /// credentials, missing permissions, ...). `db` names the database
+    /// without its password.
+    #[error("PostgreSQL database '{db}': {failure}: {source}")]
+    Postgres {
+        /// `postgres://user@host:port/dbname` (never the password).
+        db: String,
+        /// What kind of failure it is.
+        failure: PostgresFailure,
+        /// The driver's error; boxed so the variant exists whether or not
+        /// the `postgres` feature is on.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },

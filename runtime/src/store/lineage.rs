@@ -10,8 +10,8 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use crate::checkpoint::record::CheckpointId;
 use super::error::StoreError;
+use crate::checkpoint::record::CheckpointId;
 
 /// Where a run was forked from.
 ///

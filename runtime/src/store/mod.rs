@@ -17,6 +17,7 @@
 //! | [`MemoryStore`] | in the process | for tests and short-lived runs; clones share the data; the newest 64 checkpoints per run |
 //! | [`FileStore`] | one append-only log per run, one file per conversation, under a root directory | a checkpoint is one appended record; conversations are written atomically |
 //! | [`SqliteStore`] | one SQLite database (WAL mode, `synchronous=NORMAL`) | feature `sqlite`, on by default |
+//! | `PostgresStore` | tables `troupe_*` in one PostgreSQL database, shared by many processes and machines | feature `postgres`; versioned migrations |
 //!
 //! A checkpoint is whole or a delta against its parent
 //! ([`Checkpoint::kind`], format 5 on): [`load_whole`] loads one with its
@@ -71,6 +72,9 @@ mod lease;
 mod lineage;
 mod log;
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
+mod postgres_failure;
 mod save_errors;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -83,7 +87,7 @@ mod sqlite_rows;
 #[cfg(feature = "sqlite")]
 mod sqlite_wal;
 mod traits;
-#[cfg(feature = "sqlite")]
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod unix_time;
 
 pub use crate::checkpoint::record::{
@@ -102,6 +106,9 @@ pub use lease::{
 };
 pub use lineage::Lineage;
 pub use memory::{DEFAULT_KEEP, MemoryStore};
+#[cfg(feature = "postgres")]
+pub use postgres::{PostgresOptions, PostgresStore, migrate_postgres};
+pub use postgres_failure::PostgresFailure;
 pub use save_errors::SaveErrors;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;

@@ -6,10 +6,10 @@
 use std::time::SystemTime;
 
 use super::answer;
-use crate::resumable::request::InputRequest;
-use crate::resumable::status::RunStatus;
 use super::snapshot;
 use crate::codec;
+use crate::resumable::request::InputRequest;
+use crate::resumable::status::RunStatus;
 use crate::store::{CheckpointId, CheckpointStore, StoreError, load_whole};
 
 /// One checkpoint of a run, as its contents describe it.
