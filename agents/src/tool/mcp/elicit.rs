@@ -4,7 +4,9 @@
 //!
 //! The answer to a form may be a JSON object of its fields, `name=value`
 //! pairs (separated by commas or new lines), or — for a form of one field
-//! — the bare value; `decline` (or `no`) declines and `cancel` cancels.
+//! — the bare value; `defaults` takes the form's defaults as they are;
+//! `decline` (or `no`) declines and `cancel` cancels. A field the answer
+//! leaves out that has a default gets it (SEP-1034).
 //! A URL request is accepted by any other answer (`done`, `ok`): the user
 //! says they went there.
 
@@ -40,7 +42,11 @@ pub(super) fn question(server: &str, request: &Value) -> String {
                     } else {
                         ""
                     };
-                    format!("{name} ({kind}{required}{options})")
+                    let default = schema
+                        .get("default")
+                        .map(|d| format!(", default {d}"))
+                        .unwrap_or_default();
+                    format!("{name} ({kind}{required}{options}{default})")
                 })
                 .collect()
         })
@@ -49,10 +55,19 @@ pub(super) fn question(server: &str, request: &Value) -> String {
         format!("MCP server '{server}' asks: {message} (answer, or 'decline')")
     } else {
         format!(
-            "MCP server '{server}' asks: {message} [fields: {}] (answer with the value, name=value pairs or a JSON object; or 'decline')",
-            fields.join("; ")
+            "MCP server '{server}' asks: {message} [fields: {}] (answer with the value, name=value pairs or a JSON object{}; or 'decline')",
+            fields.join("; "),
+            if has_defaults(request) {
+                ", or 'defaults'"
+            } else {
+                ""
+            }
         )
     }
+}
+
+fn has_defaults(request: &Value) -> bool {
+    properties(request).is_some_and(|p| p.values().any(|s| s.get("default").is_some()))
 }
 
 fn properties(request: &Value) -> Option<&Map<String, Value>> {
@@ -76,11 +91,23 @@ pub(super) fn result(request: &Value, answer: &str) -> Value {
     if request["url"].is_string() {
         return json!({"action": "accept"});
     }
-    json!({"action": "accept", "content": content(request, answer.trim())})
+    let mut content = if word == "defaults" {
+        Map::new()
+    } else {
+        content(request, answer.trim())
+    };
+    for (name, schema) in properties(request).into_iter().flatten() {
+        if let Some(default) = schema.get("default")
+            && !content.contains_key(name)
+        {
+            content.insert(name.clone(), default.clone());
+        }
+    }
+    json!({"action": "accept", "content": content})
 }
 
 /// The form's content from the answer.
-fn content(request: &Value, answer: &str) -> Value {
+fn content(request: &Value, answer: &str) -> Map<String, Value> {
     let empty = Map::new();
     let props = properties(request).unwrap_or(&empty);
     if let Ok(Value::Object(given)) = serde_json::from_str::<Value>(answer) {
@@ -92,7 +119,7 @@ fn content(request: &Value, answer: &str) -> Value {
             };
             out.insert(name, typed);
         }
-        return Value::Object(out);
+        return out;
     }
     let pairs: Vec<(&str, &str)> = answer
         .split([',', '\n'])
@@ -105,7 +132,7 @@ fn content(request: &Value, answer: &str) -> Value {
         for (name, value) in pairs {
             out.insert(name.to_string(), typed(&props[name], value));
         }
-        return Value::Object(out);
+        return out;
     }
     // One field (or the first required one): the bare answer is its value.
     let field = if props.len() == 1 {
@@ -117,7 +144,7 @@ fn content(request: &Value, answer: &str) -> Value {
     if let Some((name, schema)) = field {
         out.insert(name.clone(), typed(schema, answer));
     }
-    Value::Object(out)
+    out
 }
 
 /// `text` as the field's type says: a number, an integer, a boolean, or
@@ -163,6 +190,17 @@ mod tests {
             json!({"action": "accept", "content": {"name": "Ada", "age": 36}})
         );
         assert_eq!(result(&form(), "Decline."), json!({"action": "decline"}));
+        let defaults = json!({"mode": "form", "message": "Ok?", "requestedSchema": {"type": "object",
+            "properties": {"n": {"type": "integer", "default": 30}, "s": {"type": "string", "default": "x"}}}});
+        assert_eq!(
+            result(&defaults, "defaults"),
+            json!({"action": "accept", "content": {"n": 30, "s": "x"}})
+        );
+        assert_eq!(
+            result(&defaults, "s=y"),
+            json!({"action": "accept", "content": {"n": 30, "s": "y"}})
+        );
+        assert!(question("d", &defaults).contains("n (integer, default 30)"));
         assert_eq!(result(&form(), "cancel"), json!({"action": "cancel"}));
     }
 
