@@ -567,3 +567,74 @@ fn an_http_server_that_restarts_is_reached_again() {
     );
     drop(server);
 }
+
+#[test]
+fn an_elicitation_is_answered_over_serve() {
+    use common::serve::{Server, client, frames, json_of, settled};
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let markers = dir.path().join("markers");
+    std::fs::create_dir_all(&markers).expect("markers dir");
+    let session = PyServer::start(
+        &python,
+        "mcp_session_server.py",
+        free_port(),
+        &[markers.to_str().expect("utf-8")],
+    );
+    let model = Model::start(Box::new(|request| {
+        let round = rounds(request);
+        let message = match round {
+            0 => calls(round, &[("s_greet", json!({}))]),
+            _ => json!({"role": "assistant", "content": "greeted"}),
+        };
+        completion(message, (1, 1))
+    }));
+    config(
+        dir.path(),
+        &model.url,
+        &[format!(
+            "{{name: session, url: \"{}\", prefix: s}}",
+            session.url()
+        )],
+    );
+    let s = Server::start(dir.path(), &["eras.yaml"], &[("TROUPE_TEST_KEY", "k")]);
+    let c = client();
+    let started = json_of(
+        c.post(s.url("/runs"))
+            .json(&json!({"task": "greet"}))
+            .send()
+            .expect("POST /runs"),
+    );
+    let id = started["id"].as_str().expect("a run id").to_string();
+    let run = settled(&s, &id);
+    assert_eq!(run["status"], "waiting_for_input", "{run}");
+    let q = &run["requests"][0];
+    assert!(
+        q["question"]
+            .as_str()
+            .is_some_and(|t| t.contains("Who should I greet?")),
+        "{q}"
+    );
+    let answered = c
+        .post(s.url(&format!("/runs/{id}/input")))
+        .json(&json!({"request_id": q["id"], "answer": "{\"name\": \"Bo\", \"age\": 7}"}))
+        .send()
+        .expect("POST input");
+    assert_eq!(answered.status(), 202);
+    let run = settled(&s, &id);
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["response"], "greeted");
+    let events: Vec<Value> = frames(
+        c.get(s.url(&format!("/runs/{id}/events")))
+            .send()
+            .expect("events"),
+    )
+    .iter()
+    .filter(|f| f.event.is_none())
+    .map(|f| serde_json::from_str(&f.data).expect("an event"))
+    .collect();
+    assert_eq!(
+        result_of(&events, "s_greet"),
+        "hello Bo, 7 [protocol 2025-11-25]"
+    );
+}

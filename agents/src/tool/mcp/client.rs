@@ -258,8 +258,9 @@ impl McpClient {
     }
 
     /// Calls `tool` with `arguments` (a JSON object, or null for none),
-    /// outside any agent: the server's questions are declined and its
-    /// sampling refused. Registered secrets are masked in the result.
+    /// outside any agent: a question of the server (elicitation) ends it
+    /// with [`McpError::InputNeeded`], and its sampling is refused.
+    /// Registered secrets are masked in the result.
     pub async fn call_tool(&self, tool: &str, arguments: Value) -> Result<McpCallResult, McpError> {
         self.call_tool_in(tool, arguments, None).await
     }

@@ -58,7 +58,10 @@ impl CallScope {
         match self.answers.get(i) {
             Some(answer) => Ok(elicit::result(request, answer)),
             None => {
-                let question = elicit::question(server, request);
+                // A server may echo a registered secret back: masked.
+                let question = troupe_runtime::secrets::redact(&elicit::question(server, request))
+                    .into_owned();
+                tracing::debug!(server, call = %self.call_id, "MCP server asks the user");
                 *self.asked.lock().unwrap_or_else(|p| p.into_inner()) = Some(question.clone());
                 self.ask.notify_one();
                 Err(question)
@@ -160,6 +163,7 @@ impl Handler {
             return Err("no model to sample with outside an agent".into());
         };
         let chat = sampling_request(request);
+        tracing::debug!(server = %self.state.server, call = %scope.call_id, model = sampler.model_name(), "MCP server's sampling request answered by the agent's model");
         let response = sampler
             .complete(&chat, &scope.ctx)
             .await
