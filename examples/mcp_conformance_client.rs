@@ -40,7 +40,7 @@ fn arguments(schema: &Value) -> Value {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
     let url = std::env::args()
-        .last()
+        .next_back()
         .ok_or("usage: mcp_conformance_client SERVER_URL")?;
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     eprintln!("scenario {scenario:?} against {url}");

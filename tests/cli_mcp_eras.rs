@@ -272,3 +272,54 @@ fn an_elicitation_is_answered_over_serve() {
         "hello Bo, 7 [protocol 2025-11-25]"
     );
 }
+
+#[test]
+fn a_call_the_server_makes_a_task_is_polled_to_its_end() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("methods.log");
+    let fake = PyServer::start(
+        &python,
+        "mcp_tasks_fake.py",
+        free_port(),
+        &[log.to_str().expect("utf-8")],
+    );
+    let model = Model::start(Box::new(|request| {
+        let round = rounds(request);
+        let message = match round {
+            0 => calls(round, &[("t_long_job", json!({}))]),
+            _ => json!({"role": "assistant", "content": "done"}),
+        };
+        completion(message, (1, 1))
+    }));
+    let cfg = config(
+        dir.path(),
+        &model.url,
+        &[format!(
+            "{{name: tasks, url: \"{}\", prefix: t}}",
+            fake.url()
+        )],
+    );
+    let out = troupe_run(
+        dir.path(),
+        &[
+            "run",
+            "--events",
+            "jsonl",
+            cfg.to_str().expect("utf-8"),
+            "go",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let all = jsonl(&out);
+    assert_eq!(result_of(&all, "t_long_job"), "job done after 3 polls");
+    let methods = std::fs::read_to_string(&log).expect("the fake's log");
+    let methods: Vec<&str> = methods.lines().collect();
+    assert_eq!(methods[0], "server/discover", "{methods:?}");
+    assert!(!methods.contains(&"initialize"), "{methods:?}");
+    assert_eq!(
+        methods.iter().filter(|m| **m == "tasks/get").count(),
+        3,
+        "{methods:?}"
+    );
+}

@@ -212,7 +212,7 @@ impl ChatAgent {
             // Resumed without an answer: the question stands.
             return Ok(Resumed::Ask(Box::new(self.ask_about(&first, Vec::new()))));
         };
-        if !self.waits_for_user(&first) && !(self.ask_user && first.name == ASK_USER) {
+        if !(self.waits_for_user(&first) || (self.ask_user && first.name == ASK_USER)) {
             // The call itself asked (an MCP elicitation): it runs again
             // with every answer so far, and may ask again.
             match self

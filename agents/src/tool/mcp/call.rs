@@ -6,10 +6,12 @@
 //! progress token rmcp put on the request (so the server's progress is the
 //! call's), and a call dropped before its answer (the run was cancelled,
 //! or the user is asked) sends the server `notifications/cancelled`.
+//! A call the server makes a task (the Tasks extension, which troupe
+//! declares) is polled with `tasks/get` to its end.
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest,
-    InputRequest, ServerResult,
+    CallToolRequest, CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    ClientRequest, GetTaskParams, InputRequest, ServerResult,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
 use serde_json::json;
@@ -54,8 +56,14 @@ pub(super) async fn drive(
         let needed = match answer {
             CallToolResponse::Complete(result) => return Ok(Driven::Done(result)),
             CallToolResponse::InputRequired(needed) => needed,
-            // troupe does not declare the Tasks extension: a task is
-            // unexpected.
+            CallToolResponse::Task(created) => {
+                return poll_task(
+                    connection,
+                    created.task.task_id,
+                    created.task.poll_interval_ms,
+                )
+                .await;
+            }
             _ => return Err(ServiceError::UnexpectedResponse),
         };
         let mut responses = std::collections::BTreeMap::new();
@@ -102,6 +110,82 @@ async fn cancelled(run: &troupe_runtime::RunContext) {
         return;
     }
     std::future::pending::<()>().await
+}
+
+/// Waits for task `id` (the server made the call a task, SEP-2663): polls
+/// `tasks/get` at the interval the server asks for (500 ms when it names
+/// none; between 50 ms and 5 s) until the task ends. A call abandoned
+/// before then (the run was cancelled) sends `tasks/cancel`.
+async fn poll_task(
+    connection: &Connection,
+    id: String,
+    interval: Option<u64>,
+) -> Result<Driven, ServiceError> {
+    let pace =
+        |ms: Option<u64>| std::time::Duration::from_millis(ms.unwrap_or(500).clamp(50, 5000));
+    let mut wait = pace(interval);
+    let mut guard = CancelTaskOnDrop {
+        peer: Some(connection.peer.clone()),
+        id: id.clone(),
+    };
+    loop {
+        tokio::time::sleep(wait).await;
+        let got = connection
+            .peer
+            .get_task(GetTaskParams::new(id.clone()))
+            .await?;
+        wait = pace(got.task.task.poll_interval_ms);
+        let wire = serde_json::to_value(&got).unwrap_or_default();
+        let failed = |why: String| {
+            ServiceError::McpError(rmcp::ErrorData::internal_error(
+                format!("task {id} {why}"),
+                None,
+            ))
+        };
+        match wire["status"].as_str() {
+            Some("completed") => {
+                guard.peer = None;
+                return serde_json::from_value::<CallToolResult>(wire["result"].clone())
+                    .map(Driven::Done)
+                    .map_err(|e| failed(format!("ended with a result that is not a tool's: {e}")));
+            }
+            Some("failed") => {
+                guard.peer = None;
+                let message = wire["error"]["message"]
+                    .as_str()
+                    .unwrap_or("no reason given");
+                return Err(failed(format!("failed: {message}")));
+            }
+            Some("cancelled") => {
+                guard.peer = None;
+                return Err(failed("was cancelled by the server".into()));
+            }
+            Some("input_required") => {
+                return Err(failed(
+                    "waits for input, which troupe does not answer inside tasks".into(),
+                ));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Cancels a task on the server, unless disarmed (its peer taken) first.
+struct CancelTaskOnDrop {
+    peer: Option<Peer<RoleClient>>,
+    id: String,
+}
+
+impl Drop for CancelTaskOnDrop {
+    fn drop(&mut self) {
+        let Some(peer) = self.peer.take() else { return };
+        let id = self.id.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = peer.cancel_task(CancelTaskParams::new(id)).await;
+            });
+        }
+    }
 }
 
 /// Sends one `tools/call` and waits for its answer: a result, an

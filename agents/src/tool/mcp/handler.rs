@@ -178,7 +178,10 @@ impl Handler {
 
     /// What troupe tells servers it can do.
     fn config(&self) -> ClientConfig {
-        let mut capabilities = json!({"elicitation": {"form": {}, "url": {}}});
+        let mut capabilities = json!({
+            "elicitation": {"form": {}, "url": {}},
+            "extensions": {rmcp::model::TASKS_EXTENSION_ID: {}},
+        });
         if self.state.sampling {
             capabilities["sampling"] = json!({});
         }
