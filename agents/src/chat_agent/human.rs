@@ -208,13 +208,10 @@ impl ChatAgent {
             answer,
             answers,
         } = pending;
-        let Some(answer) = answer else {
-            // Resumed without an answer: the question stands.
-            return Ok(Resumed::Ask(Box::new(self.ask_about(&first, Vec::new()))));
-        };
         if !(self.waits_for_user(&first) || (self.ask_user && first.name == ASK_USER)) {
             // The call itself asked (an MCP elicitation): it runs again
-            // with every answer so far, and may ask again.
+            // with every answer so far, and may ask again (resumed without
+            // a new answer, it asks its question again).
             match self
                 .run_tool_answered(&first, thread.clone(), ctx, answers)
                 .await?
@@ -229,6 +226,10 @@ impl ChatAgent {
                 }
             }
         }
+        let Some(answer) = answer else {
+            // Resumed without an answer: the question stands.
+            return Ok(Resumed::Ask(Box::new(self.ask_about(&first, Vec::new()))));
+        };
         let results = vec![self.settle(&first, &answer, thread, ctx).await?];
         self.settle_rest(results, rest, thread, ctx).await
     }

@@ -339,7 +339,18 @@ impl McpClient {
                     message,
                 }) => {
                     let http = matches!(config.transport, McpTransport::Http { .. });
-                    let unsent = message.starts_with(super::connection::NOT_SENT);
+                    // The HTTP request failed before any answer (the server
+                    // was down), not with an HTTP status: it never ran.
+                    let unsent = message.starts_with(super::connection::NOT_SENT)
+                        && message.contains("error sending request");
+                    if http && !(unsent && !resent) {
+                        // Not held up by reconnecting: the next call does.
+                        return Err(McpError::Disconnected {
+                            server,
+                            operation,
+                            message: format!("{message}; troupe reconnects to it on the next call"),
+                        });
+                    }
                     // The server died under the call. Not replayed (it may
                     // have done something already), unless it never got it:
                     // started again (or reconnected) for the next one.
@@ -347,9 +358,6 @@ impl McpClient {
                         Ok(_) if http && unsent && !resent => {
                             resent = true;
                             continue;
-                        }
-                        Ok(_) if http => {
-                            "troupe reconnected to it, so the call may be tried again".into()
                         }
                         Ok(_) => "the server was restarted, so the call may be tried again".into(),
                         Err(McpError::Unavailable { restarts, .. }) => format!(
