@@ -343,7 +343,8 @@ impl McpClient {
                     // was down), not with an HTTP status: it never ran.
                     let unsent = message.starts_with(super::connection::NOT_SENT)
                         && message.contains("error sending request");
-                    if http && !(unsent && !resent) {
+                    let resend = unsent && !resent;
+                    if http && !resend {
                         // Not held up by reconnecting: the next call does.
                         return Err(McpError::Disconnected {
                             server,
@@ -355,7 +356,7 @@ impl McpClient {
                     // have done something already), unless it never got it:
                     // started again (or reconnected) for the next one.
                     let next = match self.restart(&connection, &operation).await {
-                        Ok(_) if http && unsent && !resent => {
+                        Ok(_) if http && resend => {
                             resent = true;
                             continue;
                         }
