@@ -47,7 +47,7 @@ pub struct ToolContext {
     /// The caller's run context (events, cancellation, deadline).
     pub run: RunContext,
     /// The user's answers to the questions this call asked before
-    /// ([`ToolError::NeedsInput`](crate::ToolError::NeedsInput)), oldest
+    /// ([`crate::ToolError::NeedsInput`]), oldest
     /// first: empty on the first try.
     pub answers: Vec<String>,
     /// The calling agent's model, for a tool that asks for completions of
