@@ -5,8 +5,9 @@
 # - `openai` (tests/serve_openai_sdk.rs);
 # - the official A2A SDK `a2a-sdk` with its HTTP server extras, and
 #   `uvicorn` to run its server (tests/a2a_sdk.rs);
-# - the official MCP SDK `mcp` as the client of troupe's MCP server
-#   (tests/mcp_sdk.rs);
+# - the official MCP SDK `mcp`: the client of troupe's MCP server
+#   (tests/mcp_sdk.rs), and servers of both eras troupe's MCP client is
+#   tested against (tests/cli_mcp_eras.rs);
 # - the AG-UI validator `ag-ui-validate` with the official AG-UI SDK
 #   `ag-ui-protocol`, whose event models check every event
 #   (tests/serve_agui.rs);

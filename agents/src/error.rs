@@ -212,6 +212,12 @@ pub enum ToolError {
     /// A failure that must end the agent's turn rather than go back to the model.
     #[error("{0}")]
     Fatal(String),
+    /// The call cannot go on without the user's answer to this question
+    /// (an MCP server's elicitation). The agent's turn ends waiting for
+    /// input; the answer calls the tool again with every answer so far in
+    /// [`ToolContext::answers`](crate::ToolContext::answers).
+    #[error("the call waits for the user's answer to: {0}")]
+    NeedsInput(String),
 }
 
 impl ToolError {
@@ -302,6 +308,23 @@ pub enum McpError {
         server: String,
         /// What is wrong.
         message: String,
+    },
+    /// The server asked the user something (elicitation) that has no
+    /// answer yet: the call stops, to be made again with the answer.
+    #[error("MCP server '{server}' asks the user: {question}")]
+    InputNeeded {
+        /// The server's configured name.
+        server: String,
+        /// The question, as the user is asked it.
+        question: String,
+    },
+    /// The call was cancelled (the turn was); the server was told.
+    #[error("the call of '{tool}' on MCP server '{server}' was cancelled")]
+    Cancelled {
+        /// The server's configured name.
+        server: String,
+        /// The tool.
+        tool: String,
     },
 }
 

@@ -97,8 +97,8 @@ pub use model::{
 pub use structured::{AnswerRejected, StructuredOutput};
 pub use tool::{
     ASK_USER, AgentTool, FunctionTool, MINIMAL_ENV, McpCallResult, McpClient, McpServerConfig,
-    McpTool, McpToolInfo, McpTransport, NeedsApproval, ThreadMode, Tool, ToolContext, ToolOutput,
-    kill_mcp_servers,
+    McpTool, McpToolInfo, McpTransport, NeedsApproval, Sampler, ThreadMode, Tool, ToolContext,
+    ToolOutput, kill_mcp_servers,
 };
 pub use user_proxy::{UserProxy, UserProxyHandle, UserRequest};
 

@@ -6,6 +6,7 @@
 #![allow(clippy::expect_used, clippy::panic)]
 
 pub mod a2a;
+pub mod mcp_eras;
 pub mod pg;
 pub mod prereq;
 pub mod serve;

@@ -11,6 +11,7 @@ use troupe_runtime::{
     AgentError, Content, Event, Message, Reply, RunContext, Thread, ToolCall, ToolResult,
 };
 
+use super::tool_round::Ran;
 use super::{ChatAgent, ToolMessages};
 use crate::conversation::{is_answer, is_tool_round};
 use crate::model::ToolDefinition;
@@ -74,6 +75,9 @@ pub(super) struct Pending {
     rest: Vec<ToolCall>,
     /// The caller's answer, when it has arrived.
     answer: Option<String>,
+    /// Every answer since the round's last message, oldest first: what a
+    /// call that asked (maybe more than once) is given when it runs again.
+    answers: Vec<String>,
 }
 
 /// The round `me`'s last turn left waiting, if it did: its last own
@@ -85,11 +89,12 @@ pub(super) fn pending_round(me: &str, thread: &Thread) -> Option<Pending> {
     if !is_tool_round(me, &messages[last_own]) {
         return None;
     }
-    let answer = messages[last_own + 1..]
+    let answers: Vec<String> = messages[last_own + 1..]
         .iter()
-        .rev()
-        .find(|m| is_answer(m))
-        .map(|m| m.text_content().into_owned());
+        .filter(|m| is_answer(m))
+        .map(|m| m.text_content().into_owned())
+        .collect();
+    let answer = answers.last().cloned();
     let mut answered = std::collections::HashSet::new();
     for m in messages[..=last_own].iter().rev() {
         if &*m.source != me {
@@ -106,6 +111,7 @@ pub(super) fn pending_round(me: &str, thread: &Thread) -> Option<Pending> {
                     first,
                     rest: unanswered.cloned().collect(),
                     answer,
+                    answers,
                 });
             }
             _ => return None,
@@ -151,6 +157,11 @@ impl ChatAgent {
     }
 
     /// The question the caller is asked about `call`.
+    pub(super) fn question_about(&self, call: &ToolCall) -> String {
+        self.question(call)
+    }
+
+    /// The question the caller is asked about `call`.
     fn question(&self, call: &ToolCall) -> String {
         match question_of(call) {
             Ok(question) if self.ask_user && call.name == ASK_USER => question,
@@ -163,6 +174,17 @@ impl ChatAgent {
     /// message keeping its own usage (there is no answer to carry it).
     pub(super) fn ask_about(&self, call: &ToolCall, produced: Vec<Message>) -> Reply {
         let question = self.question(call);
+        let mut reply = match self.tool_messages {
+            ToolMessages::Private => Reply::empty().with_private(produced),
+            ToolMessages::Reply => Reply::messages(produced),
+        };
+        reply.request = Some(question);
+        reply
+    }
+
+    /// The reply of a turn that stops because a tool call asked the user
+    /// `question` (the call runs again with the answer).
+    pub(super) fn ask_for_tool(&self, question: String, produced: Vec<Message>) -> Reply {
         let mut reply = match self.tool_messages {
             ToolMessages::Private => Reply::empty().with_private(produced),
             ToolMessages::Reply => Reply::messages(produced),
@@ -184,20 +206,60 @@ impl ChatAgent {
             first,
             rest,
             answer,
+            answers,
         } = pending;
+        if !(self.waits_for_user(&first) || (self.ask_user && first.name == ASK_USER)) {
+            // The call itself asked (an MCP elicitation): it runs again
+            // with every answer so far, and may ask again (resumed without
+            // a new answer, it asks its question again).
+            match self
+                .run_tool_answered(&first, thread.clone(), ctx, answers)
+                .await?
+            {
+                Ran::Done(result) => {
+                    return self.settle_rest(vec![result], rest, thread, ctx).await;
+                }
+                Ran::Asks(question) => {
+                    return Ok(Resumed::Ask(Box::new(
+                        self.ask_for_tool(question, Vec::new()),
+                    )));
+                }
+            }
+        }
         let Some(answer) = answer else {
             // Resumed without an answer: the question stands.
             return Ok(Resumed::Ask(Box::new(self.ask_about(&first, Vec::new()))));
         };
-        let mut results = vec![self.settle(&first, &answer, thread, ctx).await?];
+        let results = vec![self.settle(&first, &answer, thread, ctx).await?];
+        self.settle_rest(results, rest, thread, ctx).await
+    }
+
+    /// Runs the round's calls after the settled ones (`results`), up to
+    /// the next that waits for the user.
+    async fn settle_rest(
+        &self,
+        mut results: Vec<ToolResult>,
+        rest: Vec<ToolCall>,
+        thread: &Arc<Thread>,
+        ctx: &RunContext,
+    ) -> Result<Resumed, AgentError> {
         let mut next = None;
         for call in rest {
             if self.waits_for_user(&call) {
-                next = Some(call);
+                next = Some(self.question(&call));
                 break;
             }
             // Does not wait (the agent changed since it asked): runs now.
-            results.push(self.run_tool(&call, thread.clone(), ctx).await?);
+            match self
+                .run_tool_answered(&call, thread.clone(), ctx, Vec::new())
+                .await?
+            {
+                Ran::Done(result) => results.push(result),
+                Ran::Asks(question) => {
+                    next = Some(question);
+                    break;
+                }
+            }
         }
         for result in &results {
             ctx.emit_with(|| Event::ToolResult {
@@ -207,7 +269,7 @@ impl ChatAgent {
         }
         let settled = Message::new(self.name.clone(), Content::ToolResults(results));
         Ok(match next {
-            Some(call) => Resumed::Ask(Box::new(self.ask_about(&call, vec![settled]))),
+            Some(question) => Resumed::Ask(Box::new(self.ask_for_tool(question, vec![settled]))),
             None => Resumed::Continue(settled),
         })
     }
@@ -230,7 +292,21 @@ impl ChatAgent {
             });
         }
         if approves(answer) {
-            return self.run_tool(call, thread.clone(), ctx).await;
+            return match self
+                .run_tool_answered(call, thread.clone(), ctx, Vec::new())
+                .await?
+            {
+                Ran::Done(result) => Ok(result),
+                Ran::Asks(question) => Ok(ToolResult {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    content: format!(
+                        "Error: the approved call asked the user something it cannot be asked in the same round: {question}"
+                    ),
+                    is_error: true,
+                    memory: None,
+                }),
+            };
         }
         Ok(ToolResult {
             call_id: call.id.clone(),

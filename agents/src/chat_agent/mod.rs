@@ -448,6 +448,7 @@ impl Agent for ChatAgent {
                 produced.push(with_usage(message, usage.take()));
                 // Calls that wait for the user are asked about once the
                 // others have run.
+                let order: Vec<String> = calls.iter().map(|c| c.id.clone()).collect();
                 let (waiting, now): (Vec<ToolCall>, Vec<ToolCall>) =
                     calls.into_iter().partition(|c| self.waits_for_user(c));
                 for call in &waiting {
@@ -463,9 +464,11 @@ impl Agent for ChatAgent {
                     .await
                     .ok_or_else(|| self.cancelled())??;
                 let mut results = outcome.results;
+                let asking = outcome.asking;
                 unanswered = unknown_calls(&self.name, &results);
                 if let Some(handoff) = outcome.handoff {
                     results.extend(waiting.iter().map(|c| not_asked(c, &handoff.target)));
+                    results.extend(asking.iter().map(|(c, _)| not_asked(c, &handoff.target)));
                     produced.push(Message::new(
                         self.name.clone(),
                         Content::ToolResults(results),
@@ -474,14 +477,25 @@ impl Agent for ChatAgent {
                         Message::handoff(self.name.clone(), handoff.target, handoff.reason);
                     return Ok(self.reply(produced, answer, total));
                 }
-                if let Some(first) = waiting.first() {
+                // The first call left unanswered, in the model's order, is
+                // the one the caller is asked about.
+                let first_asked = order.iter().find_map(|id| {
+                    if let Some(call) = waiting.iter().find(|c| &c.id == id) {
+                        return Some(self.question_about(call));
+                    }
+                    asking
+                        .iter()
+                        .find(|(c, _)| &c.id == id)
+                        .map(|(_, q)| q.clone())
+                });
+                if let Some(question) = first_asked {
                     if !results.is_empty() {
                         produced.push(Message::new(
                             self.name.clone(),
                             Content::ToolResults(results),
                         ));
                     }
-                    return Ok(self.ask_about(first, produced));
+                    return Ok(self.ask_for_tool(question, produced));
                 }
                 produced.push(Message::new(
                     self.name.clone(),

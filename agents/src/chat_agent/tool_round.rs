@@ -19,10 +19,21 @@ use crate::tool::ToolContext;
 /// begins (the turn's error names it when the model then fails).
 pub(super) const NO_SUCH_TOOL: &str = "Error: there is no tool ";
 
+/// What one tool call came to.
+pub(super) enum Ran {
+    /// It ended with this result.
+    Done(ToolResult),
+    /// It stopped to ask the user this question (it runs again with the
+    /// answer).
+    Asks(String),
+}
+
 /// What a round gave back.
 pub(super) struct RoundOutcome {
-    /// One result per call, in the calls' order.
+    /// One result per call that ended, in the calls' order.
     pub results: Vec<ToolResult>,
+    /// The calls that stopped to ask the user, with their questions.
+    pub asking: Vec<(ToolCall, String)>,
     /// The handoff that won, if any.
     pub handoff: Option<Handoff>,
 }
@@ -85,17 +96,28 @@ impl ChatAgent {
             let view = view.clone();
             async move {
                 match self.handoff_index.get(&call.name) {
-                    Some(&target) => {
-                        Ok(self.handoff_result(call, target, winner == Some(i), winner))
-                    }
-                    None => self.run_tool(call, view, ctx).await,
+                    Some(&target) => Ok(Ran::Done(self.handoff_result(
+                        call,
+                        target,
+                        winner == Some(i),
+                        winner,
+                    ))),
+                    None => self.run_tool_answered(call, view, ctx, Vec::new()).await,
                 }
             }
         });
-        let results = futures::future::join_all(runs)
+        let ran = futures::future::join_all(runs)
             .await
             .into_iter()
             .collect::<Result<Vec<_>, _>>()?;
+        let mut results = Vec::new();
+        let mut asking = Vec::new();
+        for (call, ran) in calls.iter().zip(ran) {
+            match ran {
+                Ran::Done(result) => results.push(result),
+                Ran::Asks(question) => asking.push((call.clone(), question)),
+            }
+        }
         for result in &results {
             ctx.emit_with(|| Event::ToolResult {
                 path: ctx.path().clone(),
@@ -112,7 +134,11 @@ impl ChatAgent {
         });
         // No Handoff event here: the workflow reports the handoff message
         // when it routes it, once, wherever the agent runs.
-        Ok(RoundOutcome { results, handoff })
+        Ok(RoundOutcome {
+            results,
+            asking,
+            handoff,
+        })
     }
 
     fn handoff_result(
@@ -143,15 +169,17 @@ impl ChatAgent {
     }
 
     /// Runs one tool call; a failure (even a panic) becomes an error result
-    /// for the model, except a fatal one, which fails the turn.
-    pub(super) async fn run_tool(
+    /// for the model, except a fatal one, which fails the turn. `answers`
+    /// are the user's answers to what this call asked before.
+    pub(super) async fn run_tool_answered(
         &self,
         call: &ToolCall,
         thread: Arc<Thread>,
         ctx: &RunContext,
-    ) -> Result<ToolResult, AgentError> {
+        answers: Vec<String>,
+    ) -> Result<Ran, AgentError> {
         if let Some(result) = self.ask_user_error(call) {
-            return Ok(result);
+            return Ok(Ran::Done(result));
         }
         let Some(&index) = self.tool_index.get(&call.name) else {
             let known: Vec<&str> = self.definitions.iter().map(|d| d.name.as_str()).collect();
@@ -163,13 +191,13 @@ impl ChatAgent {
                 ),
                 None => format!("'{}'", call.name),
             };
-            return Ok(ToolResult {
+            return Ok(Ran::Done(ToolResult {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
                 content: format!("{NO_SUCH_TOOL}{what}; the tools are: {}", known.join(", ")),
                 is_error: true,
                 memory: None,
-            });
+            }));
         };
         // Its `execute_tool` span parents what the tool starts (an agent
         // as a tool's turn).
@@ -179,6 +207,8 @@ impl ChatAgent {
             call_id: call.id.clone(),
             thread,
             run: troupe_runtime::telemetry::with_parent(ctx.clone(), &span),
+            answers,
+            sampler: Some(crate::tool::Sampler::new(self.model.clone(), self.pricing)),
         };
         ctx.record_tool_call();
         ctx.emit_with(|| Event::ToolCallStarted {
@@ -194,12 +224,17 @@ impl ChatAgent {
             name: call.name.clone(),
             elapsed_ms: started.elapsed().as_secs_f64() * 1e3,
             error: match &result {
-                Ok(r) if r.is_error => Some(r.content.clone()),
-                Ok(_) => None,
+                Ok(Ran::Done(r)) if r.is_error => Some(r.content.clone()),
+                Ok(Ran::Done(_)) => None,
+                Ok(Ran::Asks(question)) => Some(format!("waits for the user: {question}")),
                 Err(e) => Some(e.to_string()),
             },
         });
-        crate::telemetry::record_tool_end(&span, result.as_ref().map_err(|e| ("fatal", e)));
+        match &result {
+            Ok(Ran::Done(r)) => crate::telemetry::record_tool_end(&span, Ok(r)),
+            Ok(Ran::Asks(_)) => {}
+            Err(e) => crate::telemetry::record_tool_end(&span, Err(("fatal", e))),
+        }
         result
     }
 
@@ -211,7 +246,7 @@ impl ChatAgent {
         call: &ToolCall,
         tool_ctx: ToolContext,
         span: &tracing::Span,
-    ) -> Result<ToolResult, AgentError> {
+    ) -> Result<Ran, AgentError> {
         let run = AssertUnwindSafe(self.tools[index].call(&call.arguments, tool_ctx))
             .catch_unwind()
             .instrument(span.clone());
@@ -226,20 +261,21 @@ impl ChatAgent {
             None => run.await,
         };
         match outcome {
-            Ok(Ok(output)) => Ok(ToolResult {
+            Ok(Ok(output)) => Ok(Ran::Done(ToolResult {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
                 content: output.content,
                 is_error: false,
                 memory: output.memory,
-            }),
+            })),
+            Ok(Err(ToolError::NeedsInput(question))) => Ok(Ran::Asks(question)),
             Ok(Err(ToolError::Fatal(message))) => Err(AgentError::Tool {
                 name: call.name.clone(),
                 message,
             }),
             Ok(Err(e)) => {
                 tracing::debug!(agent = %self.name, tool = %call.name, error = %e, "tool call failed");
-                Ok(error_result(call, e))
+                Ok(Ran::Done(error_result(call, e)))
             }
             Err(panic) => {
                 let text = panic
@@ -248,7 +284,10 @@ impl ChatAgent {
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "no message".into());
                 tracing::warn!(agent = %self.name, tool = %call.name, panic = %text, "tool panicked");
-                Ok(error_result(call, format!("the tool panicked: {text}")))
+                Ok(Ran::Done(error_result(
+                    call,
+                    format!("the tool panicked: {text}"),
+                )))
             }
         }
     }

@@ -9,6 +9,7 @@ mod approval;
 pub(crate) mod arguments;
 mod function;
 mod mcp;
+mod sampler;
 
 use std::fmt;
 use std::sync::Arc;
@@ -30,6 +31,7 @@ pub use mcp::{
     MINIMAL_ENV, McpCallResult, McpClient, McpServerConfig, McpTool, McpToolInfo, McpTransport,
     kill_mcp_servers,
 };
+pub use sampler::Sampler;
 
 /// What a tool call is given besides its arguments.
 #[derive(Clone)]
@@ -44,6 +46,13 @@ pub struct ToolContext {
     pub thread: Arc<Thread>,
     /// The caller's run context (events, cancellation, deadline).
     pub run: RunContext,
+    /// The user's answers to the questions this call asked before
+    /// ([`crate::ToolError::NeedsInput`]), oldest
+    /// first: empty on the first try.
+    pub answers: Vec<String>,
+    /// The calling agent's model, for a tool that asks for completions of
+    /// its own (an MCP server's sampling); `None` outside an agent.
+    pub sampler: Option<Sampler>,
 }
 
 impl fmt::Debug for ToolContext {
@@ -65,6 +74,8 @@ impl ToolContext {
             call_id: call_id.into(),
             thread: Arc::new(Thread::new()),
             run: RunContext::new(),
+            answers: Vec::new(),
+            sampler: None,
         }
     }
 }

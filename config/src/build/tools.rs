@@ -162,6 +162,7 @@ impl Ctx<'_> {
         if let Some(t) = &m.startup_timeout {
             cfg = cfg.startup_timeout(t.duration);
         }
+        cfg = cfg.sampling(m.sampling);
         let client = McpClient::connect(cfg)
             .await
             .map_err(|e| build_error(format!("{what} `{name}`: {e}")))?;

@@ -361,4 +361,9 @@ pub struct McpSpec {
     /// or a list of the server's tool names.
     #[serde(default)]
     pub approval: Option<McpApproval>,
+    /// Whether the server's sampling requests (it asks for a completion)
+    /// are answered by the calling agent's own model, counted in its usage
+    /// and budgets like its other model calls (default false: refused).
+    #[serde(default)]
+    pub sampling: bool,
 }

@@ -253,6 +253,23 @@ impl fmt::Display for Event {
                 f,
                 "  ⧗ {path}: {model} waited {waited_ms:.0} ms for its rate limit"
             ),
+            Event::ToolProgress {
+                path,
+                call_id,
+                name,
+                progress,
+                total,
+                message,
+            } => {
+                write!(f, "  ⚙ {path}: {name} [{call_id}] at {progress}")?;
+                if let Some(total) = total {
+                    write!(f, "/{total}")?;
+                }
+                match message {
+                    Some(m) => write!(f, ": {}", excerpt(m, 120)),
+                    None => Ok(()),
+                }
+            }
         }
     }
 }

@@ -353,6 +353,24 @@ pub enum Event {
         /// How long it waited, in milliseconds.
         waited_ms: f64,
     },
+    /// A running tool call reported how far it got (an MCP server's
+    /// `notifications/progress`).
+    ToolProgress {
+        /// The calling agent's path.
+        path: Arc<str>,
+        /// The call's id.
+        call_id: String,
+        /// The tool's name.
+        name: String,
+        /// The progress so far (it grows with each report).
+        progress: f64,
+        /// The progress at which it is done, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        total: Option<f64>,
+        /// What the tool says it is doing.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
 }
 
 impl Event {
@@ -389,7 +407,8 @@ impl Event {
             | Event::ModelFailover { path, .. }
             | Event::ToolCallStarted { path, .. }
             | Event::ToolCallFinished { path, .. }
-            | Event::ModelCallThrottled { path, .. } => path,
+            | Event::ModelCallThrottled { path, .. }
+            | Event::ToolProgress { path, .. } => path,
         }
     }
 }

@@ -10,10 +10,14 @@ use rmcp::model::{CallToolRequestParams, ContentBlock, ResourceContents};
 use serde_json::Value;
 use troupe_runtime::secrets;
 
+use super::call::{Driven, drive};
 use super::config::{McpServerConfig, McpTransport};
 use super::connection::Connection;
 use super::{McpCallResult, McpToolInfo};
 use crate::error::McpError;
+
+/// How many times in a row a dropped HTTP server is tried again.
+const RECONNECTS: u32 = 8;
 
 struct Shared {
     config: McpServerConfig,
@@ -23,6 +27,7 @@ struct Shared {
     /// the server gone restart it once.
     restarting: tokio::sync::Mutex<()>,
     restarts_used: AtomicU32,
+    reconnects: AtomicU32,
     /// Set by [`McpClient::close`]: no restart after it.
     closed: AtomicBool,
 }
@@ -75,6 +80,7 @@ impl McpClient {
                 current: Mutex::new(Arc::new(connection)),
                 restarting: tokio::sync::Mutex::new(()),
                 restarts_used: AtomicU32::new(0),
+                reconnects: AtomicU32::new(0),
                 closed: AtomicBool::new(false),
             }),
         })
@@ -147,8 +153,8 @@ impl McpClient {
         if self.shared.closed.load(Ordering::SeqCst) {
             return Err(gone("the client was closed"));
         }
-        if !matches!(config.transport, McpTransport::Stdio { .. }) {
-            return Err(gone("the connection is closed"));
+        if matches!(config.transport, McpTransport::Http { .. }) {
+            return self.reconnect(dead, operation).await;
         }
         let used = self.shared.restarts_used.load(Ordering::SeqCst);
         if used >= config.restarts {
@@ -168,6 +174,53 @@ impl McpClient {
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = fresh.clone();
         Ok(fresh)
+    }
+
+    /// Reaches an HTTP server that dropped again, in place of `dead`:
+    /// up to [`RECONNECTS`] tries, waiting 100 ms, 200 ms, 400 ms… (at
+    /// most 2 s) between them. (Called with the restart lock held.)
+    async fn reconnect(
+        &self,
+        dead: &Arc<Connection>,
+        operation: &str,
+    ) -> Result<Arc<Connection>, McpError> {
+        let config = &self.shared.config;
+        dead.close().await;
+        let mut wait = std::time::Duration::from_millis(100);
+        let mut last = None;
+        for attempt in 1..=RECONNECTS {
+            tracing::warn!(server = %config.name, attempt, of = RECONNECTS, "MCP server dropped; reconnecting");
+            match Connection::open(config).await {
+                Ok(fresh) => {
+                    let fresh = Arc::new(fresh);
+                    *self
+                        .shared
+                        .current
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner()) = fresh.clone();
+                    self.shared.reconnects.fetch_add(1, Ordering::SeqCst);
+                    return Ok(fresh);
+                }
+                Err(e) => last = Some(e),
+            }
+            if attempt < RECONNECTS {
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(std::time::Duration::from_secs(2));
+            }
+        }
+        Err(McpError::Disconnected {
+            server: config.name.clone(),
+            operation: operation.to_string(),
+            message: format!(
+                "the server dropped and {RECONNECTS} reconnections failed, the last: {}",
+                last.map(|e| e.to_string()).unwrap_or_default()
+            ),
+        })
+    }
+
+    /// How many times an HTTP server that dropped was reached again.
+    pub fn reconnects(&self) -> u32 {
+        self.shared.reconnects.load(Ordering::SeqCst)
     }
 
     /// The server's tools (only the allowed ones, if an allow-list is
@@ -204,9 +257,31 @@ impl McpClient {
             .collect())
     }
 
-    /// Calls `tool` with `arguments` (a JSON object, or null for none).
+    /// Calls `tool` with `arguments` (a JSON object, or null for none),
+    /// outside any agent: a question of the server (elicitation) ends it
+    /// with [`McpError::InputNeeded`], and its sampling is refused.
     /// Registered secrets are masked in the result.
     pub async fn call_tool(&self, tool: &str, arguments: Value) -> Result<McpCallResult, McpError> {
+        self.call_tool_in(tool, arguments, None).await
+    }
+
+    /// The protocol revision the server and troupe agreed on: `2026-07-28`
+    /// (stateless, `server/discover`) or an earlier one (a session).
+    pub fn protocol(&self) -> String {
+        self.current().protocol()
+    }
+
+    /// Calls `tool` for a tool call of an agent (`ctx`): the server's
+    /// progress becomes events of the call, its elicitation a question to
+    /// the user (answered from `ctx.answers`, else
+    /// [`McpError::InputNeeded`]), its sampling the agent's model's (when
+    /// allowed); a cancelled run cancels the call on the server.
+    pub async fn call_tool_in(
+        &self,
+        tool: &str,
+        arguments: Value,
+        ctx: Option<&crate::tool::ToolContext>,
+    ) -> Result<McpCallResult, McpError> {
         let config = &self.shared.config;
         if !config.allows(tool) {
             return Err(McpError::NotAllowed {
@@ -227,33 +302,78 @@ impl McpClient {
                 });
             }
         }
-        let connection = self.live(&operation).await?;
-        let result = match connection
-            .request(config, &operation, connection.peer.call_tool(params))
-            .await
-        {
-            Ok(result) => result,
-            Err(McpError::Disconnected {
-                server,
-                operation,
-                message,
-            }) if matches!(config.transport, McpTransport::Stdio { .. }) => {
-                // The server died under the call. Not replayed (it may have
-                // done something already): started again for the next one.
-                let next = match self.restart(&connection, &operation).await {
-                    Ok(_) => "the server was restarted, so the call may be tried again".into(),
-                    Err(McpError::Unavailable { restarts, .. }) => format!(
-                        "it is not started again (restarted {restarts} time(s), as many as allowed)"
-                    ),
-                    Err(e) => format!("restarting it failed: {e}"),
-                };
-                return Err(McpError::Disconnected {
+        // A request an HTTP server never received (it was down) is sent
+        // again, once, after reconnecting.
+        let mut resent = false;
+        let result = loop {
+            let connection = self.live(&operation).await?;
+            // Progress is reported under the name the model knows.
+            let shown = match &config.tool_prefix {
+                Some(prefix) => format!("{prefix}_{tool}"),
+                None => tool.to_string(),
+            };
+            let scope = connection.handler.begin(&shown, ctx);
+            let params = params.clone();
+            let run = ctx.map(|c| c.run.clone()).unwrap_or_default();
+            let driven = connection
+                .request(config, &operation, drive(&connection, &scope, params, &run))
+                .await;
+            connection.handler.end(&scope);
+            match driven {
+                Ok(Driven::Done(result)) => break result,
+                Ok(Driven::Asked(question)) => {
+                    return Err(McpError::InputNeeded {
+                        server: config.name.clone(),
+                        question,
+                    });
+                }
+                Ok(Driven::Cancelled) => {
+                    return Err(McpError::Cancelled {
+                        server: config.name.clone(),
+                        tool: tool.to_string(),
+                    });
+                }
+                Err(McpError::Disconnected {
                     server,
                     operation,
-                    message: format!("{message}; {next}"),
-                });
+                    message,
+                }) => {
+                    let http = matches!(config.transport, McpTransport::Http { .. });
+                    // The HTTP request failed before any answer (the server
+                    // was down), not with an HTTP status: it never ran.
+                    let unsent = message.starts_with(super::connection::NOT_SENT)
+                        && message.contains("error sending request");
+                    let resend = unsent && !resent;
+                    if http && !resend {
+                        // Not held up by reconnecting: the next call does.
+                        return Err(McpError::Disconnected {
+                            server,
+                            operation,
+                            message: format!("{message}; troupe reconnects to it on the next call"),
+                        });
+                    }
+                    // The server died under the call. Not replayed (it may
+                    // have done something already), unless it never got it:
+                    // started again (or reconnected) for the next one.
+                    let next = match self.restart(&connection, &operation).await {
+                        Ok(_) if http && resend => {
+                            resent = true;
+                            continue;
+                        }
+                        Ok(_) => "the server was restarted, so the call may be tried again".into(),
+                        Err(McpError::Unavailable { restarts, .. }) => format!(
+                            "it is not started again (restarted {restarts} time(s), as many as allowed)"
+                        ),
+                        Err(e) => format!("restarting it failed: {e}"),
+                    };
+                    return Err(McpError::Disconnected {
+                        server,
+                        operation,
+                        message: format!("{message}; {next}"),
+                    });
+                }
+                Err(e) => return Err(e),
             }
-            Err(e) => return Err(e),
         };
         let mut text = result
             .content

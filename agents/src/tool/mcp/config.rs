@@ -109,6 +109,10 @@ pub struct McpServerConfig {
     /// How many times a stdio server that exits or crashes is started
     /// again before its tools fail for good. Default 1.
     pub restarts: u32,
+    /// Whether the server's sampling requests are answered by the calling
+    /// agent's model (metered like its other calls). Default false: they
+    /// are refused.
+    pub sampling: bool,
 }
 
 impl McpServerConfig {
@@ -121,6 +125,7 @@ impl McpServerConfig {
             timeout: Duration::from_secs(30),
             startup_timeout: None,
             restarts: 1,
+            sampling: false,
         }
     }
 
@@ -235,6 +240,13 @@ impl McpServerConfig {
     /// again (0: never).
     pub fn restarts(mut self, restarts: u32) -> Self {
         self.restarts = restarts;
+        self
+    }
+
+    /// Lets the server's sampling requests be answered by the calling
+    /// agent's model.
+    pub fn sampling(mut self, allowed: bool) -> Self {
+        self.sampling = allowed;
         self
     }
 

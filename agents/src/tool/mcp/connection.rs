@@ -9,12 +9,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rmcp::ServiceExt;
-use rmcp::service::{ClientInitializeError, Peer, RoleClient, RunningService, ServiceError};
+use rmcp::model::ProtocolVersion;
+use rmcp::service::{
+    ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer, RoleClient, RunningService,
+    ServiceError,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use troupe_runtime::secrets;
 
 use super::config::{McpServerConfig, McpTransport};
+use super::handler::Handler;
 use super::process::{Launch, ProcessGroup, spawn};
 use crate::error::McpError;
 use crate::tool::arguments::readable;
@@ -22,14 +27,19 @@ use crate::tool::arguments::readable;
 /// A live session with a server.
 pub(super) struct Connection {
     pub(super) peer: Peer<RoleClient>,
+    /// What answers the server's requests and takes its notifications.
+    pub(super) handler: Handler,
     /// Held so that dropping the connection closes it; taken by `close`.
-    service: Mutex<Option<RunningService<RoleClient, ()>>>,
+    service: Mutex<Option<RunningService<RoleClient, Handler>>>,
     /// A stdio server's process group, killed when the connection goes.
     group: Mutex<Option<ProcessGroup>>,
     pub(super) pid: Option<u32>,
     /// A request went unanswered past its timeout: the server is taken for
     /// hung, and closing kills it rather than waiting for it to exit.
     hung: AtomicBool,
+    /// A request found the connection broken (an HTTP server that went
+    /// away): it is taken for closed, and reconnected.
+    broken: AtomicBool,
 }
 
 impl Connection {
@@ -72,12 +82,15 @@ impl Connection {
                 let (transport, group) = spawn(&launch)
                     .map_err(|e| connect_error(format!("cannot start '{command}': {e}")))?;
                 let pid = group.id().and_then(|p| u32::try_from(p).ok());
-                let service = ().serve(transport).await.map_err(|e| {
-                    connect_error(format!(
-                        "'{command}' did not start an MCP session: {}",
-                        describe_init(&e)
-                    ))
-                })?;
+                let service = handler(config)
+                    .serve_with_lifecycle(transport, negotiated())
+                    .await
+                    .map_err(|e| {
+                        connect_error(format!(
+                            "'{command}' did not start an MCP session: {}",
+                            describe_init(&e)
+                        ))
+                    })?;
                 Ok(Connection::new(service, Some(group), pid))
             }
             McpTransport::Http { url, headers } => {
@@ -98,35 +111,70 @@ impl Connection {
                     custom.insert(header, value);
                 }
                 crate::tls::ensure_crypto_provider();
-                let transport = StreamableHttpClientTransport::from_config(
-                    StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                        .custom_headers(custom),
-                );
-                let service = ().serve(transport).await.map_err(|e| {
-                    connect_error(format!("{}: {}", secrets::mask_url(url), describe_init(&e)))
-                })?;
+                let transport = || {
+                    StreamableHttpClientTransport::from_config(
+                        StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                            .custom_headers(custom.clone()),
+                    )
+                };
+                // `server/discover` first; a session-era server that cannot
+                // take it without a session (an HTTP error rather than a
+                // JSON-RPC one) is asked again with `initialize`.
+                let service = match handler(config)
+                    .serve_with_lifecycle(transport(), negotiated())
+                    .await
+                {
+                    Ok(service) => service,
+                    Err(first) => {
+                        tracing::debug!(server = %config.name, error = %describe_init(&first), "server/discover failed; trying initialize");
+                        handler(config).serve(transport()).await.map_err(|e| {
+                            connect_error(format!(
+                                "{}: {}",
+                                secrets::mask_url(url),
+                                describe_init(&e)
+                            ))
+                        })?
+                    }
+                };
                 Ok(Connection::new(service, None, None))
             }
         }
     }
 
     fn new(
-        service: RunningService<RoleClient, ()>,
+        service: RunningService<RoleClient, Handler>,
         group: Option<ProcessGroup>,
         pid: Option<u32>,
     ) -> Self {
+        let version = service
+            .peer()
+            .peer_info()
+            .map(|i| i.protocol_version.to_string())
+            .unwrap_or_default();
+        tracing::debug!(server = %service.service().server(), protocol = %version, "MCP server connected");
         Connection {
             peer: service.peer().clone(),
+            handler: service.service().clone(),
             service: Mutex::new(Some(service)),
             group: Mutex::new(group),
             pid,
             hung: AtomicBool::new(false),
+            broken: AtomicBool::new(false),
         }
+    }
+
+    /// The protocol revision the server and troupe agreed on
+    /// (`2026-07-28`: stateless; earlier: a session).
+    pub(super) fn protocol(&self) -> String {
+        self.peer
+            .peer_info()
+            .map(|i| i.protocol_version.to_string())
+            .unwrap_or_default()
     }
 
     /// Whether the connection is gone (closed, or the server went away).
     pub(super) fn is_closed(&self) -> bool {
-        self.peer.is_transport_closed()
+        self.broken.load(Ordering::SeqCst) || self.peer.is_transport_closed()
     }
 
     /// Runs one request under the timeout, naming failures clearly.
@@ -136,10 +184,13 @@ impl Connection {
         operation: &str,
         request: impl Future<Output = Result<T, ServiceError>>,
     ) -> Result<T, McpError> {
-        let disconnected = |message: String| McpError::Disconnected {
-            server: config.name.clone(),
-            operation: operation.to_string(),
-            message: secrets::redact(&message).into_owned(),
+        let disconnected = |message: String| {
+            self.broken.store(true, Ordering::SeqCst);
+            McpError::Disconnected {
+                server: config.name.clone(),
+                operation: operation.to_string(),
+                message: secrets::redact(&message).into_owned(),
+            }
         };
         let refused = |message: String| McpError::Server {
             server: config.name.clone(),
@@ -206,11 +257,29 @@ impl Connection {
     }
 }
 
+/// How the failure of a request that never reached the server begins.
+pub(super) const NOT_SENT: &str = "cannot send the request";
+
+/// troupe's side of a new connection to the server of `config`.
+fn handler(config: &McpServerConfig) -> Handler {
+    Handler::new(&config.name, config.sampling)
+}
+
+/// Both eras, negotiated: `server/discover` offering 2026-07-28 (then
+/// 2025-11-25), and a server that answers it with a JSON-RPC error (a
+/// session-era server) gets the 2025-11-25 `initialize` handshake.
+fn negotiated() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+    }
+}
+
 /// A request's failure in words: the transport's own error, without the
 /// Rust type rmcp names it by.
 fn describe_service(e: &ServiceError) -> String {
     match e {
-        ServiceError::TransportSend(t) => format!("cannot send the request: {}", t.error),
+        ServiceError::TransportSend(t) => format!("{NOT_SENT}: {}", t.error),
         ServiceError::TransportClosed => "the connection closed".into(),
         ServiceError::McpError(e) => e.message.to_string(),
         ServiceError::Cancelled { reason } => match reason {

@@ -14,10 +14,13 @@
 //! - `client`: [`McpClient`], restarts and the allow-list;
 //! - `tool`: [`McpTool`].
 
+mod call;
 mod client;
 mod config;
 mod connection;
+mod elicit;
 mod env;
+mod handler;
 mod process;
 pub mod reaper;
 mod tool;

@@ -61,7 +61,7 @@ impl Tool for McpTool {
     /// Calls the tool; a result the server flags as an error, and a server
     /// that fails, hangs or is gone, come back as tool errors in words
     /// (the server, what was asked, what went wrong).
-    async fn call(&self, arguments: &str, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, arguments: &str, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
         let value = parse_arguments(&self.definition.name, arguments)?;
         if !value.is_object() {
             return Err(ToolError::InvalidArguments {
@@ -69,11 +69,17 @@ impl Tool for McpTool {
                 message: "the arguments must be a JSON object".into(),
             });
         }
-        let result = self
+        let result = match self
             .client
-            .call_tool(&self.remote_name, value)
+            .call_tool_in(&self.remote_name, value, Some(&ctx))
             .await
-            .map_err(|e| ToolError::Failed(e.to_string()))?;
+        {
+            Ok(result) => result,
+            Err(McpError::InputNeeded { question, .. }) => {
+                return Err(ToolError::NeedsInput(question));
+            }
+            Err(e) => return Err(ToolError::Failed(e.to_string())),
+        };
         if result.is_error {
             // A Rust server's error may name Rust types: put as JSON kinds.
             Err(ToolError::Failed(readable(&result.text)))
