@@ -30,6 +30,8 @@ mod child_paths;
 mod fallback;
 mod held_reply;
 pub(crate) mod progress;
+#[cfg(test)]
+mod hot_path_sizes;
 mod protocol;
 mod request;
 mod result;
