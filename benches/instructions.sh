@@ -11,7 +11,10 @@
 #
 # It runs the debug build of the example that `cargo test --workspace`
 # already builds (target/debug/examples/bench), so CI compiles nothing more
-# for it; `cargo build --example bench` builds it by hand. Debug code counts
+# for it; `cargo build --workspace --example bench` builds the same binary by
+# hand (without --workspace, features unify differently: another binary,
+# other counts). Counts also move with the compiler: after a toolchain
+# change, --update. Debug code counts
 # other instructions than `release` would, but the same code counts the
 # same again: a change to the hot path moves it. Every workload runs on a
 # current-thread runtime (`--threads 1`) and `ckpt` on the memory store,
@@ -50,7 +53,7 @@ if ! command -v valgrind >/dev/null 2>&1; then
     exit 0
 fi
 if [[ ! -x "$bin" ]]; then
-    echo "instructions: $bin not found; build it with: cargo build --example bench" >&2
+    echo "instructions: $bin not found; build it with: cargo build --workspace --example bench" >&2
     exit 1
 fi
 
@@ -114,7 +117,7 @@ done
 if ((failed)); then
     echo "== instructions: a workload moved past ±$tolerance%. If the change is intended (a" >&2
     echo "   faster hot path, or a cost worth paying), run benches/instructions.sh --update" >&2
-    echo "   and commit $baseline with the reason; otherwise find what the hot path gained." >&2
+    echo "   and commit $baseline with the reason; otherwise find what changed in the hot path." >&2
     exit 1
 fi
 echo "== instructions: all within ±$tolerance% of $baseline"
