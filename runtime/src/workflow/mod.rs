@@ -29,9 +29,9 @@ mod builder;
 mod child_paths;
 mod fallback;
 mod held_reply;
-pub(crate) mod progress;
 #[cfg(test)]
 mod hot_path_sizes;
+pub(crate) mod progress;
 mod protocol;
 mod request;
 mod result;
