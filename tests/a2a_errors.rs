@@ -8,60 +8,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
+use common::a2a::fake_agent;
 use common::{run, text, write};
-
-/// What a fake agent answers: status, content type, body.
-type Answer = (u16, &'static str, String);
-
-/// Serves `answer(method, path, body)` on a free port of 127.0.0.1 until
-/// the test ends; its base URL. `None` from `answer` leaves the request
-/// unanswered (the connection held open).
-fn fake_agent(answer: impl Fn(&str, &str, &str) -> Option<Answer> + Send + 'static) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut first = String::new();
-            if reader.read_line(&mut first).is_err() {
-                continue;
-            }
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
-                    break;
-                }
-                if let Some((k, v)) = line.split_once(':')
-                    && k.eq_ignore_ascii_case("content-length")
-                {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; length];
-            let _ = reader.read_exact(&mut body);
-            let mut parts = first.split_whitespace();
-            let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-            match answer(method, path, &String::from_utf8_lossy(&body)) {
-                Some((status, kind, body)) => {
-                    let _ = write!(
-                        stream,
-                        "HTTP/1.1 {status} X\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                        body.len()
-                    );
-                }
-                None => held.push(stream),
-            }
-        }
-    });
-    base
-}
 
 /// A valid card naming `base` as its JSON-RPC endpoint.
 fn card(base: &str) -> String {

@@ -169,6 +169,32 @@ workflow:
 }
 
 #[test]
+fn the_sdk_client_calls_every_other_method() {
+    // tests/py/a2a_sdk_methods.py: a non-blocking send seen working,
+    // subscribed to from a second connection, completed; ListTasks,
+    // GetTask's historyLength, push configs, the extended card, errors.
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "asking.yaml", common::serve::ASKING);
+    write(dir.path(), "slowish.yaml", common::a2a::SLOWISH);
+    write(dir.path(), "ledger.yaml", common::a2a::LEDGER);
+    let s = Server::start(dir.path(), &["."], &[("TROUPE_SERVE_TOKEN", "a2a-token")]);
+    let out = Command::new(python)
+        .arg(script("a2a_sdk_methods.py"))
+        .args([s.base.as_str(), "a2a-token"])
+        .env("NO_PROXY", "127.0.0.1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "stdout:\n{}\nstderr:\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert_eq!(text(&out.stdout).trim(), "ok");
+}
+
+#[test]
 fn a_team_streams_from_the_sdk_echo_agent_and_keeps_its_context() {
     let Some(python) = python() else { return };
     let echo = Echo::start(&python, &[]);

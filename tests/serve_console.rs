@@ -416,3 +416,103 @@ fn the_console_asks_for_its_token_shows_a_cancelled_run_and_fits_360_px() {
     assert!(after["overflow"].as_i64() <= Some(0), "{after}");
     save(&page, "serve_console_360.png");
 }
+
+/// Three steps, checkpointed: a run to fork.
+const PAGES_TEAM: &str = "version: 1
+name: pages
+models:
+  m: {provider: scripted}
+agents:
+  planner: {model: m, script: [\"an outline\"]}
+  writer: {model: m, script: [\"a draft\"]}
+  editor: {model: m, script: [\"edited: fine\"]}
+workflow:
+  steps: [{agent: planner}, {agent: writer}, {agent: editor}]
+checkpoint: {store: sqlite, path: state/pages.db}
+";
+
+#[test]
+fn the_console_forks_a_run_from_a_checkpoint_in_the_event_tree() {
+    for tool in [CHROMIUM, CHROMEDRIVER] {
+        if !Path::new(tool).exists() {
+            common::prereq::missing(
+                &format!("{tool} (Debian's chromium and chromium-driver)"),
+                "`.ci/install-chromium.sh` (apt-get; sudo when not root)",
+            );
+            return;
+        }
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = write(dir.path(), "pages.yaml", PAGES_TEAM);
+    let (_server, port) = serve(dir.path(), cfg.to_str().expect("utf-8"));
+    let driver = Driver::start(Path::new(CHROMEDRIVER));
+    let profile = tempfile::tempdir().expect("profile dir");
+    let page = driver.session(Path::new(CHROMIUM), profile.path());
+    page.goto(&format!("http://127.0.0.1:{port}/?token={TOKEN}"));
+    page.wait_for(
+        "the team's name",
+        "return document.getElementById('team-name').textContent === 'pages'",
+    );
+    page.type_into("#chat-input", "write a page");
+    page.click("#chat-send");
+    page.wait_for(
+        "the run to complete",
+        "return document.getElementById('run-status').dataset.status === 'completed'",
+    );
+    let original = api(port, "/runs")[0]["id"]
+        .as_str()
+        .expect("run id")
+        .to_string();
+
+    // "fork from here" on the checkpoint after the writer's superstep.
+    let checkpoint = page.js(
+        "const line = [...document.querySelectorAll('[data-testid=tree-event][data-type=checkpoint_saved]')]
+             .find(l => l.textContent.includes('after superstep 2'));
+         if (!line) return null;
+         line.querySelector('[data-testid=fork-here]').click();
+         return line.dataset.checkpoint;",
+        json!([]),
+    );
+    let checkpoint = checkpoint.as_str().expect("a checkpoint line").to_string();
+    page.wait_for(
+        "the fork form",
+        "return !!document.querySelector('[data-testid=fork-form]')",
+    );
+    page.type_into("[data-testid=fork-message]", "a better draft");
+    page.click("[data-testid=fork-submit]");
+    page.wait_for(
+        "the fork opened and completed",
+        &format!(
+            "const shown = document.getElementById('timeline-run').textContent;
+             return shown !== '' && shown !== '{original}'
+                 && document.getElementById('run-status').dataset.status === 'completed';"
+        ),
+    );
+    let fork_id = page.js(
+        "return document.getElementById('timeline-run').textContent",
+        json!([]),
+    );
+    let fork_id = fork_id.as_str().expect("the fork's id").to_string();
+    let fork = api(port, &format!("/runs/{fork_id}"));
+    assert_eq!(
+        fork["forked_from"],
+        json!({"run_id": original, "checkpoint": checkpoint}),
+        "{fork:#}"
+    );
+    assert_eq!(fork["response"], "edited: fine", "{fork:#}");
+    // The fork's tree: the editor alone ran.
+    let ran = page.js(
+        "return [...document.querySelectorAll('[data-testid=tree-event][data-type=agent_started]')]
+             .map(e => e.closest('[data-testid=tree-node]').dataset.path)",
+        json!([]),
+    );
+    assert_eq!(ran, json!(["pages/editor"]), "{ran}");
+    page.wait_for(
+        "the fork in the runs list",
+        &format!(
+            "const li = document.querySelector('[data-testid=run-item][data-run-id=\"{fork_id}\"]');
+             return !!li && li.dataset.forkedFrom === '{original}';"
+        ),
+    );
+    save(&page, "serve_console_fork.png");
+}

@@ -12,9 +12,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
+use troupe_runtime::checkpoint::{ChainPayload, Folded, ID_RUNS_VERSION};
 use troupe_runtime::store::{
-    ChainPayload, Checkpoint, CheckpointStore, FileStore, Folded, ID_RUNS_VERSION, MemoryStore,
-    SqliteStore, legacy_checksum,
+    Checkpoint, CheckpointStore, FileStore, MemoryStore, SqliteStore, legacy_checksum,
 };
 use troupe_runtime::{FnAgent, Graph, RunContext, StopCondition, Thread, Workflow};
 

@@ -7,10 +7,10 @@ use async_trait::async_trait;
 // Where the rest of the crate has always found them.
 use crate::context::RunContext;
 use crate::message::{Content, Message};
+use crate::resumable::request::InputRequest;
 pub(crate) use crate::run_error::{AgentError, ErrorKind};
 use crate::state::StateDelta;
 use crate::thread::Thread;
-use crate::workflow::InputRequest;
 
 /// Anything with a name, a description and an async `run` over a thread.
 ///

@@ -153,7 +153,7 @@ pub enum CheckpointError {
         id: String,
         /// What is wrong with the state.
         #[source]
-        source: crate::workflow::SchedulerStateError,
+        source: crate::resumable::scheduler_state::SchedulerStateError,
     },
     /// The store failed.
     #[error("checkpoint store: {0}")]
@@ -171,4 +171,13 @@ pub enum CheckpointError {
     /// The workflow has no checkpoint store to resume from.
     #[error("workflow '{0}' has no checkpoint store")]
     NoStore(String),
+    /// A fork of a run could not be started (see
+    /// [`Workflow::fork`](crate::Workflow::fork)).
+    #[error("cannot fork run '{run_id}': {reason}")]
+    Fork {
+        /// The run forked.
+        run_id: String,
+        /// Why not.
+        reason: String,
+    },
 }

@@ -52,8 +52,13 @@
 //! actors, and this crate depends on no networking or TLS.
 
 mod agent;
+/// The checkpoint format (public only with the `fuzzing` feature: the
+/// fuzz targets feed its decoders directly).
+#[cfg(feature = "fuzzing")]
+pub mod checkpoint;
+#[cfg(not(feature = "fuzzing"))]
+mod checkpoint;
 mod clock;
-pub mod codec;
 mod context;
 mod error;
 mod event;
@@ -61,6 +66,7 @@ mod fn_agent;
 pub mod graph;
 mod message;
 mod panic;
+mod resumable;
 mod retry;
 mod run_error;
 pub mod secrets;
@@ -77,6 +83,7 @@ mod workflow;
 
 pub use agent::{Agent, Renamed, Reply};
 pub use async_trait::async_trait;
+pub use checkpoint::codec;
 pub use clock::RunClock;
 pub use context::{EventStream, RunContext};
 pub use error::{BuildError, CheckpointError};
@@ -88,6 +95,7 @@ pub use fn_agent::FnAgent;
 pub use graph::{Condition, Graph, GraphBuilder, Isolation, Join, NodeInput, Scheduler};
 pub use message::{Content, Handoff, Message, MessageId, ToolCall, ToolResult, USER, Usage};
 pub use panic::panic_text;
+pub use resumable::{InputRequest, RunStatus, SchedulerState, SchedulerStateError};
 pub use retry::{Backoff, ErrorPattern, RetryPolicy};
 pub use run_error::{AgentError, BoxError, ErrorKind, RunError, Sourced};
 pub use session::{Session, SessionError, SessionStream};
@@ -100,8 +108,8 @@ pub use tokio_util::sync::CancellationToken;
 pub use troupe_router::{Clock, InboxConfig, Overflow, Router, RouterBuilder};
 pub use until_cancelled::UntilCancelled;
 pub use workflow::{
-    InputRequest, ProgressRelay, Pruned, Retention, RunResult, RunStatus, RunStream, RunSummary,
-    SchedulerState, SchedulerStateError, Workflow, WorkflowBuilder, prune, summarize_run,
+    CheckpointSummary, ForkEdits, ProgressRelay, Pruned, Retention, RunResult, RunStream,
+    RunSummary, Workflow, WorkflowBuilder, prune, summarize_checkpoints, summarize_run,
     summarize_runs,
 };
 

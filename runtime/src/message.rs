@@ -22,6 +22,11 @@ pub const USER: &str = "user";
 /// back. Binary encodings (checkpoints, the cluster's wire) keep the
 /// 128-bit integer.
 ///
+/// That integer is also written by hand in checkpoints
+/// (`checkpoint::snapshot_refs`, `checkpoint::delta`'s id runs): change
+/// them together (`a_message_written_by_hand_is_what_serde_writes` and
+/// `threads_name_their_payloads_messages_in_runs` pin them).
+///
 /// ```
 /// use troupe_runtime::MessageId;
 ///
@@ -212,6 +217,10 @@ impl fmt::Display for MessageId {
 }
 
 /// Tokens a model call consumed.
+///
+/// Its checkpoint encoding (serde + bincode) is also written by hand, in
+/// `checkpoint::snapshot_refs::write_message`: change the two together (the test
+/// `a_message_written_by_hand_is_what_serde_writes` pins them equal).
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
@@ -284,6 +293,10 @@ pub struct Handoff {
 }
 
 /// What a message says.
+///
+/// `Text` is variant 0 also in `checkpoint::snapshot_refs::write_message`,
+/// which writes text messages by hand: keep it first (the test
+/// `a_message_written_by_hand_is_what_serde_writes` pins it).
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Content {
@@ -327,6 +340,10 @@ impl Content {
 }
 
 /// One message of a conversation.
+///
+/// Its checkpoint encoding (serde + bincode) is also written by hand, in
+/// `checkpoint::snapshot_refs::write_message` (text messages): change the two together (the test
+/// `a_message_written_by_hand_is_what_serde_writes` pins them equal).
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {

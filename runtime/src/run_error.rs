@@ -332,7 +332,7 @@ pub enum RunError {
         workflow: String,
         /// What is wrong with the state.
         #[source]
-        source: crate::workflow::SchedulerStateError,
+        source: crate::resumable::scheduler_state::SchedulerStateError,
     },
     /// A checkpoint could not be saved and its store says a run then
     /// fails ([`SaveErrors::Fail`](crate::store::SaveErrors::Fail), the

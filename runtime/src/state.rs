@@ -187,10 +187,12 @@ mod tests {
         let state: StateSnapshot = [("k", "{\"x\": 1}")].into_iter().collect();
         let delta = StateDelta::new().set("a", "b").remove("c");
         let back: StateSnapshot =
-            crate::codec::decode(&crate::codec::encode(&state).unwrap()).unwrap();
+            crate::checkpoint::codec::decode(&crate::checkpoint::codec::encode(&state).unwrap())
+                .unwrap();
         assert_eq!(back, state);
         let back: StateDelta =
-            crate::codec::decode(&crate::codec::encode(&delta).unwrap()).unwrap();
+            crate::checkpoint::codec::decode(&crate::checkpoint::codec::encode(&delta).unwrap())
+                .unwrap();
         assert_eq!(back, delta);
         let json = serde_json::to_string(&delta).unwrap();
         assert_eq!(json, r#"{"a":"b","c":null}"#);

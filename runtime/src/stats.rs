@@ -18,6 +18,10 @@ use serde::{Deserialize, Serialize};
 use crate::message::Usage;
 
 /// What one agent (or a whole run) spent.
+///
+/// Its checkpoint encoding (serde + bincode) is also written by hand, in
+/// `checkpoint::snapshot_refs` (`write_agent_stats`): change the two together (the test
+/// `every_agent_stats_field_written_by_hand_is_what_serde_writes` pins them equal).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct AgentStats {
@@ -148,6 +152,10 @@ pub fn format_usd(cost: f64) -> String {
 /// agent used as a tool by its caller's path and its own name), so the
 /// stats of a nested run reach the run above agent by agent. `total` is
 /// the sum of `agents`.
+///
+/// Its checkpoint encoding (serde + bincode) is also written by hand, in
+/// `checkpoint::snapshot_refs` (`StatsRef`): change the two together (the test
+/// `stats_ref_writes_the_stats_it_adds_up_to` pins them equal).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RunStats {

@@ -24,9 +24,9 @@ use tracing::{Instrument, Span};
 
 use crate::agent::{Agent, Reply};
 use crate::context::RunContext;
+use crate::resumable::status::RunStatus;
 use crate::run_error::{AgentError, ErrorKind, RunError};
 use crate::thread::Thread;
-use crate::workflow::RunStatus;
 
 /// The environment variable that opts in to message contents in spans
 /// (prompts, completions, tool arguments and results): `1` or `true`.

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use self::ids::Ids;
 use crate::message::{Message, MessageId};
-use crate::workflow::scheduler_state::SchedulerState;
+use crate::resumable::scheduler_state::SchedulerState;
 
 /// How many messages a thread makes room for when it first grows.
 const SHORT: usize = 16;
@@ -44,6 +44,12 @@ pub struct Thread {
 }
 
 /// What a workflow remembers between runs of one conversation.
+///
+/// Its checkpoint encoding is also written by hand, in
+/// `checkpoint::snapshot_refs` (`StateRef`: its fields in this order, the
+/// inboxes' messages by place or id): change the two together (the tests
+/// `a_workflow_state_written_by_hand_is_what_serde_writes` and
+/// `the_small_state_written_by_hand_is_what_serde_writes` pin them).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorkflowState {
     /// How many of the thread's own messages the workflow has already taken

@@ -84,7 +84,11 @@ pub(crate) async fn chat(file: PathBuf, start: Start, output: Output, cluster: C
 }
 
 async fn converse(config: &Config, start: Start, output: Output) -> u8 {
-    let built = match config.build(&build_options(&output)).await {
+    let options = match build_options(&output) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    let built = match config.build(&options).await {
         Ok(b) => b,
         Err(e) => return report(&e),
     };

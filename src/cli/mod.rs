@@ -33,8 +33,10 @@ mod otlp_probe;
 mod prune;
 mod render;
 mod run;
+mod run_fork;
 mod run_start;
 mod runs;
+mod runs_show;
 mod speakers;
 mod store;
 pub(crate) mod telemetry;
@@ -94,6 +96,15 @@ pub(crate) struct Output {
     /// Run every `provider: auto` model scripted, even with an endpoint set.
     #[arg(long)]
     offline: bool,
+    /// Records every model call of the team into DIR (`model_calls.jsonl`:
+    /// one JSON line per call, by agent and call index, secrets redacted).
+    #[arg(long, value_name = "DIR", conflicts_with = "replay")]
+    record: Option<PathBuf>,
+    /// Replays the model calls recorded in DIR instead of calling the
+    /// models: offline and deterministic; a call not recorded fails naming
+    /// the agent, the call and how the request differs.
+    #[arg(long, value_name = "DIR")]
+    replay: Option<PathBuf>,
 }
 
 /// `troupe runs`' subcommands.
@@ -103,6 +114,10 @@ enum RunsAction {
     /// `checkpoint.retention`), old checkpoints and idle sessions, and gives
     /// the space back (SQLite: VACUUM).
     Prune(prune::PruneArgs),
+    /// Lists one run's checkpoints (id, superstep, time, last speaker,
+    /// questions waiting) and where it was forked from: the ids
+    /// `troupe run FILE --resume RUN --at CHECKPOINT [--fork]` takes.
+    Show(runs_show::ShowArgs),
 }
 
 #[derive(Subcommand)]
@@ -235,6 +250,10 @@ fn dispatch(command: Command) -> u8 {
             action: Some(RunsAction::Prune(args)),
             ..
         } => with_runtime(|| prune::prune(args)),
+        Command::Runs {
+            action: Some(RunsAction::Show(args)),
+            ..
+        } => with_runtime(|| runs_show::show(args)),
         Command::Runs {
             file: Some(file),
             json,
@@ -381,12 +400,25 @@ where
     code
 }
 
-pub(crate) fn build_options(output: &Output) -> BuildOptions {
-    BuildOptions {
+/// How to build for `output`'s flags; a cassette that cannot be opened
+/// (`--record`, `--replay`) is said on stderr (exit 2).
+pub(crate) fn build_options(output: &Output) -> Result<BuildOptions, u8> {
+    use troupe::agents::model::Cassette;
+    let cassette = match (&output.record, &output.replay) {
+        (Some(dir), _) => Some(Cassette::record(dir)),
+        (None, Some(dir)) => Some(Cassette::replay(dir)),
+        (None, None) => None,
+    };
+    let cassette = cassette.transpose().map_err(|e| {
+        eprintln!("troupe: {e}");
+        INVALID
+    })?;
+    Ok(BuildOptions {
         offline: output.offline,
         troupe_exe: std::env::current_exe().ok(),
+        cassette,
         ..BuildOptions::default()
-    }
+    })
 }
 
 fn millis() -> u128 {

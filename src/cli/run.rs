@@ -18,6 +18,7 @@ use troupe::{
 use super::cluster::{self, ClusterArgs};
 use super::end_line::{EndLine, Question};
 use super::interrupt::Interrupt;
+use super::run_fork::{self, ForkArgs};
 use super::run_start::{Start, parse_answers, read_prompt, resolve};
 use super::{
     EventsFormat, FAILED, INTERRUPTED, INVALID, OK, Output, WAITING, build_options, lease, leave,
@@ -67,6 +68,25 @@ pub(crate) struct RunArgs {
         conflicts_with = "answer"
     )]
     answer_next: Option<String>,
+    /// With --resume: carries the run on from its checkpoint (--at, else
+    /// its newest) as a new run NEW_ID (made up when not given); the run
+    /// resumed is only read, never changed.
+    #[arg(
+        long,
+        value_name = "NEW_ID",
+        requires = "resume",
+        conflicts_with_all = ["answer", "answer_next"],
+        num_args = 0..=1,
+        default_missing_value = ""
+    )]
+    fork: Option<String>,
+    /// With --fork: replaces the text of the checkpoint's last message.
+    #[arg(long, value_name = "TEXT", requires = "fork")]
+    edit_last: Option<String>,
+    /// With --fork: sets a state value first (repeatable; a JSON string is
+    /// kept as its text, other JSON as its JSON text).
+    #[arg(long, value_name = "KEY=JSON", requires = "fork")]
+    set_state: Vec<String>,
     /// Never asks on the terminal: a run that needs input ends, waiting,
     /// with exit code 3.
     #[arg(long)]
@@ -149,7 +169,14 @@ pub(crate) async fn run(args: RunArgs) -> u8 {
         Ok(n) => n,
         Err(code) => return code,
     };
-    let built = match config.build(&build_options(&args.output)).await {
+    let options = match build_options(&args.output) {
+        Ok(o) => o,
+        Err(code) => {
+            leave(node).await;
+            return code;
+        }
+    };
+    let built = match config.build(&options).await {
         Ok(b) => b,
         Err(e) => {
             leave(node).await;
@@ -170,6 +197,14 @@ pub(crate) async fn run(args: RunArgs) -> u8 {
     }
     let start = match (task, &args.resume) {
         (Some(task), _) => Ok(Start::Task(task)),
+        (None, Some(wanted)) if args.fork.is_some() => {
+            let fork = ForkArgs {
+                new_id: args.fork.as_deref().unwrap_or_default(),
+                edit_last: args.edit_last.as_deref(),
+                set_state: &args.set_state,
+            };
+            run_fork::resolve(&args.file, &built, wanted, at, fork).await
+        }
         (None, Some(wanted)) => {
             resolve(
                 &args.file,
@@ -207,6 +242,7 @@ async fn drive(
             .clone()
             .unwrap_or_else(|| make_id(&config.workflow_name())),
         Start::Resume { run_id, .. } => run_id.clone(),
+        Start::Fork { new_id, .. } => new_id.clone(),
     };
     // Held until the run ends here: no other process runs it meanwhile.
     let _lease = match lease::claim(args.run_id.is_some(), args.replace, built, &run_id).await {
@@ -220,6 +256,16 @@ async fn drive(
     let workflow = &built.workflow;
     let mut result = match start {
         Start::Task(task) => workflow.run_task(task, &ctx).await,
+        Start::Fork {
+            from, at, edits, ..
+        } => match &built.store {
+            Some(store) => {
+                workflow
+                    .fork(store.checkpoints.as_ref(), &from, at, &run_id, &edits, &ctx)
+                    .await
+            }
+            None => Err(CheckpointError::NoStore(workflow.name().to_string()).into()),
+        },
         Start::Resume { at: Some(at), .. } => match &built.store {
             Some(store) => {
                 workflow

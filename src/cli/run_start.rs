@@ -20,6 +20,14 @@ pub(super) enum Start {
         /// The checkpoint to carry on from (`--at`); the newest without.
         at: Option<CheckpointId>,
     },
+    /// A stored run carried on from checkpoint `at` as new run `new_id`
+    /// (`--fork`).
+    Fork {
+        from: String,
+        at: CheckpointId,
+        new_id: String,
+        edits: troupe::ForkEdits,
+    },
 }
 
 /// `REQUEST_ID=TEXT` pairs, in order, each request answered once.

@@ -1,15 +1,18 @@
 //! `troupe runs`: the runs in the config's checkpoint store, newest first —
 //! when each started and last checkpointed, its superstep, its status and
-//! the questions it waits on — as a table or JSON lines.
+//! the questions it waits on, the run and checkpoint a fork was forked
+//! from — as a table or JSON lines.
 
 use std::path::PathBuf;
 use std::time::SystemTime;
 
 use troupe::RunSummary;
 use troupe::config::Config;
+use troupe::store::Lineage;
 
 use super::end_line::Question;
-use super::{OK, emit, report, status_key, store};
+use super::runs_show::{columns, lineage_json};
+use super::{FAILED, OK, emit, report, status_key, store};
 
 /// `troupe runs FILE [--json]`.
 pub(crate) async fn runs(file: PathBuf, json: bool) -> u8 {
@@ -25,15 +28,33 @@ pub(crate) async fn runs(file: PathBuf, json: bool) -> u8 {
         Ok(r) => r,
         Err(code) => return code,
     };
+    let mut lineage = Vec::with_capacity(runs.len());
+    for r in &runs {
+        match store.checkpoints.lineage(&r.run_id).await {
+            Ok(l) => lineage.push(l),
+            Err(e) => {
+                eprintln!(
+                    "troupe: cannot read where run `{}` was forked from in the {}: {e}",
+                    r.run_id,
+                    store::describe(&store)
+                );
+                return FAILED;
+            }
+        }
+    }
     if json {
-        let text: String = runs.iter().map(|r| format!("{}\n", line(r))).collect();
+        let text: String = runs
+            .iter()
+            .zip(&lineage)
+            .map(|(r, l)| format!("{}\n", line(r, l.as_ref())))
+            .collect();
         return emit(&text);
     }
     if runs.is_empty() {
         eprintln!("no runs in the {}", store::describe(&store));
         return OK;
     }
-    emit(&table(&runs))
+    emit(&table(&runs, &lineage))
 }
 
 /// The status shown: a run with questions pending waits for input.
@@ -53,7 +74,7 @@ fn time(t: SystemTime) -> String {
 }
 
 /// One run as a JSON object.
-fn line(r: &RunSummary) -> serde_json::Value {
+fn line(r: &RunSummary, lineage: Option<&Lineage>) -> serde_json::Value {
     serde_json::json!({
         "run_id": r.run_id,
         "started": time(r.started),
@@ -66,12 +87,15 @@ fn line(r: &RunSummary) -> serde_json::Value {
         "requests": Question::all(&r.requests),
         "stats": r.stats,
         "unreadable": r.unreadable,
+        "forked_from": lineage.map(lineage_json),
     })
 }
 
-/// The runs as a table, a column per field.
-fn table(runs: &[RunSummary]) -> String {
-    let head = [
+/// The runs as a table, a column per field (`FORKED FROM` when a run
+/// was forked).
+fn table(runs: &[RunSummary], lineage: &[Option<Lineage>]) -> String {
+    let forks = lineage.iter().any(Option::is_some);
+    let mut head = vec![
         "RUN",
         "STARTED",
         "LAST CHECKPOINT",
@@ -79,47 +103,32 @@ fn table(runs: &[RunSummary]) -> String {
         "STATUS",
         "WAITING FOR",
     ];
-    let rows: Vec<[String; 6]> = runs
-        .iter()
-        .map(|r| {
-            let waiting = if let Some(why) = &r.unreadable {
-                format!("(cannot read: {why})")
-            } else {
-                r.requests
-                    .iter()
-                    .map(|q| q.id.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            [
-                r.run_id.clone(),
-                time(r.started),
-                time(r.last_checkpoint),
-                r.superstep.to_string(),
-                status(r).to_string(),
-                waiting,
-            ]
-        })
-        .collect();
-    let mut widths = head.map(str::len);
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
+    if forks {
+        head.push("FORKED FROM");
+    }
+    let mut rows = vec![head.into_iter().map(String::from).collect()];
+    for (r, l) in runs.iter().zip(lineage) {
+        let waiting = if let Some(why) = &r.unreadable {
+            format!("(cannot read: {why})")
+        } else {
+            r.requests
+                .iter()
+                .map(|q| q.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut row = vec![
+            r.run_id.clone(),
+            time(r.started),
+            time(r.last_checkpoint),
+            r.superstep.to_string(),
+            status(r).to_string(),
+            waiting,
+        ];
+        if forks {
+            row.push(l.as_ref().map(ToString::to_string).unwrap_or_default());
         }
+        rows.push(row);
     }
-    let mut out = String::new();
-    let mut push = |cells: &[&str]| {
-        let line: Vec<String> = cells
-            .iter()
-            .zip(widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
-        out.push_str(line.join("  ").trim_end());
-        out.push('\n');
-    };
-    push(&head);
-    for row in &rows {
-        push(&row.each_ref().map(String::as_str));
-    }
-    out
+    columns(&rows)
 }

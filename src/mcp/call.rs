@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use troupe::{InputRequest, RunContext, RunError, RunResult, Thread, Workflow};
 
 use super::McpTeam;
-use super::handler::Inner;
+use super::inner::Inner;
 use super::progress::{self, Events, Reporter};
 use super::waiting::Parked;
 

@@ -12,6 +12,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::json;
 
+use super::inner::Inner;
 use super::waiting::Waiting;
 use super::{Admit, McpTeam};
 
@@ -19,16 +20,6 @@ use super::{Admit, McpTeam};
 #[derive(Clone)]
 pub(crate) struct TeamServer {
     pub(super) inner: Arc<Inner>,
-}
-
-/// What every session of the server shares.
-pub(super) struct Inner {
-    /// The teams by tool name (the team's name in MCP's characters).
-    pub(super) teams: BTreeMap<String, McpTeam>,
-    /// Runs waiting for a stateless client's answers.
-    pub(super) waiting: Waiting,
-    /// The run limit, if the host has one.
-    pub(super) admit: Option<Admit>,
 }
 
 impl TeamServer {

@@ -13,6 +13,7 @@
 
 mod call;
 mod handler;
+mod inner;
 mod progress;
 mod waiting;
 

@@ -11,7 +11,7 @@ use axum::routing::{get, post};
 use super::cors::Cors;
 use super::error::ApiError;
 use super::state::Shared;
-use super::{auth, cors, describe, events, intake, openai, runs, sessions};
+use super::{auth, cors, describe, events, fork, intake, openai, runs, sessions};
 
 /// The router: every route behind the token check, the body limit and,
 /// when configured, CORS.
@@ -25,6 +25,7 @@ pub(crate) fn router(state: Shared, cors: Option<Cors>) -> Router {
         .route("/runs/{id}/events", get(events::stream))
         .route("/runs/{id}/input", post(runs::input))
         .route("/runs/{id}/cancel", post(runs::cancel))
+        .route("/runs/{id}/fork", post(fork::fork))
         .route("/sessions", get(sessions::list))
         .route("/sessions/{id}", get(sessions::show));
     // The web console (`GET /`, `GET /console/{file}`), behind the same

@@ -25,6 +25,15 @@ pub(crate) enum Start {
         /// The thread the run ended waiting with.
         thread: Thread,
     },
+    /// Run `from` carried on from `checkpoint` (`POST /runs/{id}/fork`).
+    Fork {
+        /// The run forked.
+        from: String,
+        /// Its checkpoint to carry on from.
+        checkpoint: troupe::store::CheckpointId,
+        /// What to change first.
+        edits: troupe::ForkEdits,
+    },
 }
 
 /// Runs a stretch of `run` in the background, holding a run slot.
@@ -49,6 +58,24 @@ pub(crate) async fn drive(state: &Shared, run: &Run, start: Start) -> Result<Run
         .map_err(|e| e.to_string())?;
     let workflow = &team.built.workflow;
     match (start, &run.session) {
+        (
+            Start::Fork {
+                from,
+                checkpoint,
+                edits,
+            },
+            _,
+        ) => workflow
+            .fork(
+                team.store.checkpoints.as_ref(),
+                &from,
+                checkpoint,
+                &run.id,
+                &edits,
+                &run.ctx,
+            )
+            .await
+            .map_err(|e| e.to_string()),
         (Start::Thread(thread), _) => workflow
             .run(thread, &run.ctx)
             .await

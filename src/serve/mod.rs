@@ -24,6 +24,7 @@ mod describe;
 mod drive;
 mod error;
 mod events;
+mod fork;
 mod intake;
 mod limits;
 mod listen;

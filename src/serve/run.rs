@@ -86,6 +86,8 @@ pub(crate) struct Inner {
     pub(crate) thread: Option<Thread>,
     /// Every event so far, each as one line of `--events jsonl`.
     pub(crate) events: Vec<Arc<str>>,
+    /// The run and checkpoint it was forked from (`{run_id, checkpoint}`).
+    pub(crate) forked_from: Option<Value>,
 }
 
 impl Inner {
@@ -226,6 +228,7 @@ impl Run {
             "task": self.task,
             "session": self.session,
             "started_at": humantime::format_rfc3339_millis(self.started_at).to_string(),
+            "forked_from": self.inner().forked_from,
         })
     }
 
@@ -245,6 +248,7 @@ impl Run {
             "requests": inner.requests.iter().map(|q| json!({
                 "id": q.id, "agent": q.agent, "question": q.prompt,
             })).collect::<Vec<_>>(),
+            "forked_from": inner.forked_from,
         })
     }
 }

@@ -5,6 +5,7 @@
 // Test helpers may fail loudly: a broken fixture should stop the test.
 #![allow(clippy::expect_used, clippy::panic)]
 
+pub mod a2a;
 pub mod prereq;
 pub mod serve;
 

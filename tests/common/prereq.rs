@@ -29,3 +29,11 @@ pub fn missing_venv(packages: &str) {
         "`.ci/python-venv.sh` (python3 with venv, reaches PyPI)",
     );
 }
+
+/// The JavaScript A2A SDK, missing.
+pub fn missing_a2a_js() {
+    missing(
+        "no @a2a-js/sdk at target/a2a-js (or $TROUPE_A2A_JS), or no `node`",
+        "`.ci/install-a2a-js.sh` (Node 20+ and npm, reaches the npm registry)",
+    );
+}

@@ -5,6 +5,14 @@
 //! [`CANCEL_GRACE`]) and then cancels it (`CancelTask`). A turn dropped
 //! before the remote agent answered at all would otherwise leave the
 //! remote task running, unnamed and uncancellable.
+//!
+//! A remote agent that streams is sent `SendStreamingMessage`; when its
+//! stream drops (the connection lost or closed) before the task is over
+//! or waiting, the exchange re-attaches with `SubscribeToTask` (up to
+//! [`RESUBSCRIBES`] times, backing off), and falls back to asking
+//! (`GetTask`) when the agent cannot re-attach it. One that does not
+//! stream is sent a non-blocking `SendMessage` (`returnImmediately`) and
+//! asked about until the task settles.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
@@ -15,7 +23,7 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use troupe_runtime::RunContext;
 
-use super::client::A2aClient;
+use super::client::{A2aClient, A2aStream};
 use super::error::A2aError;
 use super::remote_task::Seen;
 use super::types::{self, SendMessageRequest, StreamResponse, Task, TaskIdParams, method};
@@ -23,6 +31,12 @@ use super::types::{self, SendMessageRequest, StreamResponse, Task, TaskIdParams,
 /// How often a task not settled yet is asked about (a server that answers
 /// `SendMessage` before the task is over).
 const POLL_EVERY: Duration = Duration::from_millis(200);
+
+/// How many times a dropped stream is re-attached (`SubscribeToTask`).
+const RESUBSCRIBES: u32 = 5;
+
+/// The wait before re-attaching a dropped stream (doubling each time).
+const RESUBSCRIBE_BACKOFF: Duration = Duration::from_millis(100);
 
 /// The time an abandoned exchange gives the remote agent to name its task,
 /// and then to take the cancel.
@@ -165,14 +179,19 @@ async fn exchange(
     seen: &mut Seen,
     ctx: &RunContext,
 ) -> Result<(), A2aError> {
-    let params = serde_json::to_value(request).map_err(|e| A2aError::Config(e.to_string()))?;
     let streams = client.card().await?.capabilities.streaming == Some(true);
     if streams {
-        let mut stream = client.stream(method::STREAM, params).await?;
-        while let Some(event) = stream.next().await {
-            seen.take(event?, ctx);
-        }
+        let params = serde_json::to_value(request).map_err(|e| A2aError::Config(e.to_string()))?;
+        let stream = client.stream(method::STREAM, params).await?;
+        follow(client, stream, seen, ctx).await?;
     } else {
+        // Non-blocking: the task comes back under way and is asked about.
+        let mut request = request.clone();
+        request
+            .configuration
+            .get_or_insert_with(Default::default)
+            .return_immediately = true;
+        let params = serde_json::to_value(&request).map_err(|e| A2aError::Config(e.to_string()))?;
         let answer: types::SendMessageResponse = client.call(method::SEND, params).await?;
         seen.take(
             StreamResponse {
@@ -202,6 +221,59 @@ async fn exchange(
         );
     }
     Ok(())
+}
+
+/// Reads `stream` into `seen`; when it drops before the task settles,
+/// re-attaches with `SubscribeToTask`. Returns once the stream ended
+/// with the task settled, or when the agent cannot re-attach it (the
+/// caller then asks about the task).
+async fn follow(
+    client: &A2aClient,
+    mut stream: A2aStream,
+    seen: &mut Seen,
+    ctx: &RunContext,
+) -> Result<(), A2aError> {
+    let mut wait = RESUBSCRIBE_BACKOFF;
+    let mut left = RESUBSCRIBES;
+    loop {
+        let dropped = loop {
+            match stream.next().await {
+                Some(Ok(event)) => seen.take(event, ctx),
+                Some(Err(e @ A2aError::Unreachable { .. })) => break Some(e),
+                Some(Err(e)) => return Err(e),
+                None => break None,
+            }
+        };
+        let Some(id) = seen.unsettled() else {
+            return Ok(());
+        };
+        // Dropped with the task under way: re-attach, a few times.
+        loop {
+            if left == 0 {
+                return match dropped {
+                    Some(e) => Err(e),
+                    None => Ok(()),
+                };
+            }
+            left -= 1;
+            tokio::time::sleep(wait).await;
+            wait *= 2;
+            tracing::info!(task = %id, url = %client.card_url(), "the A2A stream dropped; re-subscribing");
+            match client
+                .stream(method::SUBSCRIBE, serde_json::json!({"id": id}))
+                .await
+            {
+                Ok(s) => {
+                    stream = s;
+                    break;
+                }
+                Err(A2aError::Unreachable { .. }) => continue,
+                // Over already (-32004), or no SubscribeToTask: asked about instead.
+                Err(A2aError::Rpc { .. } | A2aError::Http { .. }) => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+    }
 }
 
 /// Cancels the remote task `id`, giving up after a short while (the turn

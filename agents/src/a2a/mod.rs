@@ -8,6 +8,7 @@ mod agent;
 mod client;
 mod error;
 mod exchange;
+mod jsonrpc;
 mod remote_task;
 pub mod types;
 

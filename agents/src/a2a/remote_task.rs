@@ -134,11 +134,19 @@ impl Seen {
                 .iter()
                 .map(|a| {
                     // Pieces appended to an artifact are kept as parts of
-                    // their own by some servers: they make one text.
-                    a.parts
-                        .iter()
-                        .filter_map(types::Part::as_text)
-                        .collect::<String>()
+                    // their own by some servers: they make one text. An
+                    // artifact with text (troupe adds a JSON answer as data
+                    // after its text) is its text; one without, its data
+                    // and URLs.
+                    let texts: String = a.parts.iter().filter_map(|p| p.text.clone()).collect();
+                    if texts.is_empty() {
+                        a.parts
+                            .iter()
+                            .filter_map(types::Part::as_text)
+                            .collect::<String>()
+                    } else {
+                        texts
+                    }
                 })
                 .collect::<Vec<_>>()
                 .join("\n")

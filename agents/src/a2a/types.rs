@@ -7,6 +7,18 @@
 //! ignored, and the 0.3 spellings of roles and states (`user`,
 //! `input-required`) are accepted. Writing leaves out what is unset.
 //!
+//! Why hand-written: the Rust A2A crates were weighed (`cargo info`, Dec
+//! 2026). `a2a-protocol-sdk` 0.15 (Apache-2.0; its types crate
+//! `a2a-protocol-types`) needs rustc 1.94 and brings prost, prost-types,
+//! ring, time and base64 even for the bare types; `ra2a` 0.10 (MIT or
+//! Apache-2.0) and `a2a-rs` 0.10 (MIT; its latest needs rustc 1.96, above
+//! the 1.95 this workspace builds with) bundle servers, storage and gRPC
+//! behind features. All three are pre-1.0, and troupe's server maps runs
+//! onto tasks itself rather than through an SDK's executor. What troupe
+//! needs on the wire is these few hundred lines of serde, lenient to 0.3
+//! spellings, and checked against both official SDKs (tests/a2a_sdk.rs,
+//! tests/a2a_js_sdk.rs), which is lighter than any of the crates.
+//!
 //! ```
 //! use troupe_agents::a2a::types::{Part, Role, StreamResponse, TaskState};
 //!
@@ -23,6 +35,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use super::jsonrpc::{JsonRpcError, JsonRpcRequest, JsonRpcResponse};
+
 /// The protocol version spoken (the `A2A-Version` header, an interface's
 /// `protocolVersion`).
 pub const PROTOCOL_VERSION: &str = "1.0";
@@ -33,6 +47,8 @@ pub const VERSION_HEADER: &str = "A2A-Version";
 pub const CARD_PATH: &str = ".well-known/agent-card.json";
 /// The JSON-RPC binding's name in an interface's `protocolBinding`.
 pub const JSONRPC_BINDING: &str = "JSONRPC";
+/// The HTTP+JSON (REST) binding's name in an interface's `protocolBinding`.
+pub const HTTP_JSON_BINDING: &str = "HTTP+JSON";
 
 /// The JSON-RPC methods of the binding.
 pub mod method {
@@ -44,6 +60,10 @@ pub mod method {
     pub const GET_TASK: &str = "GetTask";
     /// Cancels a task.
     pub const CANCEL_TASK: &str = "CancelTask";
+    /// Re-attaches to a task's stream (a task not over yet).
+    pub const SUBSCRIBE: &str = "SubscribeToTask";
+    /// The tasks, filtered and paged.
+    pub const LIST_TASKS: &str = "ListTasks";
 }
 
 /// JSON-RPC error codes (the protocol's own and JSON-RPC's).
@@ -428,6 +448,9 @@ pub struct AgentCapabilities {
     /// Whether it pushes notifications.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub push_notifications: Option<bool>,
+    /// Whether `GetExtendedAgentCard` answers (to an authenticated caller).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extended_agent_card: Option<bool>,
 }
 
 /// One thing an agent is good at.
@@ -499,87 +522,5 @@ impl AgentCard {
             .map(|i| i.url.as_str())
             .or(self.url.as_deref())
             .filter(|u| !u.trim().is_empty())
-    }
-}
-
-/// A JSON-RPC 2.0 request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JsonRpcRequest {
-    /// Always `2.0`.
-    pub jsonrpc: String,
-    /// The request's id (a string or a number; absent for a notification).
-    #[serde(default)]
-    pub id: Value,
-    /// The method.
-    pub method: String,
-    /// The parameters.
-    #[serde(default)]
-    pub params: Value,
-}
-
-impl JsonRpcRequest {
-    /// A request of `method` with `params`, under `id`.
-    pub fn new(id: impl Into<String>, method: &str, params: Value) -> Self {
-        JsonRpcRequest {
-            jsonrpc: "2.0".into(),
-            id: Value::String(id.into()),
-            method: method.into(),
-            params,
-        }
-    }
-}
-
-/// A JSON-RPC 2.0 error object.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JsonRpcError {
-    /// Its code (see [`code`]).
-    pub code: i64,
-    /// What went wrong.
-    #[serde(default)]
-    pub message: String,
-    /// More about it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<Value>,
-}
-
-/// A JSON-RPC 2.0 response: a result or an error.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct JsonRpcResponse {
-    /// Always `2.0`.
-    pub jsonrpc: String,
-    /// The request's id.
-    #[serde(default)]
-    pub id: Value,
-    /// The result.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<Value>,
-    /// The error.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<JsonRpcError>,
-}
-
-impl JsonRpcResponse {
-    /// A result for request `id`.
-    pub fn result(id: Value, result: Value) -> Self {
-        JsonRpcResponse {
-            jsonrpc: "2.0".into(),
-            id,
-            result: Some(result),
-            error: None,
-        }
-    }
-
-    /// An error for request `id`.
-    pub fn error(id: Value, code: i64, message: impl Into<String>) -> Self {
-        JsonRpcResponse {
-            jsonrpc: "2.0".into(),
-            id,
-            result: None,
-            error: Some(JsonRpcError {
-                code,
-                message: message.into(),
-                data: None,
-            }),
-        }
     }
 }

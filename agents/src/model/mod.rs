@@ -4,6 +4,7 @@
 //! [`OpenAiResponsesClient`], [`AnthropicClient`]), one [`HttpModel`] each.
 
 mod anthropic;
+mod cassette;
 mod fallback;
 pub(crate) mod http;
 mod observer;
@@ -32,6 +33,9 @@ use crate::error::ModelError;
 pub use anthropic::{
     ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, AnthropicClient, AnthropicClientBuilder,
     AnthropicMessages, DEFAULT_MAX_TOKENS,
+};
+pub use cassette::{
+    CALLS_FILE, Cassette, CassetteError, Entry as CassetteEntry, TOOLS_FILE, ToolEntry,
 };
 pub use fallback::{Cooldowns, DEFAULT_COOLDOWN, FallbackModel};
 pub use http::{Dialect, HttpModel, HttpModelBuilder};

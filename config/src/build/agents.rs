@@ -48,9 +48,19 @@ impl Ctx<'_> {
             spec.script.as_ref(),
             Position::Conversation,
         )?;
+        let model = match &self.options.cassette {
+            Some(cassette) => cassette.wrap(name, model),
+            None => model,
+        };
         let model_spec = self.model_spec(model_name)?;
         let pricing = super::models::pricing_of(model_name, model_spec)?;
-        let tools = self.tools(name, spec).await?;
+        let mut tools = self.tools(name, spec).await?;
+        if let Some(cassette) = &self.options.cassette {
+            tools = tools
+                .into_iter()
+                .map(|t| cassette.wrap_tool(name, t))
+                .collect();
+        }
         let recipe = Arc::new(Recipe {
             name: name.to_string(),
             description: spec.description.clone().unwrap_or_default(),

@@ -16,4 +16,7 @@ pub struct BuildOptions {
     /// checkpoint store is not opened (a memory store stands in), and
     /// router warnings are collected in [`Built::warnings`](crate::Built::warnings).
     pub check: bool,
+    /// Every chat agent's model calls go through this cassette (recorded,
+    /// or replayed without calling the model), keyed by the agent's name.
+    pub cassette: Option<std::sync::Arc<troupe_agents::model::Cassette>>,
 }

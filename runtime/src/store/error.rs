@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::codec::CodecError;
+use crate::checkpoint::codec::CodecError;
 
 /// A store operation failed.
 #[derive(Debug, thiserror::Error)]

@@ -10,18 +10,21 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 
 mod legacy;
+mod lineage_file;
 use legacy::check_identity;
 
 use super::atomic::{is_hidden, remove_stale_temps, sync_dir, write_atomic};
 use super::chain::{keep_bases_before_delete, keep_bases_before_prune};
-use super::checkpoint::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use super::durability::Durability;
 use super::error::StoreError;
-use super::format::{decode_thread, encode_thread};
 use super::key::{check_conversation_id, check_run_id};
+use super::lineage::{self, Lineage};
 use super::log::{self, Log};
 use super::save_errors::SaveErrors;
 use super::traits::{CheckpointStore, ThreadStore};
+use crate::checkpoint::files::{decode_thread, encode_thread};
+use crate::checkpoint::log_record::encode_record;
+use crate::checkpoint::record::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use crate::thread::Thread;
 
 const CHECKPOINT_EXT: &str = ".ckpt";
@@ -40,6 +43,7 @@ const KNOWN_LOGS: usize = 4096;
 /// <root>/checkpoints/<run id>/checkpoints.log       the run's checkpoints, appended (format 5 on)
 /// <root>/checkpoints/<run id>/<checkpoint id>.ckpt  one file per checkpoint (before format 5; still read)
 /// <root>/threads/<conversation id>.thread           one file per conversation
+/// <root>/lineage/<run id>.json                      where a forked run came from
 /// ```
 ///
 /// A checkpoint is one record appended to its run's log (`store/log.rs`):
@@ -366,9 +370,23 @@ fn entry_names(dir: &Path) -> Result<Vec<String>, StoreError> {
 
 #[async_trait]
 impl CheckpointStore for FileStore {
+    async fn lineage(&self, run_id: &str) -> Result<Option<Lineage>, StoreError> {
+        check_run_id(run_id)?;
+        let path = self.lineage_path(run_id);
+        self.blocking(move |_| lineage_file::read(&path)).await
+    }
+
+    async fn save_lineage(&self, run_id: &str, lineage: &Lineage) -> Result<bool, StoreError> {
+        check_run_id(run_id)?;
+        let (path, bytes) = (self.lineage_path(run_id), lineage::encode(lineage));
+        self.blocking(move |_| lineage_file::write(&path, &bytes))
+            .await?;
+        Ok(true)
+    }
+
     async fn save(&self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
         check_run_id(&checkpoint.run_id)?;
-        let record = log::encode_record(checkpoint)?;
+        let record = encode_record(checkpoint)?;
         let fsync = self.durability == Durability::Fsync;
         if !fsync && record.len() <= INLINE_APPEND {
             // A small append that need not reach the disk is a copy into

@@ -6,12 +6,13 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use async_trait::async_trait;
 
 use super::chain::{fold, keep_bases_before_delete};
-use super::checkpoint::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use super::durability::Durability;
 use super::error::StoreError;
 use super::key::{check_conversation_id, check_run_id};
 use super::lease::InProcessLeases;
+use super::lineage::Lineage;
 use super::traits::{CheckpointStore, ThreadStore};
+use crate::checkpoint::record::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use crate::thread::Thread;
 
 /// A store in memory: for tests, examples and runs that need not outlive
@@ -57,6 +58,8 @@ impl Default for MemoryStore {
 struct Inner {
     runs: RwLock<HashMap<String, Run>>,
     threads: RwLock<BTreeMap<String, Thread>>,
+    /// Where forked runs came from.
+    lineage: RwLock<HashMap<String, Lineage>>,
 }
 
 /// One run's checkpoints: those listed, and the older ones their chains
@@ -204,6 +207,16 @@ fn trim(run: &mut Run, keep: usize) -> Result<usize, StoreError> {
 
 #[async_trait]
 impl CheckpointStore for MemoryStore {
+    async fn lineage(&self, run_id: &str) -> Result<Option<Lineage>, StoreError> {
+        Ok(read(&self.inner.lineage).get(run_id).cloned())
+    }
+
+    async fn save_lineage(&self, run_id: &str, lineage: &Lineage) -> Result<bool, StoreError> {
+        check_run_id(run_id)?;
+        write(&self.inner.lineage).insert(run_id.to_string(), lineage.clone());
+        Ok(true)
+    }
+
     async fn save(&self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
         check_run_id(&checkpoint.run_id)?;
         let mut runs = write(&self.inner.runs);

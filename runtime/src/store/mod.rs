@@ -3,10 +3,12 @@
 //! Two traits, each implemented by three stores:
 //!
 //! - [`CheckpointStore`] keeps [`Checkpoint`]s of workflow runs: the engine
-//!   encodes a run's state with [`crate::codec`] after a superstep and saves
-//!   it; resuming loads it back. The store treats the payload as opaque
-//!   bytes, guarded by a checksum that every store verifies when it loads a
-//!   checkpoint.
+//!   encodes a run's state (the format is the crate's `checkpoint` module)
+//!   after a superstep and saves it; resuming loads it back. A payload is
+//!   guarded by a checksum that every store verifies when it loads a
+//!   checkpoint; a store is not blind to it: a payload may be a delta on
+//!   its parent, and the stores fold delta chains (`chain.rs`) and keep a
+//!   delta's bases when pruning or deleting.
 //! - [`ThreadStore`] keeps one [`Thread`](crate::Thread) per conversation,
 //!   for chatbots (see [`crate::Session`]).
 //!
@@ -60,15 +62,13 @@
 
 mod atomic;
 mod chain;
-mod checkpoint;
-mod delta;
 mod durability;
 mod error;
 mod file;
 mod file_lock;
-mod format;
 mod key;
 mod lease;
+mod lineage;
 mod log;
 mod memory;
 mod save_errors;
@@ -77,6 +77,8 @@ mod sqlite;
 #[cfg(feature = "sqlite")]
 mod sqlite_lease;
 #[cfg(feature = "sqlite")]
+mod sqlite_lineage;
+#[cfg(feature = "sqlite")]
 mod sqlite_rows;
 #[cfg(feature = "sqlite")]
 mod sqlite_wal;
@@ -84,15 +86,11 @@ mod traits;
 #[cfg(feature = "sqlite")]
 mod unix_time;
 
+pub use crate::checkpoint::record::{
+    Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta, checksum, legacy_checksum,
+};
 pub(crate) use chain::fold_chain;
 pub use chain::{complete, fold, load_whole};
-pub use checkpoint::{
-    Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta, FIRST_CHAINED_VERSION, checksum,
-    legacy_checksum,
-};
-pub(crate) use checkpoint::{DELTA_TAG, FULL_TAG};
-pub use delta::{ChainPayload, Folded, ID_RUNS_VERSION, ThreadOp, ThreadPath};
-pub(crate) use delta::{Runs, places};
 pub use durability::{Durability, UnknownDurability};
 pub use error::StoreError;
 pub use file::FileStore;
@@ -102,6 +100,7 @@ pub use lease::{
     HEARTBEAT, InProcessLeases, LeaseError, LeaseHolder, RunLease, RunLeases, STALE_AFTER,
     this_host,
 };
+pub use lineage::Lineage;
 pub use memory::{DEFAULT_KEEP, MemoryStore};
 pub use save_errors::SaveErrors;
 #[cfg(feature = "sqlite")]

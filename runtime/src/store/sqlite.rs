@@ -8,18 +8,20 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::chain::{keep_bases_before_delete, keep_bases_before_prune};
-use super::checkpoint::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use super::durability::Durability;
 use super::error::StoreError;
-use super::format::{decode_thread, encode_thread};
 use super::key::{check_conversation_id, check_run_id};
+use super::lineage::Lineage;
 use super::save_errors::SaveErrors;
+use super::sqlite_lineage;
 use super::sqlite_rows::{
     BUSY_TIMEOUT, META_COLUMNS, MetaRow, insert, insert_row, read_checkpoint, row_what, sql_error,
 };
 use super::sqlite_wal::{WalCopies, copy};
 use super::traits::{CheckpointStore, ThreadStore};
 use super::unix_time::to_unix;
+use crate::checkpoint::files::{decode_thread, encode_thread};
+use crate::checkpoint::record::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use crate::thread::Thread;
 
 /// Version of the tables below, kept in SQLite's `user_version`.
@@ -245,6 +247,20 @@ const INLINE_SAVE: usize = 64 * 1024;
 
 #[async_trait]
 impl CheckpointStore for SqliteStore {
+    async fn lineage(&self, run_id: &str) -> Result<Option<Lineage>, StoreError> {
+        let run_id = run_id.to_string();
+        self.with_conn(move |conn, db| sqlite_lineage::load(conn, db, &run_id))
+            .await
+    }
+
+    async fn save_lineage(&self, run_id: &str, lineage: &Lineage) -> Result<bool, StoreError> {
+        check_run_id(run_id)?;
+        let (run_id, lineage) = (run_id.to_string(), lineage.clone());
+        self.with_conn(move |conn, db| sqlite_lineage::save(conn, db, &run_id, &lineage))
+            .await?;
+        Ok(true)
+    }
+
     async fn save(&self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
         check_run_id(&checkpoint.run_id)?;
         if let Some(done) = self.save_here(checkpoint) {

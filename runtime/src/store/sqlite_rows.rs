@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use super::checkpoint::{Checkpoint, CheckpointId, CheckpointMeta};
 use super::error::StoreError;
 use super::unix_time::{from_unix, to_unix};
+use crate::checkpoint::record::{Checkpoint, CheckpointId, CheckpointMeta};
 
 /// How long a statement waits for another process's lock.
 pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);

@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::checkpoint::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use super::durability::Durability;
 use super::error::StoreError;
+use super::lineage::Lineage;
 use super::save_errors::SaveErrors;
+use crate::checkpoint::record::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use crate::thread::Thread;
 
 /// Where checkpoints of workflow runs are kept.
@@ -118,6 +119,22 @@ pub trait CheckpointStore: Send + Sync {
         let _ = run_id;
         Ok(None)
     }
+
+    /// Where run `run_id` was forked from (see [`Lineage`]); `None` for a
+    /// run that was not forked, and in stores that keep no lineage (the
+    /// default).
+    async fn lineage(&self, run_id: &str) -> Result<Option<Lineage>, StoreError> {
+        let _ = run_id;
+        Ok(None)
+    }
+
+    /// Keeps where run `run_id` was forked from, beside (never in) the
+    /// checkpoints; returns whether the store keeps lineage at all (by
+    /// default it does not, and this does nothing).
+    async fn save_lineage(&self, run_id: &str, lineage: &Lineage) -> Result<bool, StoreError> {
+        let _ = (run_id, lineage);
+        Ok(false)
+    }
 }
 
 /// Where chatbot conversations are kept: one [`Thread`] per conversation id.
@@ -183,6 +200,12 @@ impl<T: CheckpointStore + ?Sized> CheckpointStore for Arc<T> {
     }
     async fn repair(&self, run_id: &str) -> Result<Option<String>, StoreError> {
         (**self).repair(run_id).await
+    }
+    async fn lineage(&self, run_id: &str) -> Result<Option<Lineage>, StoreError> {
+        (**self).lineage(run_id).await
+    }
+    async fn save_lineage(&self, run_id: &str, lineage: &Lineage) -> Result<bool, StoreError> {
+        (**self).save_lineage(run_id, lineage).await
     }
 }
 

@@ -8,9 +8,9 @@
 
 use std::sync::Arc;
 
-use super::request::InputRequest;
 use crate::error::CheckpointError;
 use crate::message::Message;
+use crate::resumable::request::InputRequest;
 use crate::thread::Thread;
 
 /// The metadata key an answer carries the request's id under.

@@ -12,8 +12,7 @@ use tokio::sync::oneshot;
 use super::answer;
 use super::fallback;
 use super::progress::{Progress, ProgressRelay};
-use super::request::InputRequest;
-use super::result::{RunResult, RunStatus, RunStream};
+use super::result::{RunResult, RunStream};
 use super::run::{RunActor, RunArgs, RunTask};
 use super::snapshot::{self, Resumed};
 use super::spec::Spec;
@@ -21,6 +20,8 @@ use crate::agent::{Agent, AgentError, Reply};
 use crate::context::{EventSink, EventStream, RunContext};
 use crate::error::CheckpointError;
 use crate::message::{Message, MessageId};
+use crate::resumable::request::InputRequest;
+use crate::resumable::status::RunStatus;
 use crate::run_error::RunError;
 use crate::store::{CheckpointId, CheckpointStore};
 use crate::thread::Thread;
@@ -263,7 +264,7 @@ impl Workflow {
     /// Runs with `ctx` already carrying this run's path. Only a top-level
     /// run saves checkpoints: a nested run's state rides in its parent's,
     /// to which it reports its progress through `progress`, if given.
-    async fn execute(
+    pub(super) async fn execute(
         &self,
         thread: Thread,
         ctx: RunContext,

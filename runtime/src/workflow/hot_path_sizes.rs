@@ -64,13 +64,13 @@ fn the_actor_messages_a_turn_sends_stay_small() {
 fn the_values_every_turn_copies_stay_small() {
     assert_eq!(
         size_of::<MessageId>(),
-        24,
+        16,
         "message ids are one u128, hashed by one keyed multiply (IdHash) into every \
          thread's id set, three times a turn"
     );
     assert_eq!(
         size_of::<CheckpointId>(),
-        24,
+        16,
         "a checkpoint id is one u128, formatted by hand as 32 hex digits"
     );
     assert_eq!(

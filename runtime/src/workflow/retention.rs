@@ -6,8 +6,8 @@ use std::time::{Duration, SystemTime};
 
 use crate::store::{CheckpointStore, StoreError, ThreadStore};
 
-use super::result::RunStatus;
 use super::summary::summarize_runs;
+use crate::resumable::status::RunStatus;
 
 /// What a store keeps; `None` keeps everything of that kind.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

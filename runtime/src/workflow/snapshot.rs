@@ -1,16 +1,15 @@
 //! What a checkpoint holds of a run, and the checks made before a run
 //! resumes from one.
 
-use super::scheduler_state::{SchedulerState, SchedulerStateError};
-use super::snapshot_restore::restore;
-pub(crate) use super::snapshot_value::Snapshot;
 use super::spec::Spec;
-use crate::codec;
+use crate::checkpoint::codec;
+use crate::checkpoint::delta::{ChainPayload, Folded};
+use crate::checkpoint::record::{Checkpoint, CheckpointId, FIRST_CHAINED_VERSION, legacy_checksum};
+use crate::checkpoint::snapshot_restore::restore;
+pub(crate) use crate::checkpoint::snapshot_value::Snapshot;
 use crate::error::CheckpointError;
-use crate::store::{
-    ChainPayload, Checkpoint, CheckpointId, CheckpointStore, FIRST_CHAINED_VERSION, Folded,
-    StoreError, legacy_checksum,
-};
+use crate::resumable::scheduler_state::{SchedulerState, SchedulerStateError};
+use crate::store::{CheckpointStore, StoreError};
 
 /// Where a resumed run picks up.
 pub(crate) struct Resumed {
@@ -166,9 +165,9 @@ mod tests {
     use super::*;
     use crate::graph::Graph;
     use crate::graph::cursor::Cursor;
+    use crate::resumable::scheduler_state::SchedulerBody;
     use crate::store::MemoryStore;
     use crate::workflow::Workflow;
-    use crate::workflow::scheduler_state::SchedulerBody;
     use crate::{FnAgent, RunContext, RunError, Thread};
     use std::sync::Arc;
 
@@ -211,17 +210,17 @@ mod tests {
         let mut snapshot = decode(&latest).unwrap();
         let state = snapshot.thread.state_mut().as_mut().unwrap();
         damage(state.scheduler.body_mut());
-        let counters = crate::workflow::snapshot_delta::Counters {
+        let counters = crate::checkpoint::snapshot_delta::Counters {
             stop: snapshot.stop.clone(),
-            stats: crate::workflow::snapshot_refs::StatsRef::of(&snapshot.stats),
+            stats: crate::checkpoint::snapshot_refs::StatsRef::of(&snapshot.stats),
             turns: snapshot.turns,
             last: snapshot.last,
             start_len: snapshot.start_len,
             started_at: snapshot.started_at,
             status: snapshot.status.clone(),
         };
-        let tree = crate::workflow::snapshot_delta::TreeView::of(&snapshot.thread);
-        let (payload, _) = crate::workflow::snapshot_delta::DeltaWriter::default()
+        let tree = crate::checkpoint::snapshot_delta::TreeView::of(&snapshot.thread);
+        let (payload, _) = crate::checkpoint::snapshot_delta::DeltaWriter::default()
             .encode(&tree, &counters)
             .unwrap();
         let cp = Checkpoint::new(
@@ -276,7 +275,7 @@ mod tests {
         assert_eq!(
             source,
             SchedulerStateError::UnknownVersion {
-                expected: crate::workflow::scheduler_state::SCHEDULER_STATE_VERSION,
+                expected: crate::resumable::scheduler_state::SCHEDULER_STATE_VERSION,
                 found: 99
             }
         );

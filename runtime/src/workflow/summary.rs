@@ -5,10 +5,10 @@
 use std::time::SystemTime;
 
 use super::answer;
-use super::request::InputRequest;
-use super::result::RunStatus;
 use super::snapshot;
-use crate::codec;
+use crate::checkpoint::codec;
+use crate::resumable::request::InputRequest;
+use crate::resumable::status::RunStatus;
 use crate::store::{CheckpointId, CheckpointStore, StoreError};
 
 /// One run as its checkpoints in a store describe it.

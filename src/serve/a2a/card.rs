@@ -1,7 +1,8 @@
 //! The agent card of a served team (`GET /.well-known/agent-card.json`,
 //! `GET /a2a/{team}/.well-known/agent-card.json`): its name and
-//! description, a skill per agent of the config, streaming, the JSON-RPC
-//! endpoint at this server's address, and the bearer scheme when a token
+//! description, a skill per agent of the config, streaming, push
+//! notifications, the JSON-RPC endpoint at this server's address and the
+//! HTTP+JSON one beside it, and the bearer scheme when a token
 //! is required.
 
 use axum::Json;
@@ -10,7 +11,8 @@ use axum::http::HeaderMap;
 use axum::http::header::HOST;
 use serde_json::json;
 use troupe::agents::a2a::types::{
-    AgentCapabilities, AgentCard, AgentInterface, AgentSkill, JSONRPC_BINDING, PROTOCOL_VERSION,
+    AgentCapabilities, AgentCard, AgentInterface, AgentSkill, HTTP_JSON_BINDING, JSONRPC_BINDING,
+    PROTOCOL_VERSION,
 };
 
 use super::super::error::ApiError;
@@ -37,7 +39,7 @@ pub(crate) async fn team_card(
 }
 
 /// `http://HOST` as the caller reached the server.
-fn base(headers: &HeaderMap) -> String {
+pub(crate) fn base(headers: &HeaderMap) -> String {
     let host = headers
         .get(HOST)
         .and_then(|h| h.to_str().ok())
@@ -70,17 +72,29 @@ pub(crate) fn card(team: &Team, base: &str, token: bool) -> AgentCard {
             .description
             .clone()
             .unwrap_or_else(|| format!("The troupe team {}", team.name)),
-        supported_interfaces: vec![AgentInterface {
-            url: format!("{base}/a2a/{}", team.name),
-            protocol_binding: JSONRPC_BINDING.into(),
-            protocol_version: PROTOCOL_VERSION.into(),
-        }],
+        supported_interfaces: vec![
+            AgentInterface {
+                url: format!("{base}/a2a/{}", team.name),
+                protocol_binding: JSONRPC_BINDING.into(),
+                protocol_version: PROTOCOL_VERSION.into(),
+            },
+            AgentInterface {
+                url: format!("{base}/a2a/{}/v1", team.name),
+                protocol_binding: HTTP_JSON_BINDING.into(),
+                protocol_version: PROTOCOL_VERSION.into(),
+            },
+        ],
         version: env!("CARGO_PKG_VERSION").into(),
         capabilities: AgentCapabilities {
             streaming: Some(true),
-            push_notifications: Some(false),
+            push_notifications: Some(true),
+            extended_agent_card: Some(token),
         },
-        default_input_modes: text(),
+        default_input_modes: vec![
+            "text/plain".into(),
+            "application/json".into(),
+            "text/*".into(),
+        ],
         default_output_modes: text(),
         skills,
         security_schemes: token.then(|| {

@@ -1,9 +1,15 @@
 //! The served teams as A2A agents (protocol 1.0, JSON-RPC binding, as the
-//! official SDKs speak it): an agent card per team, and `SendMessage`,
-//! `SendStreamingMessage`, `GetTask` and `CancelTask` (the 0.3 names
-//! `message/send`, `message/stream`, `tasks/get`, `tasks/cancel` are taken
-//! too) at `POST /a2a/{team}` (`POST /a2a`: the first team), behind the
-//! same token as every route but the cards (public: they announce it).
+//! official SDKs speak it): an agent card per team, and every method of
+//! the binding — `SendMessage` (blocking, or at once with
+//! `configuration.returnImmediately: true` / `blocking: false`),
+//! `SendStreamingMessage`, `GetTask`, `ListTasks`, `CancelTask`,
+//! `SubscribeToTask`, the push notification configs (`push.rs`) and
+//! `GetExtendedAgentCard` — at `POST /a2a/{team}` (`POST /a2a`: the first
+//! team), behind the same token as every route but the cards (public:
+//! they announce it). Calls are read strictly (`envelope.rs`): a bad
+//! envelope, bad parameters or an unsupported `A2A-Version` get the
+//! spec's error codes; the 0.3 method names (`message/send`…) are
+//! refused with `VersionNotSupportedError`, saying what to call instead.
 //!
 //! A task is a run of the runs API (`GET /runs/{id}` shows it too), a
 //! context a stored session: a message without a task starts a run in
@@ -13,6 +19,11 @@
 //! metadata's `troupe.request_id` names — and runs it on.
 
 mod card;
+mod envelope;
+mod list;
+mod parts;
+mod push;
+mod rest;
 mod stream;
 mod task;
 
@@ -20,26 +31,24 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::{Path, State as Axum};
-use axum::http::StatusCode;
+use axum::extract::{Path, RawQuery, State as Axum};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use troupe::agents::a2a::types::{
-    JsonRpcRequest, JsonRpcResponse, SendMessageRequest, SendMessageResponse, TaskIdParams, code,
-    method,
+    JsonRpcResponse, SendMessageRequest, SendMessageResponse, TaskState, code, method,
 };
 
 use super::completion::answering;
 use super::drive::Start;
-use super::error::ApiError;
 use super::run::{Run, Status};
 use super::runs;
 use super::sessions::check_id;
 use super::state::Shared;
 use super::texting;
+use envelope::{RpcError, params};
 
 /// The metadata key of a follow-up message naming the request it answers.
 const REQUEST_KEY: &str = "troupe.request_id";
@@ -59,33 +68,26 @@ pub(crate) fn routes() -> Router<Shared> {
         )
         .route("/a2a", post(rpc_default))
         .route("/a2a/{team}", post(rpc_team))
+        .merge(rest::routes())
 }
 
-/// A JSON-RPC error to answer.
-struct RpcError {
-    code: i64,
-    message: String,
+async fn rpc_default(
+    Axum(state): Axum<Shared>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+    body: Bytes,
+) -> Response {
+    rpc(state, None, &headers, query.as_deref(), body).await
 }
 
-impl RpcError {
-    fn new(code: i64, message: impl Into<String>) -> Self {
-        RpcError {
-            code,
-            message: troupe::secrets::redact(&message.into()).into_owned(),
-        }
-    }
-
-    fn params(e: ApiError) -> Self {
-        Self::new(code::INVALID_PARAMS, e.message)
-    }
-}
-
-async fn rpc_default(Axum(state): Axum<Shared>, body: Bytes) -> Response {
-    rpc(state, None, body).await
-}
-
-async fn rpc_team(Axum(state): Axum<Shared>, Path(team): Path<String>, body: Bytes) -> Response {
-    rpc(state, Some(team), body).await
+async fn rpc_team(
+    Axum(state): Axum<Shared>,
+    Path(team): Path<String>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+    body: Bytes,
+) -> Response {
+    rpc(state, Some(team), &headers, query.as_deref(), body).await
 }
 
 fn answer(id: Value, outcome: Result<Value, RpcError>) -> Response {
@@ -100,52 +102,128 @@ fn to_value<T: serde::Serialize>(value: T) -> Result<Value, RpcError> {
     serde_json::to_value(value).map_err(|e| RpcError::new(code::INTERNAL_ERROR, e.to_string()))
 }
 
-fn params<T: DeserializeOwned>(params: Value) -> Result<T, RpcError> {
-    serde_json::from_value(params)
-        .map_err(|e| RpcError::new(code::INVALID_PARAMS, format!("invalid params: {e}")))
+/// One JSON-RPC call.
+async fn rpc(
+    state: Shared,
+    team: Option<String>,
+    headers: &HeaderMap,
+    query: Option<&str>,
+    body: Bytes,
+) -> Response {
+    let call = match envelope::read(&body) {
+        Ok(call) => call,
+        Err((id, e)) => return answer(id, Err(e)),
+    };
+    let id = call.id;
+    if let Err(e) = envelope::version(headers, query) {
+        return answer(id, Err(e));
+    }
+    match dispatch(&state, team, &call.method, call.params, headers).await {
+        Outcome::Value(v) => answer(id, v),
+        Outcome::Stream(run, from) => {
+            let answering = answering(&state, &run.team).unwrap_or_default();
+            stream::respond(Some(id), run, from, answering)
+        }
+    }
 }
 
-/// One JSON-RPC call.
-async fn rpc(state: Shared, team: Option<String>, body: Bytes) -> Response {
-    let request: JsonRpcRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => {
-            let code = if serde_json::from_slice::<Value>(&body).is_ok() {
-                code::INVALID_REQUEST
-            } else {
-                code::PARSE_ERROR
+/// What a method call gives: a value (or an error), or a task's stream
+/// from a position of its run's log.
+pub(crate) enum Outcome {
+    /// The result, or the error.
+    Value(Result<Value, RpcError>),
+    /// The task to stream, from this position of its run's events.
+    Stream(Arc<Run>, usize),
+}
+
+/// Calls `method` with `raw` parameters on `team` (both bindings).
+pub(crate) async fn dispatch(
+    state: &Shared,
+    team: Option<String>,
+    method: &str,
+    raw: Value,
+    headers: &HeaderMap,
+) -> Outcome {
+    let value = match method {
+        method::SEND => send(state, team, raw).await,
+        method::STREAM => {
+            return match begin(state, team, raw) {
+                Ok((run, from, _)) => Outcome::Stream(run, from),
+                Err(e) => Outcome::Value(Err(e)),
             };
-            let e = RpcError::new(code, format!("not a JSON-RPC 2.0 request: {e}"));
-            return answer(Value::Null, Err(e));
         }
-    };
-    let id = request.id;
-    let outcome = match request.method.as_str() {
-        method::SEND | "message/send" => send(&state, team, request.params).await,
-        method::STREAM | "message/stream" => {
-            return match begin(&state, team, request.params) {
-                Ok((run, from, _)) => {
-                    let answering = answering(&state, &run.team).unwrap_or_default();
-                    stream::respond(id, run, from, answering)
+        SUBSCRIBE => {
+            return match subscribe(state, team.as_deref(), &raw) {
+                Ok(run) => {
+                    let from = run.inner().events.len();
+                    Outcome::Stream(run, from)
                 }
-                Err(e) => answer(id, Err(e)),
+                Err(e) => Outcome::Value(Err(e)),
             };
         }
-        method::GET_TASK | "tasks/get" => get_task(&state, team, request.params),
-        method::CANCEL_TASK | "tasks/cancel" => cancel_task(&state, team, request.params).await,
+        method::GET_TASK => get_task(state, team, &raw),
+        LIST_TASKS => list::list(state, team.as_deref(), &raw),
+        method::CANCEL_TASK => cancel_task(state, team, &raw).await,
+        PUSH_CREATE | PUSH_GET | PUSH_LIST | PUSH_DELETE => {
+            push_config(state, team.as_deref(), method, raw)
+        }
+        EXTENDED_CARD => extended_card(state, team.as_deref(), headers),
+        legacy @ ("message/send"
+        | "message/stream"
+        | "tasks/get"
+        | "tasks/cancel"
+        | "tasks/resubscribe"
+        | "tasks/pushNotificationConfig/set"
+        | "tasks/pushNotificationConfig/get"
+        | "tasks/pushNotificationConfig/list"
+        | "tasks/pushNotificationConfig/delete"
+        | "agent/getAuthenticatedExtendedCard") => {
+            let e = envelope::refuse_version("0.3");
+            Err(RpcError::new(
+                e.code,
+                format!("`{legacy}` is an A2A 0.3 method. {}", e.message),
+            ))
+        }
         other => Err(RpcError::new(
             code::METHOD_NOT_FOUND,
             format!(
-                "no method `{other}`; this agent takes {}, {}, {} and {}",
-                method::SEND,
-                method::STREAM,
-                method::GET_TASK,
-                method::CANCEL_TASK
+                "no method `{other}`; this agent takes {}",
+                METHODS.join(", ")
             ),
         )),
     };
-    answer(id, outcome)
+    Outcome::Value(value)
 }
+
+/// `SubscribeToTask`.
+pub(crate) const SUBSCRIBE: &str = method::SUBSCRIBE;
+/// `ListTasks`.
+pub(crate) const LIST_TASKS: &str = method::LIST_TASKS;
+/// `CreateTaskPushNotificationConfig`.
+pub(crate) const PUSH_CREATE: &str = "CreateTaskPushNotificationConfig";
+/// `GetTaskPushNotificationConfig`.
+pub(crate) const PUSH_GET: &str = "GetTaskPushNotificationConfig";
+/// `ListTaskPushNotificationConfigs`.
+pub(crate) const PUSH_LIST: &str = "ListTaskPushNotificationConfigs";
+/// `DeleteTaskPushNotificationConfig`.
+pub(crate) const PUSH_DELETE: &str = "DeleteTaskPushNotificationConfig";
+/// `GetExtendedAgentCard`.
+pub(crate) const EXTENDED_CARD: &str = "GetExtendedAgentCard";
+
+/// Every method served.
+const METHODS: [&str; 11] = [
+    method::SEND,
+    method::STREAM,
+    method::GET_TASK,
+    LIST_TASKS,
+    method::CANCEL_TASK,
+    SUBSCRIBE,
+    PUSH_CREATE,
+    PUSH_GET,
+    PUSH_LIST,
+    PUSH_DELETE,
+    EXTENDED_CARD,
+];
 
 /// The run a task id names, on the team called (404: task not found).
 fn run_of(state: &Shared, team: Option<&str>, id: &str) -> Result<Arc<Run>, RpcError> {
@@ -165,13 +243,30 @@ fn begin(
     team: Option<String>,
     raw: Value,
 ) -> Result<(Arc<Run>, usize, bool), RpcError> {
+    envelope::message(&raw)?;
+    let configuration = raw.get("configuration").cloned().unwrap_or(Value::Null);
+    let at_once = configuration.get("returnImmediately") == Some(&Value::Bool(true))
+        || configuration.get("blocking") == Some(&Value::Bool(false));
+    let push = ["taskPushNotificationConfig", "pushNotificationConfig"]
+        .iter()
+        .find_map(|k| configuration.get(*k).filter(|v| !v.is_null()).cloned());
+    if let Some(Value::Array(modes)) = configuration.get("acceptedOutputModes")
+        && !modes.is_empty()
+        && !modes.iter().filter_map(Value::as_str).any(|m| {
+            matches!(
+                m,
+                "text/plain" | "text/*" | "*/*" | "text" | "application/json"
+            )
+        })
+    {
+        return Err(RpcError::new(
+            envelope::CONTENT_TYPE_NOT_SUPPORTED,
+            "this agent answers in text/plain, which `acceptedOutputModes` leaves out",
+        ));
+    }
     let request: SendMessageRequest = params(raw)?;
-    let at_once = request
-        .configuration
-        .as_ref()
-        .is_some_and(|c| c.return_immediately);
     let message = request.message;
-    let text = message.text();
+    let text = parts::task_text(&message.parts)?;
     if text.trim().is_empty() {
         return Err(RpcError::new(
             code::INVALID_PARAMS,
@@ -181,6 +276,20 @@ fn begin(
     let context = message.context_id.filter(|c| !c.is_empty());
     if let Some(task_id) = message.task_id.filter(|t| !t.is_empty()) {
         let run = run_of(state, team.as_deref(), &task_id)?;
+        // A task over takes no more messages (spec §3.1.1); one under way
+        // takes them once it waits for input.
+        let st = task::state(run.inner().status());
+        if st != TaskState::InputRequired {
+            let why = if st.is_terminal() {
+                "a task over takes no more messages: send one without `taskId` (and the same `contextId`) to go on in its context"
+            } else {
+                "it takes a message only while it waits for input (TASK_STATE_INPUT_REQUIRED)"
+            };
+            return Err(RpcError::new(
+                code::UNSUPPORTED_OPERATION,
+                format!("task `{task_id}` is {}: {why}", state_name(st)),
+            ));
+        }
         if let Some(c) = &context
             && run.session.as_deref() != Some(c.as_str())
         {
@@ -206,12 +315,17 @@ fn begin(
                 format!("task `{task_id}` cannot take a follow-up: {}", e.message),
             )
         })?;
+        if let Some(p) = push {
+            push::create(&run, p)?;
+        }
         return Ok((run, from, at_once));
     }
-    let team = state.team(team.as_deref()).map_err(RpcError::params)?;
+    let team = state
+        .team(team.as_deref())
+        .map_err(|e| RpcError::params(e.message))?;
     let session = match context {
         Some(c) => {
-            check_id(&c).map_err(RpcError::params)?;
+            check_id(&c).map_err(|e| RpcError::params(e.message))?;
             c
         }
         None => format!("a2a-{}", troupe::MessageId::new()),
@@ -227,11 +341,15 @@ fn begin(
         .and_then(Value::as_str)
         .map(texting::parse)
         .transpose()
-        .map_err(RpcError::params)?;
+        .map_err(|e| RpcError::params(e.message))?;
     let (run, turn) = texting::admit(state, &team.name, Some(&session), policy, || {
         state.runs.create(&team.name, &text, Some(session.clone()))
     })
     .map_err(|e| RpcError::new(code::UNSUPPORTED_OPERATION, e.message))?;
+    // The webhook is registered before the run starts: it hears every state.
+    if let Some(p) = push {
+        push::create(&run, p)?;
+    }
     texting::spawn(state.clone(), run.clone(), Start::Session(text), slot, turn);
     Ok((run, 0, at_once))
 }
@@ -256,36 +374,104 @@ async fn settled(run: &Run, limit: Option<Duration>) {
 }
 
 /// `SendMessage`: the task once it stops running (waiting for input
-/// included), or at once with `returnImmediately`.
+/// included), or at once with `returnImmediately` (`blocking: false`).
 async fn send(state: &Shared, team: Option<String>, raw: Value) -> Result<Value, RpcError> {
+    let history = envelope::history_length(&raw)?;
     let (run, _, at_once) = begin(state, team, raw)?;
     if !at_once {
         settled(&run, None).await;
     }
     to_value(SendMessageResponse {
-        task: Some(task::task(&run, None)),
+        task: Some(task::task(&run, history)),
         message: None,
     })
 }
 
-/// `GetTask`.
-fn get_task(state: &Shared, team: Option<String>, raw: Value) -> Result<Value, RpcError> {
-    let request: TaskIdParams = params(raw)?;
-    let run = run_of(state, team.as_deref(), &request.id)?;
-    to_value(task::task(&run, request.history_length))
+/// `GetTask`, with at most `historyLength` messages of history.
+fn get_task(state: &Shared, team: Option<String>, raw: &Value) -> Result<Value, RpcError> {
+    let id = envelope::task_id(raw, "id")?;
+    let history = envelope::history_length(raw)?;
+    let run = run_of(state, team.as_deref(), &id)?;
+    to_value(task::task(&run, history))
 }
 
 /// `CancelTask`: cancels a task under way or waiting for input; the task
-/// once the run took the cancel.
-async fn cancel_task(state: &Shared, team: Option<String>, raw: Value) -> Result<Value, RpcError> {
-    let request: TaskIdParams = params(raw)?;
-    let run = run_of(state, team.as_deref(), &request.id)?;
-    runs::cancel_run(&run).map_err(|e| {
+/// once the run took the cancel. A task over already is not cancelable.
+async fn cancel_task(state: &Shared, team: Option<String>, raw: &Value) -> Result<Value, RpcError> {
+    let id = envelope::task_id(raw, "id")?;
+    let run = run_of(state, team.as_deref(), &id)?;
+    let not_cancelable = |why: &str| {
         RpcError::new(
             code::TASK_NOT_CANCELABLE,
-            format!("task `{}` cannot be cancelled: {}", request.id, e.message),
+            format!("task `{id}` cannot be cancelled: {why}"),
         )
-    })?;
+    };
+    let st = task::state(run.inner().status());
+    if st.is_terminal() {
+        return Err(not_cancelable(&format!("it is {}", state_name(st))));
+    }
+    runs::cancel_run(&run).map_err(|e| not_cancelable(&e.message))?;
     settled(&run, Some(CANCEL_WAIT)).await;
     to_value(task::task(&run, None))
+}
+
+/// A task state as the wire spells it.
+fn state_name(state: TaskState) -> String {
+    serde_json::to_value(state)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// `SubscribeToTask`: the task to stream, unless it is over
+/// (`UnsupportedOperationError`).
+fn subscribe(state: &Shared, team: Option<&str>, raw: &Value) -> Result<Arc<Run>, RpcError> {
+    let id = envelope::task_id(raw, "id")?;
+    let run = run_of(state, team, &id)?;
+    let st = task::state(run.inner().status());
+    if st.is_terminal() {
+        return Err(RpcError::new(
+            code::UNSUPPORTED_OPERATION,
+            format!(
+                "task `{id}` is {}: there is nothing to subscribe to",
+                state_name(st)
+            ),
+        ));
+    }
+    Ok(run)
+}
+
+/// The push notification config methods, on the task `taskId` names.
+fn push_config(
+    state: &Shared,
+    team: Option<&str>,
+    method: &str,
+    raw: Value,
+) -> Result<Value, RpcError> {
+    let task = envelope::task_id(&raw, "taskId")?;
+    let run = run_of(state, team, &task)?;
+    match method {
+        PUSH_CREATE => push::create(&run, raw),
+        PUSH_GET => push::get(&run, &raw),
+        PUSH_LIST => push::list(&run),
+        _ => push::delete(&run, &raw),
+    }
+}
+
+/// `GetExtendedAgentCard`: the card, to a caller that authenticated (the
+/// route is behind the token); without a token set there is no
+/// authenticated caller to extend it for.
+fn extended_card(
+    state: &Shared,
+    team: Option<&str>,
+    headers: &HeaderMap,
+) -> Result<Value, RpcError> {
+    if state.token.is_none() {
+        return Err(RpcError::new(
+            envelope::EXTENDED_CARD_NOT_CONFIGURED,
+            "no extended agent card: the server has no token (TROUPE_SERVE_TOKEN), so no caller is authenticated",
+        ));
+    }
+    let team = state.team(team).map_err(|e| RpcError::params(e.message))?;
+    to_value(card::card(team, &card::base(headers), true))
 }

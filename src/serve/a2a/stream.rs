@@ -24,7 +24,9 @@ use super::task;
 
 /// Where a stream stands.
 struct Cursor {
-    id: Value,
+    /// The JSON-RPC request's id (each event a JSON-RPC response), or
+    /// `None` on the HTTP+JSON binding (each event a bare `StreamResponse`).
+    id: Option<Value>,
     run: Arc<Run>,
     /// The position of the next event of the run's log to read.
     next: usize,
@@ -39,8 +41,13 @@ struct Cursor {
 }
 
 /// The SSE response streaming `run`'s task, reading its events from
-/// position `from`, for JSON-RPC request `id`.
-pub(crate) fn respond(id: Value, run: Arc<Run>, from: usize, answering: Vec<String>) -> Response {
+/// position `from`, for JSON-RPC request `id` (`None`: HTTP+JSON).
+pub(crate) fn respond(
+    id: Option<Value>,
+    run: Arc<Run>,
+    from: usize,
+    answering: Vec<String>,
+) -> Response {
     let cursor = Cursor {
         id,
         changes: run.watch(),
@@ -56,11 +63,13 @@ pub(crate) fn respond(id: Value, run: Arc<Run>, from: usize, answering: Vec<Stri
         let frames: Vec<Result<Sse, Infallible>> = items
             .into_iter()
             .map(|item| {
-                let response = JsonRpcResponse::result(
-                    c.id.clone(),
-                    serde_json::to_value(item).unwrap_or(Value::Null),
-                );
-                Ok(Sse::default().data(serde_json::to_string(&response).unwrap_or_default()))
+                let item = serde_json::to_value(item).unwrap_or(Value::Null);
+                let data = match &c.id {
+                    Some(id) => serde_json::to_string(&JsonRpcResponse::result(id.clone(), item))
+                        .unwrap_or_default(),
+                    None => item.to_string(),
+                };
+                Ok(Sse::default().data(data))
             })
             .collect();
         Some((futures::stream::iter(frames), c))

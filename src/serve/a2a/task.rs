@@ -108,13 +108,13 @@ pub(crate) fn response_artifact(text: String) -> Artifact {
         artifact_id: RESPONSE.into(),
         name: Some(RESPONSE.into()),
         description: Some("The team's final response.".into()),
-        parts: vec![Part::text(text)],
+        parts: super::parts::answer_parts(text),
         metadata: None,
     }
 }
 
-/// The run as a task; `history` leaves the user's message out when 0.
-pub(crate) fn task(run: &Run, history: Option<i32>) -> Task {
+/// The run as a task, with at most `history` messages of its history.
+pub(crate) fn task(run: &Run, history: Option<usize>) -> Task {
     let status = status(run);
     let mut messages = vec![Message {
         message_id: format!("{}-task", run.id),
@@ -127,7 +127,7 @@ pub(crate) fn task(run: &Run, history: Option<i32>) -> Task {
     if let Some(m) = &status.message {
         messages.push(m.clone());
     }
-    if let Some(n) = history.and_then(|n| usize::try_from(n).ok()) {
+    if let Some(n) = history {
         let skip = messages.len().saturating_sub(n);
         messages.drain(..skip);
     }

@@ -417,9 +417,11 @@
       const rl = $("runs-list");
       rl.textContent = "";
       for (const r of state.runs) {
-        const li = pickerItem(rl, "run-item", r.task || r.id, r.status + " · " + when(r.started_at), () =>
+        const fork = r.forked_from ? " · fork of " + r.forked_from.run_id : "";
+        const li = pickerItem(rl, "run-item", r.task || r.id, r.status + " · " + when(r.started_at) + fork, () =>
           reopenRun(r.id)
         );
+        if (r.forked_from) li.dataset.forkedFrom = r.forked_from.run_id;
         li.dataset.runId = r.id;
         li.dataset.status = r.status;
         li.classList.toggle("current", r.id === state.runId);
@@ -439,6 +441,39 @@
     } catch (err) {
       showError(err);
     }
+  }
+
+  // "fork from here": a small form under checkpoint line `li` (the last
+  // message, edited, optional); sent, the fork opens in the tree.
+  function askFork(checkpoint, li) {
+    if (li.querySelector("form")) return;
+    const from = state.runId;
+    const form = el("form", "fork-form");
+    form.dataset.testid = "fork-form";
+    const input = el("input");
+    input.placeholder = "last message, edited (optional)";
+    input.dataset.testid = "fork-message";
+    const go = el("button", "", "Fork");
+    go.type = "submit";
+    go.dataset.testid = "fork-submit";
+    form.append(input, go);
+    form.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      go.disabled = true;
+      const body = { checkpoint: checkpoint };
+      if (input.value.trim()) body.message = input.value;
+      try {
+        const run = await api.json("POST", "/runs/" + encodeURIComponent(from) + "/fork", body);
+        $("chat-log").appendChild(el("div", "note", "forked " + from + " at " + checkpoint + " as " + run.id));
+        openRun(run.id, false);
+        loadLists();
+      } catch (err) {
+        go.disabled = false;
+        showError(err);
+      }
+    });
+    li.appendChild(form);
+    input.focus();
   }
 
   // A server of several teams (a directory of configs) gets a picker.
@@ -500,6 +535,7 @@
   function start() {
     api.adoptToken();
     timeline = new Timeline($("timeline"));
+    timeline.onFork = askFork;
     setSession(newSession());
     setStatus(null, "");
     $("chat-form").addEventListener("submit", (e) => {

@@ -106,7 +106,7 @@
       case "input_requested":
         return ["input", "asks: " + ev.prompt + " (request " + ev.request + ")"];
       case "checkpoint_saved":
-        return ["minor", "checkpoint after superstep " + ev.superstep + " (" + ev.bytes + " bytes)"];
+        return ["checkpoint", "checkpoint after superstep " + ev.superstep + " (" + ev.bytes + " bytes)"];
       case "superstep_started":
         return ["minor", "superstep " + ev.superstep + ": " + ev.nodes.join(", ")];
       case "superstep_completed":
@@ -236,6 +236,20 @@
         case "model_call_started":
           n.stream = null;
           break;
+        case "checkpoint_saved": {
+          // Time travel: a new run carried on from this checkpoint.
+          const li = this.line(n, ev, cls, text);
+          li.dataset.checkpoint = ev.checkpoint;
+          if (this.onFork) {
+            const fork = el("button", "fork", "fork from here");
+            fork.type = "button";
+            fork.dataset.testid = "fork-here";
+            fork.title = "carry the run on from checkpoint " + ev.checkpoint + " as a new run";
+            fork.addEventListener("click", () => this.onFork(ev.checkpoint, li));
+            li.appendChild(fork);
+          }
+          return;
+        }
         case "model_call_finished":
           this.count(n, ev.usage, ev.cost);
           break;

@@ -5,12 +5,12 @@
 use std::fs::{self, File};
 use std::io::{ErrorKind, Read};
 
-use super::super::checkpoint::{Checkpoint, CheckpointId, CheckpointMeta};
 use super::super::error::StoreError;
-use super::super::format::{
+use super::{FileStore, file_what};
+use crate::checkpoint::files::{
     CHECKPOINT_PREFIX, checkpoint_header_info, decode_checkpoint_file, decode_checkpoint_meta,
 };
-use super::{FileStore, file_what};
+use crate::checkpoint::record::{Checkpoint, CheckpointId, CheckpointMeta};
 
 impl FileStore {
     pub(super) fn read_checkpoint(

@@ -10,16 +10,16 @@ use super::checkpoints::NotSaved;
 use super::phase::{Failure, Phase};
 use super::slots::Scheduling;
 use super::tally::Tally;
+use crate::checkpoint::snapshot_delta::{Counters, TreeView};
+use crate::checkpoint::snapshot_refs::StateRef;
 use crate::event::{Event, FinalStatus};
 use crate::graph::cursor::Cursor;
+use crate::resumable::held_reply::HeldReply;
+use crate::resumable::scheduler_state::RunCounters;
+use crate::resumable::status::RunStatus;
 use crate::stop::StopTracker;
 use crate::thread::Thread;
-use crate::workflow::held_reply::HeldReply;
 use crate::workflow::protocol::RunAddr;
-use crate::workflow::result::RunStatus;
-use crate::workflow::scheduler_state::RunCounters;
-use crate::workflow::snapshot_delta::{Counters, TreeView};
-use crate::workflow::snapshot_refs::StateRef;
 
 /// What a checkpoint holds besides the thread tree — the run's counters,
 /// borrowed from `tally` — with the status the run ended with (at its end).

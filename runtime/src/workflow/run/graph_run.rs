@@ -5,8 +5,8 @@
 use crate::agent::Reply;
 use crate::graph::Graph;
 use crate::graph::cursor::Cursor;
+use crate::resumable::held_reply::HeldReply;
 use crate::thread::{Thread, WorkflowState};
-use crate::workflow::held_reply::HeldReply;
 
 /// Where a graph run stands.
 pub(super) struct GraphRun {

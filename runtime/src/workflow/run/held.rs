@@ -3,7 +3,7 @@
 //! (`workflow/held_reply.rs`) needs nothing of the agent's.
 
 use crate::agent::Reply;
-use crate::workflow::held_reply::HeldReply;
+use crate::resumable::held_reply::HeldReply;
 
 impl HeldReply {
     /// Node `node`'s `reply`, copied; `None` when its thread cannot be
@@ -11,7 +11,7 @@ impl HeldReply {
     /// were held).
     pub(crate) fn of(node: &str, reply: &Reply) -> Option<Self> {
         let thread = match &reply.thread {
-            Some(t) => Some(crate::codec::encode(t).ok()?),
+            Some(t) => Some(crate::checkpoint::codec::encode(t).ok()?),
             None => None,
         };
         Some(HeldReply {
@@ -30,7 +30,7 @@ impl HeldReply {
     /// turn then runs again).
     pub(crate) fn into_reply(self) -> Option<Reply> {
         let thread = match &self.thread {
-            Some(bytes) => Some(crate::codec::decode(bytes).ok()?),
+            Some(bytes) => Some(crate::checkpoint::codec::decode(bytes).ok()?),
             None => None,
         };
         Some(Reply {
@@ -58,8 +58,8 @@ mod tests {
         reply.next = Some(vec!["b".into()]);
         reply.thread = Some(Thread::from_messages([Message::user("hi")]));
         let held = HeldReply::of("a", &reply).unwrap();
-        let bytes = crate::codec::encode(&held).unwrap();
-        let back: HeldReply = crate::codec::decode(&bytes).unwrap();
+        let bytes = crate::checkpoint::codec::encode(&held).unwrap();
+        let back: HeldReply = crate::checkpoint::codec::decode(&bytes).unwrap();
         assert_eq!(back, held);
         let again = back.into_reply().unwrap();
         assert_eq!(again.messages, reply.messages);

@@ -2,10 +2,10 @@
 //! failing — and how a failure becomes the run's error.
 
 use crate::agent::AgentError;
+use crate::resumable::status::RunStatus;
 use crate::run_error::RunError;
 use crate::stats::RunStats;
 use crate::thread::Thread;
-use crate::workflow::result::RunStatus;
 
 /// Why a run fails.
 pub(super) enum Failure {

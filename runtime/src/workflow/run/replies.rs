@@ -11,9 +11,9 @@ use crate::agent::Reply;
 use crate::event::Event;
 use crate::graph::Isolation;
 use crate::message::{Message, MessageId};
+use crate::resumable::request::InputRequest;
+use crate::resumable::status::RunStatus;
 use crate::stop::Trigger;
-use crate::workflow::request::InputRequest;
-use crate::workflow::result::RunStatus;
 
 impl RunState {
     /// Appends a finished turn's messages, routes them, checks the stop

@@ -9,8 +9,8 @@ use super::graph_run::Barrier;
 use super::phase::Failure;
 use crate::event::Event;
 use crate::graph::Scheduler;
+use crate::resumable::status::RunStatus;
 use crate::workflow::protocol::RunAddr;
-use crate::workflow::result::RunStatus;
 
 impl RunState {
     /// Starts every turn that can start, and finishes the run when nothing

@@ -17,12 +17,12 @@ use super::watcher::Watcher;
 use super::{RunArgs, RunState};
 use crate::event::Event;
 use crate::message::{Message, MessageId};
+use crate::resumable::scheduler_state::RunCounters;
+use crate::resumable::status::RunStatus;
 use crate::state::StateSnapshot;
 use crate::stop::{StopTracker, Trigger};
 use crate::workflow::answer;
 use crate::workflow::protocol::RunAddr;
-use crate::workflow::result::RunStatus;
-use crate::workflow::scheduler_state::RunCounters;
 
 /// An answer to a question, with the participant that asked it.
 type Answer = (usize, Arc<Message>);

@@ -5,14 +5,14 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::checkpoint::snapshot_refs::StateView;
 use crate::graph::cursor::Cursor;
 use crate::message::Message;
+use crate::resumable::held_reply::HeldReply;
+use crate::resumable::request::InputRequest;
+use crate::resumable::scheduler_state::{RunCounters, SchedulerState};
 use crate::state::{StateDelta, StateSnapshot};
 use crate::thread::{Thread, WorkflowState};
-use crate::workflow::held_reply::HeldReply;
-use crate::workflow::request::InputRequest;
-use crate::workflow::scheduler_state::{RunCounters, SchedulerState};
-use crate::workflow::snapshot_refs::StateView;
 use crate::workflow::spec::Spec;
 
 /// What of a thread's workflow state lives with other owners while the

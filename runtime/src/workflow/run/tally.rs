@@ -8,13 +8,14 @@ use std::time::SystemTime;
 use tokio::time::Instant;
 
 use crate::agent::Reply;
+use crate::checkpoint::snapshot_refs::StatsRef;
 use crate::message::{Message, Usage};
+use crate::resumable::request::InputRequest;
+use crate::resumable::status::RunStatus;
 use crate::stats::{AgentStats, Meter, RunStats};
 use crate::store::CheckpointId;
 use crate::thread::Thread;
-use crate::workflow::request::InputRequest;
-use crate::workflow::result::{RunResult, RunStatus};
-use crate::workflow::snapshot_refs::StatsRef;
+use crate::workflow::result::RunResult;
 
 /// The run's output and counters.
 pub(super) struct Tally {

@@ -14,10 +14,10 @@ use crate::agent::{ErrorKind, Reply};
 use crate::event::Event;
 use crate::graph::node_input;
 use crate::message::Message;
+use crate::resumable::status::RunStatus;
 use crate::stats::RunStats;
 use crate::stop::Trigger;
 use crate::workflow::protocol::{RunAddr, RunMsg, TurnOutcome};
-use crate::workflow::result::RunStatus;
 
 impl RunState {
     /// Takes what participant `i` reads this turn — a full batch, or with

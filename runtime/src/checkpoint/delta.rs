@@ -24,8 +24,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::checkpoint::{DELTA_TAG, FULL_TAG};
-use crate::codec::{self, CodecError, raw};
+use super::record::{DELTA_TAG, FULL_TAG};
+use crate::checkpoint::codec::{self, CodecError, raw};
 use crate::message::{IdHash, Message, MessageId};
 
 /// Where a thread sits in a run's thread tree: the names of the children
@@ -33,6 +33,10 @@ use crate::message::{IdHash, Message, MessageId};
 pub type ThreadPath = Vec<String>;
 
 /// How a thread changed since the parent checkpoint.
+///
+/// Also written by hand from borrowed data (`snapshot_refs::OpRef`):
+/// change the two together (`borrowed_payloads_are_chain_payload_bytes`
+/// pins them).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ThreadOp {
     /// These messages were appended.
@@ -44,6 +48,10 @@ pub enum ThreadOp {
 }
 
 /// What a format-5 payload holds after its tag.
+///
+/// Also written by hand from borrowed data (`snapshot_refs::PayloadRef`):
+/// change the two together (`borrowed_payloads_are_chain_payload_bytes`
+/// pins them).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ChainPayload {
     /// Messages not stored before in the chain, each once.
@@ -104,7 +112,8 @@ mod as_bytes {
 pub const ID_RUNS_VERSION: u32 = 6;
 
 /// Some of the messages a thread operation names, in order, in a payload
-/// from format 6 on.
+/// from format 6 on. Also written by hand ([`Runs::write`]): change the
+/// two together (`threads_name_their_payloads_messages_in_runs` pins them).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum IdRun {
     /// `count` messages of the payload itself, from its `from`th on.

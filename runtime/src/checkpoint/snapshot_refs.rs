@@ -18,15 +18,15 @@ use serde::Deserialize;
 #[cfg(test)]
 use serde::Serialize;
 
-use super::result::RunStatus;
-use super::scheduler_state::SchedulerState;
-use crate::codec::{self, CodecError, raw};
+use crate::checkpoint::codec::{self, CodecError, raw};
+use crate::resumable::scheduler_state::SchedulerState;
+use crate::resumable::status::RunStatus;
 use std::collections::HashMap;
 
+use super::delta::{Runs, ThreadPath, places};
 use crate::message::{Content, IdHash, Message, MessageId};
 use crate::stats::{AgentStats, RunStats};
 use crate::stop::TrackerState;
-use crate::store::{Runs, ThreadPath, places};
 use crate::thread::WorkflowState;
 
 /// The messages a thread operation names (written as `IdRun`s, see
@@ -36,7 +36,7 @@ pub(super) struct IdsOf<'a, T>(pub(super) &'a [T]);
 /// A thread's path as the writer walks it: names borrowed from the tree.
 pub(super) type PathRef<'a> = Vec<&'a str>;
 
-/// A [`ThreadOp`](crate::store::ThreadOp) written from borrowed data: the same bytes.
+/// A [`ThreadOp`](super::delta::ThreadOp) written from borrowed data: the same bytes.
 pub(super) enum OpRef<'a> {
     Append(IdsOf<'a, Arc<Message>>),
     Replace(IdsOf<'a, Arc<Message>>),
@@ -59,7 +59,7 @@ pub(super) struct WithPaths<'r, T, W> {
     pub(super) walked: &'r [(ThreadPath, W)],
 }
 
-/// A [`ChainPayload`](crate::store::ChainPayload) written from borrowed data: the same bytes.
+/// A [`ChainPayload`](super::delta::ChainPayload) written from borrowed data: the same bytes.
 pub(super) struct PayloadRef<'r, 'a, W> {
     pub(super) messages: &'r [&'a Message],
     pub(super) threads: WithPaths<'r, OpRef<'a>, W>,
@@ -195,7 +195,7 @@ impl<W> HeadRef<'_, '_, W> {
         }
         raw::some(out, self.stop.is_some());
         if let Some(stop) = self.stop {
-            stop.write(out);
+            write_tracker_state(out, stop);
         }
         self.stats.write(out);
         raw::u64(out, self.turns);
@@ -310,6 +310,23 @@ fn write_refs<T: Borrow<Arc<Message>>>(out: &mut Vec<u8>, waiting: &[T], thread:
             }
         }
     }
+}
+
+/// A stop condition's counters, as serializing a [`TrackerState`] writes
+/// them (a checkpoint writes one each time).
+pub(super) fn write_tracker_state(out: &mut Vec<u8>, s: &TrackerState) {
+    raw::len(out, s.latched.len());
+    out.extend(s.latched.iter().map(|&b| u8::from(b)));
+    for v in [
+        s.messages,
+        s.turns,
+        s.tokens,
+        s.prompt_tokens,
+        s.completion_tokens,
+    ] {
+        raw::u64(out, v);
+    }
+    out.push(u8::from(s.timed_out));
 }
 
 /// What one agent spent, as serializing an [`AgentStats`] writes it.

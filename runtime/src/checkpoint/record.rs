@@ -8,8 +8,8 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::error::StoreError;
-use crate::codec;
+use crate::checkpoint::codec;
+use crate::store::StoreError;
 
 /// A checkpoint's identity, ordered by creation.
 ///

@@ -14,11 +14,11 @@
 //! not change with checkpoint format 5. `FileStore` writes checkpoints to
 //! a log since format 5 (`store/log.rs`) and only reads checkpoint files.
 //!
-//! [`legacy_checksum`]: super::checkpoint::legacy_checksum
+//! [`legacy_checksum`]: super::record::legacy_checksum
 
-use super::checkpoint::{Checkpoint, CheckpointMeta, legacy_checksum as checksum};
-use super::error::StoreError;
-use crate::codec;
+use super::record::{Checkpoint, CheckpointMeta, legacy_checksum as checksum};
+use crate::checkpoint::codec;
+use crate::store::StoreError;
 use crate::thread::Thread;
 
 /// Start of a checkpoint file.

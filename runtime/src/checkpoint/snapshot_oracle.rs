@@ -9,11 +9,11 @@ use std::sync::Arc;
 use serde::ser::{Error as _, SerializeMap, SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 
-use super::scheduler_state::SchedulerState;
 use super::snapshot_refs::{
     IdRef, PathAt, REF_WINDOW, StateAt, StateRef, StateView, StatsRef, WithPaths,
 };
 use crate::message::Message;
+use crate::resumable::scheduler_state::SchedulerState;
 use crate::stats::{AgentStats, RunStats};
 use crate::thread::WorkflowState;
 
@@ -140,7 +140,7 @@ impl Serialize for Agents<'_, '_> {
     }
 }
 
-use crate::codec;
+use crate::checkpoint::codec;
 
 fn spent(turns: u64, input_tokens: u64) -> AgentStats {
     AgentStats {
@@ -219,12 +219,12 @@ fn a_state_in_parts_writes_the_state_put_together() {
 /// state with something in it, every `Option` both ways.
 #[test]
 fn the_small_state_written_by_hand_is_what_serde_writes() {
-    use super::result::RunStatus;
+    use super::delta::ThreadPath;
     use super::snapshot_refs::HeadRef;
     use crate::message::MessageId;
+    use crate::resumable::status::RunStatus;
     use crate::state::StateSnapshot;
     use crate::stop::TrackerState;
-    use crate::store::ThreadPath;
 
     let with_id = |id: u128, text: &str| {
         let mut m = Message::text("x", text);
@@ -397,5 +397,119 @@ fn a_message_written_by_hand_is_what_serde_writes() {
         let mut by_hand = Vec::new();
         write_message(&mut by_hand, m).unwrap();
         assert_eq!(by_hand, codec::encode(m).unwrap(), "{m:?}");
+    }
+}
+
+/// The bytes `HeadRef::write` writes for a small state of `items` and
+/// `stats`, its other parts empty.
+fn head_by_hand(items: &[(PathAt, StateAt<'_>)], stats: &RunStats) -> Vec<u8> {
+    let stats = StatsRef::of(stats);
+    let walked: [(super::delta::ThreadPath, ()); 0] = [];
+    let head = super::snapshot_refs::HeadRef {
+        states: WithPaths {
+            items,
+            walked: &walked,
+        },
+        stop: &None,
+        stats: &stats,
+        turns: 0,
+        last: None,
+        start_len: 0,
+        started_at_ns: 0,
+        status: &None,
+    };
+    let mut out = Vec::new();
+    head.write(&mut out).unwrap();
+    out
+}
+
+/// A workflow state written by hand is `WorkflowState`'s own serde bytes
+/// (its inboxes named but empty: messages in them are written by place,
+/// which `the_small_state_written_by_hand_is_what_serde_writes` holds to
+/// the plain writer): every field, the `Option` both ways, a scheduler
+/// state empty (written by hand) and not (through serde).
+#[test]
+fn a_workflow_state_written_by_hand_is_what_serde_writes() {
+    use crate::state::StateSnapshot;
+
+    let busy = SchedulerState::new(
+        None,
+        Vec::new(),
+        vec!["b".to_string()],
+        StateSnapshot::default(),
+    );
+    for scheduler in [SchedulerState::default(), busy] {
+        for last_speaker in [None, Some("agent-é".to_string())] {
+            let state = WorkflowState {
+                consumed: 300,
+                pending: [("a".to_string(), Vec::new()), ("b".to_string(), Vec::new())].into(),
+                turns: 1 << 33,
+                last_speaker,
+                scheduler: scheduler.clone(),
+            };
+            let plain = codec::encode(&state).unwrap();
+            let at = StateAt {
+                state: StateRef::Whole(&state),
+                thread: &[],
+            };
+            assert_eq!(codec::encode(&at).unwrap(), plain);
+            let by_hand = head_by_hand(&[(PathAt::Gone(Vec::new()), at)], &RunStats::default());
+            // One state (a length of 1), at the run's path (empty), then it.
+            assert_eq!(by_hand[..2], [1, 0]);
+            assert_eq!(by_hand[2..2 + plain.len()], plain[..], "{state:?}");
+        }
+    }
+}
+
+/// Every field of an `AgentStats`, and of the `RunStats` holding it,
+/// written by hand is the bytes serde writes for them: each field at its
+/// own value, the cost absent, small and large.
+#[test]
+fn every_agent_stats_field_written_by_hand_is_what_serde_writes() {
+    for cost in [None, Some(0.125), Some(f64::MAX)] {
+        // Every field named: a field added fails to compile here.
+        let every = AgentStats {
+            turns: 1,
+            model_calls: 251,
+            tool_calls: 1 << 16,
+            input_tokens: 1 << 33,
+            output_tokens: u64::MAX,
+            cost,
+        };
+        let mut stats = RunStats::default();
+        stats.add("a", every);
+        stats.add("b/é", spent(2, 3));
+        let plain = codec::encode(&stats).unwrap();
+        let by_hand = head_by_hand(&[], &stats);
+        // No states (a length of 0), no stop tracker, then the stats.
+        assert_eq!(by_hand[..2], [0, 0]);
+        assert_eq!(by_hand[2..2 + plain.len()], plain[..], "{stats:?}");
+    }
+}
+
+/// A tracker state written by hand is the bytes serde writes: empty, and
+/// every field at its own value (the struct literal names every field, so
+/// a field added fails to compile here).
+#[test]
+fn a_tracker_state_written_by_hand_is_what_serde_writes() {
+    use super::snapshot_refs::write_tracker_state;
+    use crate::stop::TrackerState;
+
+    let states = [
+        TrackerState::default(),
+        TrackerState {
+            latched: vec![true, false, true],
+            messages: 251,
+            turns: 1 << 33,
+            tokens: 65_536,
+            prompt_tokens: 7,
+            completion_tokens: u64::MAX,
+            timed_out: true,
+        },
+    ];
+    for state in states {
+        let mut by_hand = Vec::new();
+        write_tracker_state(&mut by_hand, &state);
+        assert_eq!(by_hand, codec::encode(&state).unwrap());
     }
 }

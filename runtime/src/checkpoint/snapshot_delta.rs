@@ -9,16 +9,17 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use super::result::RunStatus;
+#[cfg(test)]
+use super::delta::ThreadOp;
+use super::delta::{Runs, ThreadPath};
+use super::record::{DELTA_TAG, FULL_TAG};
 use super::snapshot_refs::{
     HeadRef, IdsOf, OpRef, PathAt, PathRef, PayloadRef, StateAt, StateRef, StatsRef, WithPaths,
 };
-use crate::codec::CodecError;
+use crate::checkpoint::codec::CodecError;
 use crate::message::{IdHash, Message, MessageId};
+use crate::resumable::status::RunStatus;
 use crate::stop::TrackerState;
-#[cfg(test)]
-use crate::store::ThreadOp;
-use crate::store::{DELTA_TAG, FULL_TAG, Runs, ThreadPath};
 use crate::thread::Thread;
 
 /// A thread tree as it stands, without putting it together: the run
@@ -333,9 +334,9 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::codec;
+    use crate::checkpoint::codec;
+    use crate::checkpoint::delta::{ChainPayload, Folded};
     use crate::stats::RunStats;
-    use crate::store::{ChainPayload, Folded};
     use crate::thread::WorkflowState;
 
     fn counters(stats: &RunStats) -> Counters<'_> {
@@ -432,7 +433,7 @@ mod tests {
             folded.apply(d, payload);
         }
         let back =
-            crate::workflow::snapshot_restore::restore(&folded, codec::FORMAT_VERSION).unwrap();
+            crate::checkpoint::snapshot_restore::restore(&folded, codec::FORMAT_VERSION).unwrap();
         assert_eq!(back.thread, t);
     }
 }

@@ -4,8 +4,8 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use super::result::RunStatus;
 use crate::message::MessageId;
+use crate::resumable::status::RunStatus;
 use crate::stats::RunStats;
 use crate::stop::TrackerState;
 use crate::thread::Thread;

@@ -8,15 +8,15 @@ use std::time::{Duration, SystemTime};
 
 use serde::Deserialize;
 
-use super::result::RunStatus;
-use super::scheduler_state::SchedulerState;
+use super::delta::{Folded, ID_RUNS_VERSION, ThreadPath};
 use super::snapshot_refs::IdRef;
 use super::snapshot_value::Snapshot;
-use crate::codec;
+use crate::checkpoint::codec;
 use crate::message::{Message, MessageId};
+use crate::resumable::scheduler_state::SchedulerState;
+use crate::resumable::status::RunStatus;
 use crate::stats::RunStats;
 use crate::stop::TrackerState;
-use crate::store::{Folded, ID_RUNS_VERSION, ThreadPath};
 use crate::thread::{Thread, WorkflowState};
 
 /// [`HeadRef`] read back, each inbox's messages as `I`: ids up to format

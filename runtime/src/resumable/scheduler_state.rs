@@ -4,11 +4,7 @@
 //! run's state values — typed, and versioned so that a state this build
 //! cannot read is refused by name rather than taken for none.
 
-use std::fmt;
-
-use serde::de::{self, MapAccess, SeqAccess, Visitor};
-use serde::ser::SerializeStruct;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use super::held_reply::HeldReply;
 use super::request::InputRequest;
@@ -33,9 +29,6 @@ use crate::stop::TrackerState;
 /// without them, so the checkpoint format stays the same).
 pub(crate) const SCHEDULER_STATE_VERSION: u32 = 4;
 
-/// The first version with [`SchedulerBody::held`].
-const HELD_SINCE: u32 = 4;
-
 /// The oldest layout this build still reads. Version 1 is version 2
 /// without counters and state values (read as none: its runs start
 /// counting afresh, as they did). Version 2's counters read without their
@@ -51,6 +44,11 @@ const OLDEST_READABLE_VERSION: u32 = 1;
 /// only read it (see [`SchedulerState::requests`]). Empty, it holds
 /// nothing at all: a thread travels in every turn's reply, so it stays
 /// small.
+///
+/// Empty, it encodes as a `None` (one byte), which
+/// `checkpoint::snapshot_refs` writes by hand for the empty state: keep it
+/// a transparent `Option` (the test
+/// `a_workflow_state_written_by_hand_is_what_serde_writes` pins it).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct SchedulerState {
@@ -59,7 +57,8 @@ pub struct SchedulerState {
 
 /// A scheduler state with something in it. Its encoding follows its
 /// version (see [`SCHEDULER_STATE_VERSION`]): `held` is written from
-/// version 4 on, and read only from states that have it.
+/// version 4 on, and read only from states that have it (the layout is
+/// the checkpoint format's: `checkpoint/scheduler_body.rs`).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SchedulerBody {
     /// The `SCHEDULER_STATE_VERSION` it was written with.
@@ -83,97 +82,6 @@ pub(crate) struct SchedulerBody {
     /// in one interrupted, to run again), applied at its barrier: a run
     /// carrying on from here does not run those turns again.
     pub(crate) held: Vec<HeldReply>,
-}
-
-/// The fields of a [`SchedulerBody`], in the order they are written.
-const FIELDS: &[&str] = &[
-    "version",
-    "graph",
-    "requests",
-    "interrupted",
-    "counters",
-    "values",
-    "held",
-];
-
-impl Serialize for SchedulerBody {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let held = self.version >= HELD_SINCE;
-        let mut st = s.serialize_struct("SchedulerBody", FIELDS.len() - usize::from(!held))?;
-        st.serialize_field("version", &self.version)?;
-        st.serialize_field("graph", &self.graph)?;
-        st.serialize_field("requests", &self.requests)?;
-        st.serialize_field("interrupted", &self.interrupted)?;
-        st.serialize_field("counters", &self.counters)?;
-        st.serialize_field("values", &self.values)?;
-        if held {
-            st.serialize_field("held", &self.held)?;
-        }
-        st.end()
-    }
-}
-
-impl<'de> Deserialize<'de> for SchedulerBody {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_struct("SchedulerBody", FIELDS, BodyVisitor)
-    }
-}
-
-/// Reads a [`SchedulerBody`] of any version: in order (bincode), the
-/// parts its version has; by name (JSON), those present.
-struct BodyVisitor;
-
-impl<'de> Visitor<'de> for BodyVisitor {
-    type Value = SchedulerBody;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a scheduler state")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<SchedulerBody, A::Error> {
-        let missing = |i: usize| de::Error::invalid_length(i, &"a scheduler state");
-        let version: u32 = seq.next_element()?.ok_or_else(|| missing(0))?;
-        let graph = seq.next_element()?.ok_or_else(|| missing(1))?;
-        let requests = seq.next_element()?.ok_or_else(|| missing(2))?;
-        let interrupted = seq.next_element()?.ok_or_else(|| missing(3))?;
-        let counters = seq.next_element()?.unwrap_or_default();
-        let values = seq.next_element()?.unwrap_or_default();
-        let held = if version >= HELD_SINCE {
-            seq.next_element()?.unwrap_or_default()
-        } else {
-            Vec::new()
-        };
-        Ok(SchedulerBody {
-            version,
-            graph,
-            requests,
-            interrupted,
-            counters,
-            values,
-            held,
-        })
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SchedulerBody, A::Error> {
-        let mut body = SchedulerBody::default();
-        let mut version = None;
-        while let Some(key) = map.next_key::<String>()? {
-            match key.as_str() {
-                "version" => version = Some(map.next_value()?),
-                "graph" => body.graph = map.next_value()?,
-                "requests" => body.requests = map.next_value()?,
-                "interrupted" => body.interrupted = map.next_value()?,
-                "counters" => body.counters = map.next_value()?,
-                "values" => body.values = map.next_value()?,
-                "held" => body.held = map.next_value()?,
-                _ => {
-                    map.next_value::<de::IgnoredAny>()?;
-                }
-            }
-        }
-        body.version = version.ok_or_else(|| de::Error::missing_field("version"))?;
-        Ok(body)
-    }
 }
 
 /// What a run counted besides its thread — the stop condition's counters,
@@ -371,7 +279,8 @@ mod tests {
             [("k", "v")].into_iter().collect(),
         );
         let back: SchedulerState =
-            crate::codec::decode(&crate::codec::encode(&state).unwrap()).unwrap();
+            crate::checkpoint::codec::decode(&crate::checkpoint::codec::encode(&state).unwrap())
+                .unwrap();
         assert_eq!(back, state);
         let json = serde_json::to_string(&state).unwrap();
         assert!(json.contains("\"version\":4"), "{json}");
@@ -394,7 +303,8 @@ mod tests {
             ..RunCounters::default()
         });
         let back: SchedulerState =
-            crate::codec::decode(&crate::codec::encode(&state).unwrap()).unwrap();
+            crate::checkpoint::codec::decode(&crate::checkpoint::codec::encode(&state).unwrap())
+                .unwrap();
         assert_eq!(back, state);
         assert_eq!(
             back.body()
@@ -455,8 +365,8 @@ mod tests {
             inner_requests: Vec::new(),
             state: Default::default(),
         }]);
-        let bytes = crate::codec::encode(&state).unwrap();
-        let back: SchedulerState = crate::codec::decode(&bytes).unwrap();
+        let bytes = crate::checkpoint::codec::encode(&state).unwrap();
+        let back: SchedulerState = crate::checkpoint::codec::decode(&bytes).unwrap();
         assert_eq!(back, state);
         assert_eq!(back.body().map(|b| b.held.len()), Some(1));
         // A version 3 state (as earlier builds wrote it, the same layout
@@ -465,10 +375,10 @@ mod tests {
         let mut old =
             SchedulerState::new(None, Vec::new(), vec!["b".into()], StateSnapshot::default());
         old.body_mut().version = 3;
-        let bytes = crate::codec::encode(&old).unwrap();
+        let bytes = crate::checkpoint::codec::encode(&old).unwrap();
         let mut with_more = bytes.clone();
         with_more.extend_from_slice(&[7, 7]);
-        let back: SchedulerState = crate::codec::decode(&bytes).unwrap();
+        let back: SchedulerState = crate::checkpoint::codec::decode(&bytes).unwrap();
         assert_eq!(back, old);
         assert!(back.body().is_some_and(|b| b.held.is_empty()));
         // Not one byte more than before: what follows it in a checkpoint
