@@ -30,6 +30,8 @@ mod child_paths;
 mod fallback;
 mod fork;
 mod history;
+#[cfg(test)]
+mod hot_path_sizes;
 pub(crate) mod progress;
 mod protocol;
 mod result;

@@ -1,0 +1,93 @@
+//! The sizes the hot path relies on, as tests (issue 38 item 5; the
+//! measurements are in BENCHMARKS.md, the reasons in ARCHITECTURE.md, "Hot
+//! path"). Every turn builds, sends and moves these types by value: a field
+//! added to one is written and copied at every turn of every run, so
+//! growing one past its bound must be a decision, not an accident. Each
+//! bound is today's size on a 64-bit target; raise one only with a reason
+//! (and a benchmark) in the commit, lower it when a type shrinks.
+
+use std::mem::size_of;
+
+use super::protocol::{AgentMsg, InlineTurn, PendingTurn, RunMsg, TurnOutcome};
+use crate::agent::Reply;
+use crate::context::RunContext;
+use crate::message::{Message, MessageId};
+use crate::store::CheckpointId;
+use crate::thread::Thread;
+
+/// Asserts `size_of::<T>() <= max`, saying the type, its size and `why`.
+fn at_most<T>(max: usize, why: &str) {
+    let size = size_of::<T>();
+    assert!(
+        size <= max,
+        "{} is {size} bytes, over its bound of {max}: {why}",
+        std::any::type_name::<T>()
+    );
+}
+
+#[cfg(target_pointer_width = "64")]
+#[test]
+fn the_actor_messages_a_turn_sends_stay_small() {
+    at_most::<TurnOutcome>(
+        24,
+        "a turn's outcome is in every RunMsg::TurnDone; the Reply and the AgentError stay \
+         boxed (Done(Box<Reply>), Failed(Box<AgentError>)) so the message does not carry them",
+    );
+    at_most::<RunMsg>(
+        48,
+        "the run's supervisor receives one a turn by value through its mailbox; a large \
+         variant's payload goes in a Box (Progress's thread and stats)",
+    );
+    at_most::<AgentMsg>(
+        72,
+        "every turn is one, moved into the agent actor's mailbox and out again",
+    );
+    at_most::<InlineTurn>(
+        40,
+        "a waiting turn handed back to the run (RunMsg::TurnHandedOver) travels in a RunMsg",
+    );
+    assert_eq!(
+        size_of::<PendingTurn>(),
+        2 * size_of::<usize>(),
+        "a turn under way is one boxed future (a fat pointer): its state stays in its box \
+         however far it is moved (agent actor, task, the run's inline turn)"
+    );
+    assert_eq!(
+        size_of::<Option<Box<Reply>>>(),
+        size_of::<usize>(),
+        "a boxed reply is one pointer, its absence included"
+    );
+}
+
+#[cfg(target_pointer_width = "64")]
+#[test]
+fn the_values_every_turn_copies_stay_small() {
+    assert_eq!(
+        size_of::<MessageId>(),
+        16,
+        "message ids are one u128, hashed by one keyed multiply (IdHash) into every \
+         thread's id set, three times a turn"
+    );
+    assert_eq!(
+        size_of::<CheckpointId>(),
+        16,
+        "a checkpoint id is one u128, formatted by hand as 32 hex digits"
+    );
+    assert_eq!(
+        size_of::<RunContext>(),
+        size_of::<usize>(),
+        "a turn's context is one Arc, cloned into every turn"
+    );
+    at_most::<Message>(
+        144,
+        "a message is built every turn and held (Arc) by every thread it reaches",
+    );
+    at_most::<Reply>(
+        336,
+        "every turn's reply is moved out of the agent's future and into its Box",
+    );
+    at_most::<Thread>(
+        192,
+        "a thread travels in every reply and nested run; its scheduler state is one pointer",
+    );
+}
