@@ -264,8 +264,18 @@ impl RunTask {
                     state.turn_done(turn.index, outcome, turn.elapsed(), addr);
                 }
             }
-            // Turns cut short end now, as their tasks would have.
+            // Turns cut short end now, as their tasks would have — after
+            // what they sent before (a nested run's progress, already in
+            // the mailbox) is taken in, as the messages-first poll above
+            // would have: a cancel that reaches the turns before the
+            // watcher's message must not lose the last report.
             if !inline.is_empty() && state.parts.turns_cancelled() {
+                while let Ok(message) = mailbox.try_recv() {
+                    match message {
+                        RunMsg::TurnHandedOver(turn) => inline.push(turn),
+                        message => state.take_in(message, addr),
+                    }
+                }
                 for turn in inline.drain(..) {
                     state.turn_done(turn.index, TurnOutcome::Cancelled, turn.elapsed(), addr);
                 }
