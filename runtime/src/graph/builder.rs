@@ -1,6 +1,6 @@
 //! [`GraphBuilder`]: describes a graph and validates it into a [`Graph`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
@@ -144,6 +144,7 @@ pub struct GraphBuilder {
     inputs: BTreeMap<String, NodeInput>,
     isolation: BTreeMap<String, Isolation>,
     retries: BTreeMap<String, RetryPolicy>,
+    first_match: BTreeSet<String>,
     scheduler: Scheduler,
     max_supersteps: Option<u64>,
     loop_limit: Option<u32>,
@@ -201,6 +202,27 @@ impl GraphBuilder {
     /// Adds an unconditional transition.
     pub fn add_edge(self, from: impl Into<String>, to: impl Into<String>) -> Self {
         self.add_transition(from, to, Condition::Always)
+    }
+
+    /// Adds a first-match switch from `from`: the cases' transitions in
+    /// order, of which only the first whose condition holds fires, and a
+    /// `default` taken when none holds (seed 002's SwitchCaseEdgeRunner).
+    /// A case back to an earlier node is a loop, limited as loops are.
+    pub fn add_switch(
+        mut self,
+        from: impl Into<String>,
+        cases: impl IntoIterator<Item = (String, Condition)>,
+        default: Option<String>,
+    ) -> Self {
+        let from = from.into();
+        for (to, condition) in cases {
+            self = self.add_transition(from.clone(), to, condition);
+        }
+        if let Some(to) = default {
+            self = self.add_transition(from.clone(), to, Condition::otherwise());
+        }
+        self.first_match.insert(from);
+        self
     }
 
     /// Adds a loop: a transition from `from` back to the earlier node `to`,
@@ -359,6 +381,7 @@ impl GraphBuilder {
             .chain(self.inputs.keys().map(|k| (k, "input option")))
             .chain(self.isolation.keys().map(|k| (k, "fan-out option")))
             .chain(self.retries.keys().map(|k| (k, "retry option")))
+            .chain(self.first_match.iter().map(|k| (k, "switch")))
             .collect();
         for (name, what) in option_nodes {
             lookup(name, what.to_string());
@@ -439,6 +462,9 @@ impl GraphBuilder {
                 .collect(),
             retries: (0..n)
                 .map(|i| self.retries.get(by_name(i)).cloned())
+                .collect(),
+            first_match: (0..n)
+                .map(|i| self.first_match.contains(by_name(i)))
                 .collect(),
             agents: self.agents,
             edges,
