@@ -89,6 +89,7 @@ impl StepCompiler {
                     join: None,
                     input: None,
                     fan_out: None,
+                    first_match: false,
                 });
                 self.connect(&frontier, &[n], false);
                 self.entries.insert(id, vec![n]);
@@ -161,6 +162,7 @@ impl StepCompiler {
             join: None,
             input: None,
             fan_out: None,
+            first_match: false,
         });
         self.plan
             .blocks

@@ -209,19 +209,26 @@ impl GraphBuilder {
     /// `default` taken when none holds (seed 002's SwitchCaseEdgeRunner).
     /// A case back to an earlier node is a loop, limited as loops are.
     pub fn add_switch(
-        mut self,
+        self,
         from: impl Into<String>,
         cases: impl IntoIterator<Item = (String, Condition)>,
         default: Option<String>,
     ) -> Self {
         let from = from.into();
+        let mut b = self;
         for (to, condition) in cases {
-            self = self.add_transition(from.clone(), to, condition);
+            b = b.add_transition(from.clone(), to, condition);
         }
         if let Some(to) = default {
-            self = self.add_transition(from.clone(), to, Condition::otherwise());
+            b = b.add_transition(from.clone(), to, Condition::otherwise());
         }
-        self.first_match.insert(from);
+        b.first_match(from)
+    }
+
+    /// Makes `node`'s conditional transitions a first-match switch, in the
+    /// order they were added (see [`GraphBuilder::add_switch`]).
+    pub fn first_match(mut self, node: impl Into<String>) -> Self {
+        self.first_match.insert(node.into());
         self
     }
 
