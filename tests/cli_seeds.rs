@@ -80,3 +80,120 @@ fn a_transition_beside_a_switch_is_refused_where_it_is_written() {
     );
     assert!(err.contains("1 problem(s) found"), "{err}");
 }
+
+/// A rejected draft is fixed, then `goto: writer` goes back to it.
+const GOTO: &str = r#"version: 1
+models:
+  m: {provider: scripted}
+agents:
+  writer: {model: m, script: [draft one, draft two]}
+  critic: {model: m, script: [REJECT, APPROVE]}
+  fixer: {model: m, script: [notes fixed]}
+  publish: {model: m, script: [published]}
+workflow:
+  steps:
+    - agent: writer
+    - agent: critic
+    - condition: {contains: REJECT}
+      true:
+        - agent: fixer
+        - goto: writer
+    - agent: publish
+"#;
+
+#[test]
+fn goto_goes_back_to_a_step_by_id_within_the_loop_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "goto.yaml", GOTO);
+    let out = run(
+        dir.path(),
+        &["run", "--offline", "--no-input", "goto.yaml", "go"],
+    );
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let order: Vec<usize> = [
+        "draft one",
+        "REJECT",
+        "notes fixed",
+        "draft two",
+        "APPROVE",
+        "published",
+    ]
+    .iter()
+    .map(|w| {
+        stdout
+            .find(w)
+            .unwrap_or_else(|| panic!("no `{w}` in {stdout}"))
+    })
+    .collect();
+    assert!(order.is_sorted(), "{order:?}: {stdout}");
+
+    // The critic always rejects: the goto's loop stops at its limit.
+    let endless = GOTO
+        .replace("[REJECT, APPROVE]", "[REJECT, REJECT, REJECT]")
+        .replace("[notes fixed]", "[notes fixed, more fixes]")
+        .replace("workflow:\n", "workflow:\n  max_loop_iterations: 1\n");
+    write(dir.path(), "endless.yaml", &endless);
+    let out = run(
+        dir.path(),
+        &["run", "--offline", "--no-input", "endless.yaml", "go"],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("max loop iterations exceeded (step: writer, limit: 1)"),
+        "{err}"
+    );
+    assert!(!text(&out.stdout).contains("published"));
+}
+
+#[test]
+fn goto_forward_skips_the_steps_between() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = r#"version: 1
+models:
+  m: {provider: scripted}
+agents:
+  a: {model: m, script: [SKIP please]}
+  b: {model: m, script: [b ran]}
+  c: {model: m, script: [c ran]}
+workflow:
+  steps:
+    - agent: a
+    - condition: {contains: SKIP}
+      true:
+        - goto: c
+    - agent: b
+    - agent: c
+"#;
+    write(dir.path(), "fwd.yaml", yaml);
+    let out = run(
+        dir.path(),
+        &["run", "--offline", "--no-input", "fwd.yaml", "go"],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("c ran") && !stdout.contains("b ran"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn goto_to_an_unknown_step_is_a_located_error() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "bad.yaml",
+        &GOTO.replace("goto: writer", "goto: writr"),
+    );
+    let out = run(dir.path(), &["validate", "bad.yaml"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "bad.yaml:16:17: field `workflow.steps[2].true[1].goto`: unknown step `writr`"
+        ),
+        "{err}"
+    );
+}
