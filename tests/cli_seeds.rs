@@ -197,3 +197,73 @@ fn goto_to_an_unknown_step_is_a_located_error() {
         "{err}"
     );
 }
+
+/// `talk` answers in text; `classify` in structured output titled
+/// `Refund`: each routes by the type of what it said.
+const BY_TYPE: &str = r#"version: 1
+models:
+  m: {provider: scripted}
+agents:
+  talk: {model: m, script: [a customer writes]}
+  classify:
+    model: m
+    structured_output:
+      title: Refund
+      type: object
+      properties: {amount: {type: number}}
+      required: [amount]
+    script:
+      - structured: {amount: 3}
+  refunds: {model: m, script: [refund desk]}
+  complaints: {model: m, script: [complaint desk]}
+  handoffs: {model: m, script: [handoff desk]}
+workflow:
+  graph:
+    nodes: [talk, classify, refunds, complaints, handoffs]
+    transitions:
+      - {from: talk, to: classify, when: {type: text}}
+      - {from: talk, to: handoffs, when: {type: handoff}}
+      - {from: classify, to: refunds, when: {type: Refund}}
+      - {from: classify, to: complaints, when: {type: Complaint}}
+"#;
+
+#[test]
+fn transitions_route_by_schema_name_and_content_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "type.yaml", BY_TYPE);
+    let out = run(
+        dir.path(),
+        &["run", "--offline", "--no-input", "type.yaml", "go"],
+    );
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(stdout.contains("refund desk"), "{stdout}");
+    assert!(
+        !stdout.contains("complaint desk") && !stdout.contains("handoff desk"),
+        "{stdout}"
+    );
+
+    // The same answer under another schema name goes the other way.
+    let other = BY_TYPE.replace("title: Refund", "title: Complaint");
+    write(dir.path(), "other.yaml", &other);
+    let out = run(
+        dir.path(),
+        &["run", "--offline", "--no-input", "other.yaml", "go"],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("complaint desk") && !stdout.contains("refund desk"),
+        "{stdout}"
+    );
+
+    let empty = BY_TYPE.replace("{type: Complaint}", "{type: \"\"}");
+    write(dir.path(), "empty.yaml", &empty);
+    let out = run(dir.path(), &["validate", "empty.yaml"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("field `workflow.graph.transitions[3].when.type`: an empty type"),
+        "{err}"
+    );
+}
