@@ -267,3 +267,59 @@ fn transitions_route_by_schema_name_and_content_kind() {
         "{err}"
     );
 }
+
+/// The scout emits a custom event with the `emit_event` tool.
+const EMIT: &str = r#"version: 1
+models:
+  m: {provider: scripted}
+agents:
+  scout:
+    model: m
+    tools: [emit_event]
+    script:
+      - tool_call: {name: emit_event, arguments: {name: found_lead, data: {score: 7}}}
+      - lead reported
+workflow:
+  graph:
+    nodes: [scout]
+"#;
+
+#[test]
+fn a_custom_event_reaches_the_jsonl_stream_and_the_console() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "emit.yaml", EMIT);
+    let out = run(
+        dir.path(),
+        &[
+            "run",
+            "--offline",
+            "--no-input",
+            "--events",
+            "jsonl",
+            "emit.yaml",
+            "go",
+        ],
+    );
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let custom: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["type"] == "custom")
+        .collect();
+    assert_eq!(custom.len(), 1, "{stdout}");
+    assert_eq!(custom[0]["path"], "workflow/scout");
+    assert_eq!(custom[0]["name"], "found_lead");
+    assert_eq!(custom[0]["data"], serde_json::json!({"score": 7}));
+
+    let out = run(
+        dir.path(),
+        &["run", "--offline", "--no-input", "emit.yaml", "go"],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("✦ scout: found_lead {\"score\":7}"),
+        "{stdout}"
+    );
+}
