@@ -48,6 +48,11 @@ impl StructuredOutput {
         Self::build(name, schema)
     }
 
+    /// The output's name (its schema's `title`, or `output`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// Output matching `schema`, with this name (providers want one).
     pub fn named(name: impl Into<String>, schema: Value) -> Result<Self, SchemaError> {
         Self::build(name.into(), schema)

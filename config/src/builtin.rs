@@ -1,5 +1,5 @@
 //! The built-in tools a config can name: `calculator`, `current_time`,
-//! `word_count`.
+//! `word_count`, `emit_event`.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -10,7 +10,7 @@ use troupe_agents::{FunctionTool, Tool, schemars};
 use crate::arithmetic::evaluate;
 
 /// The names of the built-in tools.
-pub const BUILTIN_TOOLS: &[&str] = &["calculator", "current_time", "word_count"];
+pub const BUILTIN_TOOLS: &[&str] = &["calculator", "current_time", "word_count", "emit_event"];
 
 #[derive(Deserialize, schemars::JsonSchema)]
 struct CalculatorArgs {
@@ -66,6 +66,7 @@ pub fn builtin_tool(name: &str) -> Option<Arc<dyn Tool>> {
                 ))
             },
         )),
+        crate::builtin_emit::NAME => Arc::new(crate::builtin_emit::EmitEvent::new()),
         _ => return None,
     };
     Some(tool)

@@ -101,6 +101,7 @@
 mod arithmetic;
 mod build;
 mod builtin;
+mod builtin_emit;
 mod de;
 mod duration;
 mod env;

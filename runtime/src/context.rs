@@ -375,6 +375,17 @@ impl RunContext {
         }
     }
 
+    /// Reports a custom event named `name` carrying `data`, from this
+    /// context's agent (an [`Event::Custom`]).
+    pub fn emit_custom(&self, name: impl Into<String>, data: serde_json::Value) {
+        let path = self.path().clone();
+        self.emit_with(|| Event::Custom {
+            path,
+            name: name.into(),
+            data,
+        });
+    }
+
     /// Reports an event built only if somebody listens (a sink, or a log
     /// subscriber: see `event::log`).
     pub fn emit_with(&self, build: impl FnOnce() -> Event) {

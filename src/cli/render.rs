@@ -496,6 +496,18 @@ fn handle(state: &Mutex<State>, event: &Event) {
             );
             print(&mut s, &[line]);
         }
+        Event::Custom { name, data, .. } => {
+            let line = paint(
+                c,
+                "35",
+                &format!(
+                    "✦ {}: {name} {}",
+                    short(&s.root, &path),
+                    one_line(&data.to_string(), 200)
+                ),
+            );
+            print(&mut s, &[line]);
+        }
         Event::EventsDropped { count, .. } => {
             let line = paint(
                 c,

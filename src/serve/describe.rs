@@ -77,6 +77,7 @@ fn tool_name(t: &ToolSpec) -> String {
             BuiltinTool::CurrentTime => "current_time",
             BuiltinTool::WordCount => "word_count",
             BuiltinTool::AskUser => "ask_user",
+            BuiltinTool::EmitEvent => "emit_event",
         }
         .into(),
         ToolSpec::Mcp(m) => format!("mcp:{}", m.name.as_deref().unwrap_or("mcp")),

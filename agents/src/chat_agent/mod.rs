@@ -508,7 +508,8 @@ impl Agent for ChatAgent {
             let answer = match &self.structured {
                 None => Message::text(self.name.clone(), text),
                 Some(output) => match output.parse(&text) {
-                    Ok(json) => Message::structured(self.name.clone(), json),
+                    Ok(json) => Message::structured(self.name.clone(), json)
+                        .with_metadata(troupe_runtime::graph::SCHEMA_KEY, output.name()),
                     Err(why) if corrections.len() / 2 < self.structured_retries => {
                         unanswered = Some(format!(
                             "'{}' gave no valid structured output: {why}",

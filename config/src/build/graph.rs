@@ -46,6 +46,9 @@ impl Ctx<'_> {
             if let Some(r) = &n.retry {
                 g = g.retry(n.id.clone(), retry_policy(r));
             }
+            if n.first_match {
+                g = g.first_match(n.id.clone());
+            }
         }
         for e in &plan.edges {
             let from = plan.nodes[e.from].id.clone();

@@ -64,6 +64,7 @@ fn spec_label(s: &ConditionSpec) -> String {
         ConditionForm::Source(n) => format!("from {n}"),
         ConditionForm::Field(f) => format!("{} == {}", f.path, f.equals),
         ConditionForm::ToolCalled(t) => format!("called {t}"),
+        ConditionForm::Type(t) => format!("type {t}"),
         ConditionForm::Any(v) => v.iter().map(spec_label).collect::<Vec<_>>().join(" or "),
         ConditionForm::All(v) => v.iter().map(spec_label).collect::<Vec<_>>().join(" and "),
         ConditionForm::Not(c) => format!("not ({})", spec_label(c)),
@@ -90,6 +91,7 @@ fn spec_condition(s: &ConditionSpec, board: &Blocks) -> Result<Condition, String
         ConditionForm::Source(n) => Condition::source_is(n.clone()),
         ConditionForm::Field(f) => Condition::field_equals(pointer(&f.path), &f.equals),
         ConditionForm::ToolCalled(t) => Condition::tool_called(t.clone()),
+        ConditionForm::Type(t) => Condition::type_is(t.clone()),
         ConditionForm::Any(v) => Condition::any(
             v.iter()
                 .map(|c| spec_condition(c, board))

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use troupe_runtime::{Isolation, Join, NodeInput};
 
 use super::conditions::CondPlan;
-use crate::schema::{GraphSpec, RetrySpec};
+use crate::schema::{ConditionForm, GraphSpec, RetrySpec};
+use crate::shorthand::Shorthand;
 
 /// A node: its id and the agent or workflow it runs.
 #[derive(Debug, Clone)]
@@ -17,6 +18,8 @@ pub(crate) struct PlanNode {
     pub(crate) join: Option<Join>,
     pub(crate) input: Option<NodeInput>,
     pub(crate) fan_out: Option<Isolation>,
+    /// Its transitions are a first-match switch.
+    pub(crate) first_match: bool,
 }
 
 /// A transition.
@@ -57,7 +60,31 @@ impl Plan {
                 join: n.0.join,
                 input: n.0.input,
                 fan_out: n.0.fan_out,
+                first_match: n.0.switch.is_some(),
             });
+        }
+        for n in &g.nodes {
+            let (Some(s), Some(from)) = (&n.0.switch, plan.index(n.id())) else {
+                continue;
+            };
+            let cases = s
+                .cases
+                .iter()
+                .map(|c| (&c.to, CondPlan::Spec(c.when.clone())));
+            let default = s.default.iter().map(|to| {
+                let otherwise = Shorthand(ConditionForm::Otherwise);
+                (to, CondPlan::Spec(otherwise))
+            });
+            for (to, cond) in cases.chain(default) {
+                let Some(to) = plan.index(to) else { continue };
+                plan.edges.push(PlanEdge {
+                    from,
+                    to,
+                    cond,
+                    is_loop: false,
+                    limit: None,
+                });
+            }
         }
         for t in &g.transitions {
             let (Some(from), Some(to)) = (plan.index(&t.from), plan.index(&t.to)) else {

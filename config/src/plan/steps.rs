@@ -19,9 +19,15 @@ impl Plan {
         let mut c = StepCompiler {
             plan: Plan::default(),
             entries: BTreeMap::new(),
+            forward: Vec::new(),
         };
         let first = c.plan.nodes.len();
         c.list(steps, Vec::new());
+        // Gotos to steps defined after them, now that every step is.
+        for (frontier, target) in std::mem::take(&mut c.forward) {
+            let targets = c.entries.get(&target).cloned().unwrap_or_default();
+            c.connect(&frontier, &targets, false);
+        }
         if let Some(s) = steps.first()
             && let Some(id) = s.step_id()
             && let Some(entries) = c.entries.get(&id)
@@ -40,6 +46,9 @@ struct StepCompiler {
     plan: Plan,
     /// A step id's entry nodes (where a branch going back to it lands).
     entries: BTreeMap<String, Vec<usize>>,
+    /// `goto:` steps to a step not yet compiled: where they leave from,
+    /// and the step.
+    forward: Vec<(Frontier, String)>,
 }
 
 impl StepCompiler {
@@ -89,6 +98,7 @@ impl StepCompiler {
                     join: None,
                     input: None,
                     fan_out: None,
+                    first_match: false,
                 });
                 self.connect(&frontier, &[n], false);
                 self.entries.insert(id, vec![n]);
@@ -140,6 +150,17 @@ impl StepCompiler {
                 }
                 out
             }
+            Some(StepKind::Goto) => {
+                let Some(target) = &s.goto else {
+                    return frontier;
+                };
+                match self.entries.get(target).cloned() {
+                    Some(targets) => self.connect(&frontier, &targets, true),
+                    None => self.forward.push((frontier, target.clone())),
+                }
+                // The step after a goto is not reached from it.
+                Vec::new()
+            }
             None => frontier,
         }
     }
@@ -161,6 +182,7 @@ impl StepCompiler {
             join: None,
             input: None,
             fan_out: None,
+            first_match: false,
         });
         self.plan
             .blocks

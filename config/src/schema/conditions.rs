@@ -41,6 +41,10 @@ pub enum ConditionForm {
     Field(FieldSpec),
     /// The turn called this tool.
     ToolCalled(String),
+    /// The response is of this type: its structured output's schema name
+    /// (the schema's `title`, else `output`) or its content kind (`text`,
+    /// `structured`, `tool_calls`, `tool_results`, `handoff`, `stop`).
+    Type(String),
     /// Any of these holds.
     Any(Vec<ConditionSpec>),
     /// All of these hold.
@@ -53,7 +57,7 @@ impl ShortForm for ConditionForm {
     type Long = ConditionForm;
     const NAME: &'static str = "Condition";
     const SHORT: &'static str = "`always`, `otherwise`, or a template expression such as `{{ $steps.qa.output.approved }}`.";
-    const EXPECTING: &'static str = "a condition: `always`, `otherwise`, a `{{ … }}` expression, or one of `contains`, `regex`, `handoff_to`, `source`, `field`, `tool_called`, `expr`, `any`, `all`, `not`";
+    const EXPECTING: &'static str = "a condition: `always`, `otherwise`, a `{{ … }}` expression, or one of `contains`, `regex`, `handoff_to`, `source`, `field`, `tool_called`, `type`, `expr`, `any`, `all`, `not`";
     fn from_short(text: &str) -> Self {
         match text.trim() {
             "always" => ConditionForm::Always,

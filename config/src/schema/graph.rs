@@ -33,6 +33,32 @@ pub struct NodeForm {
     /// Retries of its failed turns.
     #[serde(default)]
     pub retry: Option<RetrySpec>,
+    /// Where it goes next: the first case whose condition holds, else
+    /// the default (instead of transitions from this node).
+    #[serde(default)]
+    pub switch: Option<SwitchSpec>,
+}
+
+/// One case of a switch.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CaseSpec {
+    /// When the case holds.
+    pub when: ConditionSpec,
+    /// The node it goes to.
+    pub to: String,
+}
+
+/// A first-match switch: the cases in order, only the first that holds
+/// fires; the default when none does (nothing, without one).
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchSpec {
+    /// The cases, in order.
+    pub cases: Vec<CaseSpec>,
+    /// The node it goes to when no case holds.
+    #[serde(default)]
+    pub default: Option<String>,
 }
 
 impl ShortForm for NodeForm {
@@ -48,6 +74,7 @@ impl ShortForm for NodeForm {
             input: None,
             fan_out: None,
             retry: None,
+            switch: None,
         }
     }
     fn from_long(long: NodeForm) -> Self {

@@ -25,6 +25,9 @@ pub enum StepKind {
     Parallel,
     /// Chooses the `true` or `false` branch.
     Condition,
+    /// Goes to another step (back: a loop, bounded by
+    /// `max_loop_iterations`; or forward, skipping the steps between).
+    Goto,
 }
 
 /// A branch of a condition step: the id of an earlier step to go back to
@@ -90,6 +93,10 @@ pub struct StepSpec {
     /// Retries of the step's failed turns.
     #[serde(default)]
     pub retry: Option<RetrySpec>,
+    /// Goto: the id of the step to go to next (earlier: a loop, bounded
+    /// by `max_loop_iterations`; later: the steps between are skipped).
+    #[serde(default)]
+    pub goto: Option<String>,
 }
 
 impl StepSpec {
@@ -106,6 +113,8 @@ impl StepSpec {
             Some(StepKind::Parallel)
         } else if self.condition.is_some() {
             Some(StepKind::Condition)
+        } else if self.goto.is_some() {
+            Some(StepKind::Goto)
         } else {
             None
         }
@@ -128,7 +137,7 @@ impl StepSpec {
         }
         match self.step_kind()? {
             StepKind::Agent | StepKind::Workflow => self.target().map(|t| ref_id(t).to_string()),
-            StepKind::Parallel | StepKind::Condition => None,
+            StepKind::Parallel | StepKind::Condition | StepKind::Goto => None,
         }
     }
 

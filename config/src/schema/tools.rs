@@ -27,6 +27,9 @@ pub enum BuiltinTool {
     /// string}`); the run waits for the answer, which becomes the call's
     /// result.
     AskUser,
+    /// `emit_event`: the model emits a custom event (`{"name": string,
+    /// "data": any}`) to the run's event stream.
+    EmitEvent,
 }
 
 impl BuiltinTool {
@@ -37,6 +40,7 @@ impl BuiltinTool {
             BuiltinTool::CurrentTime => "current_time",
             BuiltinTool::WordCount => "word_count",
             BuiltinTool::AskUser => "ask_user",
+            BuiltinTool::EmitEvent => "emit_event",
         }
     }
 }
@@ -65,6 +69,8 @@ enum ToolForm {
     WordCount(ToolOptions),
     /// `ask_user` with options.
     AskUser(ToolOptions),
+    /// `emit_event` with options.
+    EmitEvent(ToolOptions),
     /// The tools of an MCP server.
     Mcp(Box<McpSpec>),
 }
@@ -135,6 +141,7 @@ impl From<ToolForm> for ToolSpec {
             ToolForm::CurrentTime(o) => ToolSpec::Builtin(BuiltinTool::CurrentTime, o),
             ToolForm::WordCount(o) => ToolSpec::Builtin(BuiltinTool::WordCount, o),
             ToolForm::AskUser(o) => ToolSpec::Builtin(BuiltinTool::AskUser, o),
+            ToolForm::EmitEvent(o) => ToolSpec::Builtin(BuiltinTool::EmitEvent, o),
             ToolForm::Mcp(m) => ToolSpec::Mcp(m),
         }
     }

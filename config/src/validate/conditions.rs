@@ -54,6 +54,13 @@ pub(super) fn check_condition(
             }
         }
         ConditionForm::Not(sub) => check_condition(c, &path.key("not"), sub, known, all_ids),
+        ConditionForm::Type(t) if t.trim().is_empty() => {
+            c.value_error(
+                &path.key("type"),
+                "an empty type",
+                Some("a structured output's schema name (its `title`, else `output`), or `text`, `structured`, `tool_calls`, `tool_results`, `handoff`, `stop`".into()),
+            );
+        }
         ConditionForm::Field(f) if f.path.trim().is_empty() => {
             c.value_error(
                 &path.key("field").key("path"),

@@ -8,6 +8,7 @@ use super::checker::{Checker, Defined, at_least_one, expected_names};
 use super::conditions::check_condition;
 use super::field_paths::check_field_conditions;
 use super::graph_flow::{check_joins, check_reachable, explicit_always_beside_conditions};
+use super::graph_switch::check_switches;
 use super::loops::{Edge, endless_cycles};
 use super::participants::plain_or_remote;
 use super::retry::check_retry;
@@ -63,6 +64,7 @@ pub(super) fn check_graph(
             edges.push((f, to, always, i));
         }
     }
+    all_known &= check_switches(c, base, g, &ids, &mut edges);
     check_mixed(c, base, g, &ids, &edges);
     if all_known && ids.len() == g.nodes.len() {
         check_reachable(c, base, g, &ids, &edges);
@@ -135,6 +137,13 @@ fn check_mixed(
     edges: &[Edge],
 ) {
     for (node, name) in ids.iter().enumerate() {
+        // A switch node's transitions are refused at the switch.
+        if g.nodes
+            .iter()
+            .any(|n| n.id() == name && n.0.switch.is_some())
+        {
+            continue;
+        }
         let out: Vec<&Edge> = edges.iter().filter(|e| e.0 == node).collect();
         if out.iter().any(|e| !e.2)
             && let Some(e) = out.iter().find(|e| e.2)

@@ -16,6 +16,7 @@ mod context;
 mod field_paths;
 mod graph;
 mod graph_flow;
+mod graph_switch;
 mod humans;
 mod loops;
 mod magentic;

@@ -30,6 +30,12 @@ pub(super) fn check_steps(
         has_stop: w.has_stop(),
         defined: Vec::new(),
         retried: BTreeMap::new(),
+        all: {
+            let mut all = BTreeSet::new();
+            collect_step_ids(steps, &mut all);
+            all
+        },
+        in_branch: 0,
     };
     check.list(c, base, steps, false);
     check.defined
@@ -44,6 +50,10 @@ struct StepCheck<'s> {
     /// Steps inside a parallel block with `retry:` (which runs as one
     /// node, a nested workflow), with that block's id.
     retried: BTreeMap<String, String>,
+    /// Every step id of the workflow (a goto may go forward).
+    all: BTreeSet<String>,
+    /// How deep in condition branches the steps being checked are.
+    in_branch: usize,
 }
 
 impl StepCheck<'_> {
@@ -114,6 +124,7 @@ impl StepCheck<'_> {
                     let first = i == 0 && self.defined.is_empty();
                     self.condition(c, &sp, s, first, in_parallel, &all_ids);
                 }
+                StepKind::Goto => self.goto(c, &sp, s, in_parallel),
             }
             if let Some(id) = id
                 && !self.defined.contains(&id)
@@ -251,7 +262,11 @@ impl StepCheck<'_> {
                         );
                     }
                 }
-                Some(Branch::Steps(list)) => self.list(c, &sp.key(field), list, false),
+                Some(Branch::Steps(list)) => {
+                    self.in_branch += 1;
+                    self.list(c, &sp.key(field), list, false);
+                    self.in_branch -= 1;
+                }
                 None => {}
             }
         }
@@ -260,6 +275,48 @@ impl StepCheck<'_> {
                 sp,
                 "a loop with no exit: both branches go back to earlier steps",
                 Some("one branch that carries on, or a `stop:` condition".into()),
+            );
+        }
+    }
+}
+
+impl StepCheck<'_> {
+    /// A `goto:` step: to a known step outside parallel blocks with
+    /// `retry:`, not from inside a parallel block, and back only under a
+    /// condition (or a stop condition).
+    fn goto(&mut self, c: &mut Checker<'_>, sp: &FieldPath, s: &StepSpec, in_parallel: bool) {
+        let Some(target) = &s.goto else { return };
+        let at = sp.key("goto");
+        if in_parallel {
+            return c.error(
+                sp,
+                "a goto cannot run inside a parallel block",
+                Some("a goto between steps, or in a condition's branch".into()),
+            );
+        }
+        if let Some(block) = self.retried.get(target) {
+            return c.value_error(
+                &at,
+                format!(
+                    "step `{target}` is inside parallel block `{block}`, which has `retry:` and runs as a whole"
+                ),
+                Some(format!("the block itself: `{block}`")),
+            );
+        }
+        if !self.all.contains(target) {
+            return c.value_error(
+                &at,
+                format!("unknown step `{target}`"),
+                expected_names(self.all.iter().map(String::as_str).collect()),
+            );
+        }
+        if self.defined.contains(target) && self.in_branch == 0 && !self.has_stop {
+            c.error(
+                sp,
+                format!(
+                    "a loop with no exit: this goto always goes back to `{target}`, so the steps after it never run and the run fails after `max_loop_iterations` rounds"
+                ),
+                Some("the goto in a condition's branch, or a `stop:` condition".into()),
             );
         }
     }
@@ -283,7 +340,11 @@ fn check_misplaced(c: &mut Checker<'_>, sp: &FieldPath, s: &StepSpec, kind: Step
             "false",
             s.when_false.is_some() && kind != StepKind::Condition,
         ),
-        ("retry", s.retry.is_some() && kind == StepKind::Condition),
+        (
+            "retry",
+            s.retry.is_some() && matches!(kind, StepKind::Condition | StepKind::Goto),
+        ),
+        ("goto", s.goto.is_some() && kind != StepKind::Goto),
     ];
     for (field, wrong) in misplaced {
         if *wrong {
@@ -302,5 +363,6 @@ fn kind_name(k: StepKind) -> &'static str {
         StepKind::Workflow => "a workflow",
         StepKind::Parallel => "a parallel",
         StepKind::Condition => "a condition",
+        StepKind::Goto => "a goto",
     }
 }

@@ -155,6 +155,7 @@ impl fmt::Display for Event {
                 "  ↻ {path}: attempt {attempt} failed ({error}); retrying in {delay_ms:.0} ms"
             ),
             Event::Warning { path, text } => write!(f, "  ⚠ {path}: {text}"),
+            Event::Custom { path, name, data } => write!(f, "  ✦ {path}: {name} {data}"),
             Event::EventsDropped { path, count } => write!(
                 f,
                 "  ⚠ {path}: {count} event(s) dropped: the event output could not keep up"

@@ -223,6 +223,18 @@ pub enum Event {
         /// What.
         text: String,
     },
+    /// An event of the agent's own (seed 002's custom events): emitted by
+    /// [`RunContext::emit_custom`](crate::RunContext::emit_custom), or by
+    /// the `emit_event` tool of a config.
+    Custom {
+        /// The agent's path.
+        path: Arc<str>,
+        /// The event's name.
+        name: String,
+        /// What it carries.
+        #[serde(default)]
+        data: serde_json::Value,
+    },
     /// An event sink could not keep up and dropped events (see
     /// [`EventSink`](crate::EventSink)); written where they are missing.
     EventsDropped {
@@ -398,6 +410,7 @@ impl Event {
             | Event::SuperstepCompleted { path, .. }
             | Event::Retry { path, .. }
             | Event::Warning { path, .. }
+            | Event::Custom { path, .. }
             | Event::EventsDropped { path, .. }
             | Event::TextDelta { path, .. }
             | Event::ToolArgumentsDelta { path, .. }

@@ -1,6 +1,6 @@
 //! [`GraphBuilder`]: describes a graph and validates it into a [`Graph`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
@@ -144,6 +144,7 @@ pub struct GraphBuilder {
     inputs: BTreeMap<String, NodeInput>,
     isolation: BTreeMap<String, Isolation>,
     retries: BTreeMap<String, RetryPolicy>,
+    first_match: BTreeSet<String>,
     scheduler: Scheduler,
     max_supersteps: Option<u64>,
     loop_limit: Option<u32>,
@@ -201,6 +202,34 @@ impl GraphBuilder {
     /// Adds an unconditional transition.
     pub fn add_edge(self, from: impl Into<String>, to: impl Into<String>) -> Self {
         self.add_transition(from, to, Condition::Always)
+    }
+
+    /// Adds a first-match switch from `from`: the cases' transitions in
+    /// order, of which only the first whose condition holds fires, and a
+    /// `default` taken when none holds (seed 002's SwitchCaseEdgeRunner).
+    /// A case back to an earlier node is a loop, limited as loops are.
+    pub fn add_switch(
+        self,
+        from: impl Into<String>,
+        cases: impl IntoIterator<Item = (String, Condition)>,
+        default: Option<String>,
+    ) -> Self {
+        let from = from.into();
+        let mut b = self;
+        for (to, condition) in cases {
+            b = b.add_transition(from.clone(), to, condition);
+        }
+        if let Some(to) = default {
+            b = b.add_transition(from.clone(), to, Condition::otherwise());
+        }
+        b.first_match(from)
+    }
+
+    /// Makes `node`'s conditional transitions a first-match switch, in the
+    /// order they were added (see [`GraphBuilder::add_switch`]).
+    pub fn first_match(mut self, node: impl Into<String>) -> Self {
+        self.first_match.insert(node.into());
+        self
     }
 
     /// Adds a loop: a transition from `from` back to the earlier node `to`,
@@ -359,6 +388,7 @@ impl GraphBuilder {
             .chain(self.inputs.keys().map(|k| (k, "input option")))
             .chain(self.isolation.keys().map(|k| (k, "fan-out option")))
             .chain(self.retries.keys().map(|k| (k, "retry option")))
+            .chain(self.first_match.iter().map(|k| (k, "switch")))
             .collect();
         for (name, what) in option_nodes {
             lookup(name, what.to_string());
@@ -439,6 +469,9 @@ impl GraphBuilder {
                 .collect(),
             retries: (0..n)
                 .map(|i| self.retries.get(by_name(i)).cloned())
+                .collect(),
+            first_match: (0..n)
+                .map(|i| self.first_match.contains(by_name(i)))
                 .collect(),
             agents: self.agents,
             edges,

@@ -56,6 +56,10 @@ pub enum Condition {
     ToolCalled(String),
     /// The node chose this one to run next ([`Reply::select`](crate::Reply::select)).
     Selected(String),
+    /// The response is of this type: its structured output's schema name
+    /// (the [`SCHEMA_KEY`] metadata), or its content kind (`text`,
+    /// `structured`, `tool_calls`, `tool_results`, `handoff`, `stop`).
+    TypeIs(String),
     /// A named closure over the turn's messages.
     Fn(String, TurnPredicate),
     /// A named closure over the run's state (with the turn's changes
@@ -105,6 +109,11 @@ impl Condition {
     /// The node chose `name` to run next.
     pub fn selected(name: impl Into<String>) -> Self {
         Condition::Selected(name.into())
+    }
+    /// The response is of type `name`: a structured output's schema name
+    /// or a content kind (see [`Condition::TypeIs`]).
+    pub fn type_is(name: impl Into<String>) -> Self {
+        Condition::TypeIs(name.into())
     }
     /// The turn called the tool `name`.
     pub fn tool_called(name: impl Into<String>) -> Self {
@@ -211,6 +220,9 @@ impl Condition {
                 _ => false,
             }),
             Condition::Selected(name) => selected.is_some_and(|s| s.contains(name)),
+            Condition::TypeIs(name) => last.is_some_and(|m| {
+                m.metadata.get(SCHEMA_KEY) == Some(name) || content_kind(&m.content) == name
+            }),
             Condition::Fn(_, f) => f(messages),
             Condition::StateFn(_, f) => f(state, messages),
             Condition::Any(v) => v
@@ -221,6 +233,22 @@ impl Condition {
                 .all(|c| c.evaluate_with_state(source, messages, selected, state)),
             Condition::Not(c) => !c.evaluate_with_state(source, messages, selected, state),
         }
+    }
+}
+
+/// The message metadata key under which an agent names the schema of its
+/// structured output (what [`Condition::TypeIs`] matches first).
+pub const SCHEMA_KEY: &str = "schema";
+
+/// The kind of a message's content, as [`Condition::TypeIs`] names it.
+pub fn content_kind(content: &Content) -> &'static str {
+    match content {
+        Content::Text(_) => "text",
+        Content::Structured(_) => "structured",
+        Content::ToolCalls(_) => "tool_calls",
+        Content::ToolResults(_) => "tool_results",
+        Content::Handoff(_) => "handoff",
+        Content::Stop(_) => "stop",
     }
 }
 
@@ -248,6 +276,7 @@ impl fmt::Display for Condition {
             }
             Condition::ToolCalled(n) => write!(f, "tool_called({n})"),
             Condition::Selected(n) => write!(f, "selected({n})"),
+            Condition::TypeIs(n) => write!(f, "type_is({n})"),
             Condition::Fn(n, _) | Condition::StateFn(n, _) => write!(f, "fn({n})"),
             Condition::Any(v) => list(f, "any", v),
             Condition::All(v) => list(f, "all", v),
@@ -302,6 +331,19 @@ mod tests {
 
     fn turn(ms: Vec<Message>) -> Vec<Arc<Message>> {
         ms.into_iter().map(Arc::new).collect()
+    }
+
+    #[test]
+    fn type_is_matches_the_schema_name_then_the_content_kind() {
+        let refund = turn(vec![
+            Message::structured("a", "{}").with_metadata(SCHEMA_KEY, "Refund"),
+        ]);
+        assert!(Condition::type_is("Refund").evaluate("a", &refund));
+        assert!(Condition::type_is("structured").evaluate("a", &refund));
+        assert!(!Condition::type_is("Complaint").evaluate("a", &refund));
+        let text = turn(vec![Message::text("a", "Refund")]);
+        assert!(Condition::type_is("text").evaluate("a", &text));
+        assert!(!Condition::type_is("Refund").evaluate("a", &text));
     }
 
     #[test]

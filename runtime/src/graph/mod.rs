@@ -14,6 +14,6 @@ pub(crate) mod node_input;
 mod traversal;
 
 pub use builder::{GraphBuilder, GraphError, GraphProblem};
-pub use condition::{Condition, StatePredicate, TurnPredicate};
+pub use condition::{Condition, SCHEMA_KEY, StatePredicate, TurnPredicate, content_kind};
 pub use model::{EntryFn, Graph, Isolation, Join, Scheduler};
 pub use node_input::{INPUT_KEY, NodeInput, attachment};

@@ -83,6 +83,9 @@ pub struct Graph {
     pub(crate) inputs: Vec<NodeInput>,
     pub(crate) isolation: Vec<Isolation>,
     pub(crate) retries: Vec<Option<RetryPolicy>>,
+    /// Nodes whose conditional transitions form a switch: only the first
+    /// that holds (in the order added) fires.
+    pub(crate) first_match: Vec<bool>,
     pub(crate) scheduler: Scheduler,
     pub(crate) max_supersteps: Option<u64>,
     /// Cycles no condition can leave: fine only under a stop condition.
@@ -151,6 +154,10 @@ impl Graph {
             "joins={:?};inputs={:?};isolation={:?};scheduler={:?}",
             self.joins, self.inputs, self.isolation, self.scheduler
         ));
+        // Only graphs with a switch say so: others keep their topology hash.
+        if self.first_match.contains(&true) {
+            s.push_str(&format!(";first_match={:?}", self.first_match));
+        }
         s
     }
 }

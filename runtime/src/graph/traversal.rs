@@ -55,7 +55,8 @@ impl Cursor {
     /// Node `x` finished a turn that produced `messages`, the run's state
     /// then being `state`: takes the transitions whose conditions hold and
     /// writes their indexes to `taken` (cleared first: a run keeps one
-    /// buffer for every turn).
+    /// buffer for every turn). On a switch node only the first conditional
+    /// transition that holds is taken.
     pub(crate) fn finished_into(
         &mut self,
         g: &Graph,
@@ -73,6 +74,9 @@ impl Cursor {
             if !c.is_otherwise() && c.evaluate_with_state(name, messages, selected, state) {
                 taken.push(e);
                 conditional_taken |= !c.is_always();
+                if g.first_match[x] && !c.is_always() {
+                    break;
+                }
             }
         }
         if !conditional_taken {
@@ -330,6 +334,34 @@ mod tests {
         assert_eq!(c.take_next(), [1]);
         finish(&mut c, &g, 0, "n").unwrap();
         assert_eq!(c.take_next(), [2]);
+    }
+
+    #[test]
+    fn a_switch_fires_only_its_first_matching_case() {
+        let g = Graph::builder()
+            .add_agent(node("r"))
+            .add_agent(node("a"))
+            .add_agent(node("b"))
+            .add_agent(node("d"))
+            .add_switch(
+                "r",
+                [
+                    ("a".to_string(), Condition::text_contains("A")),
+                    ("b".to_string(), Condition::text_contains("B")),
+                ],
+                Some("d".into()),
+            )
+            .build()
+            .unwrap();
+        let mut c = Cursor::new(&g);
+        finish(&mut c, &g, 0, "A and B").unwrap();
+        assert_eq!(c.take_next(), [1], "only the first true case");
+        let mut c = Cursor::new(&g);
+        finish(&mut c, &g, 0, "B").unwrap();
+        assert_eq!(c.take_next(), [2]);
+        let mut c = Cursor::new(&g);
+        finish(&mut c, &g, 0, "none").unwrap();
+        assert_eq!(c.take_next(), [3], "the default");
     }
 
     #[test]
