@@ -23,6 +23,7 @@ mod cluster;
 mod console_text;
 mod db;
 mod end_line;
+mod eval;
 mod input;
 mod interrupt;
 mod lease;
@@ -142,6 +143,13 @@ enum Command {
     /// Exit codes: 0 done, 1 failed, 2 invalid config or usage, 3 waiting
     /// for answers, 130 interrupted.
     Run(run::RunArgs),
+    /// Evaluates a team on a suite of cases (SUITE.yaml): assertions,
+    /// judges, repeats; a table, `--json`, `--junit`, and regressions
+    /// against a `--baseline`.
+    ///
+    /// Exit codes: 0 every case passed and none regressed, 1 otherwise, 2
+    /// an invalid suite.
+    Eval(eval::EvalArgs),
     /// Lists the runs in the config's checkpoint store, newest first
     /// (`troupe runs prune FILE` deletes the old ones).
     #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -269,6 +277,7 @@ fn dispatch(command: Command) -> u8 {
             action: DbAction::Migrate { url },
         } => with_runtime(|| db::migrate(url)),
         Command::Run(args) => with_runtime(|| run::run(args)),
+        Command::Eval(args) => with_runtime(|| eval::eval(args)),
         Command::Runs {
             action: Some(RunsAction::Prune(args)),
             ..
