@@ -1,0 +1,190 @@
+//! `troupe eval` through the binary, on the committed example suite
+//! (examples/eval/: ten cases over the newsroom team, replayed from their
+//! cassettes, judged by a scripted model): the table printed, the JSON
+//! and JUnit written (the JUnit read by an XML parser), exit 0 against the
+//! committed baseline; a copy of the suite with one case changed so that it
+//! fails is flagged as a regression, exit 1; a bad suite is located.
+
+// Test helpers may fail loudly: a broken fixture should stop the test.
+#![allow(clippy::expect_used, clippy::panic, clippy::unwrap_used)]
+
+mod common;
+use common::{run, text};
+
+use std::path::{Path, PathBuf};
+
+fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/eval")
+}
+
+fn str(p: &Path) -> &str {
+    p.to_str().expect("utf-8")
+}
+
+#[test]
+fn the_example_suite_passes_offline_and_writes_json_and_junit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let suite = example().join("newsroom.suite.yaml");
+    let baseline = example().join("baseline.json");
+    let (json, junit) = (dir.path().join("r.json"), dir.path().join("r.xml"));
+    let out = run(
+        dir.path(),
+        &[
+            "eval",
+            str(&suite),
+            "--json",
+            str(&json),
+            "--junit",
+            str(&junit),
+            "--baseline",
+            str(&baseline),
+        ],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert!(stdout.starts_with("CASE"), "{stdout}");
+    for header in ["RESULT", "PASS RATE", "TURNS", "COST", "LATENCY"] {
+        assert!(stdout.lines().next().unwrap().contains(header), "{stdout}");
+    }
+    assert!(
+        stdout.contains("10/10 case(s) passed (2 run(s) each)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("no regression against"), "{stdout}");
+    let edition = stdout
+        .lines()
+        .find(|l| l.starts_with("edition-news "))
+        .expect("a row per case");
+    assert!(
+        edition.contains("pass") && edition.contains("2/2 100%"),
+        "{edition}"
+    );
+
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("JSON");
+    let cases = report["cases"].as_array().expect("cases");
+    assert_eq!(cases.len(), 10);
+    for c in cases {
+        assert_eq!((&c["passed"], &c["runs"]), (&2.into(), &2.into()), "{c}");
+        assert!(c["turns"].as_f64().unwrap() >= 5.0, "{c}");
+        assert!(c["judge_score"].as_f64().is_some(), "{c}");
+    }
+    // The judge's calls are priced (its scripted model has a pricing).
+    assert!(cases[0]["cost"].as_f64().unwrap() > 0.0, "{}", cases[0]);
+    assert_eq!(cases[9]["judge_score"], 0.75);
+
+    let xml = std::fs::read_to_string(&junit).expect("junit");
+    let doc = roxmltree::Document::parse(&xml).expect("well-formed XML");
+    let suite_el = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testsuite"))
+        .expect("a testsuite");
+    assert_eq!(suite_el.attribute("tests"), Some("10"));
+    assert_eq!(suite_el.attribute("failures"), Some("0"));
+    let names: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .filter_map(|n| n.attribute("name"))
+        .collect();
+    assert_eq!(names.len(), 10);
+    assert!(names.contains(&"calculator-used"), "{names:?}");
+    assert!(!doc.descendants().any(|n| n.has_tag_name("failure")));
+}
+
+#[test]
+fn a_case_that_fails_now_is_a_regression_against_the_baseline() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let original =
+        std::fs::read_to_string(example().join("newsroom.suite.yaml")).expect("the suite");
+    let changed = original
+        .replace(
+            "team: ../configs/newsroom.yaml",
+            &format!("team: {}", str(&example().join("../configs/newsroom.yaml"))),
+        )
+        .replace(
+            "cassette: cassettes/",
+            &format!("cassette: {}/", str(&example().join("cassettes"))),
+        )
+        .replace("contains: nine years", "contains: ten years");
+    assert_ne!(changed, original);
+    let suite = common::write(dir.path(), "suite.yaml", &changed);
+    let junit = dir.path().join("r.xml");
+    let baseline = example().join("baseline.json");
+    let out = run(
+        dir.path(),
+        &[
+            "eval",
+            str(&suite),
+            "--junit",
+            str(&junit),
+            "--baseline",
+            str(&baseline),
+        ],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    assert!(
+        stdout.contains("REGRESSION: `nine-years` passed in the baseline and fails now"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("the answer does not contain `ten years`"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("9/10 case(s) passed"), "{stdout}");
+    let xml = std::fs::read_to_string(&junit).expect("junit");
+    let doc = roxmltree::Document::parse(&xml).expect("well-formed XML");
+    let failed: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("failure"))
+        .filter_map(|n| n.parent().and_then(|p| p.attribute("name")))
+        .collect();
+    assert_eq!(failed, ["nine-years"]);
+
+    // A baseline written now has the lower pass rate: no regression
+    // against it, but the failing case still fails the suite (exit 1).
+    let now = dir.path().join("now.json");
+    let out = run(
+        dir.path(),
+        &["eval", str(&suite), "--write-baseline", str(&now)],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let out = run(dir.path(), &["eval", str(&suite), "--baseline", str(&now)]);
+    let stdout = text(&out.stdout);
+    assert!(!stdout.contains("REGRESSION"), "{stdout}");
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+}
+
+#[test]
+fn a_bad_suite_is_located() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let suite = common::write(
+        dir.path(),
+        "suite.yaml",
+        "team: team.yaml\ncases:\n  - input: hi\n    asert: {contains: x}\n",
+    );
+    let out = run(dir.path(), &["eval", str(&suite)]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("suite.yaml:4:"), "{stderr}");
+    assert!(stderr.contains("asert"), "{stderr}");
+    let suite = common::write(
+        dir.path(),
+        "suite.yaml",
+        "team: team.yaml\ncases:\n  - input: hi\n    assert: {matches: '('}\n",
+    );
+    let out = run(dir.path(), &["eval", str(&suite)]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("cases[0].assert.matches"), "{stderr}");
+}
