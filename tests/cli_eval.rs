@@ -188,3 +188,104 @@ fn a_bad_suite_is_located() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("cases[0].assert.matches"), "{stderr}");
 }
+
+#[test]
+fn structured_answers_are_checked_by_schema_and_field_and_a_team_model_judges() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    common::write(
+        dir.path(),
+        "team.yaml",
+        "version: 1
+models:
+  m: {provider: scripted}
+  grader:
+    provider: scripted
+    replies: ['{\"score\": 0.2, \"reason\": \"too vague\"}']
+    pricing: {input: 1000, output: 1000}
+agents:
+  reviewer:
+    model: m
+    instructions: Review the draft.
+    structured_output:
+      type: object
+      properties: {approved: {type: boolean}, notes: {type: string}}
+      required: [approved, notes]
+    script:
+      - structured: {approved: true, notes: ok}
+workflow:
+  steps: [{agent: reviewer}]
+",
+    );
+    let suite = common::write(
+        dir.path(),
+        "suite.yaml",
+        "team: team.yaml
+cases:
+  - name: approved
+    input: Review this
+    assert:
+      schema: {type: object, required: [approved, notes]}
+      field: {/approved: true, /notes: ok}
+      order: [reviewer]
+  - name: wrong-field
+    input: Review this
+    assert:
+      field: {/approved: false}
+  - name: not-an-array
+    input: Review this
+    assert:
+      schema: {type: array}
+  - name: judged-low
+    input: Review this
+    judge: {model: grader, rubric: Names what to fix.}
+",
+    );
+    let json = dir.path().join("r.json");
+    let out = run(dir.path(), &["eval", str(&suite), "--json", str(&json)]);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("JSON");
+    let rates: Vec<(&str, f64)> = report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap(),
+                c["pass_rate"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rates,
+        [
+            ("approved", 1.0),
+            ("wrong-field", 0.0),
+            ("not-an-array", 0.0),
+            ("judged-low", 0.0)
+        ]
+    );
+    assert!(
+        stdout.contains("field `/approved` is true, not false"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("the answer fails the schema"), "{stdout}");
+    assert!(
+        stdout.contains("the judge scored 0.20: too vague"),
+        "{stdout}"
+    );
+    // The judge's call is counted and priced with the team's model prices.
+    let judged = &report["cases"][3];
+    assert!(judged["cost"].as_f64().unwrap() > 0.0, "{judged}");
+    assert!(
+        judged["model_calls"].as_f64().unwrap()
+            > report["cases"][0]["model_calls"].as_f64().unwrap(),
+        "{judged}"
+    );
+}
