@@ -6,6 +6,7 @@
 //! troupe runs FILE               list the runs in the config's store
 //! troupe chat FILE               talk to it (a session per conversation)
 //! troupe validate FILE           check a config
+//! troupe eval SUITE              evaluate a team on a suite of cases
 //! troupe schema                  print the config's JSON Schema
 //! troupe graph FILE              print the workflow as Mermaid
 //! troupe serve FILE|DIR          serve the team(s) over HTTP (OpenAI API, runs API)

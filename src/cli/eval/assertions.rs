@@ -92,10 +92,10 @@ pub(crate) fn failures(checks: &Checks, seen: &Observed, extra_cost: f64) -> Vec
             out.push(format!("no `{kind}` event"));
         }
     }
-    if let Some(max) = checks.max_turns {
-        if seen.turns > max {
-            out.push(format!("{} turns, more than {max}", seen.turns));
-        }
+    if let Some(max) = checks.max_turns
+        && seen.turns > max
+    {
+        out.push(format!("{} turns, more than {max}", seen.turns));
     }
     if let Some(max) = checks.max_cost {
         let cost = seen.cost + extra_cost;
@@ -103,10 +103,10 @@ pub(crate) fn failures(checks: &Checks, seen: &Observed, extra_cost: f64) -> Vec
             out.push(format!("cost ${cost:.6}, more than ${max}"));
         }
     }
-    if let Some(max) = checks.max_latency_ms {
-        if seen.latency_ms > max {
-            out.push(format!("{} ms, more than {max} ms", seen.latency_ms));
-        }
+    if let Some(max) = checks.max_latency_ms
+        && seen.latency_ms > max
+    {
+        out.push(format!("{} ms, more than {max} ms", seen.latency_ms));
     }
     out
 }

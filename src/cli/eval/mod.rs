@@ -90,10 +90,10 @@ pub(crate) async fn eval(args: EvalArgs) -> u8 {
     for r in &regressions {
         text.push_str(&format!("REGRESSION: {r}\n"));
     }
-    if let Some(b) = &args.baseline {
-        if regressions.is_empty() {
-            text.push_str(&format!("no regression against {}\n", b.display()));
-        }
+    if let Some(b) = &args.baseline
+        && regressions.is_empty()
+    {
+        text.push_str(&format!("no regression against {}\n", b.display()));
     }
     if let Err(e) = write_out(&text) {
         return super::write_failed(&e);
@@ -105,11 +105,11 @@ pub(crate) async fn eval(args: EvalArgs) -> u8 {
         (&args.junit, junit::xml(&report)),
     ];
     for (path, body) in files {
-        if let Some(path) = path {
-            if let Err(e) = std::fs::write(path, body) {
-                eprintln!("troupe eval: cannot write {}: {e}", path.display());
-                return FAILED;
-            }
+        if let Some(path) = path
+            && let Err(e) = std::fs::write(path, body)
+        {
+            eprintln!("troupe eval: cannot write {}: {e}", path.display());
+            return FAILED;
         }
     }
     if report.ok() && regressions.is_empty() {

@@ -199,13 +199,13 @@ impl Suite {
                     ));
                 }
             }
-            if let Some(judge) = case.judge.as_ref().or(self.judge.as_ref()) {
-                if !(judge.model.is_string() || judge.model.is_object()) {
-                    return Err(bad(
-                        format!("cases[{i}].judge.model"),
-                        "a model name of the team config, or a model spec (a mapping)".into(),
-                    ));
-                }
+            if let Some(judge) = case.judge.as_ref().or(self.judge.as_ref())
+                && !(judge.model.is_string() || judge.model.is_object())
+            {
+                return Err(bad(
+                    format!("cases[{i}].judge.model"),
+                    "a model name of the team config, or a model spec (a mapping)".into(),
+                ));
             }
         }
         Ok(())
