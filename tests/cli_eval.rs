@@ -289,3 +289,58 @@ cases:
         "{judged}"
     );
 }
+
+#[test]
+fn a_case_with_a_session_runs_its_turns_as_a_chat() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    common::write(
+        dir.path(),
+        "team.yaml",
+        "version: 1
+models:
+  m: {provider: scripted}
+agents:
+  bot:
+    model: m
+    instructions: Answer.
+    script: [first answer, second answer, third answer]
+workflow:
+  steps: [{agent: bot}]
+",
+    );
+    let suite = common::write(
+        dir.path(),
+        "suite.yaml",
+        "team: team.yaml
+cases:
+  - name: third-turn
+    session: [hello, and then]
+    input: finally
+    assert: {contains: third answer, max_turns: 3}
+  - name: one-turn
+    input: hello
+    assert: {contains: first answer, max_turns: 1}
+  - name: too-many-turns
+    session: hello
+    input: again
+    assert: {max_turns: 1}
+",
+    );
+    let json = dir.path().join("r.json");
+    let out = run(dir.path(), &["eval", str(&suite), "--json", str(&json)]);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("JSON");
+    let cases = &report["cases"];
+    assert_eq!(cases[0]["passed"], 1, "{stdout}");
+    assert_eq!(cases[0]["turns"], 3.0, "{stdout}");
+    assert_eq!(cases[1]["passed"], 1, "{stdout}");
+    assert_eq!(cases[2]["passed"], 0, "{stdout}");
+    assert!(stdout.contains("2 turns, more than 1"), "{stdout}");
+}

@@ -58,7 +58,7 @@ pub(crate) async fn grade(
         "Rubric: {}\n\nTask: {task}\n\nAnswer:\n{answer}",
         judge.rubric
     );
-    let seen = observe::run(&file, &input, &Tape::None).await;
+    let seen = observe::run(&file, &input, &[], &Tape::None).await;
     let _ = std::fs::remove_file(&file);
     if let Some(e) = seen.error {
         return Err(format!("the judge failed: {e}"));

@@ -139,9 +139,10 @@ async fn run_all(
         for _ in 0..repeats {
             let (limit, tape, judge) = (limit.clone(), tape.clone(), judge.clone());
             let (team, checks_of) = (team.to_path_buf(), (i, case.input.clone()));
+            let session = case.session.clone();
             jobs.spawn(async move {
                 let _permit = limit.acquire_owned().await.ok();
-                let seen = observe::run(&team, &checks_of.1, &tape).await;
+                let seen = observe::run(&team, &checks_of.1, &session, &tape).await;
                 let verdict = match (&judge, &seen.error) {
                     (Some(j), None) => {
                         Some(judge::grade(j, &team, &checks_of.1, &seen.answer).await)

@@ -40,13 +40,19 @@ pub(crate) enum Tape {
 }
 
 /// Runs `team` on `input` once with this binary; reads the run back.
-pub(crate) async fn run(team: &Path, input: &str, tape: &Tape) -> Observed {
+/// With earlier `session` turns, a `troupe chat` conversation: those turns
+/// first, then `input`.
+pub(crate) async fn run(team: &Path, input: &str, session: &[String], tape: &Tape) -> Observed {
     let exe = match std::env::current_exe() {
         Ok(e) => e,
         Err(e) => return failed(format!("cannot find the troupe binary: {e}")),
     };
     let mut cmd = tokio::process::Command::new(exe);
-    cmd.args(["run", "--events", "jsonl", "--no-input"]);
+    if session.is_empty() {
+        cmd.args(["run", "--events", "jsonl", "--no-input"]);
+    } else {
+        cmd.args(["chat", "--events", "jsonl"]);
+    }
     match tape {
         Tape::None => {}
         Tape::Replay(dir) => {
@@ -56,16 +62,31 @@ pub(crate) async fn run(team: &Path, input: &str, tape: &Tape) -> Observed {
             cmd.arg("--record").arg(dir);
         }
     }
-    cmd.arg(team)
-        .arg(input)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
+    cmd.arg(team);
+    if session.is_empty() {
+        cmd.arg(input).stdin(Stdio::null());
+    } else {
+        cmd.stdin(Stdio::piped());
+    }
+    cmd.stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     let started = Instant::now();
-    let out = match cmd.output().await {
-        Ok(o) => o,
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
         Err(e) => return failed(format!("cannot start the run: {e}")),
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        use tokio::io::AsyncWriteExt;
+        let mut turns: String = session.iter().map(|t| format!("{}\n", t.trim())).collect();
+        turns.push_str(&format!("{}\n/exit\n", input.trim()));
+        if let Err(e) = stdin.write_all(turns.as_bytes()).await {
+            return failed(format!("cannot send the session's turns: {e}"));
+        }
+    }
+    let out = match child.wait_with_output().await {
+        Ok(o) => o,
+        Err(e) => return failed(format!("the run could not be waited for: {e}")),
     };
     let wall = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let mut seen = read(&String::from_utf8_lossy(&out.stdout));
@@ -105,9 +126,9 @@ pub(crate) fn read(stdout: &str) -> Observed {
             Some("result") => {
                 ended = true;
                 seen.answer = v["final_response"].as_str().unwrap_or_default().into();
-                seen.turns = v["turns"].as_u64().unwrap_or_default();
-                spent(&mut seen, &v["stats"]);
-                if v["status"] != "completed" {
+                seen.turns += v["turns"].as_u64().unwrap_or_default();
+                spent(&mut seen, &v["stats"], v["turns"].is_u64());
+                if v["status"] != "completed" && seen.error.is_none() {
                     seen.error = Some(format!(
                         "the run ended {}{}",
                         v["status"].as_str().unwrap_or("?"),
@@ -120,12 +141,13 @@ pub(crate) fn read(stdout: &str) -> Observed {
             }
             Some("error") => {
                 ended = true;
-                spent(&mut seen, &v["stats"]);
+                spent(&mut seen, &v["stats"], false);
                 seen.error = Some(v["error"].as_str().unwrap_or("the run failed").into());
             }
-            Some("run_finished") => {
+            // The team's own runs (a nested team's are inside them).
+            Some("run_finished") if !v["path"].as_str().unwrap_or("").contains('/') => {
                 if let Some(ms) = v["elapsed_ms"].as_u64() {
-                    seen.latency_ms = seen.latency_ms.max(ms);
+                    seen.latency_ms += ms;
                 }
                 seen.events.push(v);
             }
@@ -138,12 +160,14 @@ pub(crate) fn read(stdout: &str) -> Observed {
     seen
 }
 
-fn spent(seen: &mut Observed, stats: &Value) {
+/// Adds what a run (or a conversation's turn) spent; its turns too unless
+/// its result line counted them (`counted`).
+fn spent(seen: &mut Observed, stats: &Value, counted: bool) {
     let total = &stats["total"];
-    seen.cost = total["cost"].as_f64().unwrap_or_default();
-    seen.model_calls = total["model_calls"].as_u64().unwrap_or_default();
-    if seen.turns == 0 {
-        seen.turns = total["turns"].as_u64().unwrap_or_default();
+    seen.cost += total["cost"].as_f64().unwrap_or_default();
+    seen.model_calls += total["model_calls"].as_u64().unwrap_or_default();
+    if !counted {
+        seen.turns += total["turns"].as_u64().unwrap_or_default();
     }
 }
 

@@ -43,6 +43,12 @@ pub(crate) struct Case {
     /// replayed from it (`troupe eval --record` writes it).
     #[serde(default)]
     pub cassette: Option<PathBuf>,
+    /// Earlier user turns of a conversation (one, or a list): the case
+    /// runs as a `troupe chat` session, these turns first, then `input`;
+    /// the assertions see the whole conversation's events and spending,
+    /// and the last turn's answer.
+    #[serde(default, deserialize_with = "one_or_many")]
+    pub session: Vec<String>,
     /// What the run must show.
     #[serde(default, rename = "assert")]
     pub checks: Checks,
@@ -182,6 +188,18 @@ impl Suite {
                     format!("cases[{i}].name"),
                     format!("`{name}` names two cases"),
                 ));
+            }
+            if !case.session.is_empty() {
+                let turns = case.session.iter().chain([&case.input]);
+                if let Some(t) = turns
+                    .map(|t| t.trim())
+                    .find(|t| t.contains('\n') || t.is_empty() || t.starts_with('/'))
+                {
+                    return Err(bad(
+                        format!("cases[{i}].session"),
+                        format!("a chat turn is one line of text, not starting with `/`: `{t}`"),
+                    ));
+                }
             }
             if let Some(re) = &case.checks.matches {
                 regex::Regex::new(re)
