@@ -17,7 +17,7 @@ use crate::state::StateSnapshot;
 use crate::stats::{AgentStats, Meter};
 use crate::thread::Thread;
 use crate::until_cancelled::UntilCancelled;
-use crate::workflow::progress::{Progress, ProgressRelay};
+use crate::progress::{Progress, ProgressRelay};
 // Re-exported for the modules that take sinks and contexts together.
 pub(crate) use crate::sink::EventSink;
 

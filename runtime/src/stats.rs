@@ -289,7 +289,7 @@ impl Meter {
 
     /// Takes everything recorded since the last drain, the participant's
     /// own spend under its path: what a turn's progress report carries up
-    /// (see `workflow/progress.rs`), so the run above counts it with the
+    /// (see `progress.rs`), so the run above counts it with the
     /// progress it comes with.
     pub(crate) fn take(&self) -> RunStats {
         let mut out = RunStats::default();

@@ -11,7 +11,7 @@ use tokio::sync::oneshot;
 
 use super::answer;
 use super::fallback;
-use super::progress::{Progress, ProgressRelay};
+use crate::progress::{Progress, ProgressRelay};
 use super::result::{RunResult, RunStream};
 use super::run::{RunActor, RunArgs, RunTask};
 use super::snapshot::{self, Resumed};

@@ -32,7 +32,6 @@ mod fork;
 mod history;
 #[cfg(test)]
 mod hot_path_sizes;
-pub(crate) mod progress;
 mod protocol;
 mod result;
 mod retention;
@@ -45,7 +44,7 @@ pub use api::Workflow;
 pub use builder::WorkflowBuilder;
 pub use fork::ForkEdits;
 pub use history::{CheckpointSummary, summarize_checkpoints};
-pub use progress::ProgressRelay;
+pub use crate::progress::ProgressRelay;
 pub use result::{RunResult, RunStream};
 pub use retention::{Pruned, Retention, prune};
 pub use summary::{RunSummary, summarize_run, summarize_runs};

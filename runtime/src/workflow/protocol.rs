@@ -41,7 +41,7 @@ pub(crate) enum RunMsg {
     /// [`TurnTicket::hand_over`]).
     TurnHandedOver(InlineTurn),
     /// A nested run, a participant's turn under way, reports where it
-    /// stands (see `workflow/progress.rs`).
+    /// stands (see `progress.rs`).
     Progress {
         /// The participant.
         index: usize,

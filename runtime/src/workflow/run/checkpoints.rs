@@ -5,7 +5,7 @@
 //!
 //! A nested run under a run that checkpoints has no store: at the same
 //! points it reports its thread (its counters inside) to the run above,
-//! which checkpoints in turn (see `workflow/progress.rs`).
+//! which checkpoints in turn (see `progress.rs`).
 
 use std::sync::Arc;
 
@@ -14,7 +14,7 @@ use crate::context::RunContext;
 use crate::event::Event;
 use crate::store::{Checkpoint, CheckpointId, CheckpointStore, Durability, SaveErrors, StoreError};
 use crate::thread::Thread;
-use crate::workflow::progress::Progress;
+use crate::progress::Progress;
 
 /// A checkpoint that could not be saved, the store saying to fail.
 pub(super) struct NotSaved {

@@ -58,7 +58,7 @@ use self::slots::ThreadSlots;
 use self::tally::Tally;
 use self::wake::Wake;
 use self::watcher::Watcher;
-use super::progress::Progress;
+use crate::progress::Progress;
 use super::protocol::{InlineTurn, RunAddr, RunMsg, TurnOutcome};
 use super::result::RunResult;
 use super::snapshot::Resumed;

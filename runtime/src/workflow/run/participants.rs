@@ -14,7 +14,7 @@ use crate::state::StateSnapshot;
 use crate::stats::Meter;
 use crate::thread::Thread;
 use crate::workflow::agent_actor::{AgentActor, AgentArgs};
-use crate::workflow::progress::Progress;
+use crate::progress::Progress;
 use crate::workflow::protocol::{AgentMsg, RunAddr, RunMsg, TurnTicket};
 use crate::workflow::spec::Spec;
 
