@@ -16,6 +16,7 @@ mod lease;
 mod migrate;
 mod rows;
 mod threads;
+mod ticks;
 
 use std::sync::Arc;
 use std::time::Duration;
