@@ -8,7 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
-use common::serve::{DESK, Server, client, json_of};
+use common::serve::{ASKING, DESK, Server, client, json_of, settled};
 use common::write;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -62,6 +62,22 @@ fn webhook() -> (String, Received) {
     (url, received)
 }
 
+/// Waits until `received` holds `n` requests; what it holds.
+fn received_n(received: &Received, n: usize) -> Vec<(BTreeMap<String, String>, Value)> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let got = received.lock().unwrap().clone();
+        if got.len() >= n {
+            return got;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the webhook got {got:?}, not {n}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn a_background_run_tells_its_webhook_when_done_even_after_a_500() {
     let dir = tempfile::tempdir().unwrap();
@@ -78,11 +94,7 @@ fn a_background_run_tells_its_webhook_when_done_even_after_a_500() {
     assert_eq!(r.status().as_u16(), 202);
     let id = json_of(r)["id"].as_str().unwrap().to_string();
 
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while received.lock().unwrap().len() < 2 {
-        assert!(Instant::now() < deadline, "the webhook was not told twice");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    received_n(&received, 2);
     std::thread::sleep(Duration::from_millis(500));
     let got = received.lock().unwrap().clone();
     // The 500 was retried once; nothing more was sent.
@@ -108,6 +120,58 @@ fn a_background_run_tells_its_webhook_when_done_even_after_a_500() {
         .unwrap();
     assert_eq!(bad.status().as_u16(), 400);
     assert!(bad.text().unwrap().contains("http or https"));
+}
+
+#[test]
+fn a_run_waiting_for_input_is_told_then_told_again_when_it_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "asking.yaml", ASKING);
+    let s = Server::start(dir.path(), &["asking.yaml"], &[]);
+    let (url, received) = webhook();
+    let r = client()
+        .post(s.url("/runs"))
+        .json(&json!({"task": "refund", "background": true, "webhook": {"url": url}}))
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 202);
+    let id = json_of(r)["id"].as_str().unwrap().to_string();
+    // The 500 and its retry: both say it waits, with the question.
+    let got = received_n(&received, 2);
+    assert_eq!(got[1].1["status"], "waiting_for_input", "{:?}", got[1].1);
+    assert_eq!(got[1].1["requests"][0]["question"], "Which order?");
+    let answered = client()
+        .post(s.url(&format!("/runs/{id}/input")))
+        .json(&json!({"answer": "A-1001"}))
+        .send()
+        .unwrap();
+    assert_eq!(answered.status().as_u16(), 202);
+    let got = received_n(&received, 3);
+    assert_eq!(got[2].1["id"], id.as_str());
+    assert_eq!(got[2].1["status"], "completed", "{:?}", got[2].1);
+    assert_eq!(got[2].1["response"], "Refunded the order you named.");
+}
+
+#[test]
+fn a_schedule_on_a_single_process_store_runs_on_the_one_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!("{DESK}schedules:\n  - {{cron: '*/1 * * * * *', input: draft it}}\n");
+    write(dir.path(), "desk.yaml", &config);
+    let s = Server::start(dir.path(), &["desk.yaml"], &[]);
+    std::thread::sleep(Duration::from_millis(2500));
+    let list = json_of(client().get(s.url("/runs")).send().unwrap());
+    let runs = list.as_array().unwrap();
+    assert!(runs.len() >= 2, "{list}");
+    let ticks: BTreeSet<i64> = runs
+        .iter()
+        .map(|r| {
+            assert_eq!(r["task"], "draft it", "{r}");
+            assert_eq!(r["scheduled"]["schedule"], "schedule-1", "{r}");
+            r["scheduled"]["tick"].as_i64().unwrap()
+        })
+        .collect();
+    assert_eq!(ticks.len(), runs.len(), "a tick ran twice: {list}");
+    let first = settled(&s, runs.last().unwrap()["id"].as_str().unwrap());
+    assert_eq!(first["status"], "completed", "{first}");
 }
 
 const TICKING: &str = "version: 1

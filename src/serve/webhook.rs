@@ -61,19 +61,23 @@ pub(crate) fn watch(run: Arc<Run>, hook: Webhook) {
             vec![("Content-Type".to_string(), "application/json".to_string())];
         headers.extend(hook.headers.clone());
         let mut changes = run.watch();
-        let mut told_waiting = false;
+        // What was told last: the status and the open questions' ids (a
+        // run answered may wait again before this task looks).
+        let mut told: Option<(Status, Vec<String>)> = None;
         loop {
             changes.borrow_and_update();
-            let status = run.inner().status();
-            if status == Status::Running {
-                told_waiting = false;
-            } else if !told_waiting {
+            let now = {
+                let inner = run.inner();
+                let ids = inner.requests.iter().map(|q| q.id.clone()).collect();
+                (inner.status(), ids)
+            };
+            if now.0 != Status::Running && told.as_ref() != Some(&now) {
                 let what = format!("webhook of run `{}`", run.id);
                 deliver::post(&hook.url, &headers, &run.detail().to_string(), &what).await;
-                if status.ended() {
+                if now.0.ended() {
                     return;
                 }
-                told_waiting = true;
+                told = Some(now);
             }
             if changes.changed().await.is_err() {
                 // The run is gone without settling: nothing more to tell.
