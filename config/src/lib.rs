@@ -117,7 +117,7 @@ pub mod template;
 mod tree;
 mod validate;
 
-pub use build::{BuildOptions, Built, Hosted, Store};
+pub use build::{BuildOptions, Built, Hosted, Schedule, Store};
 pub use builtin::{BUILTIN_TOOLS, builtin_tool};
 pub use duration::HumanDuration;
 

@@ -4,7 +4,7 @@
 //! once and a newer schema refused, a delta's chain in one query, and each
 //! way of failing to connect named (bad URL, unreachable server, unknown
 //! user, missing permission) within the connect timeout, without the
-//! password.
+//! password; a schedule tick claimed by one store of many.
 #![cfg(feature = "postgres")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -79,6 +79,32 @@ async fn one_lease_holder_per_run_and_stale_or_dead_holders_are_taken_over() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_tick_is_claimed_by_one_store_of_many() {
+    let Some(url) = pg_db::fresh_db("ticks").await else {
+        return;
+    };
+    let stores = [
+        PostgresStore::connect(&url).await.unwrap(),
+        PostgresStore::connect(&url).await.unwrap(),
+        PostgresStore::connect(&url).await.unwrap(),
+    ];
+    for tick in 100..110 {
+        let claims =
+            futures::future::join_all(stores.iter().map(|s| s.claim_tick("team", "daily", tick)))
+                .await;
+        let won = claims.into_iter().filter(|c| *c.as_ref().unwrap()).count();
+        assert_eq!(won, 1, "tick {tick}");
+    }
+    // Another schedule's (or team's) same tick is a claim of its own.
+    assert!(stores[0].claim_tick("team", "hourly", 100).await.unwrap());
+    assert!(stores[1].claim_tick("other", "daily", 100).await.unwrap());
+    // A store one process owns runs every tick it is asked about.
+    let memory = troupe_runtime::store::MemoryStore::new();
+    assert!(memory.claim_tick("team", "daily", 100).await.unwrap());
+    assert!(memory.claim_tick("team", "daily", 100).await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn migrations_are_recorded_once_and_a_newer_schema_is_refused() {
     let Some(url) = pg_db::fresh_db("migrate").await else {
         return;
@@ -94,7 +120,7 @@ async fn migrations_are_recorded_once_and_a_newer_schema_is_refused() {
     let (db, applied, now) = migrate_postgres(&url, Duration::from_secs(5))
         .await
         .unwrap();
-    assert_eq!((applied, now), (vec![1], 1));
+    assert_eq!((applied, now), (vec![1, 2], 2));
     assert!(db.ends_with(&url[url.rfind('/').unwrap()..]), "{db}");
     let (_, again, _) = migrate_postgres(&url, Duration::from_secs(5))
         .await

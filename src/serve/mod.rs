@@ -20,6 +20,7 @@ mod completion;
 mod conn;
 mod console;
 mod cors;
+mod deliver;
 mod describe;
 mod drive;
 mod error;
@@ -35,6 +36,7 @@ mod registry;
 mod retention;
 mod run;
 mod runs;
+mod schedules;
 mod sessions;
 mod settings;
 mod shutdown;
@@ -43,6 +45,7 @@ mod takeover;
 pub(crate) mod team;
 mod texting;
 mod texting_table;
+mod webhook;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -159,6 +162,7 @@ pub(crate) async fn serve(args: ServeArgs) -> u8 {
     ));
     retention::start(&state);
     takeover::start(&state);
+    schedules::start(&state);
     let router = app::router(state.clone(), cors);
     let code = shutdown::run(listener, router, state.clone(), grace).await;
     for t in state.teams.values() {

@@ -88,6 +88,8 @@ pub(crate) struct Inner {
     pub(crate) events: Vec<Arc<str>>,
     /// The run and checkpoint it was forked from (`{run_id, checkpoint}`).
     pub(crate) forked_from: Option<Value>,
+    /// The schedule tick that started it (`{schedule, tick}`).
+    pub(crate) scheduled: Option<Value>,
 }
 
 impl Inner {
@@ -229,6 +231,7 @@ impl Run {
             "session": self.session,
             "started_at": humantime::format_rfc3339_millis(self.started_at).to_string(),
             "forked_from": self.inner().forked_from,
+            "scheduled": self.inner().scheduled,
         })
     }
 
@@ -249,6 +252,7 @@ impl Run {
                 "id": q.id, "agent": q.agent, "question": q.prompt,
             })).collect::<Vec<_>>(),
             "forked_from": inner.forked_from,
+            "scheduled": inner.scheduled,
         })
     }
 }

@@ -17,6 +17,7 @@ use super::run::{Run, Status};
 use super::sessions::check_id;
 use super::state::Shared;
 use super::texting;
+use super::webhook::{self, Webhook};
 
 /// `POST /runs`'s body.
 #[derive(Deserialize)]
@@ -30,9 +31,15 @@ pub(crate) struct StartBody {
     /// What to do if the session has a run under way (`texting.rs`).
     #[serde(default)]
     double_texting: Option<String>,
+    /// Answered 202 at once; the `webhook` is told when it settles.
+    #[serde(default)]
+    background: bool,
+    /// Where the run's completion is POSTed (`webhook.rs`).
+    #[serde(default)]
+    webhook: Option<Webhook>,
 }
 
-/// `POST /runs`: starts a run; 201.
+/// `POST /runs`: starts a run; 201 (202 for a `background` one).
 pub(crate) async fn start(
     Axum(state): Axum<Shared>,
     JsonBody(body): JsonBody<StartBody>,
@@ -42,6 +49,9 @@ pub(crate) async fn start(
     }
     if let Some(s) = &body.session {
         check_id(s)?;
+    }
+    if let Some(hook) = &body.webhook {
+        hook.check()?;
     }
     let policy = body
         .double_texting
@@ -57,9 +67,16 @@ pub(crate) async fn start(
         Some(_) => Start::Session(body.task),
         None => Start::Thread(Thread::from_messages([troupe::Message::user(body.task)])),
     };
+    if let Some(hook) = body.webhook {
+        webhook::watch(run.clone(), hook);
+    }
     texting::spawn(state.clone(), run.clone(), start, slot, turn);
+    let code = match body.background {
+        true => StatusCode::ACCEPTED,
+        false => StatusCode::CREATED,
+    };
     Ok((
-        StatusCode::CREATED,
+        code,
         Json(json!({"id": run.id, "status": "running", "session": run.session, "team": team})),
     ))
 }

@@ -21,6 +21,7 @@ mod participants;
 mod plan;
 mod retry;
 mod router;
+mod schedules;
 mod stop;
 mod store;
 mod teams;
@@ -29,4 +30,6 @@ mod workflow;
 
 pub use built::{Built, Hosted};
 pub use options::BuildOptions;
+pub use schedules::Schedule;
+pub(crate) use schedules::parse_cron;
 pub use store::Store;

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use super::agents::AgentSpec;
 use super::checkpoint::CheckpointSpec;
 use super::models::ModelSpec;
+use super::schedules::ScheduleSpec;
 use super::serve::ServeSpec;
 use super::workflow::WorkflowSpec;
 
@@ -49,6 +50,10 @@ pub struct ConfigFile {
     /// win).
     #[serde(default)]
     pub serve: Option<ServeSpec>,
+    /// Runs `troupe serve` starts on a cron schedule (each tick once
+    /// across the servers sharing a PostgreSQL store).
+    #[serde(default)]
+    pub schedules: Vec<ScheduleSpec>,
 }
 
 impl ConfigFile {

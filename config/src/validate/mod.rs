@@ -29,6 +29,7 @@ mod plan_text;
 mod producers;
 mod retry;
 mod router;
+mod schedules;
 mod serve;
 mod steps;
 mod stop;
@@ -44,6 +45,7 @@ use agents::check_agent;
 use checker::{Checker, Defined, p};
 use checkpoint::check_checkpoint;
 use models::check_model;
+use schedules::check_schedules;
 use serve::check_serve;
 use workflows::check_workflow;
 
@@ -153,6 +155,7 @@ pub(crate) fn check(
     if let Some(s) = &spec.serve {
         check_serve(&mut c, s);
     }
+    check_schedules(&mut c, &spec.schedules);
 
     Checked {
         errors: c.diagnostics,

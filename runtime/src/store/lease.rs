@@ -97,12 +97,37 @@ pub enum LeaseError {
 pub trait RunLeases: Send + Sync {
     /// Takes the lease on `run_id`, or says who holds it.
     async fn acquire(&self, run_id: &str) -> Result<RunLease, LeaseError>;
+
+    /// Claims the tick at `tick_secs` (Unix seconds) of schedule
+    /// `schedule` of team `team`: `true` for the one caller that is to run
+    /// it. A store one process owns (memory, directory, SQLite) has one
+    /// server, which runs every tick: the default says `true`; a store
+    /// shared by several servers (PostgreSQL) records the claim so only
+    /// its first caller gets `true`.
+    async fn claim_tick(
+        &self,
+        team: &str,
+        schedule: &str,
+        tick_secs: i64,
+    ) -> Result<bool, StoreError> {
+        let _ = (team, schedule, tick_secs);
+        Ok(true)
+    }
 }
 
 #[async_trait]
 impl<T: RunLeases + ?Sized> RunLeases for Arc<T> {
     async fn acquire(&self, run_id: &str) -> Result<RunLease, LeaseError> {
         (**self).acquire(run_id).await
+    }
+
+    async fn claim_tick(
+        &self,
+        team: &str,
+        schedule: &str,
+        tick_secs: i64,
+    ) -> Result<bool, StoreError> {
+        (**self).claim_tick(team, schedule, tick_secs).await
     }
 }
 

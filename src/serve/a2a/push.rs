@@ -6,8 +6,8 @@
 //! `StreamResponse` with a `statusUpdate`, in order, with the config's
 //! authentication (`Authorization: {scheme} {credentials}`) and token
 //! (`X-A2A-Notification-Token`). A delivery the receiver does not answer
-//! with a 2xx is tried again with a growing backoff (up to [`ATTEMPTS`]
-//! times); each notification carries an id (`X-A2A-Notification-Id`, and
+//! with a 2xx is tried again with a growing backoff (`deliver.rs`);
+//! each notification carries an id (`X-A2A-Notification-Id`, and
 //! `troupe.notification_id` in the event's metadata) that stays the same
 //! across its retries, so a receiver can drop duplicates.
 //!
@@ -17,23 +17,16 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use troupe::agents::a2a::types::{StreamResponse, TaskState, code};
 
+use super::super::deliver;
 use super::super::run::Run;
 use super::envelope::{RpcError, params, task_id};
 use super::task;
-
-/// How many times a notification is tried.
-pub(crate) const ATTEMPTS: u32 = 5;
-/// The wait before the first retry (doubling after each).
-const BACKOFF: Duration = Duration::from_millis(200);
-/// How long one delivery may take.
-const TIMEOUT: Duration = Duration::from_secs(15);
 
 /// How the agent authenticates to the webhook.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -222,50 +215,31 @@ fn deliver(run: Arc<Run>, id: String) {
     });
 }
 
-/// The HTTP client notifications go out with.
-fn client() -> Option<&'static reqwest::Client> {
-    static CLIENT: LazyLock<Option<reqwest::Client>> = LazyLock::new(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        reqwest::Client::builder().timeout(TIMEOUT).build().ok()
-    });
-    CLIENT.as_ref()
-}
-
-/// Posts one notification, retrying with backoff until a 2xx answers
-/// (at most [`ATTEMPTS`] tries); failures are logged.
+/// Posts one notification with the config's headers (retried with
+/// backoff by [`deliver::post`]).
 async fn send(config: &Config, notification: &str, body: &Value) {
-    let Some(http) = client() else {
-        tracing::warn!("push notifications: no HTTP client");
-        return;
-    };
-    let mut wait = BACKOFF;
-    for attempt in 1..=ATTEMPTS {
-        let mut request = http
-            .post(&config.url)
-            .header("Content-Type", "application/a2a+json")
-            .header("X-A2A-Notification-Id", notification)
-            .body(body.to_string());
-        if let Some(a) = &config.authentication {
-            request = request.header("Authorization", format!("{} {}", a.scheme, a.credentials));
-        }
-        if !config.token.is_empty() {
-            request = request.header("X-A2A-Notification-Token", &config.token);
-        }
-        let outcome = match request.send().await {
-            Ok(r) if r.status().is_success() => return,
-            Ok(r) => format!("answered {}", r.status()),
-            Err(e) => e.to_string(),
-        };
-        tracing::warn!(
-            task = %config.task_id,
-            config = %config.id,
-            attempt,
-            "push notification {notification} not delivered: {}",
-            troupe::secrets::redact(&outcome)
-        );
-        if attempt < ATTEMPTS {
-            tokio::time::sleep(wait).await;
-            wait *= 2;
-        }
+    let mut headers = vec![
+        (
+            "Content-Type".to_string(),
+            "application/a2a+json".to_string(),
+        ),
+        (
+            "X-A2A-Notification-Id".to_string(),
+            notification.to_string(),
+        ),
+    ];
+    if let Some(a) = &config.authentication {
+        headers.push((
+            "Authorization".to_string(),
+            format!("{} {}", a.scheme, a.credentials),
+        ));
     }
+    if !config.token.is_empty() {
+        headers.push(("X-A2A-Notification-Token".to_string(), config.token.clone()));
+    }
+    let what = format!(
+        "push notification {notification} (task {}, config {})",
+        config.task_id, config.id
+    );
+    deliver::post(&config.url, &headers, &body.to_string(), &what).await;
 }

@@ -61,6 +61,15 @@ impl RunLeases for PostgresStore {
         };
         Ok(RunLease::new(run_id, holder, Held { row, beats }))
     }
+
+    async fn claim_tick(
+        &self,
+        team: &str,
+        schedule: &str,
+        tick_secs: i64,
+    ) -> Result<bool, StoreError> {
+        self.insert_tick(team, schedule, tick_secs).await
+    }
 }
 
 /// A lease row of this process.

@@ -17,10 +17,11 @@ const LOCK_KEY: i64 = 0x7472_6f75_7065;
 
 /// The migrations, oldest first: (version, name, SQL). Ids and run ids
 /// are compared byte by byte (`COLLATE "C"`), as Rust orders strings.
-pub(super) const MIGRATIONS: &[(i32, &str, &str)] = &[(
-    1,
-    "checkpoints, threads and run leases",
-    r#"
+pub(super) const MIGRATIONS: &[(i32, &str, &str)] = &[
+    (
+        1,
+        "checkpoints, threads and run leases",
+        r#"
 CREATE TABLE troupe_checkpoints (
     run_id         text COLLATE "C" NOT NULL,
     id             text COLLATE "C" NOT NULL,
@@ -48,7 +49,23 @@ CREATE TABLE troupe_run_leases (
     beat       timestamptz NOT NULL
 );
 "#,
-)];
+    ),
+    (
+        2,
+        "schedule ticks, each claimed by one worker",
+        r#"
+CREATE TABLE troupe_schedule_ticks (
+    team       text COLLATE "C" NOT NULL,
+    schedule   text COLLATE "C" NOT NULL,
+    tick_secs  bigint NOT NULL,
+    pid        bigint NOT NULL,
+    host       text   NOT NULL,
+    claimed_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (team, schedule, tick_secs)
+);
+"#,
+    ),
+];
 
 /// The newest migration this build knows.
 pub(super) fn latest() -> i32 {

@@ -16,6 +16,7 @@ mod lease;
 mod migrate;
 mod rows;
 mod threads;
+mod ticks;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,7 +52,8 @@ impl Default for PostgresOptions {
 }
 
 /// A store in a PostgreSQL database: tables `troupe_checkpoints`,
-/// `troupe_threads` and `troupe_run_leases`, created by versioned
+/// `troupe_threads`, `troupe_run_leases` and `troupe_schedule_ticks`
+/// (`troupe serve`'s claimed schedule ticks), created by versioned
 /// migrations (`troupe_migrations`).
 ///
 /// Every save is one committed statement: once `save` returns, the
