@@ -13,11 +13,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::event::{Event, EventRecord};
 use crate::message::Usage;
+use crate::progress::{Progress, ProgressRelay};
 use crate::state::StateSnapshot;
 use crate::stats::{AgentStats, Meter};
 use crate::thread::Thread;
 use crate::until_cancelled::UntilCancelled;
-use crate::progress::{Progress, ProgressRelay};
 // Re-exported for the modules that take sinks and contexts together.
 pub(crate) use crate::sink::EventSink;
 

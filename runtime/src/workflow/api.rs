@@ -11,7 +11,6 @@ use tokio::sync::oneshot;
 
 use super::answer;
 use super::fallback;
-use crate::progress::{Progress, ProgressRelay};
 use super::result::{RunResult, RunStream};
 use super::run::{RunActor, RunArgs, RunTask};
 use super::snapshot::{self, Resumed};
@@ -20,6 +19,7 @@ use crate::agent::{Agent, AgentError, Reply};
 use crate::context::{EventSink, EventStream, RunContext};
 use crate::error::CheckpointError;
 use crate::message::{Message, MessageId};
+use crate::progress::{Progress, ProgressRelay};
 use crate::resumable::request::InputRequest;
 use crate::resumable::status::RunStatus;
 use crate::run_error::RunError;

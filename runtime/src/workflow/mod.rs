@@ -40,11 +40,11 @@ mod snapshot;
 mod spec;
 mod summary;
 
+pub use crate::progress::ProgressRelay;
 pub use api::Workflow;
 pub use builder::WorkflowBuilder;
 pub use fork::ForkEdits;
 pub use history::{CheckpointSummary, summarize_checkpoints};
-pub use crate::progress::ProgressRelay;
 pub use result::{RunResult, RunStream};
 pub use retention::{Pruned, Retention, prune};
 pub use summary::{RunSummary, summarize_run, summarize_runs};

@@ -12,9 +12,9 @@ use std::sync::Arc;
 use crate::checkpoint::snapshot_delta::{Counters, DeltaWriter, TreeView};
 use crate::context::RunContext;
 use crate::event::Event;
+use crate::progress::Progress;
 use crate::store::{Checkpoint, CheckpointId, CheckpointStore, Durability, SaveErrors, StoreError};
 use crate::thread::Thread;
-use crate::progress::Progress;
 
 /// A checkpoint that could not be saved, the store saying to fail.
 pub(super) struct NotSaved {

@@ -10,11 +10,11 @@ use ractor::{Actor, ActorId, ActorRef};
 use tokio_util::sync::CancellationToken;
 
 use crate::context::RunContext;
+use crate::progress::Progress;
 use crate::state::StateSnapshot;
 use crate::stats::Meter;
 use crate::thread::Thread;
 use crate::workflow::agent_actor::{AgentActor, AgentArgs};
-use crate::progress::Progress;
 use crate::workflow::protocol::{AgentMsg, RunAddr, RunMsg, TurnTicket};
 use crate::workflow::spec::Spec;
 
