@@ -106,6 +106,7 @@ mod de;
 mod duration;
 mod env;
 mod error;
+mod list_form;
 mod load;
 mod mermaid;
 mod plan;
