@@ -43,3 +43,89 @@ fn a_workflow_written_as_a_list_runs_as_its_steps() {
     assert!(err.contains("bad.yaml:9:"), "{err}");
     assert!(err.contains("nobody"), "{err}");
 }
+
+/// The scout yields two outputs with the `yield_output` tool, then answers.
+const YIELD: &str = r#"version: 1
+models:
+  m: {provider: scripted}
+agents:
+  scout:
+    model: m
+    tools: [yield_output]
+    script:
+      - tool_call: {name: yield_output, arguments: {text: first finding}}
+      - tool_call: {name: yield_output, arguments: {text: second finding}}
+      - all done
+  reader: {model: m, script: [read them]}
+workflow:
+  steps:
+    - agent: scout
+    - agent: reader
+"#;
+
+/// The text of a `message_produced` event's message.
+fn produced_text(e: &serde_json::Value) -> String {
+    e["message"]["content"].to_string()
+}
+
+#[test]
+fn outputs_yielded_in_one_turn_reach_the_stream_and_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "yield.yaml", YIELD);
+    let out = run(
+        dir.path(),
+        &[
+            "run",
+            "--offline",
+            "--no-input",
+            "--events",
+            "jsonl",
+            "yield.yaml",
+            "go",
+        ],
+    );
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let events: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let scout: Vec<String> = events
+        .iter()
+        .filter(|e| e["type"] == "message_produced" && e["path"] == "workflow/scout")
+        .map(produced_text)
+        .collect();
+    assert_eq!(scout.len(), 3, "{scout:?}");
+    assert!(scout[0].contains("first finding"), "{scout:?}");
+    assert!(scout[1].contains("second finding"), "{scout:?}");
+    assert!(scout[2].contains("all done"), "{scout:?}");
+    let finished = events
+        .iter()
+        .find(|e| e["type"] == "agent_finished" && e["path"] == "workflow/scout")
+        .unwrap_or_else(|| panic!("no agent_finished: {stdout}"));
+    assert_eq!(finished["produced"], 3, "{finished}");
+    // The final response is still the run's last message.
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "result", "{last}");
+    assert!(
+        last["final_response"].to_string().contains("read them"),
+        "{last}"
+    );
+
+    // On the console: each output in order, then the next step.
+    let out = run(
+        dir.path(),
+        &["run", "--offline", "--no-input", "yield.yaml", "go"],
+    );
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let order: Vec<usize> = ["first finding", "second finding", "all done", "read them"]
+        .iter()
+        .map(|w| {
+            stdout
+                .rfind(w)
+                .unwrap_or_else(|| panic!("no `{w}` in {stdout}"))
+        })
+        .collect();
+    assert!(order.is_sorted(), "{order:?}: {stdout}");
+}

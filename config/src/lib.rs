@@ -102,6 +102,7 @@ mod arithmetic;
 mod build;
 mod builtin;
 mod builtin_emit;
+mod builtin_yield;
 mod de;
 mod duration;
 mod env;
