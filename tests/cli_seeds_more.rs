@@ -129,3 +129,114 @@ fn outputs_yielded_in_one_turn_reach_the_stream_and_the_result() {
         .collect();
     assert!(order.is_sorted(), "{order:?}: {stdout}");
 }
+
+/// A plan of two steps: `a` (scripted) finds, `b` (a model endpoint on
+/// 127.0.0.1 that keeps what it is sent) uses what `a` found, passed down
+/// as `PASSING` says.
+fn plan_config(model: &str, passing: &str, request: &str) -> String {
+    format!(
+        r#"version: 1
+models:
+  s: {{provider: scripted}}
+  live:
+    provider: openai
+    model: fake
+    base_url: "{model}"
+    api_key_env: TROUPE_TEST_KEY
+agents:
+  a: {{model: s, script: [a latte]}}
+  b: {{model: live}}
+workflow:
+  plan:
+    text: "A -> B"
+    steps:
+      A: {{agent: a, request: find a drink}}
+      B: {{agent: b, request: "{request}"}}
+    passing: {passing}
+"#
+    )
+}
+
+/// The messages `b`'s model was sent, as (role, text) pairs, after
+/// running the plan with `passing` and `request`.
+fn seen_by_b(passing: &str, request: &str) -> Vec<(String, String)> {
+    use common::mcp_eras::{Model, completion};
+    let model = Model::start(Box::new(|_| {
+        completion(
+            serde_json::json!({"role": "assistant", "content": "ordered"}),
+            (1, 1),
+        )
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "plan.yaml",
+        &plan_config(&model.url, passing, request),
+    );
+    let out = common::mcp_eras::troupe_run(dir.path(), &["run", "--no-input", "plan.yaml", "go"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("ordered"));
+    let seen = model.seen.lock().unwrap();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    seen[0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap_or_default().to_string(),
+                m["content"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn user(text: &str) -> (String, String) {
+    ("user".into(), text.into())
+}
+
+#[test]
+fn leading_args_puts_each_result_before_the_request() {
+    let seen = seen_by_b("leading_args", "order it");
+    assert_eq!(
+        seen,
+        vec![user("go"), user("a latte"), user("order it")],
+        "{seen:?}"
+    );
+}
+
+#[test]
+fn a_named_key_puts_the_result_into_the_request_or_under_its_name() {
+    let seen = seen_by_b("{key: drink}", "order {drink} now");
+    assert_eq!(
+        seen,
+        vec![user("go"), user("order a latte now")],
+        "{seen:?}"
+    );
+
+    // A request that does not name the key: the result comes under it.
+    let seen = seen_by_b("{key: drink}", "order it");
+    assert_eq!(
+        seen,
+        vec![user("go"), user("drink:\na latte"), user("order it")],
+        "{seen:?}"
+    );
+}
+
+#[test]
+fn an_empty_key_is_refused_where_it_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "bad.yaml",
+        &plan_config("http://127.0.0.1:9/v1", "{key: ' '}", "order it"),
+    );
+    let out = run(dir.path(), &["validate", "bad.yaml"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("bad.yaml:18:20:") && err.contains("field `workflow.plan.passing.key`"),
+        "{err}"
+    );
+}
