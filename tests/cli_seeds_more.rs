@@ -240,3 +240,65 @@ fn an_empty_key_is_refused_where_it_is_written() {
         "{err}"
     );
 }
+
+#[test]
+fn a_graph_node_takes_its_predecessors_results_as_leading_args() {
+    use common::mcp_eras::{Model, completion};
+    let model = Model::start(Box::new(|_| {
+        completion(
+            serde_json::json!({"role": "assistant", "content": "served"}),
+            (1, 1),
+        )
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        r#"version: 1
+models:
+  s: {{provider: scripted}}
+  live:
+    provider: openai
+    model: fake
+    base_url: "{}"
+    api_key_env: TROUPE_TEST_KEY
+agents:
+  split: {{model: s, script: [two orders]}}
+  a:
+    model: s
+    tools: [yield_output]
+    script:
+      - tool_call: {{name: yield_output, arguments: {{text: a draft}}}}
+      - a latte
+  b: {{model: s, script: [a bagel]}}
+  c: {{model: live}}
+workflow:
+  graph:
+    nodes: [split, a, b, {{agent: c, input: leading_args}}]
+    transitions:
+      - {{from: split, to: a}}
+      - {{from: split, to: b}}
+      - {{from: a, to: c}}
+      - {{from: b, to: c}}
+"#,
+        model.url
+    );
+    write(dir.path(), "graph.yaml", &yaml);
+    let out = common::mcp_eras::troupe_run(dir.path(), &["run", "--no-input", "graph.yaml", "go"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let seen = model.seen.lock().unwrap();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    let users: Vec<String> = seen[0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect();
+    // Each predecessor's result (its last output: not `a`'s draft) is a
+    // message of its own (in the order they spoke), last in what the node
+    // sees.
+    assert!(!users.iter().any(|u| u.contains("a draft")), "{users:?}");
+    let tail: Vec<&str> = users.iter().rev().take(2).map(String::as_str).collect();
+    let mut tail_sorted = tail.clone();
+    tail_sorted.sort_unstable();
+    assert_eq!(tail_sorted, ["a bagel", "a latte"], "{users:?}");
+}
