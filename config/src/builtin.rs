@@ -1,5 +1,5 @@
 //! The built-in tools a config can name: `calculator`, `current_time`,
-//! `word_count`, `emit_event`.
+//! `word_count`, `emit_event`, `yield_output`.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -10,7 +10,13 @@ use troupe_agents::{FunctionTool, Tool, schemars};
 use crate::arithmetic::evaluate;
 
 /// The names of the built-in tools.
-pub const BUILTIN_TOOLS: &[&str] = &["calculator", "current_time", "word_count", "emit_event"];
+pub const BUILTIN_TOOLS: &[&str] = &[
+    "calculator",
+    "current_time",
+    "word_count",
+    "emit_event",
+    "yield_output",
+];
 
 #[derive(Deserialize, schemars::JsonSchema)]
 struct CalculatorArgs {
@@ -67,6 +73,7 @@ pub fn builtin_tool(name: &str) -> Option<Arc<dyn Tool>> {
             },
         )),
         crate::builtin_emit::NAME => Arc::new(crate::builtin_emit::EmitEvent::new()),
+        crate::builtin_yield::NAME => Arc::new(crate::builtin_yield::YieldOutput::new()),
         _ => return None,
     };
     Some(tool)

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::de;
 use crate::error::{ConfigError, Diagnostic, MAX_DIAGNOSTICS, Position};
+use crate::list_form;
 use crate::schema::ConfigFile;
 use crate::tree::{self, FieldPath};
 use crate::validate;
@@ -148,13 +149,14 @@ fn load_text(
     stack: &mut Vec<PathBuf>,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<Config> {
-    let tree = match tree::parse(text) {
+    let mut tree = match tree::parse(text) {
         Ok(t) => t,
         Err(e) => {
             diagnostics.push(Diagnostic::new(path, e.at, "", e.message));
             return None;
         }
     };
+    list_form::normalize(&mut tree);
     let (spec, errors, removed) = de::deserialize_all::<ConfigFile>(&tree);
     let before = diagnostics.len();
     for e in errors {

@@ -34,6 +34,15 @@ pub enum ResultPassing {
     /// The earlier steps' messages themselves, in the order they were
     /// produced (tool calls included), as a conversation.
     Messages,
+    /// Each earlier result's text as a message of its own, in the order
+    /// their steps ran, before the request (`ResultAsLeadingArgs`: the
+    /// results prepended to the step's input).
+    LeadingArgs,
+    /// The earlier results' text under a named key (the seed's
+    /// `"key_name"` mode): `{KEY}` in the step's request is replaced by
+    /// it; a request without `{KEY}` is preceded by one message
+    /// `KEY:` and the results.
+    Key(Arc<str>),
     /// A function of the [`StepInput`] builds the thread (the seed's
     /// callable mode).
     Custom(MergeFn),
@@ -52,6 +61,8 @@ impl fmt::Debug for ResultPassing {
             ResultPassing::Nothing => "Nothing",
             ResultPassing::Attachments => "Attachments",
             ResultPassing::Messages => "Messages",
+            ResultPassing::LeadingArgs => "LeadingArgs",
+            ResultPassing::Key(key) => return write!(f, "Key({key:?})"),
             ResultPassing::Custom(_) => "Custom(..)",
         })
     }
@@ -185,7 +196,35 @@ impl StepInput {
         match passing {
             ResultPassing::Attachments => thread.extend(self.attachments_message()),
             ResultPassing::Messages => thread.extend(own(&self.messages)),
+            ResultPassing::LeadingArgs => thread.extend(self.results.iter().map(|r| {
+                Message::text(USER, r.content_text()).with_metadata(INPUT_KEY, r.id.clone())
+            })),
+            ResultPassing::Key(key) => return self.keyed(thread, key),
             ResultPassing::Nothing | ResultPassing::Custom(_) => {}
+        }
+        thread.extend(self.request_message());
+        thread
+    }
+
+    /// `thread` then the request, the results under `key` (see
+    /// [`ResultPassing::Key`]).
+    fn keyed(&self, mut thread: Vec<Message>, key: &str) -> Vec<Message> {
+        let value = self
+            .results
+            .iter()
+            .map(StepResult::content_text)
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        let placeholder = format!("{{{key}}}");
+        if self.request.contains(&placeholder) {
+            let request = self.request.replace(&placeholder, &value);
+            thread.push(Message::text(USER, request).with_metadata(REQUEST_KEY, self.step.clone()));
+            return thread;
+        }
+        if !self.results.is_empty() {
+            thread.push(
+                Message::text(USER, format!("{key}:\n{value}")).with_metadata(INPUT_KEY, key),
+            );
         }
         thread.extend(self.request_message());
         thread

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::event::{Event, EventRecord};
-use crate::message::Usage;
+use crate::message::{Message, Usage};
 use crate::progress::{Progress, ProgressRelay};
 use crate::state::StateSnapshot;
 use crate::stats::{AgentStats, Meter};
@@ -384,6 +384,19 @@ impl RunContext {
             name: name.into(),
             data,
         });
+    }
+
+    /// Yields `message` as an output of this context's agent's turn, before
+    /// the messages of its reply (seed 002's `yield_output`: several
+    /// outputs from one turn). When the turn ends, the run appends each to
+    /// the threads and reports it (`MessageProduced`) like the reply's
+    /// own; the last message of the reply stays the agent's response. A
+    /// turn that fails or is cut short yields nothing. Returns `false`
+    /// (nothing yielded) outside a participant's turn of a workflow run
+    /// (e.g. an agent called as a tool).
+    pub fn yield_output(&self, message: Message) -> bool {
+        self.meter()
+            .is_some_and(|meter| meter.yield_output(self.path(), message))
     }
 
     /// Reports an event built only if somebody listens (a sink, or a log

@@ -220,6 +220,10 @@ struct Spent {
     /// A nested run handed its spend through the meter (see
     /// [`Meter::record_all`]), even none at all.
     by_run: bool,
+    /// Outputs the participant's turn yielded before its reply (see
+    /// [`RunContext::yield_output`](crate::RunContext::yield_output)):
+    /// kept with the turn's spend, as both belong to the turn under way.
+    yielded: Vec<crate::message::Message>,
 }
 
 impl Meter {
@@ -296,6 +300,23 @@ impl Meter {
         let own = self.drain(|path, stats| out.add(path, stats));
         out.add(&self.owner, own);
         out
+    }
+
+    /// Keeps `message`, yielded by the agent at `path`, as an output of
+    /// the participant's turn; `false` (nothing kept) for an agent under
+    /// the participant (an agent as a tool, a nested run's), whose outputs
+    /// are not the participant's.
+    pub(crate) fn yield_output(&self, path: &str, message: crate::message::Message) -> bool {
+        if path != &*self.owner {
+            return false;
+        }
+        self.lock().yielded.push(message);
+        true
+    }
+
+    /// Takes the outputs yielded since the last time (none: no allocation).
+    pub(crate) fn take_yielded(&self) -> Vec<crate::message::Message> {
+        std::mem::take(&mut self.lock().yielded)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Spent> {

@@ -78,6 +78,7 @@ fn tool_name(t: &ToolSpec) -> String {
             BuiltinTool::WordCount => "word_count",
             BuiltinTool::AskUser => "ask_user",
             BuiltinTool::EmitEvent => "emit_event",
+            BuiltinTool::YieldOutput => "yield_output",
         }
         .into(),
         ToolSpec::Mcp(m) => format!("mcp:{}", m.name.as_deref().unwrap_or("mcp")),

@@ -34,11 +34,13 @@ impl Ctx<'_> {
         let mut options = CompileOptions::new()
             .name(name)
             .description(description.clone());
-        if let Some(p) = plan.passing {
+        if let Some(p) = &plan.passing {
             options = options.passing(match p {
                 PassingMode::Nothing => ResultPassing::Nothing,
                 PassingMode::Attachments => ResultPassing::Attachments,
                 PassingMode::Messages => ResultPassing::Messages,
+                PassingMode::LeadingArgs => ResultPassing::LeadingArgs,
+                PassingMode::Key(key) => ResultPassing::Key(key.as_str().into()),
             });
         }
         if let Some(s) = plan.scope {

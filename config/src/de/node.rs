@@ -148,22 +148,16 @@ impl<'de> de::Deserializer<'de> for NodeDe<'_> {
 
     fn deserialize_struct<V: Visitor<'de>>(
         self,
-        name: &'static str,
+        _name: &'static str,
         fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, DeError> {
         let Value::Map(entries) = &self.node.value else {
-            // cagent writes a workflow as its list of steps.
-            let expected = if name == "WorkflowSpec" && matches!(self.node.value, Value::Seq(_)) {
-                "a mapping; a list of steps (cagent's form) goes under `steps:`, as in `workflow: {steps: [...]}`"
-            } else {
-                "a mapping"
-            };
             // Not `deserialize_any`: a derived struct would also take a
             // list, reading its items as the fields in order.
             return Err(self.place(
                 DeError::new(format!("wrong type: found {}", self.node.value.kind()))
-                    .expecting(expected),
+                    .expecting("a mapping"),
             ));
         };
         let mut known = Vec::with_capacity(entries.len());

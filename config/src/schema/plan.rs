@@ -111,7 +111,7 @@ pub enum PlanFormatSpec {
 }
 
 /// What a step receives of earlier steps (the seed's pass-down modes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PassingMode {
     /// Nothing: only its request (`NoPassDown`).
@@ -120,6 +120,13 @@ pub enum PassingMode {
     Attachments,
     /// Their messages, as they were produced.
     Messages,
+    /// Each result's text as a message of its own before its request
+    /// (`ResultAsLeadingArgs`).
+    LeadingArgs,
+    /// The results' text under a named key (`{key: NAME}`): `{NAME}` in
+    /// the step's request is replaced by it; a request without `{NAME}`
+    /// is preceded by a message `NAME:` and the results.
+    Key(String),
 }
 
 /// Which earlier steps a step receives.

@@ -30,6 +30,9 @@ pub enum BuiltinTool {
     /// `emit_event`: the model emits a custom event (`{"name": string,
     /// "data": any}`) to the run's event stream.
     EmitEvent,
+    /// `yield_output`: the model yields a message (`{"text": string}`) as
+    /// an output of its turn, before its final response.
+    YieldOutput,
 }
 
 impl BuiltinTool {
@@ -41,6 +44,7 @@ impl BuiltinTool {
             BuiltinTool::WordCount => "word_count",
             BuiltinTool::AskUser => "ask_user",
             BuiltinTool::EmitEvent => "emit_event",
+            BuiltinTool::YieldOutput => "yield_output",
         }
     }
 }
@@ -71,6 +75,8 @@ enum ToolForm {
     AskUser(ToolOptions),
     /// `emit_event` with options.
     EmitEvent(ToolOptions),
+    /// `yield_output` with options.
+    YieldOutput(ToolOptions),
     /// The tools of an MCP server.
     Mcp(Box<McpSpec>),
 }
@@ -142,6 +148,7 @@ impl From<ToolForm> for ToolSpec {
             ToolForm::WordCount(o) => ToolSpec::Builtin(BuiltinTool::WordCount, o),
             ToolForm::AskUser(o) => ToolSpec::Builtin(BuiltinTool::AskUser, o),
             ToolForm::EmitEvent(o) => ToolSpec::Builtin(BuiltinTool::EmitEvent, o),
+            ToolForm::YieldOutput(o) => ToolSpec::Builtin(BuiltinTool::YieldOutput, o),
             ToolForm::Mcp(m) => ToolSpec::Mcp(m),
         }
     }

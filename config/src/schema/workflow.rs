@@ -20,6 +20,7 @@ use super::teams::{MapReduceSpec, SelectorSpec, SequentialSpec, TeamSpec};
 /// `workflows:`, `file:` takes the workflow of another config file.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = or_list_of_steps)]
 pub struct WorkflowSpec {
     /// The workflow's name (its path in events).
     #[serde(default)]
@@ -143,4 +144,29 @@ impl WorkflowSpec {
     pub fn default_turn_ceiling(&self) -> Option<u64> {
         self.ceiling_kind().and_then(default_turn_ceiling)
     }
+}
+
+/// cagent's list form (seed 004): a workflow may be written as its list of
+/// steps (the loader reads it as `steps:`), so the schema takes either.
+fn or_list_of_steps(schema: &mut schemars::Schema) {
+    let mapping = schema.clone().to_value();
+    let mut steps = serde_json::Map::new();
+    steps.insert("type".into(), "array".into());
+    steps.insert(
+        "description".into(),
+        "cagent's list form: the workflow's steps, as under `steps:`".into(),
+    );
+    steps.insert(
+        "items".into(),
+        serde_json::json!({"$ref": "#/$defs/StepSpec"}),
+    );
+    let mut either = serde_json::Map::new();
+    if let Some(text) = mapping.get("description") {
+        either.insert("description".into(), text.clone());
+    }
+    either.insert(
+        "anyOf".into(),
+        serde_json::Value::Array(vec![mapping, steps.into()]),
+    );
+    *schema = schemars::Schema::from(either);
 }

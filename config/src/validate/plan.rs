@@ -194,6 +194,15 @@ pub(super) fn check_plan(
             Some("`steps` with `text` or `groups`".into()),
         );
     }
+    if let Some(crate::schema::PassingMode::Key(key)) = &plan.passing
+        && (key.trim().is_empty() || key.contains(['{', '}']))
+    {
+        c.value_error(
+            &base.key("passing").key("key"),
+            format!("{key:?} cannot name the key the results are passed under"),
+            Some("a name such as `findings` (written `{findings}` in a request)".into()),
+        );
+    }
     if let Some(flags) = &plan.flags {
         for (field, word) in [("stop", &flags.stop), ("abort", &flags.abort)] {
             if word.as_deref().is_some_and(|w| w.trim().is_empty()) {

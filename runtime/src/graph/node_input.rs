@@ -11,7 +11,8 @@ use std::sync::Arc;
 use crate::message::{Content, Message, USER};
 
 /// Metadata key marking the message that stands for a node's predecessors'
-/// outputs; its value is `prior_outputs` or `attachments`.
+/// outputs; its value is `prior_outputs` or `attachments` (with
+/// `leading_args`, one message per predecessor: its name).
 pub const INPUT_KEY: &str = "troupe.input";
 
 /// What a node receives of its predecessors.
@@ -27,6 +28,10 @@ pub enum NodeInput {
     /// One message carrying each predecessor's last output as an
     /// attachment (id, description, content).
     Attachments,
+    /// Each predecessor's last output as a user message of its own, in
+    /// the order they first spoke (the seed's `ResultAsLeadingArgs`: the
+    /// results lead the node's input).
+    LeadingArgs,
 }
 
 /// One output as an attachment: its id, a description (double quotes
@@ -73,7 +78,30 @@ pub(crate) fn render<'a>(
     if mode == NodeInput::Messages || messages.is_empty() {
         return messages;
     }
+    if mode == NodeInput::LeadingArgs {
+        return last_outputs(&messages)
+            .into_iter()
+            .map(|(step, m)| {
+                Arc::new(
+                    Message::new(USER, Content::Text(m.text_content().into_owned()))
+                        .with_metadata(INPUT_KEY, step),
+                )
+            })
+            .collect();
+    }
     vec![render_one(mode, &messages, describe)]
+}
+
+/// Each sender's last output, in the order the senders first spoke.
+fn last_outputs(messages: &[Arc<Message>]) -> Vec<(&str, &Arc<Message>)> {
+    let mut last: Vec<(&str, &Arc<Message>)> = Vec::new();
+    for m in messages {
+        match last.iter_mut().find(|(s, _)| *s == &*m.source) {
+            Some(entry) => entry.1 = m,
+            None => last.push((&m.source, m)),
+        }
+    }
+    last
 }
 
 /// The one message standing for the senders' last outputs.
@@ -82,14 +110,7 @@ fn render_one<'a>(
     messages: &[Arc<Message>],
     describe: impl Fn(&str) -> &'a str,
 ) -> Arc<Message> {
-    // Each sender's last output, in the order the senders first spoke.
-    let mut last: Vec<(&str, &Arc<Message>)> = Vec::new();
-    for m in messages {
-        match last.iter_mut().find(|(s, _)| *s == &*m.source) {
-            Some(entry) => entry.1 = m,
-            None => last.push((&m.source, m)),
-        }
-    }
+    let last = last_outputs(messages);
     let mut text = String::new();
     let kind = match mode {
         NodeInput::PriorOutputs => {
@@ -157,6 +178,19 @@ mod tests {
         assert_eq!(
             out[0].text_content(),
             "--- Prior Step Outputs ---\n\n[a (agent: a)]:\nx\n\n--- End Prior Step Outputs ---"
+        );
+    }
+
+    #[test]
+    fn leading_args_are_each_senders_last_output_on_its_own() {
+        let ms = vec![from("a", "old"), from("b", "y"), from("a", "new")];
+        let out = render(NodeInput::LeadingArgs, ms, |_| "");
+        let texts: Vec<_> = out.iter().map(|m| m.text_content().into_owned()).collect();
+        assert_eq!(texts, ["new", "y"]);
+        assert!(out.iter().all(|m| &*m.source == USER));
+        assert_eq!(
+            out[1].metadata.get(INPUT_KEY).map(String::as_str),
+            Some("b")
         );
     }
 

@@ -146,8 +146,16 @@ impl RunState {
         let reported = self.parts.take_progress(index);
         self.parts.set(index, TurnState::Idle);
         let reply = match outcome {
-            TurnOutcome::Done(reply) => {
+            TurnOutcome::Done(mut reply) => {
                 self.fold_spend(index, Some(&reply), true);
+                // Outputs the turn yielded come before its reply's own.
+                if let Some(meter) = self.parts.ctx(index).meter() {
+                    let mut yielded = meter.take_yielded();
+                    if !yielded.is_empty() {
+                        yielded.append(&mut reply.messages);
+                        reply.messages = yielded;
+                    }
+                }
                 reply
             }
             // A nested run stopped gracefully with this one: its turn was
@@ -245,6 +253,12 @@ impl RunState {
     /// and stops the run if that exhausts a budget.
     fn fold_spend(&mut self, index: usize, reply: Option<&Reply>, ended: bool) {
         let ctx = self.parts.ctx(index);
+        // A turn that did not end with a reply yields nothing.
+        if reply.is_none()
+            && let Some(meter) = ctx.meter()
+        {
+            drop(meter.take_yielded());
+        }
         let reported = self.parts.metered(index);
         self.tally
             .fold_turn(index, ctx.path(), ctx.meter(), reply, (ended, reported));
