@@ -300,7 +300,7 @@ fn misplaced_human_in_the_loop_settings_are_located_errors() {
         (
             "an unknown tool",
             config("  a:\n    model: m\n    tools: [ask_human]\n", ""),
-            "t.yaml:7:13: field `agents.a.tools[0]`: unknown value `ask_human` (expected one of `calculator`, `current_time`, `word_count`, `ask_user`, `emit_event`)",
+            "t.yaml:7:13: field `agents.a.tools[0]`: unknown value `ask_human` (expected one of `calculator`, `current_time`, `word_count`, `ask_user`, `emit_event`, `yield_output`)",
         ),
         (
             "a scripted question without a question",

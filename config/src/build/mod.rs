@@ -31,5 +31,4 @@ mod workflow;
 pub use built::{Built, Hosted};
 pub use options::BuildOptions;
 pub use schedules::Schedule;
-pub(crate) use schedules::parse_cron;
 pub use store::Store;

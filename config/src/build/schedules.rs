@@ -4,9 +4,8 @@ use std::time::SystemTime;
 
 use chrono::{DateTime, Utc};
 use croner::Cron;
-use croner::parser::{CronParser, Seconds};
 
-use crate::schema::ScheduleSpec;
+use crate::schema::{ScheduleSpec, parse_cron};
 
 /// A schedule ready to run: its name, task and ticks.
 #[derive(Debug, Clone)]
@@ -16,15 +15,6 @@ pub struct Schedule {
     /// The task each run is given.
     pub input: String,
     cron: Cron,
-}
-
-/// Parses a cron expression: 5 fields, or 6 with seconds first.
-pub(crate) fn parse_cron(expr: &str) -> Result<Cron, String> {
-    CronParser::builder()
-        .seconds(Seconds::Optional)
-        .build()
-        .parse(expr)
-        .map_err(|e| e.to_string())
 }
 
 impl Schedule {

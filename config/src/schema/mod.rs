@@ -53,6 +53,7 @@ pub use retention::RetentionSpec;
 pub use retry::{BackoffSpec, PatternSpec, RetryOnSpec, RetrySpec};
 pub use router::{Names, RouteSpec, RouterSpec};
 pub use schedules::ScheduleSpec;
+pub(crate) use schedules::parse_cron;
 pub use serve::{DoubleTexting, ServeSpec};
 pub use steps::{Branch, BranchSpec, StepKind, StepSpec};
 pub(crate) use steps::{collect_step_ids, parallel_blocks};

@@ -27,3 +27,12 @@ impl ScheduleSpec {
             .unwrap_or_else(|| format!("schedule-{}", index + 1))
     }
 }
+
+/// Parses a cron expression: 5 fields, or 6 with seconds first.
+pub(crate) fn parse_cron(expr: &str) -> Result<croner::Cron, String> {
+    croner::parser::CronParser::builder()
+        .seconds(croner::parser::Seconds::Optional)
+        .build()
+        .parse(expr)
+        .map_err(|e| e.to_string())
+}

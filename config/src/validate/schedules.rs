@@ -3,8 +3,7 @@
 use std::collections::BTreeSet;
 
 use super::checker::{Checker, p};
-use crate::build::parse_cron;
-use crate::schema::ScheduleSpec;
+use crate::schema::{ScheduleSpec, parse_cron};
 
 /// Checks the schedules.
 pub(super) fn check_schedules(c: &mut Checker<'_>, schedules: &[ScheduleSpec]) {
