@@ -18,8 +18,8 @@
 mod common;
 
 use common::mcp_eras::{
-    Model, PyServer, calls, completion, config, events_of, free_port, is_sampling, python,
-    question, result_of, rounds, troupe_run,
+    Model, PyServer, calls, completion, config, events_of, free_port, is_sampling, markers_dir,
+    python, question, result_of, rounds, troupe_run,
 };
 use common::{jsonl, result_line, text};
 use serde_json::{Value, json};
@@ -28,14 +28,8 @@ use serde_json::{Value, json};
 fn one_agent_uses_a_stateless_and_a_session_server_with_elicitation_sampling_and_progress() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
-    let markers = dir.path().join("markers");
-    std::fs::create_dir_all(&markers).expect("markers dir");
-    let session = PyServer::start(
-        &python,
-        "mcp_session_server.py",
-        free_port(),
-        &[markers.to_str().expect("utf-8")],
-    );
+    let markers = markers_dir(dir.path());
+    let session = PyServer::session(&python, &markers);
     let stateless = PyServer::start(&python, "mcp_stateless_server.py", free_port(), &[]);
     let model = Model::start(Box::new(|request| {
         if is_sampling(request) {
@@ -207,14 +201,8 @@ fn an_elicitation_is_answered_over_serve() {
     use common::serve::{Server, client, frames, json_of, settled};
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
-    let markers = dir.path().join("markers");
-    std::fs::create_dir_all(&markers).expect("markers dir");
-    let session = PyServer::start(
-        &python,
-        "mcp_session_server.py",
-        free_port(),
-        &[markers.to_str().expect("utf-8")],
-    );
+    let markers = markers_dir(dir.path());
+    let session = PyServer::session(&python, &markers);
     let model = Model::start(Box::new(|request| {
         let round = rounds(request);
         let message = match round {

@@ -14,7 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::mcp_eras::{
-    Model, PyServer, calls, completion, config, free_port, python, results, rounds, troupe_run,
+    Model, PyServer, calls, completion, config, free_port, markers_dir, python, results, rounds,
+    troupe_run,
 };
 use common::{jsonl, text, troupe, wait};
 use serde_json::json;
@@ -23,14 +24,8 @@ use serde_json::json;
 fn a_cancelled_run_cancels_the_call_on_the_server() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
-    let markers = dir.path().join("markers");
-    std::fs::create_dir_all(&markers).expect("markers dir");
-    let session = PyServer::start(
-        &python,
-        "mcp_session_server.py",
-        free_port(),
-        &[markers.to_str().expect("utf-8")],
-    );
+    let markers = markers_dir(dir.path());
+    let session = PyServer::session(&python, &markers);
     let model = Model::start(Box::new(|request| {
         let round = rounds(request);
         let message = match round {
@@ -84,8 +79,7 @@ fn a_cancelled_run_cancels_the_call_on_the_server() {
 fn an_http_server_that_restarts_is_reached_again() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
-    let markers = dir.path().join("markers");
-    std::fs::create_dir_all(&markers).expect("markers dir");
+    let markers = markers_dir(dir.path());
     let port = free_port();
     let marker_arg = markers.to_str().expect("utf-8").to_string();
     let server = Arc::new(Mutex::new(Some(PyServer::start(

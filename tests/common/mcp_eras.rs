@@ -42,6 +42,14 @@ pub fn script(name: &str) -> String {
         .into_owned()
 }
 
+/// A fresh `markers` folder in `dir`, where the SDK servers leave what
+/// they observed.
+pub fn markers_dir(dir: &Path) -> PathBuf {
+    let markers = dir.join("markers");
+    std::fs::create_dir_all(&markers).expect("markers dir");
+    markers
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .expect("bind")
@@ -75,6 +83,17 @@ impl PyServer {
             std::thread::sleep(Duration::from_millis(50));
         }
         PyServer { child, port }
+    }
+
+    /// The session-era SDK server (`mcp_session_server.py`) on a free
+    /// port, leaving what it observed as files in `markers`.
+    pub fn session(python: &Path, markers: &Path) -> PyServer {
+        PyServer::start(
+            python,
+            "mcp_session_server.py",
+            free_port(),
+            &[markers.to_str().expect("utf-8")],
+        )
     }
 
     pub fn url(&self) -> String {
