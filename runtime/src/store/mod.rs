@@ -62,6 +62,7 @@
 //! ```
 
 mod atomic;
+mod board;
 mod chain;
 mod durability;
 mod error;
@@ -93,6 +94,7 @@ mod unix_time;
 pub use crate::checkpoint::record::{
     Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta, checksum, legacy_checksum,
 };
+pub use board::{BoardRun, Control, Notice, RunBoard};
 pub(crate) use chain::fold_chain;
 pub use chain::{complete, fold, load_whole};
 pub use durability::{Durability, UnknownDurability};
@@ -107,7 +109,7 @@ pub use lease::{
 pub use lineage::Lineage;
 pub use memory::{DEFAULT_KEEP, MemoryStore};
 #[cfg(feature = "postgres")]
-pub use postgres::{PostgresOptions, PostgresStore, migrate_postgres};
+pub use postgres::{PostgresBoard, PostgresOptions, PostgresStore, migrate_postgres};
 pub use postgres_failure::PostgresFailure;
 pub use save_errors::SaveErrors;
 #[cfg(feature = "sqlite")]

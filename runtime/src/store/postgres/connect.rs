@@ -89,7 +89,7 @@ pub(super) fn pool(config: Config, timeout: Duration) -> Result<Pool, StoreError
 }
 
 /// rustls with ring (the workspace's provider) and the system's roots.
-fn tls(db: &str) -> Result<MakeRustlsConnect, StoreError> {
+pub(super) fn tls(db: &str) -> Result<MakeRustlsConnect, StoreError> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in rustls_native_certs::load_native_certs().certs {
         // A certificate the system holds but rustls cannot parse is skipped.

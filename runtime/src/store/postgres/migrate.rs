@@ -65,6 +65,43 @@ CREATE TABLE troupe_schedule_ticks (
 );
 "#,
     ),
+    (
+        3,
+        "serve workers' board: run records, events, requests, heartbeats",
+        r#"
+CREATE TABLE troupe_serve_workers (
+    worker text COLLATE "C" NOT NULL PRIMARY KEY,
+    beat   timestamptz NOT NULL
+);
+CREATE TABLE troupe_serve_runs (
+    run_id     text COLLATE "C" NOT NULL PRIMARY KEY,
+    team       text COLLATE "C" NOT NULL,
+    session    text COLLATE "C",
+    worker     text COLLATE "C" NOT NULL,
+    status     text NOT NULL,
+    started_ms bigint NOT NULL,
+    detail     jsonb NOT NULL,
+    webhook    jsonb,
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX troupe_serve_runs_session ON troupe_serve_runs (team, session)
+    WHERE session IS NOT NULL;
+CREATE INDEX troupe_serve_runs_started ON troupe_serve_runs (started_ms DESC);
+CREATE TABLE troupe_serve_events (
+    run_id text COLLATE "C" NOT NULL REFERENCES troupe_serve_runs ON DELETE CASCADE,
+    seq    bigint NOT NULL,
+    line   text NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE troupe_serve_controls (
+    run_id   text COLLATE "C" NOT NULL,
+    action   text NOT NULL,
+    asked_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (run_id, action)
+);
+CREATE INDEX troupe_schedule_ticks_claimed ON troupe_schedule_ticks (claimed_at);
+"#,
+    ),
 ];
 
 /// The newest migration this build knows.

@@ -7,8 +7,12 @@
 //! - `checkpoints.rs`, `rows.rs`: [`CheckpointStore`](super::CheckpointStore);
 //! - `threads.rs`: [`ThreadStore`](super::ThreadStore);
 //! - `lease.rs`: [`RunLeases`](super::RunLeases), a row with a heartbeat;
-//! - `internals.rs`: the checkpoint-format internals used here.
+//! - `internals.rs`: the checkpoint-format internals used here;
+//! - `board.rs`, `board_listen.rs`: [`PostgresBoard`], what `troupe serve`
+//!   workers on the database share (run records, events, wake-ups).
 
+mod board;
+mod board_listen;
 mod checkpoints;
 mod connect;
 mod internals;
@@ -27,6 +31,7 @@ use super::durability::Durability;
 use super::error::StoreError;
 use super::postgres_failure::PostgresFailure;
 use super::save_errors::SaveErrors;
+pub use board::PostgresBoard;
 use connect::CONNECT_TIMEOUT;
 use connect::pool_error;
 
