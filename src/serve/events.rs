@@ -33,7 +33,7 @@ pub(crate) async fn stream(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    let run = state.runs.get(&id)?;
+    let run = super::board::find(&state, &id).await?;
     let next = match headers.get("last-event-id") {
         None => 0,
         Some(v) => v

@@ -15,6 +15,7 @@ mod a2a;
 mod agui;
 mod app;
 mod auth;
+mod board;
 mod body;
 mod completion;
 mod conn;
@@ -160,6 +161,7 @@ pub(crate) async fn serve(args: ServeArgs) -> u8 {
         "troupe serve: {} on http://{addr} (Ctrl-C to stop)",
         names.join(", ")
     ));
+    board::start(&state);
     retention::start(&state);
     takeover::start(&state);
     schedules::start(&state);

@@ -124,9 +124,10 @@ pub(crate) async fn completions(
     let policy = texting::asked(&headers)?;
     let answering_paths = answering(&state, &team)?;
     let slot = state.limits.run_slot()?;
-    let (run, turn) = texting::admit(&state, &team, session.as_deref(), policy, || {
+    let (run, turn) = super::board::admit(&state, &team, session.as_deref(), policy, || {
         state.runs.create(&team, &last_user, session.clone())
-    })?;
+    })
+    .await?;
     texting::spawn(state.clone(), run.clone(), start, slot, turn);
     let meta = Meta {
         id: format!("chatcmpl-{}", run.id),

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::error::ApiError;
@@ -22,7 +22,13 @@ pub(crate) const KEPT_BYTES: usize = 64 << 20;
 pub(crate) struct Registry {
     runs: Mutex<Table>,
     counter: AtomicU64,
+    /// Called with each run [`Registry::create`] makes (the board's
+    /// publisher on a shared database, `board/`).
+    on_new: OnceLock<OnNew>,
 }
+
+/// What is done with each new run.
+type OnNew = Box<dyn Fn(&Arc<Run>) + Send + Sync>;
 
 /// The runs by id, and their ids oldest first.
 #[derive(Default)]
@@ -82,7 +88,16 @@ impl Registry {
             }
             order.retain(|o| map.contains_key(o));
         }
+        drop(guard);
+        if let Some(f) = self.on_new.get() {
+            f(&run);
+        }
         run
+    }
+
+    /// Has `f` called with each run created from now on (set once).
+    pub(crate) fn on_new(&self, f: impl Fn(&Arc<Run>) + Send + Sync + 'static) {
+        let _ = self.on_new.set(Box::new(f));
     }
 
     /// Registers run `id` of `team`, stored by another worker and taken

@@ -10,6 +10,9 @@ use super::state::Shared;
 
 /// The shortest pause between two passes.
 const MIN_PAUSE: Duration = Duration::from_secs(60);
+/// The age at which the board's records go when the retention sets only
+/// a checkpoint count.
+const BOARD_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 /// The longest pause between two passes.
 const MAX_PAUSE: Duration = Duration::from_secs(3600);
 
@@ -32,6 +35,14 @@ pub(crate) fn start(state: &Shared) {
         let shortest = [keep.runs, keep.sessions].into_iter().flatten().min();
         let pause = shortest.map_or(MAX_PAUSE, |d| (d / 10).clamp(MIN_PAUSE, MAX_PAUSE));
         let (name, store) = (team.name.clone(), team.store.clone());
+        let board = team.board.clone();
+        // The board's records, events and schedule ticks go with the runs
+        // (at the runs' age; an hour at least, so a tick is never claimed
+        // twice; a week when only a checkpoint count is set).
+        let board_age = keep
+            .runs
+            .unwrap_or(BOARD_AGE)
+            .max(Duration::from_secs(3600));
         tokio::spawn(async move {
             loop {
                 let pass = troupe::prune(
@@ -53,6 +64,17 @@ pub(crate) fn start(state: &Shared) {
                     Err(e) => say(&format!(
                         "troupe serve: `{name}`: retention could not prune the store: {e}"
                     )),
+                }
+                if let Some(board) = &board {
+                    match board.shared.prune(board_age).await {
+                        Ok((0, 0)) => {}
+                        Ok((runs, ticks)) => say(&format!(
+                            "troupe serve: `{name}`: retention deleted {runs} run record(s) with their events and {ticks} schedule tick(s)"
+                        )),
+                        Err(e) => say(&format!(
+                            "troupe serve: `{name}`: retention could not prune the runs board: {e}"
+                        )),
+                    }
                 }
                 tokio::time::sleep(pause).await;
             }

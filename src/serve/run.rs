@@ -45,6 +45,21 @@ impl Status {
         }
     }
 
+    /// The status [`Status::as_str`] spells `text`.
+    pub(crate) fn parse(text: &str) -> Option<Status> {
+        [
+            Status::Running,
+            Status::WaitingForInput,
+            Status::Completed,
+            Status::Stopped,
+            Status::Failed,
+            Status::Cancelled,
+            Status::Interrupted,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == text)
+    }
+
     /// Whether the run is over for good (not running, not waiting).
     pub(crate) fn ended(self) -> bool {
         !matches!(self, Status::Running | Status::WaitingForInput)
@@ -90,6 +105,16 @@ pub(crate) struct Inner {
     pub(crate) forked_from: Option<Value>,
     /// The schedule tick that started it (`{schedule, tick}`).
     pub(crate) scheduled: Option<Value>,
+    /// Where its completion is POSTed (`{url, headers}`), kept with its
+    /// record on a shared database so a worker taking it over tells it.
+    pub(crate) webhook: Option<Value>,
+    /// A run of another worker followed here (`board/mirror.rs`): its JSON
+    /// as that worker last recorded it, shown as it is.
+    pub(crate) remote: Option<Value>,
+    /// A run taken over from another worker: what that worker recorded of
+    /// it (`task`, `session`, `started_at`), shown instead of this run's
+    /// blanks.
+    pub(crate) origin: Option<Value>,
 }
 
 impl Inner {
@@ -221,8 +246,18 @@ impl Run {
             + 512
     }
 
+    /// When it started, in milliseconds since the Unix epoch.
+    pub(crate) fn started_ms(&self) -> i64 {
+        self.started_at
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+    }
+
     /// `GET /runs` shows this.
     pub(crate) fn summary(&self) -> Value {
+        if self.inner().remote.is_some() {
+            return summary_of(&self.detail());
+        }
         json!({
             "id": self.id,
             "team": self.team,
@@ -238,7 +273,10 @@ impl Run {
     /// `GET /runs/{id}` shows this (and the SSE stream's `end` event).
     pub(crate) fn detail(&self) -> Value {
         let inner = self.inner();
-        json!({
+        if let Some(remote) = &inner.remote {
+            return remote.clone();
+        }
+        let mut detail = json!({
             "id": self.id,
             "team": self.team,
             "status": inner.status().as_str(),
@@ -253,8 +291,34 @@ impl Run {
             })).collect::<Vec<_>>(),
             "forked_from": inner.forked_from,
             "scheduled": inner.scheduled,
-        })
+        });
+        if let (Some(origin), Some(d)) = (&inner.origin, detail.as_object_mut()) {
+            for key in ["task", "session", "started_at"] {
+                if let Some(v) = origin.get(key) {
+                    d.insert(key.into(), v.clone());
+                }
+            }
+        }
+        detail
     }
+}
+
+/// A run's summary (`GET /runs`) from its detail (`GET /runs/{id}`).
+pub(crate) fn summary_of(detail: &Value) -> Value {
+    let mut out = serde_json::Map::new();
+    for key in [
+        "id",
+        "team",
+        "status",
+        "task",
+        "session",
+        "started_at",
+        "forked_from",
+        "scheduled",
+    ] {
+        out.insert(key.into(), detail.get(key).cloned().unwrap_or(Value::Null));
+    }
+    Value::Object(out)
 }
 
 /// Usage as OpenAI shows it.

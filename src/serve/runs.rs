@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use troupe::Thread;
 
+use super::board;
 use super::body::JsonBody;
 use super::drive::{Start, spawn};
 use super::error::ApiError;
@@ -60,9 +61,17 @@ pub(crate) async fn start(
         .transpose()?;
     let team = state.team(body.team.as_deref())?.name.clone();
     let slot = state.limits.run_slot()?;
-    let (run, turn) = texting::admit(&state, &team, body.session.as_deref(), policy, || {
-        state.runs.create(&team, &body.task, body.session.clone())
-    })?;
+    let (run, turn) = board::admit(&state, &team, body.session.as_deref(), policy, || {
+        let run = state.runs.create(&team, &body.task, body.session.clone());
+        // Kept with the run's record on a shared database (`board/`).
+        run.inner().webhook = body
+            .webhook
+            .as_ref()
+            .and_then(|h| serde_json::to_value(h).ok());
+        run.bump();
+        run
+    })
+    .await?;
     let start = match &body.session {
         Some(_) => Start::Session(body.task),
         None => Start::Thread(Thread::from_messages([troupe::Message::user(body.task)])),
@@ -82,10 +91,8 @@ pub(crate) async fn start(
 }
 
 /// `GET /runs`: newest first.
-pub(crate) async fn list(Axum(state): Axum<Shared>) -> Json<Value> {
-    Json(Value::Array(
-        state.runs.all().iter().map(|r| r.summary()).collect(),
-    ))
+pub(crate) async fn list(Axum(state): Axum<Shared>) -> Result<Json<Value>, ApiError> {
+    Ok(Json(Value::Array(board::list(&state).await?)))
 }
 
 /// `GET /runs/{id}`.
@@ -93,7 +100,7 @@ pub(crate) async fn status(
     Axum(state): Axum<Shared>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    Ok(Json(state.runs.get(&id)?.detail()))
+    Ok(Json(board::detail(&state, &id).await?))
 }
 
 /// `POST /runs/{id}/input`'s body.
@@ -180,12 +187,8 @@ pub(crate) async fn cancel(
     Axum(state): Axum<Shared>,
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let run = state.runs.get(&id)?;
-    let status = cancel_run(&run)?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(json!({"id": run.id, "status": status.as_str()})),
-    ))
+    let (id, status) = board::cancel(&state, &id).await?;
+    Ok((StatusCode::ACCEPTED, Json(json!({"id": id, "status": status}))))
 }
 
 /// Cancels `run` if it is under way or waiting (the runs API and A2A's

@@ -68,6 +68,7 @@ async fn pass(state: &Shared, name: &str) {
             "troupe serve: `{name}`: took over run `{}` from its last checkpoint (superstep {}): its worker stopped",
             run.id, summary.superstep
         ));
+        super::board::adopted(state, &run).await;
         let state = state.clone();
         let name = name.to_string();
         tokio::spawn(async move {

@@ -21,6 +21,9 @@ pub(crate) struct Team {
     pub(crate) store: Store,
     /// Stored conversations (one turn at a time per conversation).
     pub(crate) session: Session,
+    /// What the workers on its PostgreSQL store share (`board/`); none on
+    /// a store one process owns.
+    pub(crate) board: Option<std::sync::Arc<super::board::Board>>,
 }
 
 /// Why the teams could not be loaded, and the exit code it makes.
@@ -115,6 +118,17 @@ async fn load(file: &Path, offline: bool) -> Result<Team, LoadError> {
         None => Store::open(StoreKind::Memory, None).map_err(|e| LoadError::config(&e))?,
     };
     let session = Session::new(built.workflow.clone(), store.threads.clone());
+    let board = match (store.kind, config.checkpoint_url()) {
+        (StoreKind::Postgres, Ok(Some(url))) => Some(
+            super::board::Board::open(&url)
+                .await
+                .map_err(|e| LoadError {
+                    message: format!("troupe serve: {}: the runs board: {e}", file.display()),
+                    code: FAILED,
+                })?,
+        ),
+        _ => None,
+    };
     let name = config.spec().name.clone().unwrap_or_else(|| {
         file.file_stem()
             .map_or_else(|| "team".into(), |s| s.to_string_lossy().into_owned())
@@ -125,5 +139,6 @@ async fn load(file: &Path, offline: bool) -> Result<Team, LoadError> {
         built,
         store,
         session,
+        board,
     })
 }

@@ -72,6 +72,37 @@ pub(crate) fn asked(headers: &axum::http::HeaderMap) -> Result<Option<DoubleText
         .transpose()
 }
 
+/// The policy for a message to `team`: `asked`, else the team's, else
+/// `enqueue`.
+pub(crate) fn policy(state: &Shared, team: &str, asked: Option<DoubleTexting>) -> DoubleTexting {
+    asked
+        .or_else(|| {
+            state
+                .teams
+                .get(team)
+                .and_then(|t| t.config.spec().serve.as_ref())
+                .and_then(|s| s.double_texting)
+        })
+        .unwrap_or(DoubleTexting::Enqueue)
+}
+
+impl Turn {
+    /// Whether the new run follows a run of this worker.
+    pub(crate) fn follows(&self) -> bool {
+        self.prior.is_some()
+    }
+
+    /// Has the new run follow `run` (of another worker, `board/`) under
+    /// `policy`: it starts once `run` has ended.
+    pub(crate) fn follow(&mut self, run: Arc<Run>, policy: DoubleTexting) {
+        self.prior = Some(Prior {
+            run,
+            before: Arc::default(),
+            policy,
+        });
+    }
+}
+
 /// Admits a new run of `team` (made by `create`) in `session` under the
 /// policy (`asked`, else the team's, else `enqueue`): 409 when it is
 /// `reject` and a run is under way there; otherwise the new run, made and
@@ -87,15 +118,7 @@ pub(crate) fn admit(
     let Some(session) = session else {
         return Ok((create(), Turn::default()));
     };
-    let policy = asked
-        .or_else(|| {
-            state
-                .teams
-                .get(team)
-                .and_then(|t| t.config.spec().serve.as_ref())
-                .and_then(|s| s.double_texting)
-        })
-        .unwrap_or(DoubleTexting::Enqueue);
+    let policy = policy(state, team, asked);
     let mut latest = state.texting.lock();
     latest.retain(|_, e| e.run.upgrade().is_some_and(|r| !r.inner().status().ended()));
     let key = (team.to_string(), session.to_string());

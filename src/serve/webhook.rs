@@ -18,7 +18,7 @@ use super::error::ApiError;
 use super::run::{Run, Status};
 
 /// Where a background run's completion is POSTed.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Webhook {
     /// An http or https URL.

@@ -41,6 +41,7 @@ use troupe::agents::a2a::types::{
     JsonRpcResponse, SendMessageRequest, SendMessageResponse, TaskState, code, method,
 };
 
+use super::board;
 use super::completion::answering;
 use super::drive::Start;
 use super::run::{Run, Status};
@@ -144,6 +145,13 @@ pub(crate) async fn dispatch(
     raw: Value,
     headers: &HeaderMap,
 ) -> Outcome {
+    if matches!(method, SUBSCRIBE | method::GET_TASK | method::CANCEL_TASK)
+        && let Ok(id) = envelope::task_id(&raw, "id")
+    {
+        // A task of another worker on a shared database: followed here
+        // from now on (`board/`); not found, the method says so below.
+        let _ = board::find(state, &id).await;
+    }
     let value = match method {
         method::SEND => send(state, team, raw).await,
         method::STREAM => {
@@ -228,7 +236,7 @@ const METHODS: [&str; 11] = [
 /// The run a task id names, on the team called (404: task not found).
 fn run_of(state: &Shared, team: Option<&str>, id: &str) -> Result<Arc<Run>, RpcError> {
     let not_found = || RpcError::new(code::TASK_NOT_FOUND, format!("no task `{id}`"));
-    let run = state.runs.get(id).map_err(|_| not_found())?;
+    let run = board::lookup(state, id).map_err(|_| not_found())?;
     match team {
         Some(t) if t != run.team => Err(not_found()),
         _ => Ok(run),
@@ -410,7 +418,13 @@ async fn cancel_task(state: &Shared, team: Option<String>, raw: &Value) -> Resul
     if st.is_terminal() {
         return Err(not_cancelable(&format!("it is {}", state_name(st))));
     }
-    runs::cancel_run(&run).map_err(|e| not_cancelable(&e.message))?;
+    if board::is_remote(&run) {
+        board::cancel(state, &id)
+            .await
+            .map_err(|e| not_cancelable(&e.message))?;
+    } else {
+        runs::cancel_run(&run).map_err(|e| not_cancelable(&e.message))?;
+    }
     settled(&run, Some(CANCEL_WAIT)).await;
     to_value(task::task(&run, None))
 }

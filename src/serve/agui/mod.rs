@@ -127,9 +127,10 @@ async fn start(state: &Shared, team: &str, input: &RunAgentInput) -> Result<Arc<
         }
     }
     let slot = state.limits.run_slot()?;
-    let (run, turn) = texting::admit(state, team, Some(&session), None, || {
+    let (run, turn) = super::board::admit(state, team, Some(&session), None, || {
         state.runs.create(team, &text, Some(session.clone()))
-    })?;
+    })
+    .await?;
     texting::spawn(state.clone(), run.clone(), Start::Session(text), slot, turn);
     Ok(run)
 }

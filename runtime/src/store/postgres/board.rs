@@ -247,7 +247,7 @@ impl RunBoard for PostgresBoard {
         let err = pg_error(&self.db);
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(&err)?;
-        let key = format!("{}\u{0}{}", r.team, r.session.as_deref().unwrap_or(""));
+        let key = format!("{}/{}", r.team, r.session.as_deref().unwrap_or(""));
         tx.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&key])
             .await
             .map_err(&err)?;

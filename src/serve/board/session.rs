@@ -1,0 +1,93 @@
+//! Double texting across workers: a message to a session whose run is
+//! under way on another worker follows the policy as it would there —
+//! `reject`: 409; `enqueue`: the new run starts once that run has ended;
+//! `interrupt`: that worker is asked to stop it gracefully, then the same.
+//! `rollback` of a run on another worker is refused (409): the session as
+//! it was before that run is known only to the worker running it.
+//!
+//! Admission is checked in the database under a lock on the session (a
+//! transaction-level advisory lock): of two messages reaching two workers
+//! at once, one sees the other's run. The worker running a run is the one
+//! whose record says so, while its heartbeat is fresh.
+
+use std::sync::Arc;
+
+use troupe::config::DoubleTexting;
+use troupe::store::BoardRun;
+
+use super::super::error::ApiError;
+use super::super::run::Run;
+use super::super::state::Shared;
+use super::super::texting::{self, Turn};
+use super::{board_of, mirror, unreachable};
+
+/// [`texting::admit`] across the workers on `team`'s board (without a
+/// board or a session: `texting::admit` as it is).
+pub(crate) async fn admit(
+    state: &Shared,
+    team: &str,
+    session: Option<&str>,
+    asked: Option<DoubleTexting>,
+    create: impl FnOnce() -> Arc<Run>,
+) -> Result<(Arc<Run>, Turn), ApiError> {
+    let (Some(board), Some(id)) = (board_of(state, team), session) else {
+        return texting::admit(state, team, session, asked, create);
+    };
+    let policy = texting::policy(state, team, asked);
+    let elsewhere = board
+        .shared
+        .running_elsewhere(team, id)
+        .await
+        .map_err(unreachable)?;
+    if let Some(other) = &elsewhere {
+        refuse(policy, id, other)?;
+    }
+    let (run, mut turn) = texting::admit(state, team, session, asked, create)?;
+    let claimed = board.shared.claim_session(&board.record(&run)).await;
+    let other = match claimed {
+        Ok(None) => elsewhere,
+        Ok(Some(other)) => Some(other),
+        Err(e) => {
+            run.finish(Err(format!("not started: {e}")));
+            return Err(unreachable(e));
+        }
+    };
+    let Some(other) = other else {
+        return Ok((run, turn));
+    };
+    if let Err(e) = refuse(policy, id, &other) {
+        // Lost a race with a message through another worker.
+        run.finish(Err(e.message.clone()));
+        return Err(e);
+    }
+    if turn.follows() {
+        // This worker's own run of the session goes first.
+        return Ok((run, turn));
+    }
+    if policy == DoubleTexting::Interrupt {
+        board
+            .shared
+            .control(&other.id, "interrupt")
+            .await
+            .map_err(unreachable)?;
+    }
+    let prior = mirror::follow(&board, other).await?;
+    turn.follow(prior, policy);
+    Ok((run, turn))
+}
+
+/// 409 when `policy` does not let a message in while `other` is under way
+/// on another worker.
+fn refuse(policy: DoubleTexting, session: &str, other: &BoardRun) -> Result<(), ApiError> {
+    match policy {
+        DoubleTexting::Reject => Err(ApiError::conflict(format!(
+            "session `{session}` has run `{}` under way on another worker (double_texting: reject); send again when it ends, or ask for enqueue, interrupt or rollback",
+            other.id
+        ))),
+        DoubleTexting::Rollback => Err(ApiError::conflict(format!(
+            "session `{session}` has run `{}` under way on another worker: double_texting: rollback works only on the worker running it; ask for interrupt or enqueue",
+            other.id
+        ))),
+        DoubleTexting::Enqueue | DoubleTexting::Interrupt => Ok(()),
+    }
+}
