@@ -306,3 +306,76 @@ fn a_webhook_is_told_by_the_worker_that_took_the_run_over() {
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(received.lock().unwrap().len(), 1, "told once");
 }
+
+/// `POST /agui/notes` on the server at `base` with a new user message in `thread`; the
+/// stream's events, to its end.
+fn agui(base: &str, thread: &str, run: &str, message: &str) -> Vec<Value> {
+    let body = json!({
+        "threadId": thread, "runId": run, "state": {},
+        "messages": [{"id": format!("{run}-m"), "role": "user", "content": message}],
+        "tools": [], "context": [], "forwardedProps": {},
+    });
+    let r = client()
+        .post(format!("{base}/agui/notes"))
+        .json(&body)
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    r.text()
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+#[test]
+fn an_agui_message_through_worker_b_waits_for_the_threads_run_on_worker_a() {
+    let Some((_dir, _url, a, b)) = two_workers("wagui") else {
+        return;
+    };
+    let a_base = a.base.clone();
+    let first = std::thread::spawn(move || agui(&a_base, "t1", "r1", "first"));
+    // A's run of the thread is under way, as B sees it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let all = json_of(client().get(b.url("/runs")).send().unwrap());
+        let going = all.as_array().unwrap().iter().any(|r| {
+            r["session"] == "t1" && r["status"] == "running" && r["task"] == "first"
+        });
+        if going {
+            break;
+        }
+        assert!(Instant::now() < deadline, "B never saw A's run: {all}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let second = agui(&b.base, "t1", "r2", "second");
+    assert_eq!(second[0]["type"], "RUN_STARTED", "{second:?}");
+    let last = second.last().unwrap();
+    assert_eq!(last["type"], "RUN_FINISHED", "{second:?}");
+    assert_eq!(last["outcome"], json!({"type": "success"}), "{last}");
+    let first = first.join().unwrap();
+    assert_eq!(first.last().unwrap()["type"], "RUN_FINISHED", "{first:?}");
+    // The second turn began once the first was over: the session holds the
+    // first message, its whole answer, then the second.
+    let session = json_of(client().get(b.url("/sessions/t1")).send().unwrap());
+    let said: Vec<(String, String)> = session["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["sender"].as_str().unwrap_or_default().to_string(),
+                m["content"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    let at = |who: &str, what: &str| {
+        said.iter()
+            .position(|(s, c)| s == who && c == what)
+            .unwrap_or_else(|| panic!("no {who}: {what} in {said:?}"))
+    };
+    let answer = at("editor", "final: outline and draft");
+    assert!(at("user", "first") < answer, "{said:?}");
+    assert!(answer < at("user", "second"), "{said:?}");
+}

@@ -5,8 +5,8 @@
 //! status, final response, usage, error, open requests) is POSTed as JSON
 //! to the URL with the given headers, retried with backoff
 //! (`deliver.rs`). A run answered after waiting for input is told again
-//! when it settles next. The webhook lives in this server's memory: a run
-//! another worker takes over is not told.
+//! when it settles next. On a PostgreSQL store the webhook is kept with the
+//! run's record (`board/`): the worker that takes the run over tells it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

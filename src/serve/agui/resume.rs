@@ -113,9 +113,10 @@ async fn resume_stored(
     let first = entries.remove(0);
     let answer = first.answer()?;
     let slot = state.limits.run_slot()?;
-    let (run, turn) = texting::admit(state, team, Some(session), None, || {
+    let (run, turn) = crate::serve::board::admit(state, team, Some(session), None, || {
         state.runs.create(team, &answer, Some(session.clone()))
-    })?;
+    })
+    .await?;
     let start = Start::Answer {
         request: first.interrupt_id,
         answer,
