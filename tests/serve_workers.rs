@@ -340,9 +340,11 @@ fn an_agui_message_through_worker_b_waits_for_the_threads_run_on_worker_a() {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let all = json_of(client().get(b.url("/runs")).send().unwrap());
-        let going = all.as_array().unwrap().iter().any(|r| {
-            r["session"] == "t1" && r["status"] == "running" && r["task"] == "first"
-        });
+        let going = all
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["session"] == "t1" && r["status"] == "running" && r["task"] == "first");
         if going {
             break;
         }

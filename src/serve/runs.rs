@@ -188,7 +188,10 @@ pub(crate) async fn cancel(
     Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let (id, status) = board::cancel(&state, &id).await?;
-    Ok((StatusCode::ACCEPTED, Json(json!({"id": id, "status": status}))))
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({"id": id, "status": status})),
+    ))
 }
 
 /// Cancels `run` if it is under way or waiting (the runs API and A2A's

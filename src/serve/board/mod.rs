@@ -181,18 +181,13 @@ pub(crate) async fn list(state: &Shared) -> Result<Vec<Value>, ApiError> {
         .iter()
         .map(|r| (r.started_ms(), r.summary()))
         .collect();
-    let mine: std::collections::HashSet<String> =
+    // Listed once: this worker's own, and those of teams on one database
+    // (whose boards share the tables) read through each board.
+    let mut seen: std::collections::HashSet<String> =
         state.runs.all().iter().map(|r| r.id.clone()).collect();
-    let mut seen_boards: Vec<String> = Vec::new();
     for board in state.teams.values().filter_map(|t| t.board.as_ref()) {
-        // Teams on one database share a board's tables: list them once.
-        let key = format!("{:?}", board.shared);
-        if seen_boards.contains(&key) {
-            continue;
-        }
-        seen_boards.push(key);
         for r in board.shared.runs(LISTED).await.map_err(unreachable)? {
-            if mine.contains(&r.id) || !state.teams.contains_key(&r.team) {
+            if !state.teams.contains_key(&r.team) || !seen.insert(r.id.clone()) {
                 continue;
             }
             all.push((r.started_ms, summary_of(&r.detail)));
@@ -217,8 +212,8 @@ pub(crate) async fn cancel(state: &Shared, id: &str) -> Result<(String, &'static
             status.as_str()
         )));
     }
-    let board = board_of(state, &run.team)
-        .ok_or_else(|| ApiError::not_found(format!("no run `{id}`")))?;
+    let board =
+        board_of(state, &run.team).ok_or_else(|| ApiError::not_found(format!("no run `{id}`")))?;
     board
         .shared
         .control(id, "cancel")

@@ -51,7 +51,8 @@ impl std::fmt::Debug for PostgresBoard {
 
 impl PostgresBoard {
     /// Connects to the database at `url` (applying the migrations it
-    /// lacks), starts listening for wake-ups and beating this worker's
+    /// lacks), starts listening for wake-ups (listening once this returns,
+    /// unless that takes longer than the connect timeout) and beating this worker's
     /// heartbeat (both in the background, for as long as the runtime
     /// runs). Fails as `PostgresStore::connect` does.
     pub async fn connect(url: &str) -> Result<Self, StoreError> {
@@ -64,8 +65,7 @@ impl PostgresBoard {
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        let worker: Arc<str> =
-            format!("{}:{}:{nanos:08x}", this_host(), std::process::id()).into();
+        let worker: Arc<str> = format!("{}:{}:{nanos:08x}", this_host(), std::process::id()).into();
         let (notices, _) = broadcast::channel(1024);
         let board = PostgresBoard {
             pool,
@@ -74,7 +74,14 @@ impl PostgresBoard {
             notices,
         };
         board.beat().await?;
+        let mut ready = board.notices.subscribe();
         super::board_listen::start(config, board.db.clone(), board.notices.clone())?;
+        // Listening before this returns, so no change after it is missed
+        // (should it take longer, the readers' polling covers the gap).
+        let _ = tokio::time::timeout(CONNECT_TIMEOUT, async {
+            while !matches!(ready.recv().await, Ok(Notice::Resync) | Err(_)) {}
+        })
+        .await;
         let beating = board.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(super::super::lease::HEARTBEAT);
@@ -259,7 +266,10 @@ impl RunBoard for PostgresBoard {
              LIMIT 1"
         );
         let other = tx
-            .query_opt(&sql, &[&stale_secs(), &r.team, &r.session, &r.worker, &r.id])
+            .query_opt(
+                &sql,
+                &[&stale_secs(), &r.team, &r.session, &r.worker, &r.id],
+            )
             .await
             .map_err(&err)?;
         if let Some(row) = other {
