@@ -193,7 +193,7 @@ pub(crate) async fn list(state: &Shared) -> Result<Vec<Value>, ApiError> {
             all.push((r.started_ms, summary_of(&r.detail)));
         }
     }
-    all.sort_by(|a, b| b.0.cmp(&a.0));
+    all.sort_by_key(|e| std::cmp::Reverse(e.0));
     Ok(all.into_iter().map(|(_, v)| v).collect())
 }
 
