@@ -5,7 +5,9 @@
 //! `rollback` of a run on another worker is refused (409): the session as
 //! it was before that run is known only to the worker running it.
 //!
-//! Admission is checked in the database under a lock on the session (a
+//! A run is recorded on the board before its start is answered (with its
+//! session claimed, for a session's run), so any worker finds it from
+//! then on. Admission is checked in the database under a lock on the session (a
 //! transaction-level advisory lock): of two messages reaching two workers
 //! at once, one sees the other's run. The worker running a run is the one
 //! whose record says so, while its heartbeat is fresh.
@@ -30,8 +32,22 @@ pub(crate) async fn admit(
     asked: Option<DoubleTexting>,
     create: impl FnOnce() -> Arc<Run>,
 ) -> Result<(Arc<Run>, Turn), ApiError> {
-    let (Some(board), Some(id)) = (board_of(state, team), session) else {
+    let Some(board) = board_of(state, team) else {
         return texting::admit(state, team, session, asked, create);
+    };
+    let Some(id) = session else {
+        // Recorded before its start is answered: any worker asked for the
+        // run from then on finds it.
+        let (run, turn) = texting::admit(state, team, None, asked, create)?;
+        if let Err(e) = board
+            .shared
+            .publish(&run.id, Some(&board.record(&run)), 0, &[])
+            .await
+        {
+            run.finish(Err(format!("not started: {e}")));
+            return Err(unreachable(e));
+        }
+        return Ok((run, turn));
     };
     let policy = texting::policy(state, team, asked);
     let elsewhere = board
