@@ -3,7 +3,8 @@
 //! (every event once, in order, from the start and from `Last-Event-ID`),
 //! A2A `SubscribeToTask` over the HTTP+JSON binding — listed by B with its
 //! live status and cancelled through B; a session's double-texting
-//! `reject` holds across workers; a background run's webhook is told by
+//! `reject` and `interrupt` hold across workers, and an AG-UI message
+//! through B waits for the thread's run on A; a background run's webhook is told by
 //! the worker that took the run over after its first worker was killed.
 
 // Test helpers may fail loudly: a broken fixture should stop the test.
@@ -219,6 +220,32 @@ fn double_texting_reject_holds_across_workers() {
     );
     let next = settled(&b, &next);
     assert_eq!(next["status"], "completed", "{next}");
+}
+
+#[test]
+fn double_texting_interrupt_through_worker_b_stops_the_run_on_worker_a() {
+    let Some((_dir, _url, a, b)) = two_workers("wint") else {
+        return;
+    };
+    let first = start(&a, json!({"task": "one", "session": "s2"}));
+    let second = start(
+        &b,
+        json!({"task": "two", "session": "s2", "double_texting": "interrupt"}),
+    );
+    let on_a = settled(&a, &first);
+    assert_eq!(on_a["status"], "interrupted", "{on_a}");
+    let on_b = settled(&b, &second);
+    assert_eq!(on_b["status"], "completed", "{on_b}");
+    // Rollback of another worker's run is refused, saying why.
+    let third = start(&a, json!({"task": "three", "session": "s2"}));
+    let r = client()
+        .post(b.url("/runs"))
+        .json(&json!({"task": "four", "session": "s2", "double_texting": "rollback"}))
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 409);
+    assert!(r.text().unwrap().contains("another worker"));
+    assert_eq!(settled(&a, &third)["status"], "completed");
 }
 
 /// A webhook on 127.0.0.1 answering 200; the bodies it received.
