@@ -10,6 +10,7 @@ use deadpool_postgres::Client;
 
 use super::super::error::StoreError;
 use super::super::postgres_failure::PostgresFailure;
+use super::cache::NODE_CACHE;
 use super::connect::pg_error;
 
 /// The advisory lock key the migrations take (`troupe` in ASCII).
@@ -65,6 +66,7 @@ CREATE TABLE troupe_schedule_ticks (
 );
 "#,
     ),
+    (3, NODE_CACHE.0, NODE_CACHE.1),
 ];
 
 /// The newest migration this build knows.

@@ -7,8 +7,10 @@
 //! - `checkpoints.rs`, `rows.rs`: [`CheckpointStore`](super::CheckpointStore);
 //! - `threads.rs`: [`ThreadStore`](super::ThreadStore);
 //! - `lease.rs`: [`RunLeases`](super::RunLeases), a row with a heartbeat;
+//! - `cache.rs`: [`ResultCache`](super::ResultCache), node results by key;
 //! - `internals.rs`: the checkpoint-format internals used here.
 
+mod cache;
 mod checkpoints;
 mod connect;
 mod internals;
