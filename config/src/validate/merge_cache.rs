@@ -146,14 +146,13 @@ fn check_references(c: &mut Checker<'_>, path: &FieldPath, t: &Template, ids: &[
     for r in t.references() {
         check_block_indexes(c, path, r);
         check_field_path(c, path, r);
-        for step in r.steps() {
-            if !ids.iter().any(|i| i == step) {
-                c.value_error(
-                    path,
-                    format!("`{r}` names no step or node `{step}`"),
-                    expected_names(ids.iter().map(String::as_str).collect()),
-                );
-            }
+        // A block's `.outputs.<id>` is checked with the field path.
+        if !ids.iter().any(|i| *i == r.step) {
+            c.value_error(
+                path,
+                format!("`{r}` names no step or node `{}`", r.step),
+                expected_names(ids.iter().map(String::as_str).collect()),
+            );
         }
     }
 }
