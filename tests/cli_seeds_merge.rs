@@ -208,23 +208,29 @@ fn merges_keys_and_caches_written_wrong_are_refused_where_written() {
 }
 
 /// Agent `c` with `instructions`, its node cached by `{{ $input }}`, in a
-/// team on a SQLite store.
-fn cached_team(url: &str, instructions: &str) -> String {
+/// team checkpointing as `checkpoint` says.
+fn cached_team(url: &str, instructions: &str, checkpoint: &str) -> String {
     format!(
         "{}agents:\n  split: {{model: s, script: [two orders]}}\n  c: {{model: live, instructions: {instructions}}}\n\
 workflow:\n  graph:\n    nodes: [split, {{agent: c, cache: {{key: \"orders={{{{ $input }}}}\"}}}}]\n    transitions:\n      - {{from: split, to: c}}\n\
-checkpoint: {{store: sqlite, path: state/runs.db}}\n",
+checkpoint: {checkpoint}\n",
         header(url)
     )
 }
 
-#[test]
-fn a_cached_node_is_not_run_again_by_another_process_until_its_config_changes() {
+/// Four runs, each its own `troupe` process, on the store `checkpoint`
+/// describes: the cached node's model is asked by the first run and by
+/// the first after its instructions changed, and by no other.
+fn cached_across_processes(checkpoint: &str) {
     let m = model("two lattes served");
     let dir = tempfile::tempdir().unwrap();
     let calls = || m.seen.lock().unwrap().len();
     let run_once = |instructions: &str| {
-        write(dir.path(), "team.yaml", &cached_team(&m.url, instructions));
+        write(
+            dir.path(),
+            "team.yaml",
+            &cached_team(&m.url, instructions, checkpoint),
+        );
         let out = troupe_run(dir.path(), &["run", "--no-input", "team.yaml", "go"]);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         text(&out.stdout)
@@ -242,4 +248,18 @@ fn a_cached_node_is_not_run_again_by_another_process_until_its_config_changes() 
     assert!(third.contains("two lattes served"), "{third}");
     run_once("serve them quickly");
     assert_eq!(calls(), 2);
+}
+
+#[test]
+fn a_cached_node_is_not_run_again_by_another_process_until_its_config_changes() {
+    cached_across_processes("{store: sqlite, path: state/runs.db}");
+    cached_across_processes("{store: dir, path: state}");
+}
+
+#[test]
+fn a_cached_node_is_found_by_another_process_on_postgres() {
+    let Some(url) = common::pg::fresh_db("node_cache") else {
+        return;
+    };
+    cached_across_processes(&format!("{{store: postgres, url: \"{url}\"}}"));
 }
