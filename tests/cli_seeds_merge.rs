@@ -111,9 +111,7 @@ fn a_fan_in_node_reads_its_predecessors_merged_by_a_template() {
     );
     // Nothing else of the branches reached the node: the merge stands for them.
     assert!(
-        !seen[0]
-            .iter()
-            .any(|u| u == "a latte" || u == "a bagel"),
+        !seen[0].iter().any(|u| u == "a latte" || u == "a bagel"),
         "{seen:?}"
     );
 }
@@ -169,7 +167,13 @@ fn a_plan_group_is_merged_by_a_template_before_the_next_request() {
 
 #[test]
 fn merges_keys_and_caches_written_wrong_are_refused_where_written() {
-    let yaml = |c_node: &str| format!("{}{AGENTS}{}", header("http://127.0.0.1:9/v1"), fan_in(c_node));
+    let yaml = |c_node: &str| {
+        format!(
+            "{}{AGENTS}{}",
+            header("http://127.0.0.1:9/v1"),
+            fan_in(c_node)
+        )
+    };
     let dir = tempfile::tempdir().unwrap();
     let cases = [
         (

@@ -95,7 +95,10 @@ async fn outputs_yielded_in_one_turn_survive_a_resume_from_every_checkpoint() {
         yielded_once_in_order(&resumed.thread, &what);
         assert_eq!(messages(&resumed.thread), messages(&whole.thread), "{what}");
         assert_eq!(resumed.final_text(), whole.final_text(), "{what}");
-        assert_eq!(resumed.stats, whole.stats, "{what}: a model call made twice");
+        assert_eq!(
+            resumed.stats, whole.stats,
+            "{what}: a model call made twice"
+        );
         again.close().await;
     }
 }

@@ -10,8 +10,8 @@ use troupe_runtime::graph::{INPUT_KEY, InputMerge};
 use troupe_runtime::{Message, USER};
 
 use super::ctx::build_error;
-use crate::plan::Blocks;
 use crate::error::ConfigError;
+use crate::plan::Blocks;
 use crate::template::{Board, StepRecord, Template};
 
 /// Metadata key a message moved out of a retried parallel block keeps its

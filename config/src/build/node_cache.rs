@@ -92,7 +92,11 @@ impl Agent for CachedNode {
         let fail = |e: Box<dyn std::error::Error + Send + Sync>| {
             AgentError::failed(format!("node `{}`: result cache: {e}", self.id)).with_source(e)
         };
-        let found = self.cache.cached(&stored).await.map_err(|e| fail(e.into()))?;
+        let found = self
+            .cache
+            .cached(&stored)
+            .await
+            .map_err(|e| fail(e.into()))?;
         if let Some(entry) = found.and_then(|b| serde_json::from_slice::<Entry>(&b).ok())
             && entry.key == key
             && !entry.messages.is_empty()

@@ -9,8 +9,8 @@
 mod builder;
 mod condition;
 pub(crate) mod cursor;
-mod model;
 mod input_merge;
+mod model;
 pub(crate) mod node_input;
 mod traversal;
 

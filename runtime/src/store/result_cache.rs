@@ -52,7 +52,10 @@ mod tests {
         assert_eq!(cache.cached("k").await.unwrap(), None);
         cache.save_cached("k", b"one").await.unwrap();
         cache.save_cached("other", b"two").await.unwrap();
-        assert_eq!(cache.cached("k").await.unwrap().as_deref(), Some(&b"one"[..]));
+        assert_eq!(
+            cache.cached("k").await.unwrap().as_deref(),
+            Some(&b"one"[..])
+        );
         cache.save_cached("k", b"three").await.unwrap();
         assert_eq!(
             cache.cached("k").await.unwrap().as_deref(),

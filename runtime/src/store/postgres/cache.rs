@@ -22,7 +22,10 @@ impl ResultCache for PostgresStore {
     async fn cached(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let client = self.pool.get().await.map_err(pool_error(&self.db))?;
         let row = client
-            .query_opt("SELECT value FROM troupe_node_cache WHERE key = $1", &[&key])
+            .query_opt(
+                "SELECT value FROM troupe_node_cache WHERE key = $1",
+                &[&key],
+            )
             .await
             .map_err(pg_error(&self.db))?;
         row.map(|r| r.try_get::<_, Vec<u8>>(0))
