@@ -147,7 +147,7 @@ fn check_references(c: &mut Checker<'_>, path: &FieldPath, t: &Template, ids: &[
         check_block_indexes(c, path, r);
         check_field_path(c, path, r);
         // A block's `.outputs.<id>` is checked with the field path.
-        if !ids.iter().any(|i| *i == r.step) {
+        if !ids.contains(&r.step) {
             c.value_error(
                 path,
                 format!("`{r}` names no step or node `{}`", r.step),
