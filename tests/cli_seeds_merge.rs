@@ -267,3 +267,27 @@ fn a_cached_node_is_found_by_another_process_on_postgres() {
     };
     cached_across_processes(&format!("{{store: postgres, url: \"{url}\"}}"));
 }
+
+#[test]
+fn a_cache_key_of_the_nodes_input_runs_it_again_for_another_input() {
+    let m = model("served");
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        "{}agents:\n  c: {{model: live}}\nworkflow:\n  graph:\n    nodes: [{{agent: c, cache: {{key: \"{{{{ $input }}}}\"}}}}]\n\
+checkpoint: {{store: sqlite, path: runs.db}}\n",
+        header(&m.url)
+    );
+    write(dir.path(), "team.yaml", &yaml);
+    let calls = || m.seen.lock().unwrap().len();
+    for (task, asked) in [
+        ("a latte", 1),
+        ("a latte", 1),
+        ("a bagel", 2),
+        ("a latte", 2),
+    ] {
+        let out = troupe_run(dir.path(), &["run", "--no-input", "team.yaml", task]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(text(&out.stdout).contains("served"));
+        assert_eq!(calls(), asked, "after `{task}`");
+    }
+}

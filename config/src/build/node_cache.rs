@@ -6,7 +6,8 @@
 //! The stored key is the node's id, a hash of its config (its agent's
 //! spec with instructions, model and tools, and that model's spec: a
 //! changed config misses) and a hash of the key template rendered over the
-//! run's state (`{{ $steps… }}`) and the node's input (`{{ $input }}`).
+//! run's state (`{{ $steps… }}`) and the node's input (`{{ $input }}`: what
+//! it reads this turn, the messages after its own last one).
 //! The value keeps the full key text, so two keys with one hash miss
 //! rather than mix. A found result comes back as the node's messages, new
 //! ids, no usage (nothing was spent).
@@ -16,7 +17,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use troupe_runtime::store::{ResultCache, stable_hash};
-use troupe_runtime::{Agent, AgentError, Message, MessageId, Reply, RunContext, Thread, USER};
+use troupe_runtime::{Agent, AgentError, Message, MessageId, Reply, RunContext, Thread};
 
 use super::ctx::build_error;
 use crate::error::ConfigError;
@@ -49,27 +50,24 @@ pub(super) struct CachedNode {
 impl CachedNode {
     /// The full key text of this turn: id, config hash, rendered key.
     fn key_text(&self, thread: &Thread, ctx: &RunContext) -> String {
-        let input = input_text(thread);
+        let input = input_text(thread, &self.id);
         let board = Board::with_blocks(ctx.state(), &self.blocks);
         let rendered = self.key.render(&board, &input);
         format!("{}\n{:016x}\n{rendered}", self.id, self.config_hash)
     }
 }
 
-/// What the node reads: the text of the thread's last user messages (the
-/// input delivered for this turn).
-fn input_text(thread: &Thread) -> String {
+/// What node `id` reads this turn: the text of the messages of its thread
+/// after its own last one (all of them on its first turn).
+fn input_text(thread: &Thread, id: &str) -> String {
     let ms = thread.messages();
     let start = ms
         .iter()
-        .rposition(|m| *m.source != *USER)
+        .rposition(|m| *m.source == *id)
         .map_or(0, |i| i + 1);
-    let tail = if start < ms.len() {
-        &ms[start..]
-    } else {
-        &ms[ms.len().saturating_sub(1)..]
-    };
-    tail.iter()
+    ms.get(start..)
+        .unwrap_or_default()
+        .iter()
         .map(|m| m.text_content().into_owned())
         .collect::<Vec<_>>()
         .join("\n")

@@ -23,7 +23,8 @@ pub struct MergeSpec {
 #[serde(deny_unknown_fields)]
 pub struct CacheSpec {
     /// The key: a template over the run's state (`{{ $steps.<id>.output…
-    /// }}`) and `{{ $input }}` (the text of what the node reads). It is
+    /// }}`) and `{{ $input }}` (the text of what the node reads this turn:
+    /// the messages after its own last one). It is
     /// kept with a hash of the node's config (its agent's instructions,
     /// model and tools), so a changed config runs the node again.
     pub key: String,

@@ -1,6 +1,6 @@
 //! [`CacheKey`]: a node's `cache: {key}` template — `{{ $steps… }}`
 //! references over the run's state, and `{{ $input }}` for the text of
-//! what the node reads.
+//! what the node reads this turn.
 
 use super::board::Board;
 use super::text::Template;

@@ -54,8 +54,9 @@ impl Default for PostgresOptions {
 }
 
 /// A store in a PostgreSQL database: tables `troupe_checkpoints`,
-/// `troupe_threads`, `troupe_run_leases` and `troupe_schedule_ticks`
-/// (`troupe serve`'s claimed schedule ticks), created by versioned
+/// `troupe_threads`, `troupe_run_leases`, `troupe_schedule_ticks`
+/// (`troupe serve`'s claimed schedule ticks) and `troupe_node_cache`
+/// (nodes' cached results, see `ResultCache`), created by versioned
 /// migrations (`troupe_migrations`).
 ///
 /// Every save is one committed statement: once `save` returns, the
