@@ -66,7 +66,9 @@ CREATE TABLE troupe_schedule_ticks (
 );
 "#,
     ),
-    (3, NODE_CACHE.0, NODE_CACHE.1),
+    // 3 and 4 are left to the serve workers' board and the runs' lineage,
+    // built beside this.
+    (5, NODE_CACHE.0, NODE_CACHE.1),
 ];
 
 /// The newest migration this build knows.
