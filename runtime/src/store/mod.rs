@@ -67,6 +67,7 @@ mod chain;
 mod durability;
 mod error;
 mod file;
+mod file_cache;
 mod file_lock;
 mod key;
 mod lease;
@@ -76,9 +77,12 @@ mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod postgres_failure;
+mod result_cache;
 mod save_errors;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "sqlite")]
+mod sqlite_cache;
 #[cfg(feature = "sqlite")]
 mod sqlite_lease;
 #[cfg(feature = "sqlite")]
@@ -111,6 +115,7 @@ pub use memory::{DEFAULT_KEEP, MemoryStore};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresBoard, PostgresOptions, PostgresStore, migrate_postgres};
 pub use postgres_failure::PostgresFailure;
+pub use result_cache::{ResultCache, stable_hash};
 pub use save_errors::SaveErrors;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;

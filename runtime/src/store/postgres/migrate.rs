@@ -10,6 +10,7 @@ use deadpool_postgres::Client;
 
 use super::super::error::StoreError;
 use super::super::postgres_failure::PostgresFailure;
+use super::cache::NODE_CACHE;
 use super::connect::pg_error;
 
 /// The advisory lock key the migrations take (`troupe` in ASCII).
@@ -102,6 +103,7 @@ CREATE TABLE troupe_serve_controls (
 CREATE INDEX troupe_schedule_ticks_claimed ON troupe_schedule_ticks (claimed_at);
 "#,
     ),
+    (4, NODE_CACHE.0, NODE_CACHE.1),
 ];
 
 /// The newest migration this build knows.

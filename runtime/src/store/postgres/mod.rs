@@ -7,12 +7,14 @@
 //! - `checkpoints.rs`, `rows.rs`: [`CheckpointStore`](super::CheckpointStore);
 //! - `threads.rs`: [`ThreadStore`](super::ThreadStore);
 //! - `lease.rs`: [`RunLeases`](super::RunLeases), a row with a heartbeat;
+//! - `cache.rs`: [`ResultCache`](super::ResultCache), node results by key;
 //! - `internals.rs`: the checkpoint-format internals used here;
 //! - `board.rs`, `board_listen.rs`: [`PostgresBoard`], what `troupe serve`
 //!   workers on the database share (run records, events, wake-ups).
 
 mod board;
 mod board_listen;
+mod cache;
 mod checkpoints;
 mod connect;
 mod internals;
@@ -57,8 +59,9 @@ impl Default for PostgresOptions {
 }
 
 /// A store in a PostgreSQL database: tables `troupe_checkpoints`,
-/// `troupe_threads`, `troupe_run_leases` and `troupe_schedule_ticks`
-/// (`troupe serve`'s claimed schedule ticks), created by versioned
+/// `troupe_threads`, `troupe_run_leases`, `troupe_schedule_ticks`
+/// (`troupe serve`'s claimed schedule ticks) and `troupe_node_cache`
+/// (nodes' cached results, see `ResultCache`), created by versioned
 /// migrations (`troupe_migrations`).
 ///
 /// Every save is one committed statement: once `save` returns, the
