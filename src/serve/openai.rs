@@ -127,6 +127,7 @@ pub(crate) async fn completions(
     let (run, turn) = texting::admit(&state, &team, session.as_deref(), policy, || {
         state.runs.create(&team, &last_user, session.clone())
     })?;
+    super::lease_ahead::take(&state, &run, &start).await?;
     texting::spawn(state.clone(), run.clone(), start, slot, turn);
     let meta = Meta {
         id: format!("chatcmpl-{}", run.id),

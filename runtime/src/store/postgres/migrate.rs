@@ -65,6 +65,27 @@ CREATE TABLE troupe_schedule_ticks (
 );
 "#,
     ),
+    // 3 is left to the serve workers' board, built beside this.
+    (
+        4,
+        "what a lease's run is, runs that failed, forked runs' lineage",
+        r#"
+ALTER TABLE troupe_run_leases ADD COLUMN note text;
+CREATE TABLE troupe_run_failures (
+    run_id       text COLLATE "C" NOT NULL PRIMARY KEY,
+    error        text   NOT NULL,
+    failed_secs  bigint NOT NULL,
+    failed_nanos bigint NOT NULL
+);
+CREATE TABLE troupe_run_lineage (
+    run_id       text COLLATE "C" NOT NULL PRIMARY KEY,
+    parent_run   text COLLATE "C" NOT NULL,
+    checkpoint   text   NOT NULL,
+    forked_secs  bigint NOT NULL,
+    forked_nanos bigint NOT NULL
+);
+"#,
+    ),
 ];
 
 /// The newest migration this build knows.

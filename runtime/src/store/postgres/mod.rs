@@ -6,13 +6,18 @@
 //! - `migrate.rs`: the versioned schema (`troupe_migrations`);
 //! - `checkpoints.rs`, `rows.rs`: [`CheckpointStore`](super::CheckpointStore);
 //! - `threads.rs`: [`ThreadStore`](super::ThreadStore);
-//! - `lease.rs`: [`RunLeases`](super::RunLeases), a row with a heartbeat;
+//! - `lease.rs`: [`RunLeases`](super::RunLeases), a row with a heartbeat
+//!   and a note of what the run is; `abandoned.rs`: the rows left behind;
+//! - `failures.rs`, `lineage.rs`: runs that failed, runs forked;
 //! - `internals.rs`: the checkpoint-format internals used here.
 
+mod abandoned;
 mod checkpoints;
 mod connect;
+mod failures;
 mod internals;
 mod lease;
+mod lineage;
 mod migrate;
 mod rows;
 mod threads;
@@ -52,8 +57,9 @@ impl Default for PostgresOptions {
 }
 
 /// A store in a PostgreSQL database: tables `troupe_checkpoints`,
-/// `troupe_threads`, `troupe_run_leases` and `troupe_schedule_ticks`
-/// (`troupe serve`'s claimed schedule ticks), created by versioned
+/// `troupe_threads`, `troupe_run_leases`, `troupe_schedule_ticks`
+/// (`troupe serve`'s claimed schedule ticks), `troupe_run_failures` and
+/// `troupe_run_lineage`, created by versioned
 /// migrations (`troupe_migrations`).
 ///
 /// Every save is one committed statement: once `save` returns, the
