@@ -1,16 +1,17 @@
 //! #41's acceptance test: three `troupe serve` workers on one fresh
 //! PostgreSQL database; a client spreads 300 concurrent sessions of a
-//! 3-agent team (a scripted model taking a second a call) over all three
+//! 3-agent team (a scripted model taking 3 s a call, so all 300 are under way at once) over all three
 //! and `kill -9`s one worker mid-run. Every run completes — the killed
 //! worker's taken over by the survivors within the bound README "Many
 //! servers on PostgreSQL" documents —, every session's thread holds each
 //! user message once and each agent's reply once, in order, and every
 //! session takes a second turn through the survivors.
 //!
-//! Broken takeover fails it: with the takeover loop off, the killed
-//! worker's runs are never taken over (the lease-count wait panics); with
-//! a taken-over turn's thread not saved, the thread check names the
-//! session that lost its messages.
+//! Broken takeover fails it (checked by breaking it): with the takeover
+//! loop off, the killed worker's runs are never taken over (the
+//! lease-count wait panics: "45 of worker A's runs were not taken over
+//! within 15s"); with a taken-over turn's thread not saved, the thread
+//! check names the session that lost its messages ("no session `s21`").
 
 // Test helpers may fail loudly: a broken fixture should stop the test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -31,11 +32,11 @@ const SESSIONS: usize = 300;
 /// (`HEARTBEAT`), and margin for a loaded 2-core machine.
 const TAKEOVER_BOUND: Duration = Duration::from_secs(15);
 
-/// Three agents in turn, each call a second.
+/// Three agents in turn, each call 3 s.
 const TRIO: &str = "version: 1
 name: trio
 models:
-  m: {provider: scripted, delay: 1s, when_exhausted: repeat_last}
+  m: {provider: scripted, delay: 3s, when_exhausted: repeat_last}
 agents:
   planner: {model: m, script: [\"plan\"]}
   writer: {model: m, script: [\"draft\"]}
