@@ -66,6 +66,7 @@ mod board;
 mod chain;
 mod durability;
 mod error;
+mod failure;
 mod file;
 mod file_cache;
 mod file_lock;
@@ -103,12 +104,13 @@ pub(crate) use chain::fold_chain;
 pub use chain::{complete, fold, load_whole};
 pub use durability::{Durability, UnknownDurability};
 pub use error::StoreError;
+pub use failure::RunFailure;
 pub use file::FileStore;
 pub(crate) use key::check_conversation_id;
 pub use key::{MAX_ID_LEN, check_run_id};
 pub use lease::{
-    HEARTBEAT, InProcessLeases, LeaseError, LeaseHolder, RunLease, RunLeases, STALE_AFTER,
-    this_host,
+    Abandoned, HEARTBEAT, InProcessLeases, LeaseError, LeaseHolder, RunLease, RunLeases,
+    STALE_AFTER, this_host,
 };
 pub use lineage::Lineage;
 pub use memory::{DEFAULT_KEEP, MemoryStore};

@@ -104,6 +104,26 @@ CREATE INDEX troupe_schedule_ticks_claimed ON troupe_schedule_ticks (claimed_at)
 "#,
     ),
     (4, NODE_CACHE.0, NODE_CACHE.1),
+    (
+        5,
+        "what a lease's run is, runs that failed, forked runs' lineage",
+        r#"
+ALTER TABLE troupe_run_leases ADD COLUMN note text;
+CREATE TABLE troupe_run_failures (
+    run_id       text COLLATE "C" NOT NULL PRIMARY KEY,
+    error        text   NOT NULL,
+    failed_secs  bigint NOT NULL,
+    failed_nanos bigint NOT NULL
+);
+CREATE TABLE troupe_run_lineage (
+    run_id       text COLLATE "C" NOT NULL PRIMARY KEY,
+    parent_run   text COLLATE "C" NOT NULL,
+    checkpoint   text   NOT NULL,
+    forked_secs  bigint NOT NULL,
+    forked_nanos bigint NOT NULL
+);
+"#,
+    ),
 ];
 
 /// The newest migration this build knows.
