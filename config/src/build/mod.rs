@@ -14,6 +14,7 @@ mod built;
 mod ctx;
 mod graph;
 mod magentic;
+mod mcp_connect;
 mod model_limits;
 mod models;
 mod options;
