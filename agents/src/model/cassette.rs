@@ -26,27 +26,33 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use troupe_agents::model::{Cassette, ChatModel, ChatRequest, ScriptedModel};
+//! use troupe_agents::model::{Cassette, ScriptedModel, ScriptedReply};
 //! use troupe_agents::ChatAgent;
 //! use troupe_runtime::{RunContext, Workflow};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let dir = tempfile::tempdir()?;
+//! let dir = std::env::temp_dir().join(format!("cassette-doc-{}", std::process::id()));
+//! // A team of one writer, its model given.
+//! let team = |model| -> Result<Workflow, Box<dyn std::error::Error>> {
+//!     let writer = ChatAgent::builder("writer").model_arc(model).build()?;
+//!     Ok(Workflow::builder().name("team").participant(writer).build()?)
+//! };
+//!
 //! // Record: the scripted model stands for a real one.
-//! let tape = Cassette::record(dir.path())?;
-//! let model = tape.wrap("writer", Arc::new(ScriptedModel::texts(["Hello!"])));
-//! let writer = ChatAgent::builder("writer").model(model).build();
-//! let team = Workflow::sequential("team", vec![Arc::new(writer)]);
-//! team.run_task("greet", &RunContext::new()).await?;
+//! let tape = Cassette::record(&dir)?;
+//! let model = Arc::new(ScriptedModel::new([ScriptedReply::text("Hello!")]));
+//! team(tape.wrap("writer", model))?.run_task("greet", &RunContext::new()).await?;
 //!
 //! // Replay: no model at all, the answer comes from the cassette.
-//! let tape = Cassette::load(dir.path())?;
-//! let writer = ChatAgent::builder("writer").model(tape.replay_model("writer")).build();
-//! let team = Workflow::sequential("team", vec![Arc::new(writer)]);
-//! let result = team.run_task("greet", &RunContext::new()).await?;
-//! assert_eq!(result.final_text(), Some("Hello!"));
+//! let tape = Cassette::load(&dir)?;
+//! let result = team(tape.replay_model("writer"))?
+//!     .run_task("greet", &RunContext::new())
+//!     .await?;
+//! assert_eq!(result.final_text(), "Hello!");
+//! assert_eq!(tape.model_calls()[0].agent, "team/writer");
 //! assert!(tape.unused().is_empty());
+//! # std::fs::remove_dir_all(&dir)?;
 //! # Ok(()) }
 //! ```
 

@@ -120,7 +120,15 @@ impl Agent for CassetteAgent {
             .redact(request_of(self.inner.name(), &thread));
         if let Some((mode, recorded)) = &self.cassette.replay {
             let entry = tape
-                .pick(Kind::Agents, &recorded.agents, &path, call, &request, *mode)
+                .pick(
+                    Kind::Agents,
+                    &recorded.agents,
+                    &path,
+                    self.inner.name(),
+                    call,
+                    &request,
+                    *mode,
+                )
                 .map_err(AgentError::Failed)?;
             if let Some(e) = &entry.error {
                 return Err(AgentError::Failed(e.clone()));

@@ -16,7 +16,8 @@
 //!   the lowest index on a tie).
 //!
 //! Cassettes of an older troupe keyed calls by the agent's name: a path
-//! with no recorded call at all takes those of its last segment.
+//! with no recorded call at all takes those recorded under the name of
+//! the agent making the call.
 
 use std::collections::HashSet;
 
@@ -62,18 +63,20 @@ impl Kind {
 }
 
 /// The index in `entries` of the recorded call answering call `call` of
-/// `path` asking `now`, among those not in `used`; or the error to stop
-/// the run with.
+/// `path` (made by the agent named `name`) asking `now`, among those not
+/// in `used`; or the error to stop the run with.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn pick<T: Recorded>(
     entries: &[T],
     used: &HashSet<usize>,
     path: &str,
+    name: &str,
     call: u64,
     now: &serde_json::Value,
     mode: ReplayMode,
     kind: Kind,
 ) -> Result<usize, String> {
-    let key = key_of(entries, path);
+    let key = key_of(entries, path, name);
     let all: Vec<usize> = (0..entries.len())
         .filter(|&i| entries[i].agent() == key)
         .collect();
@@ -115,12 +118,12 @@ pub(super) fn pick<T: Recorded>(
 }
 
 /// The key `path`'s calls are recorded under: the path, or for a cassette
-/// keyed by agent names, its last segment.
-fn key_of<'a, T: Recorded>(entries: &[T], path: &'a str) -> &'a str {
-    if entries.iter().any(|e| e.agent() == path) {
+/// keyed by agent names, the agent's `name`.
+fn key_of<'a, T: Recorded>(entries: &[T], path: &'a str, name: &'a str) -> &'a str {
+    if entries.iter().any(|e| e.agent() == path) || !entries.iter().any(|e| e.agent() == name) {
         return path;
     }
-    path.rsplit('/').next().unwrap_or(path)
+    name
 }
 
 /// How many lines `a` and `b` have in common (as multisets).
@@ -171,13 +174,13 @@ mod tests {
         let e = entries();
         let mut used = HashSet::new();
         // The second recorded call started first this time.
-        let i = pick(&e, &used, "t/a", 0, &json!({"q": "two", "n": 1}), ReplayMode::Strict, Kind::Model);
+        let i = pick(&e, &used, "t/a", "a", 0, &json!({"q": "two", "n": 1}), ReplayMode::Strict, Kind::Model);
         assert_eq!(i, Ok(2));
         used.insert(2);
-        let j = pick(&e, &used, "t/a", 1, &json!({"q": "one"}), ReplayMode::Strict, Kind::Model);
+        let j = pick(&e, &used, "t/a", "a", 1, &json!({"q": "one"}), ReplayMode::Strict, Kind::Model);
         assert_eq!(j, Ok(0));
         used.insert(0);
-        let k = pick(&e, &used, "t/a", 2, &json!({"q": "one"}), ReplayMode::Strict, Kind::Model);
+        let k = pick(&e, &used, "t/a", "a", 2, &json!({"q": "one"}), ReplayMode::Strict, Kind::Model);
         assert!(k.unwrap_err().contains("agent `t/a` made call 2, which is not in the cassette"));
     }
 
@@ -186,16 +189,16 @@ mod tests {
         let e = entries();
         let used = HashSet::new();
         let now = json!({"q": "two", "n": 2});
-        let err = pick(&e, &used, "t/a", 1, &now, ReplayMode::Strict, Kind::Model).unwrap_err();
+        let err = pick(&e, &used, "t/a", "a", 1, &now, ReplayMode::Strict, Kind::Model).unwrap_err();
         assert!(err.contains("agent `t/a` call 1: the request differs"), "{err}");
         assert!(err.contains("-   \"n\": 1") && err.contains("+   \"n\": 2"), "{err}");
-        assert_eq!(pick(&e, &used, "t/a", 1, &now, ReplayMode::Lenient, Kind::Model), Ok(2));
+        assert_eq!(pick(&e, &used, "t/a", "a", 1, &now, ReplayMode::Lenient, Kind::Model), Ok(2));
     }
 
     #[test]
     fn a_cassette_keyed_by_agent_names_still_replays() {
         let e = vec![E("writer", 0, json!(1))];
         let used = HashSet::new();
-        assert_eq!(pick(&e, &used, "team/writer", 0, &json!(1), ReplayMode::Strict, Kind::Model), Ok(0));
+        assert_eq!(pick(&e, &used, "team/step", "writer", 0, &json!(1), ReplayMode::Strict, Kind::Model), Ok(0));
     }
 }

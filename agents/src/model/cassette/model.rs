@@ -95,6 +95,7 @@ impl CassetteModel {
                 Kind::Models,
                 &recorded.models,
                 &site.path,
+                &self.agent,
                 site.call,
                 &site.wire,
                 *mode,

@@ -89,12 +89,15 @@ impl Tape {
     }
 
     /// The recorded call of `entries` answering call `call` of `path`
-    /// asking `now` (see [`matching`]), marked used.
+    /// (made by the agent named `name`) asking `now` (see [`matching`]),
+    /// marked used.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn pick<'a, T: Recorded>(
         &self,
         kind: Kind,
         entries: &'a [T],
         path: &str,
+        name: &str,
         call: u64,
         now: &serde_json::Value,
         mode: ReplayMode,
@@ -106,7 +109,7 @@ impl Tape {
         };
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let used = &mut state.used[kind.index()];
-        let i = matching::pick(entries, used, path, call, now, mode, noun)?;
+        let i = matching::pick(entries, used, path, name, call, now, mode, noun)?;
         used.insert(i);
         Ok(&entries[i])
     }
