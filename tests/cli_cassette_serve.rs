@@ -49,11 +49,19 @@ fn served_run(s: &Server, team: &str, task: &str) -> Value {
     let id = started["id"].as_str().expect("a run id").to_string();
     let t0 = Instant::now();
     loop {
-        let run: Value = c.get(s.url(&format!("/runs/{id}"))).send().unwrap().json().unwrap();
+        let run: Value = c
+            .get(s.url(&format!("/runs/{id}")))
+            .send()
+            .unwrap()
+            .json()
+            .unwrap();
         if run["status"] != "running" {
             return run;
         }
-        assert!(t0.elapsed() < Duration::from_secs(30), "the run never ended: {run}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the run never ended: {run}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -65,7 +73,10 @@ fn serve_records_each_run_into_its_own_cassette_and_replays_them() {
     let cfg = cfg.to_str().unwrap();
     let mut model = SseModel::start();
     let url = model.url.clone();
-    let envs = [("TEST_BASE_URL", url.as_str()), ("TEST_API_KEY", "sk-test-key-never-recorded")];
+    let envs = [
+        ("TEST_BASE_URL", url.as_str()),
+        ("TEST_API_KEY", "sk-test-key-never-recorded"),
+    ];
     let s = Server::start(dir.path(), &[cfg, "--record", "tapes"], &envs);
     let first = served_run(&s, "pair", "Add six sevens.");
     let second = served_run(&s, "pair", "Add two twos.");
@@ -76,13 +87,23 @@ fn serve_records_each_run_into_its_own_cassette_and_replays_them() {
     // Each run's cassette in its own directory, keyed by path.
     for run in [&first, &second] {
         let id = run["id"].as_str().unwrap();
-        let calls = std::fs::read_to_string(dir.path().join("tapes").join(id).join("model_calls.jsonl"))
-            .expect("a cassette per run");
+        let calls =
+            std::fs::read_to_string(dir.path().join("tapes").join(id).join("model_calls.jsonl"))
+                .expect("a cassette per run");
         let agents: Vec<String> = calls
             .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap()["agent"].as_str().unwrap().to_string())
+            .map(|l| {
+                serde_json::from_str::<Value>(l).unwrap()["agent"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
             .collect();
-        assert_eq!(agents, ["pair/checker", "pair/checker", "pair/writer"], "{calls}");
+        assert_eq!(
+            agents,
+            ["pair/checker", "pair/checker", "pair/writer"],
+            "{calls}"
+        );
     }
 
     // `troupe run --replay` of one served run, the model gone.
@@ -91,11 +112,22 @@ fn serve_records_each_run_into_its_own_cassette_and_replays_them() {
     let out = troupe_run(
         dir.path(),
         &[("TEST_BASE_URL", url.as_str())],
-        &["run", "--events", "jsonl", "--replay", &tape, cfg, "Add six sevens."],
+        &[
+            "run",
+            "--events",
+            "jsonl",
+            "--replay",
+            &tape,
+            cfg,
+            "Add six sevens.",
+        ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let replayed = produced(&out);
-    assert_eq!(replayed.last().unwrap().1, first["response"].as_str().unwrap());
+    assert_eq!(
+        replayed.last().unwrap().1,
+        first["response"].as_str().unwrap()
+    );
 
     // `troupe serve --replay`: every run replays the recording anew.
     let s = Server::start(dir.path(), &[cfg, "--replay", &tape], &envs);
@@ -146,25 +178,66 @@ fn a_remote_a2a_agent_is_recorded_and_replayed_with_the_remote_stopped() {
     let cfg = cfg.to_str().unwrap();
     let token = "remote-tok-8d2e41f0a9";
     let envs = [("REMOTE_TOKEN", token)];
-    let recorded = troupe_run(dir.path(), &envs, &["run", "--events", "jsonl", "--record", "cas", cfg, "Help me."]);
-    assert_eq!(recorded.status.code(), Some(0), "{}", text(&recorded.stderr));
+    let recorded = troupe_run(
+        dir.path(),
+        &envs,
+        &[
+            "run", "--events", "jsonl", "--record", "cas", cfg, "Help me.",
+        ],
+    );
+    assert_eq!(
+        recorded.status.code(),
+        Some(0),
+        "{}",
+        text(&recorded.stderr)
+    );
     let thread = produced(&recorded);
-    assert_eq!(thread.last().unwrap().1, "Remote help, first.", "{thread:?}");
-    let a2a = std::fs::read_to_string(dir.path().join("cas/a2a_calls.jsonl")).expect("the A2A turns");
+    assert_eq!(
+        thread.last().unwrap().1,
+        "Remote help, first.",
+        "{thread:?}"
+    );
+    let a2a =
+        std::fs::read_to_string(dir.path().join("cas/a2a_calls.jsonl")).expect("the A2A turns");
     let entry: Value = serde_json::from_str(a2a.trim()).unwrap();
-    assert_eq!((&entry["agent"], &entry["call"]), (&json!("relay/remote"), &json!(0)), "{entry}");
+    assert_eq!(
+        (&entry["agent"], &entry["call"]),
+        (&json!("relay/remote"), &json!(0)),
+        "{entry}"
+    );
     assert!(!a2a.contains(token), "{a2a}");
 
     // The remote gone (its port closed), the replay gives the same thread.
     drop(s);
-    assert!(reqwest::blocking::get(&url).is_err(), "the remote still answers");
-    let replayed = troupe_run(dir.path(), &envs, &["run", "--events", "jsonl", "--replay", "cas", cfg, "Help me."]);
-    assert_eq!(replayed.status.code(), Some(0), "{}", text(&replayed.stderr));
+    assert!(
+        reqwest::blocking::get(&url).is_err(),
+        "the remote still answers"
+    );
+    let replayed = troupe_run(
+        dir.path(),
+        &envs,
+        &[
+            "run", "--events", "jsonl", "--replay", "cas", cfg, "Help me.",
+        ],
+    );
+    assert_eq!(
+        replayed.status.code(),
+        Some(0),
+        "{}",
+        text(&replayed.stderr)
+    );
     assert_eq!(produced(&replayed), thread);
 
     // Another task: the remote agent's turn is not in the cassette.
-    let out = troupe_run(dir.path(), &envs, &["run", "-q", "--replay", "cas", cfg, "Other."]);
+    let out = troupe_run(
+        dir.path(),
+        &envs,
+        &["run", "-q", "--replay", "cas", cfg, "Other."],
+    );
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("agent `relay/remote` remote agent turn 0"), "{err}");
+    assert!(
+        err.contains("agent `relay/remote` remote agent turn 0"),
+        "{err}"
+    );
 }

@@ -98,7 +98,13 @@ fn comparable(events: &[Value]) -> Vec<Value> {
 fn kinds(events: &[Value]) -> Vec<String> {
     events
         .iter()
-        .map(|e| e["event"].as_str().or(e["type"].as_str()).unwrap_or("?").to_string())
+        .map(|e| {
+            e["event"]
+                .as_str()
+                .or(e["type"].as_str())
+                .unwrap_or("?")
+                .to_string()
+        })
         .collect()
 }
 
@@ -116,7 +122,12 @@ fn a_nested_team_with_a_tool_and_an_mcp_server_replays_offline_with_the_same_eve
         common::TROUPE,
         &["run", "--events", "jsonl", "--record", "cas", cfg, task],
     );
-    assert_eq!(recorded.status.code(), Some(0), "{}", text(&recorded.stderr));
+    assert_eq!(
+        recorded.status.code(),
+        Some(0),
+        "{}",
+        text(&recorded.stderr)
+    );
     let thread = produced(&recorded);
     assert_eq!(thread.len(), 4, "{thread:?}");
 
@@ -126,7 +137,12 @@ fn a_nested_team_with_a_tool_and_an_mcp_server_replays_offline_with_the_same_eve
     let keys: Vec<(String, u64)> = calls
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .map(|e| (e["agent"].as_str().unwrap().to_string(), e["call"].as_u64().unwrap()))
+        .map(|e| {
+            (
+                e["agent"].as_str().unwrap().to_string(),
+                e["call"].as_u64().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         keys,
@@ -138,18 +154,33 @@ fn a_nested_team_with_a_tool_and_an_mcp_server_replays_offline_with_the_same_eve
             ("desk/writer".to_string(), 0),
         ]
     );
-    assert!(calls.contains("\"chunks\""), "streamed answers kept as pieces");
+    assert!(
+        calls.contains("\"chunks\""),
+        "streamed answers kept as pieces"
+    );
     let servers = std::fs::read_to_string(cas.join("mcp_servers.jsonl")).unwrap();
     let server: Value = serde_json::from_str(servers.trim()).unwrap();
-    assert_eq!((&server["agent"], &server["server"]), (&"searcher".into(), &"orders".into()));
+    assert_eq!(
+        (&server["agent"], &server["server"]),
+        (&"searcher".into(), &"orders".into())
+    );
     assert_eq!(server["tools"][0]["name"], "lookup_order", "{server}");
-    assert_eq!(server["transport"]["env"]["ORDERS_TOKEN"], "[REDACTED]", "{server}");
+    assert_eq!(
+        server["transport"]["env"]["ORDERS_TOKEN"], "[REDACTED]",
+        "{server}"
+    );
     let tools = std::fs::read_to_string(cas.join("tool_calls.jsonl")).unwrap();
     assert!(tools.contains("\"server\":\"orders\""), "{tools}");
-    assert!(tools.contains("\"agent\":\"desk/research/checker\""), "{tools}");
+    assert!(
+        tools.contains("\"agent\":\"desk/research/checker\""),
+        "{tools}"
+    );
     for file in ["model_calls.jsonl", "tool_calls.jsonl", "mcp_servers.jsonl"] {
         let body = std::fs::read_to_string(cas.join(file)).unwrap();
-        assert!(!body.contains(TOKEN) && !body.contains("sk-test-key"), "{file}: {body}");
+        assert!(
+            !body.contains(TOKEN) && !body.contains("sk-test-key"),
+            "{file}: {body}"
+        );
     }
 
     // Everything stopped: the model's port closed, the troupe run (and
@@ -161,7 +192,11 @@ fn a_nested_team_with_a_tool_and_an_mcp_server_replays_offline_with_the_same_eve
         "fake-mcp.sh",
         &format!("#!/bin/sh\ntouch '{}'\nexit 1\n", marker.display()),
     );
-    std::process::Command::new("chmod").arg("+x").arg(&fake).status().unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&fake)
+        .status()
+        .unwrap();
     let fake = fake.to_str().unwrap();
     let replayed = troupe_run(
         dir.path(),
@@ -169,7 +204,12 @@ fn a_nested_team_with_a_tool_and_an_mcp_server_replays_offline_with_the_same_eve
         fake,
         &["run", "--events", "jsonl", "--replay", "cas", cfg, task],
     );
-    assert_eq!(replayed.status.code(), Some(0), "{}", text(&replayed.stderr));
+    assert_eq!(
+        replayed.status.code(),
+        Some(0),
+        "{}",
+        text(&replayed.stderr)
+    );
     assert!(!marker.exists(), "the MCP server was started on replay");
     assert_eq!(produced(&replayed), thread);
     let (a, b) = (comparable(&jsonl(&recorded)), comparable(&jsonl(&replayed)));
@@ -177,18 +217,36 @@ fn a_nested_team_with_a_tool_and_an_mcp_server_replays_offline_with_the_same_eve
     for (x, y) in a.iter().zip(&b) {
         assert_eq!(x, y);
     }
-    assert!(kinds(&b).iter().any(|k| k == "text_delta"), "{:?}", kinds(&b));
+    assert!(
+        kinds(&b).iter().any(|k| k == "text_delta"),
+        "{:?}",
+        kinds(&b)
+    );
 
     // The nested checker's instructions changed: its call is named, with
     // a diff of the request.
     let changed = write(dir.path(), "changed.yaml", &team("Check every sum twice."));
     let changed = changed.to_str().unwrap();
-    let out = troupe_run(dir.path(), &url, fake, &["run", "-q", "--replay", "cas", changed, task]);
+    let out = troupe_run(
+        dir.path(),
+        &url,
+        fake,
+        &["run", "-q", "--replay", "cas", changed, task],
+    );
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("agent `desk/research/checker` call 0"), "{err}");
-    assert!(err.contains("- ") && err.contains("Check the sums."), "{err}");
-    assert!(err.contains("+ ") && err.contains("Check every sum twice."), "{err}");
+    assert!(
+        err.contains("agent `desk/research/checker` call 0"),
+        "{err}"
+    );
+    assert!(
+        err.contains("- ") && err.contains("Check the sums."),
+        "{err}"
+    );
+    assert!(
+        err.contains("+ ") && err.contains("Check every sum twice."),
+        "{err}"
+    );
     assert!(!marker.exists());
 
     // Lenient: matched by content, the nearest recorded call answers.
@@ -196,7 +254,17 @@ fn a_nested_team_with_a_tool_and_an_mcp_server_replays_offline_with_the_same_eve
         dir.path(),
         &url,
         fake,
-        &["run", "--events", "jsonl", "--replay", "cas", "--replay-mode", "lenient", changed, task],
+        &[
+            "run",
+            "--events",
+            "jsonl",
+            "--replay",
+            "cas",
+            "--replay-mode",
+            "lenient",
+            changed,
+            task,
+        ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(produced(&out), thread);

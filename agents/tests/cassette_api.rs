@@ -131,9 +131,16 @@ async fn a_recorded_team_replays_through_the_test_api_and_is_asserted_on() {
         .tool_call("team/asker", "add", &json!({"a": 7}))
         .unwrap_err();
     assert!(err.contains("team/asker#0 add"), "{err}");
-    let paths: Vec<&str> = tape.model_calls().iter().map(|e| e.agent.as_str()).collect();
+    let paths: Vec<&str> = tape
+        .model_calls()
+        .iter()
+        .map(|e| e.agent.as_str())
+        .collect();
     assert!(paths.contains(&"team/asker/helper"), "{paths:?}");
-    assert_eq!(paths.iter().filter(|p| **p == "team/asker/helper").count(), 2);
+    assert_eq!(
+        paths.iter().filter(|p| **p == "team/asker/helper").count(),
+        2
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -120,7 +120,11 @@ fn serve(mut stream: TcpStream, seen: &Mutex<Vec<Value>>, count: &AtomicUsize) {
         }
         None => {
             for (i, word) in text.split(' ').enumerate() {
-                let piece = if i == 0 { word.to_string() } else { format!(" {word}") };
+                let piece = if i == 0 {
+                    word.to_string()
+                } else {
+                    format!(" {word}")
+                };
                 chunks.push(chunk(json!({"content": piece}), Value::Null));
             }
             chunks.push(chunk(json!({}), json!("stop")));
@@ -148,10 +152,16 @@ fn answer(request: &Value, n: usize) -> (String, Option<(String, String)>) {
     let messages = request["messages"].as_array().cloned().unwrap_or_default();
     let answered = messages.iter().any(|m| m["role"] == "tool");
     if !answered && offered("lookup_order") {
-        return (String::new(), Some(("lookup_order".into(), r#"{"order_id":"A-1001"}"#.into())));
+        return (
+            String::new(),
+            Some(("lookup_order".into(), r#"{"order_id":"A-1001"}"#.into())),
+        );
     }
     if !answered && offered("calculator") {
-        return (String::new(), Some(("calculator".into(), r#"{"expression":"6 * 7"}"#.into())));
+        return (
+            String::new(),
+            Some(("calculator".into(), r#"{"expression":"6 * 7"}"#.into())),
+        );
     }
     let last = messages
         .last()

@@ -115,9 +115,7 @@ impl Agent for CassetteAgent {
             .tape(ctx.run_id().map(|r| &**r))
             .map_err(|e| AgentError::Failed(e.to_string()))?;
         let call = tape.take_index(Kind::Agents, &path);
-        let request = self
-            .cassette
-            .redact(request_of(self.inner.name(), &thread));
+        let request = self.cassette.redact(request_of(self.inner.name(), &thread));
         if let Some((mode, recorded)) = &self.cassette.replay {
             let entry = tape
                 .pick(

@@ -174,14 +174,44 @@ mod tests {
         let e = entries();
         let mut used = HashSet::new();
         // The second recorded call started first this time.
-        let i = pick(&e, &used, "t/a", "a", 0, &json!({"q": "two", "n": 1}), ReplayMode::Strict, Kind::Model);
+        let i = pick(
+            &e,
+            &used,
+            "t/a",
+            "a",
+            0,
+            &json!({"q": "two", "n": 1}),
+            ReplayMode::Strict,
+            Kind::Model,
+        );
         assert_eq!(i, Ok(2));
         used.insert(2);
-        let j = pick(&e, &used, "t/a", "a", 1, &json!({"q": "one"}), ReplayMode::Strict, Kind::Model);
+        let j = pick(
+            &e,
+            &used,
+            "t/a",
+            "a",
+            1,
+            &json!({"q": "one"}),
+            ReplayMode::Strict,
+            Kind::Model,
+        );
         assert_eq!(j, Ok(0));
         used.insert(0);
-        let k = pick(&e, &used, "t/a", "a", 2, &json!({"q": "one"}), ReplayMode::Strict, Kind::Model);
-        assert!(k.unwrap_err().contains("agent `t/a` made call 2, which is not in the cassette"));
+        let k = pick(
+            &e,
+            &used,
+            "t/a",
+            "a",
+            2,
+            &json!({"q": "one"}),
+            ReplayMode::Strict,
+            Kind::Model,
+        );
+        assert!(
+            k.unwrap_err()
+                .contains("agent `t/a` made call 2, which is not in the cassette")
+        );
     }
 
     #[test]
@@ -189,16 +219,56 @@ mod tests {
         let e = entries();
         let used = HashSet::new();
         let now = json!({"q": "two", "n": 2});
-        let err = pick(&e, &used, "t/a", "a", 1, &now, ReplayMode::Strict, Kind::Model).unwrap_err();
-        assert!(err.contains("agent `t/a` call 1: the request differs"), "{err}");
-        assert!(err.contains("-   \"n\": 1") && err.contains("+   \"n\": 2"), "{err}");
-        assert_eq!(pick(&e, &used, "t/a", "a", 1, &now, ReplayMode::Lenient, Kind::Model), Ok(2));
+        let err = pick(
+            &e,
+            &used,
+            "t/a",
+            "a",
+            1,
+            &now,
+            ReplayMode::Strict,
+            Kind::Model,
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("agent `t/a` call 1: the request differs"),
+            "{err}"
+        );
+        assert!(
+            err.contains("-   \"n\": 1") && err.contains("+   \"n\": 2"),
+            "{err}"
+        );
+        assert_eq!(
+            pick(
+                &e,
+                &used,
+                "t/a",
+                "a",
+                1,
+                &now,
+                ReplayMode::Lenient,
+                Kind::Model
+            ),
+            Ok(2)
+        );
     }
 
     #[test]
     fn a_cassette_keyed_by_agent_names_still_replays() {
         let e = vec![E("writer", 0, json!(1))];
         let used = HashSet::new();
-        assert_eq!(pick(&e, &used, "team/step", "writer", 0, &json!(1), ReplayMode::Strict, Kind::Model), Ok(0));
+        assert_eq!(
+            pick(
+                &e,
+                &used,
+                "team/step",
+                "writer",
+                0,
+                &json!(1),
+                ReplayMode::Strict,
+                Kind::Model
+            ),
+            Ok(0)
+        );
     }
 }

@@ -16,8 +16,8 @@ use super::tape::{Kind, Tape};
 use super::{Cassette, Entry};
 use crate::error::ModelError;
 use crate::model::{
-    CallObserver, ChatDelta, ChatModel, ChatRequest, ChatResponse, ChatStream, NoObserver,
-    Pricing, StreamAccumulator, response_deltas,
+    CallObserver, ChatDelta, ChatModel, ChatRequest, ChatResponse, ChatStream, NoObserver, Pricing,
+    StreamAccumulator, response_deltas,
 };
 
 impl Recorded for Entry {

@@ -96,7 +96,15 @@ impl Tool for CassetteTool {
         if let Some((mode, recorded)) = &self.cassette.replay {
             let now = serde_json::json!({"tool": name, "arguments": redacted});
             let entry = tape
-                .pick(Kind::Tools, &recorded.tools, &path, &self.agent, call, &now, *mode)
+                .pick(
+                    Kind::Tools,
+                    &recorded.tools,
+                    &path,
+                    &self.agent,
+                    call,
+                    &now,
+                    *mode,
+                )
                 .map_err(ToolError::Fatal)?;
             return answer(entry);
         }
