@@ -210,7 +210,7 @@ fn a_remote_a2a_agent_is_recorded_and_replayed_with_the_remote_stopped() {
     // The remote gone (its port closed), the replay gives the same thread.
     drop(s);
     assert!(
-        reqwest::blocking::get(&url).is_err(),
+        client().get(&url).send().is_err(),
         "the remote still answers"
     );
     let replayed = troupe_run(

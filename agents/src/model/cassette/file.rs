@@ -119,12 +119,13 @@ fn io<'a>(
     }
 }
 
-/// Appends entries to a cassette's file.
+/// Appends entries to a cassette's file, opening it for each entry (a
+/// server recording every run keeps no file open between calls).
 pub(super) struct Writer {
     path: PathBuf,
-    /// The file, once made (a file that is not made eagerly is made by
-    /// its first entry).
-    file: Mutex<Option<File>>,
+    /// Whether the file was made (a file that is not made eagerly is made
+    /// by its first entry); the lock keeps lines whole.
+    made: Mutex<bool>,
 }
 
 impl Writer {
@@ -134,19 +135,19 @@ impl Writer {
     pub(super) fn create(dir: &Path, name: &str, eager: bool) -> Result<Self, CassetteError> {
         fs::create_dir_all(dir).map_err(io("create", dir))?;
         let path = dir.join(name);
-        let file = if eager {
-            Some(open(&path)?)
+        if eager {
+            open(&path, false)?;
         } else {
             match fs::remove_file(&path) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                     return Err(io("remove", &path)(e));
                 }
-                _ => None,
+                _ => {}
             }
-        };
+        }
         Ok(Writer {
             path,
-            file: Mutex::new(file),
+            made: Mutex::new(eager),
         })
     }
 
@@ -162,28 +163,25 @@ impl Writer {
             message: e.to_string(),
         })?;
         let line = format!("{}\n", redact(value, secrets));
-        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        if file.is_none() {
-            *file = Some(open(&self.path)?);
-        }
-        match file.as_mut() {
-            Some(f) => f
-                .write_all(line.as_bytes())
-                .and_then(|()| f.flush())
-                .map_err(io("write", &self.path)),
-            None => Ok(()),
-        }
+        let mut made = self.made.lock().unwrap_or_else(|p| p.into_inner());
+        let mut file = open(&self.path, *made)?;
+        *made = true;
+        file.write_all(line.as_bytes())
+            .and_then(|()| file.flush())
+            .map_err(io("write", &self.path))
     }
 }
 
-/// `path` made empty for writing.
-fn open(path: &Path) -> Result<File, CassetteError> {
-    OpenOptions::new()
-        .create(true)
-        .write(true)
-        .truncate(true)
-        .open(path)
-        .map_err(io("create", path))
+/// `path` opened for writing: at its end with `append`, else made empty.
+fn open(path: &Path, append: bool) -> Result<File, CassetteError> {
+    let mut options = OpenOptions::new();
+    options.create(true);
+    if append {
+        options.append(true);
+    } else {
+        options.write(true).truncate(true);
+    }
+    options.open(path).map_err(io("create", path))
 }
 
 /// Every entry of file `name` of the cassette in `dir`; with `optional`,
