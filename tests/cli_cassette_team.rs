@@ -269,4 +269,30 @@ fn a_nested_team_with_a_tool_and_an_mcp_server_replays_offline_with_the_same_eve
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_eq!(produced(&out), thread);
     assert!(!marker.exists());
+
+    // An MCP server the cassette does not hold is refused as the team is
+    // built, naming it and what the cassette holds; still nothing started.
+    let other = team("Check the sums.").replace("name: orders", "name: stock");
+    let other = write(dir.path(), "other.yaml", &other);
+    let out = troupe_run(
+        dir.path(),
+        &url,
+        fake,
+        &[
+            "run",
+            "-q",
+            "--replay",
+            "cas",
+            other.to_str().unwrap(),
+            task,
+        ],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("MCP server `stock` is not in the cassette"),
+        "{err}"
+    );
+    assert!(err.contains("searcher/orders"), "{err}");
+    assert!(!marker.exists());
 }
