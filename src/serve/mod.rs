@@ -110,6 +110,10 @@ pub(crate) struct ServeArgs {
     /// Runs every `provider: auto` model scripted, even with an endpoint set.
     #[arg(long)]
     pub(crate) offline: bool,
+    /// The cassette: `--record DIR` (each run into DIR/<run id>/),
+    /// `--replay DIR` (every run replays DIR), `--replay-mode`.
+    #[command(flatten)]
+    pub(crate) tape: crate::tape_args::TapeArgs,
 }
 
 /// `troupe serve`; returns the exit code.
@@ -133,7 +137,14 @@ pub(crate) async fn serve(args: ServeArgs) -> u8 {
             return INVALID;
         }
     };
-    let teams = match team::load_all(&args.path, args.offline).await {
+    let cassette = match args.tape.open(true) {
+        Ok(c) => c,
+        Err(e) => {
+            say(&format!("troupe serve: {e}"));
+            return INVALID;
+        }
+    };
+    let teams = match team::load_all(&args.path, args.offline, cassette.as_ref()).await {
         Ok(t) => t,
         Err(e) => {
             say(&e.message);

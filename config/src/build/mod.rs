@@ -14,6 +14,7 @@ mod built;
 mod ctx;
 mod graph;
 mod magentic;
+mod mcp_connect;
 mod merge;
 mod model_limits;
 mod models;
