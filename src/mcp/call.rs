@@ -3,6 +3,8 @@
 //! `InputRequiredResult` to call again with on the stateless revision),
 //! and its answer is the result. A cancelled call cancels the run.
 
+#![allow(deprecated)] // MCP logging's level (SEP-2577 deprecates it; 2025-11-25 has it).
+
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
     ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest as McpInput,
-    InputRequiredResult, InputResponses, ProtocolVersion,
+    InputRequiredResult, InputResponses, LoggingLevel, ProtocolVersion,
 };
 use rmcp::service::{ElicitationMode, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer};
@@ -20,6 +22,7 @@ use troupe::{InputRequest, RunContext, RunError, RunResult, Thread, Workflow};
 
 use super::McpTeam;
 use super::inner::Inner;
+use super::input_keys::keyed;
 use super::progress::{self, Events, Reporter};
 use super::waiting::Parked;
 
@@ -55,11 +58,13 @@ pub(super) async fn call(
     team: &McpTeam,
     request: CallToolRequestParams,
     context: RequestContext<RoleServer>,
+    log: Option<LoggingLevel>,
 ) -> Result<CallToolResponse, McpError> {
     let stateless = context
         .protocol_version()
         .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
-    let mut reporter = Reporter::new(context.peer.clone(), context.meta.get_progress_token());
+    let mut reporter =
+        Reporter::new(context.peer.clone(), context.meta.get_progress_token()).with_log(log);
     if let Some(handle) = request.request_state.clone() {
         return resume(
             inner,
@@ -73,7 +78,7 @@ pub(super) async fn call(
     }
     // A bad input is the tool's error, for the model to read and correct
     // (MCP 2025-11-25: input validation errors are tool execution errors).
-    let message = match message(&request) {
+    let message = match super::tool_io::input(team, &request) {
         Ok(m) => m,
         Err(why) => return Ok(failed(why)),
     };
@@ -108,6 +113,22 @@ pub(super) async fn call(
     )
     .await;
     guard.0 = None;
+    // Answers sent with a first call (no `requestState`): the run asked
+    // afresh; answer it from them.
+    if let (Ok(CallToolResponse::InputRequired(asked)), Some(responses)) =
+        (&out, request.input_responses)
+        && let Some(handle) = asked.request_state.clone()
+    {
+        return resume(
+            inner,
+            team,
+            handle,
+            Some(responses),
+            &context,
+            &mut reporter,
+        )
+        .await;
+    }
     out
 }
 
@@ -139,14 +160,14 @@ async fn resume(
     }
     let responses = responses.unwrap_or_default();
     let mut answers = Vec::new();
-    for q in parked.requests.clone() {
-        let Some(response) = responses.get(&q.id) else {
+    for (key, q) in keyed(&parked.requests.clone()) {
+        let Some(response) = responses.get(&key) else {
             continue;
         };
         match answer_of(response) {
             Ok(a) => answers.push((q.id.clone(), a)),
             Err(why) => {
-                let message = format!("inputResponses[\"{}\"]: {why}", q.id);
+                let message = format!("inputResponses[\"{key}\"]: {why}");
                 inner.waiting.put_back(handle, parked);
                 return Err(McpError::invalid_params(message, None));
             }
@@ -259,7 +280,7 @@ async fn settle(
         let pending = Workflow::pending_requests(&r.thread);
         let Some(q) = pending.first().cloned() else {
             drop(live.permit);
-            return Ok(CallToolResult::success(vec![ContentBlock::text(r.final_text())]).into());
+            return Ok(super::tool_io::result(team, r.final_text()).into());
         };
         if stateless {
             let handle = inner.waiting.park(Parked::new(
@@ -336,20 +357,6 @@ async fn until_cancelled<F: Future>(
     work.await
 }
 
-/// The call's `message` argument.
-fn message(request: &CallToolRequestParams) -> Result<String, String> {
-    let found = request.arguments.as_ref().and_then(|a| a.get("message"));
-    match found {
-        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
-        Some(Value::String(_)) => Err("`message` is empty: give the team its task".into()),
-        Some(other) => Err(format!("`message` must be a string, not {other}")),
-        None => Err(format!(
-            "`{}` takes a `message` (a string): the task for the team",
-            request.name
-        )),
-    }
-}
-
 /// A tool result saying the call failed.
 fn failed(why: String) -> CallToolResponse {
     let why = troupe::secrets::redact(&why).into_owned();
@@ -391,11 +398,11 @@ fn elicitation(q: &InputRequest) -> ElicitRequestParams {
 /// An `InputRequiredResult` asking `requests` (keyed by their ids) of a
 /// run parked under `handle`.
 fn input_required(handle: String, requests: &[InputRequest]) -> CallToolResponse {
-    let asks: BTreeMap<String, McpInput> = requests
-        .iter()
-        .map(|q| {
+    let asks: BTreeMap<String, McpInput> = keyed(requests)
+        .into_iter()
+        .map(|(key, q)| {
             (
-                q.id.clone(),
+                key,
                 McpInput::Elicitation(ElicitRequest::new(elicitation(q))),
             )
         })
@@ -463,22 +470,6 @@ mod tests {
             r#"{"a":"1","b":"2"}"#
         );
         assert_eq!(text_of(None), "");
-    }
-
-    #[test]
-    fn a_call_needs_a_message_string() {
-        let call = |args: Value| {
-            let mut p = CallToolRequestParams::new("team");
-            if let Value::Object(map) = args {
-                p = p.with_arguments(map);
-            }
-            message(&p)
-        };
-        assert_eq!(call(json!({"message": "hi"})).unwrap(), "hi");
-        assert!(call(json!({})).unwrap_err().contains("takes a `message`"));
-        assert!(call(json!({"message": " "})).unwrap_err().contains("empty"));
-        assert!(call(json!({"message": 3})).unwrap_err().contains("not 3"));
-        assert!(call(Value::Null).unwrap_err().contains("takes a `message`"));
     }
 
     #[test]

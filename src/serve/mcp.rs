@@ -20,11 +20,7 @@ pub(crate) fn routes(state: &Shared) -> Router<Shared> {
     let teams: Vec<McpTeam> = state
         .teams
         .values()
-        .map(|t| McpTeam {
-            name: t.name.clone(),
-            description: t.config.spec().description.clone(),
-            workflow: t.built.workflow.clone(),
-        })
+        .map(|t| McpTeam::new(t.name.clone(), t.config.clone(), t.built.workflow.clone()))
         .collect();
     let slots = state.clone();
     let admit: Admit = Arc::new(move || {
@@ -42,7 +38,7 @@ pub(crate) fn routes(state: &Shared) -> Router<Shared> {
         config = config.disable_allowed_hosts();
     }
     let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
+        move || Ok(server.session()),
         Arc::new(LocalSessionManager::default()),
         config,
     );

@@ -18,6 +18,7 @@ mod context;
 mod file;
 mod graph;
 mod magentic;
+mod mcp_serve;
 mod model_limits;
 mod models;
 mod plan;
@@ -42,6 +43,10 @@ pub use context::ContextSpec;
 pub use file::{CONFIG_VERSION, ConfigFile, json_schema};
 pub use graph::{GraphSpec, NodeForm, NodeSpec, TransitionSpec};
 pub use magentic::MagenticSpec;
+pub use mcp_serve::{
+    McpEmbeddedSpec, McpMediaSpec, McpPromptArgumentSpec, McpPromptMessageSpec, McpPromptSpec,
+    McpResourceSpec, McpResourceTemplateSpec, McpRole, McpServeSpec, McpToolResult, McpToolSpec,
+};
 pub use model_limits::{ModelRetrySpec, OnLengthSpec, RateLimitSpec, RetryKindSpec};
 pub use models::{ModelSpec, PricingSpec, Provider};
 pub use plan::{
