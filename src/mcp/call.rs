@@ -175,7 +175,7 @@ async fn resume(
     }
     if answers.is_empty() {
         // Nothing it asked is answered: ask again, under the same handle.
-        let asked = input_required(handle.clone(), &parked.requests);
+        let asked = input_required(team, handle.clone(), &parked.requests);
         inner.waiting.put_back(handle, parked);
         return Ok(asked);
     }
@@ -247,7 +247,7 @@ async fn resume(
             live.events,
         ));
         guard.0 = None;
-        return Ok(input_required(handle, &requests));
+        return Ok(input_required(team, handle, &requests));
     };
     let out = settle(inner, team, live, result, context, true, reporter).await;
     guard.0 = None;
@@ -290,7 +290,7 @@ async fn settle(
                 live.ctx,
                 live.events,
             ));
-            return Ok(input_required(handle, &pending));
+            return Ok(input_required(team, handle, &pending));
         }
         if !context
             .peer
@@ -303,7 +303,7 @@ async fn settle(
                 team.name, q.prompt
             )));
         }
-        let asked = context.peer.create_elicitation(elicitation(&q));
+        let asked = context.peer.create_elicitation(elicitation(team, &q));
         let reply = tokio::select! {
             reply = asked => reply,
             _ = context.ct.cancelled() => {
@@ -380,12 +380,23 @@ fn run_id(team: &str) -> String {
     )
 }
 
-/// The form asking question `q`: one text field, `answer`.
-fn elicitation(q: &InputRequest) -> ElicitRequestParams {
-    let schema = json!({
-        "type": "object",
-        "properties": {"answer": {"type": "string", "title": "Answer", "description": q.prompt}},
-        "required": ["answer"],
+/// The form asking question `q` of `team`: the asking `user:` agent's
+/// declared `form`, else one text field, `answer`.
+fn elicitation(team: &McpTeam, q: &InputRequest) -> ElicitRequestParams {
+    let agent = q.agent.rsplit('/').next().unwrap_or(&q.agent);
+    let declared = team
+        .config
+        .spec()
+        .agents
+        .get(agent)
+        .and_then(|a| a.user.as_ref())
+        .and_then(|u| u.form.clone());
+    let schema = declared.unwrap_or_else(|| {
+        json!({
+            "type": "object",
+            "properties": {"answer": {"type": "string", "title": "Answer", "description": q.prompt}},
+            "required": ["answer"],
+        })
     });
     ElicitRequestParams::FormElicitationParams {
         meta: None,
@@ -397,13 +408,13 @@ fn elicitation(q: &InputRequest) -> ElicitRequestParams {
 
 /// An `InputRequiredResult` asking `requests` (keyed by their ids) of a
 /// run parked under `handle`.
-fn input_required(handle: String, requests: &[InputRequest]) -> CallToolResponse {
+fn input_required(team: &McpTeam, handle: String, requests: &[InputRequest]) -> CallToolResponse {
     let asks: BTreeMap<String, McpInput> = keyed(requests)
         .into_iter()
         .map(|(key, q)| {
             (
                 key,
-                McpInput::Elicitation(ElicitRequest::new(elicitation(q))),
+                McpInput::Elicitation(ElicitRequest::new(elicitation(team, q))),
             )
         })
         .collect();

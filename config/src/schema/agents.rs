@@ -20,6 +20,13 @@ pub struct UserSpec {
     /// The question shown each turn (default: the last message's text).
     #[serde(default)]
     pub prompt: Option<String>,
+    /// The form the answer fills, as a JSON Schema of an object with
+    /// primitive properties (MCP elicitation's `requestedSchema`: strings,
+    /// numbers, integers, booleans, enums, with defaults): an MCP client
+    /// calling the team is asked with it, and the filled form (JSON) is the
+    /// answer. Default: one text field.
+    #[serde(default)]
+    pub form: Option<serde_json::Value>,
 }
 
 /// An agent: a model with instructions, tools and handoffs. With `user:`
