@@ -10,13 +10,11 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
-    ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest as McpInput,
-    InputRequiredResult, InputResponses, LoggingLevel, ProtocolVersion,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+    InputRequest as McpInput, InputRequiredResult, InputResponses, LoggingLevel, ProtocolVersion,
 };
-use rmcp::service::{ElicitationMode, RequestContext};
+use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
-use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use troupe::{InputRequest, RunContext, RunError, RunResult, Thread, Workflow};
 
@@ -164,7 +162,7 @@ async fn resume(
         let Some(response) = responses.get(&key) else {
             continue;
         };
-        match answer_of(response) {
+        match super::asking::answer_of(team, q, response) {
             Ok(a) => answers.push((q.id.clone(), a)),
             Err(why) => {
                 let message = format!("inputResponses[\"{key}\"]: {why}");
@@ -283,6 +281,10 @@ async fn settle(
             return Ok(super::tool_io::result(team, r.final_text()).into());
         };
         if stateless {
+            if let Some(e) = super::asking::missing_capability(team, &pending, context) {
+                live.ctx.cancel();
+                return Err(e);
+            }
             let handle = inner.waiting.park(Parked::new(
                 team.name.clone(),
                 r.thread,
@@ -292,42 +294,19 @@ async fn settle(
             ));
             return Ok(input_required(team, handle, &pending));
         }
-        if !context
-            .peer
-            .supported_elicitation_modes()
-            .contains(&ElicitationMode::Form)
-        {
-            live.ctx.cancel();
-            return Ok(failed(format!(
-                "the team `{}` asks: {} — but this client takes no elicitation (form mode), so the run is cancelled",
-                team.name, q.prompt
-            )));
-        }
-        let asked = context.peer.create_elicitation(elicitation(team, &q));
-        let reply = tokio::select! {
-            reply = asked => reply,
+        let asked = super::asking::ask(team, &q, context);
+        let answer = tokio::select! {
+            answer = asked => answer,
             _ = context.ct.cancelled() => {
                 live.ctx.cancel();
                 return Ok(failed(format!("the run of `{}` was cancelled", team.name)));
             }
         };
-        let answer = match reply {
-            Ok(reply) => match reply.action {
-                ElicitationAction::Accept => text_of(reply.content.as_ref()),
-                _ => {
-                    live.ctx.cancel();
-                    return Ok(failed(format!(
-                        "the question was declined; the run of `{}` is cancelled",
-                        team.name
-                    )));
-                }
-            },
-            Err(e) => {
+        let answer = match answer {
+            Ok(a) => a,
+            Err(why) => {
                 live.ctx.cancel();
-                return Ok(failed(format!(
-                    "the team asked `{}` and the client did not answer ({e}); the run is cancelled",
-                    q.prompt
-                )));
+                return Ok(failed(why));
             }
         };
         let run = team
@@ -380,108 +359,19 @@ fn run_id(team: &str) -> String {
     )
 }
 
-/// The form asking question `q` of `team`: the asking `user:` agent's
-/// declared `form`, else one text field, `answer`.
-fn elicitation(team: &McpTeam, q: &InputRequest) -> ElicitRequestParams {
-    let agent = q.agent.rsplit('/').next().unwrap_or(&q.agent);
-    let declared = team
-        .config
-        .spec()
-        .agents
-        .get(agent)
-        .and_then(|a| a.user.as_ref())
-        .and_then(|u| u.form.clone());
-    let schema = declared.unwrap_or_else(|| {
-        json!({
-            "type": "object",
-            "properties": {"answer": {"type": "string", "title": "Answer", "description": q.prompt}},
-            "required": ["answer"],
-        })
-    });
-    ElicitRequestParams::FormElicitationParams {
-        meta: None,
-        message: q.prompt.clone(),
-        requested_schema: serde_json::from_value::<ElicitationSchema>(schema)
-            .unwrap_or_else(|_| ElicitationSchema::builder().build_unchecked()),
-    }
-}
-
 /// An `InputRequiredResult` asking `requests` (keyed by their ids) of a
 /// run parked under `handle`.
 fn input_required(team: &McpTeam, handle: String, requests: &[InputRequest]) -> CallToolResponse {
     let asks: BTreeMap<String, McpInput> = keyed(requests)
         .into_iter()
-        .map(|(key, q)| {
-            (
-                key,
-                McpInput::Elicitation(ElicitRequest::new(elicitation(team, q))),
-            )
-        })
+        .map(|(key, q)| (key, super::asking::input_request(team, q)))
         .collect();
     InputRequiredResult::new(Some(asks), Some(handle)).into()
-}
-
-/// The answer an `inputResponses` entry holds: `None` when declined.
-fn answer_of(response: &Value) -> Result<Option<String>, String> {
-    let Value::Object(map) = response else {
-        return Err(format!(
-            "an elicitation result must be an object (`action`, `content`), not {response}"
-        ));
-    };
-    match map.get("action").and_then(Value::as_str) {
-        Some("accept") => Ok(Some(text_of(map.get("content")))),
-        Some("decline" | "cancel") => Ok(None),
-        Some(other) => Err(format!(
-            "`action` is `{other}`; one of accept, decline, cancel"
-        )),
-        None => Err("`action` is missing (accept, decline or cancel)".into()),
-    }
-}
-
-/// The text of an accepted form: its `answer`, else its only string
-/// field, else the form as JSON.
-fn text_of(content: Option<&Value>) -> String {
-    let Some(Value::Object(map)) = content else {
-        return content.map(|c| c.to_string()).unwrap_or_default();
-    };
-    if let Some(Value::String(a)) = map.get("answer") {
-        return a.clone();
-    }
-    let strings: Vec<&str> = map.values().filter_map(Value::as_str).collect();
-    match strings.as_slice() {
-        [only] if map.len() == 1 => (*only).to_string(),
-        _ => Value::Object(map.clone()).to_string(),
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_input_response_is_an_answer_a_refusal_or_a_clear_error() {
-        let accept = json!({"action": "accept", "content": {"answer": "order A-1001"}});
-        assert_eq!(answer_of(&accept).unwrap().as_deref(), Some("order A-1001"));
-        assert_eq!(answer_of(&json!({"action": "decline"})).unwrap(), None);
-        assert_eq!(answer_of(&json!({"action": "cancel"})).unwrap(), None);
-        let number = answer_of(&json!(12345)).unwrap_err();
-        assert!(number.contains("must be an object"), "{number}");
-        let odd = answer_of(&json!({"action": "maybe"})).unwrap_err();
-        assert!(odd.contains("`maybe`"), "{odd}");
-        let none = answer_of(&json!({"content": {}})).unwrap_err();
-        assert!(none.contains("`action` is missing"), "{none}");
-    }
-
-    #[test]
-    fn a_form_reads_as_its_answer_its_only_field_or_its_json() {
-        assert_eq!(text_of(Some(&json!({"answer": "yes", "x": 1}))), "yes");
-        assert_eq!(text_of(Some(&json!({"name": "Alice"}))), "Alice");
-        assert_eq!(
-            text_of(Some(&json!({"a": "1", "b": "2"}))),
-            r#"{"a":"1","b":"2"}"#
-        );
-        assert_eq!(text_of(None), "");
-    }
 
     #[test]
     fn run_ids_are_one_safe_path_component() {

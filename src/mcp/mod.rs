@@ -18,6 +18,7 @@
 //! `logging.rs` sends the run's events as log messages at the level the
 //! client set.
 
+mod asking;
 mod call;
 mod completion;
 mod handler;

@@ -2,7 +2,7 @@
 //! `message` and answers with the team's answer as text; a config's
 //! `serve: {mcp: {tool: …}}` may declare another input schema (the
 //! arguments, checked against it, reach the team as JSON text — or as the
-//! message, when `message` is the schema's one property) and a `content`
+//! message, when the schema's one property is a string) and a `content`
 //! result (the answer read as MCP content blocks).
 
 use std::sync::Arc;
@@ -36,12 +36,12 @@ pub(super) fn input_schema(team: &McpTeam) -> Arc<JsonObject> {
     }
 }
 
-/// Whether `schema` is the message form: one string property `message`.
-fn is_message_form(schema: &Value) -> bool {
-    let props = schema.get("properties").and_then(Value::as_object);
-    props.is_some_and(|p| {
-        p.len() == 1 && p.get("message").and_then(|m| m.get("type")) == Some(&json!("string"))
-    })
+/// The one string property of `schema`, when it has exactly one property
+/// and that is a string: its value is then the message.
+fn only_string(schema: &Value) -> Option<&str> {
+    let props = schema.get("properties").and_then(Value::as_object)?;
+    let (name, prop) = props.iter().next().filter(|_| props.len() == 1)?;
+    (prop.get("type") == Some(&json!("string"))).then_some(name.as_str())
 }
 
 /// What the team runs on for `request`, or why the call's input is wrong
@@ -50,9 +50,6 @@ pub(super) fn input(team: &McpTeam, request: &CallToolRequestParams) -> Result<S
     let Some(schema) = team.mcp().tool.and_then(|t| t.input_schema) else {
         return message(request);
     };
-    if is_message_form(&schema) {
-        return message(request);
-    }
     let args = Value::Object(request.arguments.clone().unwrap_or_default());
     let validator = jsonschema::validator_for(&schema)
         .map_err(|e| format!("the tool `{}` has a bad input schema: {e}", request.name))?;
@@ -67,7 +64,10 @@ pub(super) fn input(team: &McpTeam, request: &CallToolRequestParams) -> Result<S
             problems.join("; ")
         ));
     }
-    Ok(args.to_string())
+    match only_string(&schema).and_then(|name| args.get(name)) {
+        Some(Value::String(text)) => Ok(text.clone()),
+        _ => Ok(args.to_string()),
+    }
 }
 
 /// The call's `message` argument.

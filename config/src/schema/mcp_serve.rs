@@ -32,7 +32,7 @@ pub struct McpServeSpec {
 pub struct McpToolSpec {
     /// The tool's input as a JSON Schema (an object). The call's arguments
     /// are checked against it and given to the team as JSON text (or, when
-    /// the schema has one string property `message`, as that message).
+    /// the schema's one property is a string, as that string).
     /// Default: `{message: string}`, required.
     #[serde(default)]
     pub input_schema: Option<serde_json::Value>,

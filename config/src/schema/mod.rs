@@ -35,7 +35,7 @@ mod tools;
 mod workflow;
 
 pub use a2a::A2aSpec;
-pub use agents::{AgentSpec, UserSpec};
+pub use agents::{AgentSpec, UserAnswerer, UserSpec};
 pub use ceiling::{TurnLimit, UnboundedWord, default_turn_ceiling};
 pub use checkpoint::{CheckpointSpec, DurabilitySpec, SaveErrorsSpec, StoreKind};
 pub use conditions::{ConditionForm, ConditionSpec, FieldSpec};

@@ -5,6 +5,7 @@
 //! another node.
 
 use super::checker::Checker;
+use crate::schema::UserAnswerer;
 use crate::schema::{AgentSpec, ConfigFile};
 use crate::tree::FieldPath;
 
@@ -16,6 +17,23 @@ pub(super) fn is_user_agent(spec: &ConfigFile, name: &str) -> bool {
 /// Checks a `user:` agent at `base`: only `description` goes with it, and
 /// its `form`, if any, is a schema of an object with properties.
 pub(super) fn check_user_agent(c: &mut Checker<'_>, base: &FieldPath, agent: &AgentSpec) {
+    if let Some(u) = &agent.user {
+        let by = u.answered_by.unwrap_or(UserAnswerer::Person);
+        if u.form.is_some() && by != UserAnswerer::Person {
+            c.error(
+                &base.key("user").key("form"),
+                "a form is filled by a person: it goes with `answered_by: person`",
+                None,
+            );
+        }
+        if u.max_tokens.is_some() && by != UserAnswerer::ClientModel {
+            c.error(
+                &base.key("user").key("max_tokens"),
+                "`max_tokens` bounds the client's model: it goes with `answered_by: client_model`",
+                None,
+            );
+        }
+    }
     if let Some(form) = agent.user.as_ref().and_then(|u| u.form.as_ref()) {
         let props = form
             .get("properties")
