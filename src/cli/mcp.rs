@@ -33,7 +33,7 @@ pub(crate) async fn mcp(args: McpArgs) -> u8 {
         .values()
         .map(|t| McpTeam::new(t.name.clone(), t.config.clone(), t.built.workflow.clone()))
         .collect();
-    let code = match TeamServer::new(tools, None)
+    let code = match TeamServer::new(tools, None, None)
         .serve(rmcp::transport::stdio())
         .await
     {

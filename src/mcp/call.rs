@@ -84,8 +84,13 @@ pub(super) async fn call(
         Ok(p) => p,
         Err(why) => return Ok(failed(why)),
     };
-    let (sink, events) = progress::channel();
-    let ctx = RunContext::with_sink(sink).with_run_id(run_id(&team.name));
+    let record = inner.records.start(&team.name, &message);
+    let (sink, events) = progress::channel(record.clone());
+    let mut ctx = RunContext::with_sink(sink);
+    ctx = match &record {
+        Some(r) => ctx.with_run_id(r.id()).with_cancellation(r.cancellation()),
+        None => ctx.with_run_id(run_id(&team.name)),
+    };
     let mut live = Live {
         ctx,
         events,
@@ -207,6 +212,8 @@ async fn resume(
         }
         let Some(text) = answer else {
             live.ctx.cancel();
+            let declined = Err(format!("the question `{id}` was declined"));
+            inner.records.settled(&live.ctx, declined, true);
             guard.0 = None;
             return Ok(failed(format!(
                 "the question `{id}` was declined; the run of `{}` is cancelled",
@@ -267,15 +274,21 @@ async fn settle(
     loop {
         if live.ctx.is_cancelled() || context.ct.is_cancelled() {
             live.ctx.cancel();
+            let said = result.map_err(|e| e.to_string());
+            inner.records.settled(&live.ctx, said, true);
             return Ok(failed(format!("the run of `{}` was cancelled", team.name)));
         }
         let r = match result {
             Ok(r) => r,
             Err(e) => {
+                inner.records.settled(&live.ctx, Err(e.to_string()), true);
                 return Ok(failed(format!("the team `{}` failed: {e}", team.name)));
             }
         };
         let pending = Workflow::pending_requests(&r.thread);
+        inner
+            .records
+            .settled(&live.ctx, Ok(r.clone()), pending.is_empty());
         let Some(q) = pending.first().cloned() else {
             drop(live.permit);
             return Ok(super::tool_io::result(team, r.final_text()).into());
@@ -306,6 +319,7 @@ async fn settle(
             Ok(a) => a,
             Err(why) => {
                 live.ctx.cancel();
+                inner.records.settled(&live.ctx, Err(why.clone()), true);
                 return Ok(failed(why));
             }
         };

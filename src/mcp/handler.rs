@@ -22,6 +22,7 @@ use serde_json::json;
 
 use super::inner::Inner;
 use super::logging::LogLevel;
+use super::record::{Recorder, Records};
 use super::resources::{self, Subscriptions};
 use super::surface::Surface;
 use super::waiting::Waiting;
@@ -41,9 +42,14 @@ pub(crate) struct TeamServer {
 }
 
 impl TeamServer {
-    /// A server offering `teams`, each run under `admit` when given, with
-    /// the resources and prompts their configs declare.
-    pub(crate) fn new(teams: Vec<McpTeam>, admit: Option<Admit>) -> Self {
+    /// A server offering `teams`, each run under `admit` when given and
+    /// recorded by `recorder`, with the resources and prompts their
+    /// configs declare.
+    pub(crate) fn new(
+        teams: Vec<McpTeam>,
+        admit: Option<Admit>,
+        recorder: Option<Recorder>,
+    ) -> Self {
         let mut by_tool = BTreeMap::new();
         for team in teams {
             let base = tool_name(&team.name);
@@ -61,6 +67,7 @@ impl TeamServer {
                 teams: by_tool,
                 surface,
                 waiting: Waiting::default(),
+                records: Records::new(recorder),
                 admit,
             }),
             log: LogLevel::default(),

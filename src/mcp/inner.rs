@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use super::record::Records;
 use super::surface::Surface;
 use super::waiting::Waiting;
 use super::{Admit, McpTeam};
@@ -18,6 +19,8 @@ pub(super) struct Inner {
     pub(super) surface: Surface,
     /// Runs waiting for a stateless client's answers.
     pub(super) waiting: Waiting,
+    /// The host's records of the runs, if it keeps them.
+    pub(super) records: Records,
     /// The run limit, if the host has one.
     pub(super) admit: Option<Admit>,
 }

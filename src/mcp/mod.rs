@@ -27,6 +27,7 @@ mod input_keys;
 mod logging;
 mod progress;
 mod prompts;
+mod record;
 mod resources;
 mod surface;
 mod tool_io;
@@ -38,6 +39,7 @@ use troupe::Workflow;
 use troupe::config::{Config, McpServeSpec};
 
 pub(crate) use handler::TeamServer;
+pub(crate) use record::{Recorder, RunRecord};
 
 /// One team offered as a tool.
 #[derive(Clone)]

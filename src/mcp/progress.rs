@@ -6,6 +6,7 @@
 #![allow(deprecated)] // MCP logging (SEP-2577 deprecates it; 2025-11-25 has it).
 
 use std::future::Future;
+use std::sync::Arc;
 
 use rmcp::RoleServer;
 use rmcp::model::LoggingLevel;
@@ -14,13 +15,19 @@ use rmcp::service::Peer;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use troupe::{Event, EventRecord, EventSink};
 
+use super::record::RunRecord;
+
 /// The receiving end of a run's events.
 pub(super) type Events = UnboundedReceiver<EventRecord>;
 
 /// A sink for a run's context and the channel its events arrive on.
-pub(super) fn channel() -> (EventSink, Events) {
+/// Every event also goes to the host's `record` of the run, if any.
+pub(super) fn channel(record_keeper: Option<Arc<dyn RunRecord>>) -> (EventSink, Events) {
     let (tx, rx) = unbounded_channel();
     let sink = EventSink::callback(move |record: &EventRecord| {
+        if let Some(r) = &record_keeper {
+            r.event(record);
+        }
         if worth_reporting(&record.event) {
             let _ = tx.send(record.clone());
         }
