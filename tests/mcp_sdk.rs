@@ -12,6 +12,10 @@
 //! copies of examples/configs/durable.yaml and human_in_the_loop.yaml,
 //! scripted (offline).
 //!
+//! A second script reads what `serve: {mcp: …}` declares (resources, a
+//! template, a prompt, completion, a subscription told of a file change,
+//! log messages at the level set, content blocks, a declared input).
+//!
 //! The SDK lives in the venv `.ci/python-venv.sh` makes (`target/py-venv`,
 //! or `TROUPE_PY_VENV`). Without it the tests fail, saying how to make it,
 //! unless `TROUPE_ALLOW_SKIP=1` (never in CI).
@@ -181,4 +185,31 @@ fn python_sdk_uses_a_team_over_http_in_a_session() {
 #[test]
 fn python_sdk_uses_a_team_over_http_statelessly() {
     over_http("2026-07-28");
+}
+
+#[test]
+fn python_sdk_reads_the_declared_resources_prompts_completions_and_logs_over_stdio() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/mcp/conformance");
+    for entry in std::fs::read_dir(&fixtures).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/py/mcp_surface_client.py");
+    let child = Command::new(python)
+        .arg(script)
+        .args(["--troupe", TROUPE, "--dir"])
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = wait(child, Duration::from_secs(120));
+    let said = format!("{}\n{}", text(&out.stdout), text(&out.stderr));
+    assert!(
+        out.status.success() && said.contains("all checks passed"),
+        "the MCP SDK client failed:\n{said}"
+    );
 }

@@ -89,7 +89,10 @@ fn a_served_run_that_failed_mid_way_is_listed_failed_and_not_taken_over() {
     std::thread::sleep(Duration::from_secs(11));
     // B shows it (every worker shows every run) as A left it: failed.
     let on_b = json_of(client().get(b.url(&format!("/runs/{id}"))).send().unwrap());
-    assert_eq!(on_b["status"], "failed", "worker B took the failed run over: {on_b}");
+    assert_eq!(
+        on_b["status"], "failed",
+        "worker B took the failed run over: {on_b}"
+    );
     let said: Vec<String> = b.stderr.try_iter().collect();
     assert!(
         !said.iter().any(|l| l.contains("took over")),

@@ -31,13 +31,9 @@ pub(crate) async fn mcp(args: McpArgs) -> u8 {
     };
     let tools = teams
         .values()
-        .map(|t| McpTeam {
-            name: t.name.clone(),
-            description: t.config.spec().description.clone(),
-            workflow: t.built.workflow.clone(),
-        })
+        .map(|t| McpTeam::new(t.name.clone(), t.config.clone(), t.built.workflow.clone()))
         .collect();
-    let code = match TeamServer::new(tools, None)
+    let code = match TeamServer::new(tools, None, None)
         .serve(rmcp::transport::stdio())
         .await
     {

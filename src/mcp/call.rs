@@ -3,23 +3,24 @@
 //! `InputRequiredResult` to call again with on the stateless revision),
 //! and its answer is the result. A cancelled call cancels the run.
 
+#![allow(deprecated)] // MCP logging's level (SEP-2577 deprecates it; 2025-11-25 has it).
+
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequest,
-    ElicitRequestParams, ElicitationAction, ElicitationSchema, InputRequest as McpInput,
-    InputRequiredResult, InputResponses, ProtocolVersion,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
+    InputRequest as McpInput, InputRequiredResult, InputResponses, LoggingLevel, ProtocolVersion,
 };
-use rmcp::service::{ElicitationMode, RequestContext};
+use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
-use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use troupe::{InputRequest, RunContext, RunError, RunResult, Thread, Workflow};
 
 use super::McpTeam;
 use super::inner::Inner;
+use super::input_keys::keyed;
 use super::progress::{self, Events, Reporter};
 use super::waiting::Parked;
 
@@ -55,11 +56,13 @@ pub(super) async fn call(
     team: &McpTeam,
     request: CallToolRequestParams,
     context: RequestContext<RoleServer>,
+    log: Option<LoggingLevel>,
 ) -> Result<CallToolResponse, McpError> {
     let stateless = context
         .protocol_version()
         .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
-    let mut reporter = Reporter::new(context.peer.clone(), context.meta.get_progress_token());
+    let mut reporter =
+        Reporter::new(context.peer.clone(), context.meta.get_progress_token()).with_log(log);
     if let Some(handle) = request.request_state.clone() {
         return resume(
             inner,
@@ -73,7 +76,7 @@ pub(super) async fn call(
     }
     // A bad input is the tool's error, for the model to read and correct
     // (MCP 2025-11-25: input validation errors are tool execution errors).
-    let message = match message(&request) {
+    let message = match super::tool_io::input(team, &request) {
         Ok(m) => m,
         Err(why) => return Ok(failed(why)),
     };
@@ -81,8 +84,13 @@ pub(super) async fn call(
         Ok(p) => p,
         Err(why) => return Ok(failed(why)),
     };
-    let (sink, events) = progress::channel();
-    let ctx = RunContext::with_sink(sink).with_run_id(run_id(&team.name));
+    let record = inner.records.start(&team.name, &message);
+    let (sink, events) = progress::channel(record.clone());
+    let mut ctx = RunContext::with_sink(sink);
+    ctx = match &record {
+        Some(r) => ctx.with_run_id(r.id()).with_cancellation(r.cancellation()),
+        None => ctx.with_run_id(run_id(&team.name)),
+    };
     let mut live = Live {
         ctx,
         events,
@@ -108,6 +116,22 @@ pub(super) async fn call(
     )
     .await;
     guard.0 = None;
+    // Answers sent with a first call (no `requestState`): the run asked
+    // afresh; answer it from them.
+    if let (Ok(CallToolResponse::InputRequired(asked)), Some(responses)) =
+        (&out, request.input_responses)
+        && let Some(handle) = asked.request_state.clone()
+    {
+        return resume(
+            inner,
+            team,
+            handle,
+            Some(responses),
+            &context,
+            &mut reporter,
+        )
+        .await;
+    }
     out
 }
 
@@ -139,14 +163,14 @@ async fn resume(
     }
     let responses = responses.unwrap_or_default();
     let mut answers = Vec::new();
-    for q in parked.requests.clone() {
-        let Some(response) = responses.get(&q.id) else {
+    for (key, q) in keyed(&parked.requests.clone()) {
+        let Some(response) = responses.get(&key) else {
             continue;
         };
-        match answer_of(response) {
+        match super::asking::answer_of(team, q, response) {
             Ok(a) => answers.push((q.id.clone(), a)),
             Err(why) => {
-                let message = format!("inputResponses[\"{}\"]: {why}", q.id);
+                let message = format!("inputResponses[\"{key}\"]: {why}");
                 inner.waiting.put_back(handle, parked);
                 return Err(McpError::invalid_params(message, None));
             }
@@ -154,7 +178,7 @@ async fn resume(
     }
     if answers.is_empty() {
         // Nothing it asked is answered: ask again, under the same handle.
-        let asked = input_required(handle.clone(), &parked.requests);
+        let asked = input_required(team, handle.clone(), &parked.requests);
         inner.waiting.put_back(handle, parked);
         return Ok(asked);
     }
@@ -188,6 +212,8 @@ async fn resume(
         }
         let Some(text) = answer else {
             live.ctx.cancel();
+            let declined = Err(format!("the question `{id}` was declined"));
+            inner.records.settled(&live.ctx, declined, true);
             guard.0 = None;
             return Ok(failed(format!(
                 "the question `{id}` was declined; the run of `{}` is cancelled",
@@ -226,7 +252,7 @@ async fn resume(
             live.events,
         ));
         guard.0 = None;
-        return Ok(input_required(handle, &requests));
+        return Ok(input_required(team, handle, &requests));
     };
     let out = settle(inner, team, live, result, context, true, reporter).await;
     guard.0 = None;
@@ -248,20 +274,30 @@ async fn settle(
     loop {
         if live.ctx.is_cancelled() || context.ct.is_cancelled() {
             live.ctx.cancel();
+            let said = result.map_err(|e| e.to_string());
+            inner.records.settled(&live.ctx, said, true);
             return Ok(failed(format!("the run of `{}` was cancelled", team.name)));
         }
         let r = match result {
             Ok(r) => r,
             Err(e) => {
+                inner.records.settled(&live.ctx, Err(e.to_string()), true);
                 return Ok(failed(format!("the team `{}` failed: {e}", team.name)));
             }
         };
         let pending = Workflow::pending_requests(&r.thread);
+        inner
+            .records
+            .settled(&live.ctx, Ok(r.clone()), pending.is_empty());
         let Some(q) = pending.first().cloned() else {
             drop(live.permit);
-            return Ok(CallToolResult::success(vec![ContentBlock::text(r.final_text())]).into());
+            return Ok(super::tool_io::result(team, r.final_text()).into());
         };
         if stateless {
+            if let Some(e) = super::asking::missing_capability(team, &pending, context) {
+                live.ctx.cancel();
+                return Err(e);
+            }
             let handle = inner.waiting.park(Parked::new(
                 team.name.clone(),
                 r.thread,
@@ -269,44 +305,22 @@ async fn settle(
                 live.ctx,
                 live.events,
             ));
-            return Ok(input_required(handle, &pending));
+            return Ok(input_required(team, handle, &pending));
         }
-        if !context
-            .peer
-            .supported_elicitation_modes()
-            .contains(&ElicitationMode::Form)
-        {
-            live.ctx.cancel();
-            return Ok(failed(format!(
-                "the team `{}` asks: {} — but this client takes no elicitation (form mode), so the run is cancelled",
-                team.name, q.prompt
-            )));
-        }
-        let asked = context.peer.create_elicitation(elicitation(&q));
-        let reply = tokio::select! {
-            reply = asked => reply,
+        let asked = super::asking::ask(team, &q, context);
+        let answer = tokio::select! {
+            answer = asked => answer,
             _ = context.ct.cancelled() => {
                 live.ctx.cancel();
                 return Ok(failed(format!("the run of `{}` was cancelled", team.name)));
             }
         };
-        let answer = match reply {
-            Ok(reply) => match reply.action {
-                ElicitationAction::Accept => text_of(reply.content.as_ref()),
-                _ => {
-                    live.ctx.cancel();
-                    return Ok(failed(format!(
-                        "the question was declined; the run of `{}` is cancelled",
-                        team.name
-                    )));
-                }
-            },
-            Err(e) => {
+        let answer = match answer {
+            Ok(a) => a,
+            Err(why) => {
                 live.ctx.cancel();
-                return Ok(failed(format!(
-                    "the team asked `{}` and the client did not answer ({e}); the run is cancelled",
-                    q.prompt
-                )));
+                inner.records.settled(&live.ctx, Err(why.clone()), true);
+                return Ok(failed(why));
             }
         };
         let run = team
@@ -336,20 +350,6 @@ async fn until_cancelled<F: Future>(
     work.await
 }
 
-/// The call's `message` argument.
-fn message(request: &CallToolRequestParams) -> Result<String, String> {
-    let found = request.arguments.as_ref().and_then(|a| a.get("message"));
-    match found {
-        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
-        Some(Value::String(_)) => Err("`message` is empty: give the team its task".into()),
-        Some(other) => Err(format!("`message` must be a string, not {other}")),
-        None => Err(format!(
-            "`{}` takes a `message` (a string): the task for the team",
-            request.name
-        )),
-    }
-}
-
 /// A tool result saying the call failed.
 fn failed(why: String) -> CallToolResponse {
     let why = troupe::secrets::redact(&why).into_owned();
@@ -373,113 +373,19 @@ fn run_id(team: &str) -> String {
     )
 }
 
-/// The form asking question `q`: one text field, `answer`.
-fn elicitation(q: &InputRequest) -> ElicitRequestParams {
-    let schema = json!({
-        "type": "object",
-        "properties": {"answer": {"type": "string", "title": "Answer", "description": q.prompt}},
-        "required": ["answer"],
-    });
-    ElicitRequestParams::FormElicitationParams {
-        meta: None,
-        message: q.prompt.clone(),
-        requested_schema: serde_json::from_value::<ElicitationSchema>(schema)
-            .unwrap_or_else(|_| ElicitationSchema::builder().build_unchecked()),
-    }
-}
-
 /// An `InputRequiredResult` asking `requests` (keyed by their ids) of a
 /// run parked under `handle`.
-fn input_required(handle: String, requests: &[InputRequest]) -> CallToolResponse {
-    let asks: BTreeMap<String, McpInput> = requests
-        .iter()
-        .map(|q| {
-            (
-                q.id.clone(),
-                McpInput::Elicitation(ElicitRequest::new(elicitation(q))),
-            )
-        })
+fn input_required(team: &McpTeam, handle: String, requests: &[InputRequest]) -> CallToolResponse {
+    let asks: BTreeMap<String, McpInput> = keyed(requests)
+        .into_iter()
+        .map(|(key, q)| (key, super::asking::input_request(team, q)))
         .collect();
     InputRequiredResult::new(Some(asks), Some(handle)).into()
-}
-
-/// The answer an `inputResponses` entry holds: `None` when declined.
-fn answer_of(response: &Value) -> Result<Option<String>, String> {
-    let Value::Object(map) = response else {
-        return Err(format!(
-            "an elicitation result must be an object (`action`, `content`), not {response}"
-        ));
-    };
-    match map.get("action").and_then(Value::as_str) {
-        Some("accept") => Ok(Some(text_of(map.get("content")))),
-        Some("decline" | "cancel") => Ok(None),
-        Some(other) => Err(format!(
-            "`action` is `{other}`; one of accept, decline, cancel"
-        )),
-        None => Err("`action` is missing (accept, decline or cancel)".into()),
-    }
-}
-
-/// The text of an accepted form: its `answer`, else its only string
-/// field, else the form as JSON.
-fn text_of(content: Option<&Value>) -> String {
-    let Some(Value::Object(map)) = content else {
-        return content.map(|c| c.to_string()).unwrap_or_default();
-    };
-    if let Some(Value::String(a)) = map.get("answer") {
-        return a.clone();
-    }
-    let strings: Vec<&str> = map.values().filter_map(Value::as_str).collect();
-    match strings.as_slice() {
-        [only] if map.len() == 1 => (*only).to_string(),
-        _ => Value::Object(map.clone()).to_string(),
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_input_response_is_an_answer_a_refusal_or_a_clear_error() {
-        let accept = json!({"action": "accept", "content": {"answer": "order A-1001"}});
-        assert_eq!(answer_of(&accept).unwrap().as_deref(), Some("order A-1001"));
-        assert_eq!(answer_of(&json!({"action": "decline"})).unwrap(), None);
-        assert_eq!(answer_of(&json!({"action": "cancel"})).unwrap(), None);
-        let number = answer_of(&json!(12345)).unwrap_err();
-        assert!(number.contains("must be an object"), "{number}");
-        let odd = answer_of(&json!({"action": "maybe"})).unwrap_err();
-        assert!(odd.contains("`maybe`"), "{odd}");
-        let none = answer_of(&json!({"content": {}})).unwrap_err();
-        assert!(none.contains("`action` is missing"), "{none}");
-    }
-
-    #[test]
-    fn a_form_reads_as_its_answer_its_only_field_or_its_json() {
-        assert_eq!(text_of(Some(&json!({"answer": "yes", "x": 1}))), "yes");
-        assert_eq!(text_of(Some(&json!({"name": "Alice"}))), "Alice");
-        assert_eq!(
-            text_of(Some(&json!({"a": "1", "b": "2"}))),
-            r#"{"a":"1","b":"2"}"#
-        );
-        assert_eq!(text_of(None), "");
-    }
-
-    #[test]
-    fn a_call_needs_a_message_string() {
-        let call = |args: Value| {
-            let mut p = CallToolRequestParams::new("team");
-            if let Value::Object(map) = args {
-                p = p.with_arguments(map);
-            }
-            message(&p)
-        };
-        assert_eq!(call(json!({"message": "hi"})).unwrap(), "hi");
-        assert!(call(json!({})).unwrap_err().contains("takes a `message`"));
-        assert!(call(json!({"message": " "})).unwrap_err().contains("empty"));
-        assert!(call(json!({"message": 3})).unwrap_err().contains("not 3"));
-        assert!(call(Value::Null).unwrap_err().contains("takes a `message`"));
-    }
 
     #[test]
     fn run_ids_are_one_safe_path_component() {

@@ -1,30 +1,55 @@
 //! The MCP server handler: the served teams as tools, a call to one as a
-//! run of the team (`call.rs`).
+//! run of the team (`call.rs`); the declared resources, prompts and
+//! completions (`resources.rs`, `prompts.rs`, `completion.rs`); the
+//! session's log level (`logging.rs`).
+
+#![allow(deprecated)] // MCP logging and `resources/subscribe`: deprecated by the 2026 revision, in 2025-11-25.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, InitializeResult, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter, Tool,
+    UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::json;
 
 use super::inner::Inner;
+use super::logging::LogLevel;
+use super::record::{Recorder, Records};
+use super::resources::{self, Subscriptions};
+use super::surface::Surface;
 use super::waiting::Waiting;
-use super::{Admit, McpTeam};
+use super::{Admit, McpTeam, completion, prompts};
 
-/// The teams as an MCP server (cheap to clone: one per HTTP session).
+/// How long a client may keep `tools/list` (the served teams stay as long
+/// as the server runs).
+const TOOLS_TTL_MS: u64 = 60_000;
+
+/// The teams as an MCP server. Cheap to clone; [`TeamServer::session`]
+/// gives each HTTP session its own log level and subscriptions.
 #[derive(Clone)]
 pub(crate) struct TeamServer {
     pub(super) inner: Arc<Inner>,
+    log: LogLevel,
+    subscriptions: Subscriptions,
 }
 
 impl TeamServer {
-    /// A server offering `teams`, each run under `admit` when given.
-    pub(crate) fn new(teams: Vec<McpTeam>, admit: Option<Admit>) -> Self {
+    /// A server offering `teams`, each run under `admit` when given and
+    /// recorded by `recorder`, with the resources and prompts their
+    /// configs declare.
+    pub(crate) fn new(
+        teams: Vec<McpTeam>,
+        admit: Option<Admit>,
+        recorder: Option<Recorder>,
+    ) -> Self {
         let mut by_tool = BTreeMap::new();
         for team in teams {
             let base = tool_name(&team.name);
@@ -36,12 +61,26 @@ impl TeamServer {
             }
             by_tool.insert(name, team);
         }
+        let surface = Surface::of(by_tool.values());
         TeamServer {
             inner: Arc::new(Inner {
                 teams: by_tool,
+                surface,
                 waiting: Waiting::default(),
+                records: Records::new(recorder),
                 admit,
             }),
+            log: LogLevel::default(),
+            subscriptions: Subscriptions::default(),
+        }
+    }
+
+    /// The same server for a new session: no log level, no subscriptions.
+    pub(crate) fn session(&self) -> Self {
+        TeamServer {
+            inner: self.inner.clone(),
+            log: LogLevel::default(),
+            subscriptions: Subscriptions::default(),
         }
     }
 
@@ -53,7 +92,28 @@ impl TeamServer {
                 team.name
             )
         });
-        Tool::new(name.to_string(), description, input_schema())
+        Tool::new(
+            name.to_string(),
+            description,
+            super::tool_io::input_schema(team),
+        )
+    }
+
+    /// What the server offers: tools and logging always; resources (with
+    /// subscriptions), prompts and completions when declared.
+    fn capabilities(&self) -> ServerCapabilities {
+        let surface = &self.inner.surface;
+        let mut caps = json!({"tools": {}, "logging": {}});
+        if surface.has_resources() {
+            caps["resources"] = json!({"subscribe": true});
+        }
+        if !surface.prompts.is_empty() {
+            caps["prompts"] = json!({});
+        }
+        if !surface.prompts.is_empty() || !surface.templates.is_empty() {
+            caps["completions"] = json!({});
+        }
+        serde_json::from_value(caps).unwrap_or_default()
     }
 }
 
@@ -74,27 +134,9 @@ fn tool_name(team: &str) -> String {
     if name.is_empty() { "team".into() } else { name }
 }
 
-/// A team's input: the message it runs on.
-pub(super) fn input_schema() -> Arc<JsonObject> {
-    let schema = json!({
-        "type": "object",
-        "properties": {
-            "message": {
-                "type": "string",
-                "description": "The task or message for the team.",
-            },
-        },
-        "required": ["message"],
-    });
-    match schema {
-        serde_json::Value::Object(map) => Arc::new(map),
-        _ => Arc::new(JsonObject::new()),
-    }
-}
-
 impl ServerHandler for TeamServer {
     fn get_info(&self) -> ServerConfig {
-        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
+        InitializeResult::new(self.capabilities())
             .with_server_info(Implementation::new("troupe", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Each tool is a troupe team: call it with a `message`; its result is the team's \
@@ -108,13 +150,16 @@ impl ServerHandler for TeamServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(
+        let mut list = ListToolsResult::with_all_items(
             self.inner
                 .teams
                 .iter()
                 .map(|(name, team)| Self::tool(name, team))
                 .collect(),
-        ))
+        );
+        list.ttl_ms = Some(TOOLS_TTL_MS);
+        list.cache_scope = serde_json::from_value(json!("private")).ok();
+        Ok(list)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -144,7 +189,101 @@ impl ServerHandler for TeamServer {
                 None,
             ));
         };
-        super::call::call(&self.inner, team, request, context).await
+        // A 2026-07-28 request says its log level in `_meta`; a session set it.
+        let log = context.meta.log_level().or_else(|| self.log.get());
+        super::call::call(&self.inner, team, request, context, log).await
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.log.set(request.level);
+        Ok(())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        resources::list(&self.inner.surface)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        resources::templates(&self.inner.surface)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        resources::read(&self.inner.surface, &request.uri)
+            .await
+            .map(Into::into)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.subscriptions
+            .subscribe(&self.inner.surface, &request.uri, context.peer.clone())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.subscriptions.unsubscribe(&request.uri);
+        Ok(())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(resources::accepted(&self.inner.surface, requested))
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        resources::listen(&self.inner.surface, context).await;
+        Ok(())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        prompts::list(&self.inner.surface)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let stateless = context
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        prompts::get(&self.inner.surface, &request, stateless)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        completion::complete(&self.inner.surface, &request)
     }
 }
 

@@ -3,21 +3,31 @@
 //! the request it reports on, as streamable HTTP routes them) forwards
 //! the events that say where the run stands while it waits for the run.
 
+#![allow(deprecated)] // MCP logging (SEP-2577 deprecates it; 2025-11-25 has it).
+
 use std::future::Future;
+use std::sync::Arc;
 
 use rmcp::RoleServer;
+use rmcp::model::LoggingLevel;
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::Peer;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use troupe::{Event, EventRecord, EventSink};
 
+use super::record::RunRecord;
+
 /// The receiving end of a run's events.
 pub(super) type Events = UnboundedReceiver<EventRecord>;
 
 /// A sink for a run's context and the channel its events arrive on.
-pub(super) fn channel() -> (EventSink, Events) {
+/// Every event also goes to the host's `record` of the run, if any.
+pub(super) fn channel(record_keeper: Option<Arc<dyn RunRecord>>) -> (EventSink, Events) {
     let (tx, rx) = unbounded_channel();
     let sink = EventSink::callback(move |record: &EventRecord| {
+        if let Some(r) = &record_keeper {
+            r.event(record);
+        }
         if worth_reporting(&record.event) {
             let _ = tx.send(record.clone());
         }
@@ -50,6 +60,7 @@ pub(super) struct Reporter {
     peer: Peer<RoleServer>,
     token: Option<ProgressToken>,
     count: u32,
+    log: Option<LoggingLevel>,
 }
 
 impl Reporter {
@@ -59,16 +70,24 @@ impl Reporter {
             peer,
             token,
             count: 0,
+            log: None,
         }
     }
 
+    /// Also sends each event as a log message at or above `level`.
+    pub(super) fn with_log(mut self, level: Option<LoggingLevel>) -> Self {
+        self.log = level;
+        self
+    }
+
     async fn report(&mut self, record: &EventRecord) {
+        let text = record.event.to_string();
+        let message = troupe::secrets::redact(text.trim()).into_owned();
+        super::logging::send(&self.peer, self.log, record, &message).await;
         let Some(token) = self.token.clone() else {
             return;
         };
         self.count += 1;
-        let text = record.event.to_string();
-        let message = troupe::secrets::redact(text.trim()).into_owned();
         let param =
             ProgressNotificationParam::new(token, f64::from(self.count)).with_message(message);
         // A client gone away is the call's own problem: the run goes on.

@@ -162,7 +162,7 @@ impl Run {
     }
 
     /// Logs an event as `troupe run --events jsonl` writes it.
-    fn log(&self, record: &EventRecord) {
+    pub(crate) fn log(&self, record: &EventRecord) {
         let mut out = JsonLines::new(Vec::new());
         if out.write(record).is_err() {
             return;

@@ -179,7 +179,9 @@ async def main(args):
         while run.get("status") != "cancelled" and time.monotonic() < deadline:
             await anyio.sleep(0.2)
             run = newest_run(args)
-        check(run.get("status") == "cancelled" and run["run_id"].startswith("mcp-release-notes-"),
+        # Over HTTP the run is `troupe serve`'s (listed in GET /runs too).
+        prefix = "mcp-release-notes-" if args.stdio else "run-"
+        check(run.get("status") == "cancelled" and run["run_id"].startswith(prefix),
               f"the cancelled call cancelled the run: {run.get('run_id')} is {run.get('status')}")
         await anyio.sleep(2.5)
         run = newest_run(args)

@@ -20,6 +20,36 @@ pub struct UserSpec {
     /// The question shown each turn (default: the last message's text).
     #[serde(default)]
     pub prompt: Option<String>,
+    /// The form the answer fills, as a JSON Schema of an object with
+    /// primitive properties (MCP elicitation's `requestedSchema`: strings,
+    /// numbers, integers, booleans, enums, with defaults): an MCP client
+    /// calling the team is asked with it, and the filled form (JSON) is the
+    /// answer. Default: one text field.
+    #[serde(default)]
+    pub form: Option<serde_json::Value>,
+    /// Who answers when the team runs as an MCP tool: `person` (the
+    /// default: the client asks its user, an elicitation), `client_model`
+    /// (the client's model, through MCP sampling: the agent's turns are the
+    /// caller's LLM) or `client_roots` (the client's roots, as JSON).
+    /// Elsewhere a person answers.
+    #[serde(default)]
+    pub answered_by: Option<UserAnswerer>,
+    /// With `answered_by: client_model`: the most tokens the client's model
+    /// may answer with (default 1000).
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+}
+
+/// Who answers a `user:` agent's turns when the team runs as an MCP tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum UserAnswerer {
+    /// The client's user (elicitation).
+    Person,
+    /// The client's model (sampling).
+    ClientModel,
+    /// The client's roots (`roots/list`).
+    ClientRoots,
 }
 
 /// An agent: a model with instructions, tools and handoffs. With `user:`

@@ -18,6 +18,7 @@ mod context;
 mod file;
 mod graph;
 mod magentic;
+mod mcp_serve;
 mod merge;
 mod model_limits;
 mod models;
@@ -35,7 +36,7 @@ mod tools;
 mod workflow;
 
 pub use a2a::A2aSpec;
-pub use agents::{AgentSpec, UserSpec};
+pub use agents::{AgentSpec, UserAnswerer, UserSpec};
 pub use ceiling::{TurnLimit, UnboundedWord, default_turn_ceiling};
 pub use checkpoint::{CheckpointSpec, DurabilitySpec, SaveErrorsSpec, StoreKind};
 pub use conditions::{ConditionForm, ConditionSpec, FieldSpec};
@@ -43,6 +44,10 @@ pub use context::ContextSpec;
 pub use file::{CONFIG_VERSION, ConfigFile, json_schema};
 pub use graph::{GraphSpec, NodeForm, NodeSpec, TransitionSpec};
 pub use magentic::MagenticSpec;
+pub use mcp_serve::{
+    McpEmbeddedSpec, McpMediaSpec, McpPromptArgumentSpec, McpPromptMessageSpec, McpPromptSpec,
+    McpResourceSpec, McpResourceTemplateSpec, McpRole, McpServeSpec, McpToolResult, McpToolSpec,
+};
 pub use merge::{CacheSpec, MergeSpec};
 pub use model_limits::{ModelRetrySpec, OnLengthSpec, RateLimitSpec, RetryKindSpec};
 pub use models::{ModelSpec, PricingSpec, Provider};

@@ -5,6 +5,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::mcp_serve::McpServeSpec;
 use crate::duration::HumanDuration;
 
 /// `troupe serve`'s settings for this team (its command-line flags win).
@@ -38,6 +39,10 @@ pub struct ServeSpec {
     /// request may say otherwise). Default `enqueue`.
     #[serde(default)]
     pub double_texting: Option<DoubleTexting>,
+    /// What `troupe mcp` and `/mcp` offer for this team beside the team as
+    /// a tool: the tool's input and result, resources, prompts.
+    #[serde(default)]
+    pub mcp: Option<McpServeSpec>,
 }
 
 /// What a message to a session whose run is still going does.

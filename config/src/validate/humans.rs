@@ -5,6 +5,7 @@
 //! another node.
 
 use super::checker::Checker;
+use crate::schema::UserAnswerer;
 use crate::schema::{AgentSpec, ConfigFile};
 use crate::tree::FieldPath;
 
@@ -13,8 +14,41 @@ pub(super) fn is_user_agent(spec: &ConfigFile, name: &str) -> bool {
     spec.agents.get(name).is_some_and(|a| a.user.is_some())
 }
 
-/// Checks a `user:` agent at `base`: only `description` goes with it.
+/// Checks a `user:` agent at `base`: only `description` goes with it, and
+/// its `form`, if any, is a schema of an object with properties.
 pub(super) fn check_user_agent(c: &mut Checker<'_>, base: &FieldPath, agent: &AgentSpec) {
+    if let Some(u) = &agent.user {
+        let by = u.answered_by.unwrap_or(UserAnswerer::Person);
+        if u.form.is_some() && by != UserAnswerer::Person {
+            c.error(
+                &base.key("user").key("form"),
+                "a form is filled by a person: it goes with `answered_by: person`",
+                None,
+            );
+        }
+        if u.max_tokens.is_some() && by != UserAnswerer::ClientModel {
+            c.error(
+                &base.key("user").key("max_tokens"),
+                "`max_tokens` bounds the client's model: it goes with `answered_by: client_model`",
+                None,
+            );
+        }
+    }
+    if let Some(form) = agent.user.as_ref().and_then(|u| u.form.as_ref()) {
+        let props = form
+            .get("properties")
+            .and_then(serde_json::Value::as_object);
+        let object = form
+            .get("type")
+            .is_none_or(|t| t == &serde_json::Value::from("object"));
+        if !object || props.is_none_or(serde_json::Map::is_empty) {
+            c.value_error(
+                &base.key("user").key("form"),
+                "a form is a JSON Schema of an object with at least one property",
+                Some("`{type: object, properties: {name: {type: string}}}`".into()),
+            );
+        }
+    }
     let given = [
         ("model", agent.model.is_some()),
         ("instructions", agent.instructions.is_some()),

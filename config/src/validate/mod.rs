@@ -20,6 +20,7 @@ mod graph_switch;
 mod humans;
 mod loops;
 mod magentic;
+mod mcp_serve;
 mod merge_cache;
 mod model_limits;
 mod model_wire;
@@ -45,6 +46,7 @@ use std::path::Path;
 use agents::check_agent;
 use checker::{Checker, Defined, p};
 use checkpoint::check_checkpoint;
+use mcp_serve::check_mcp_serve;
 use models::check_model;
 use schedules::check_schedules;
 use serve::check_serve;
@@ -155,6 +157,9 @@ pub(crate) fn check(
     }
     if let Some(s) = &spec.serve {
         check_serve(&mut c, s);
+        if let Some(m) = &s.mcp {
+            check_mcp_serve(&mut c, m);
+        }
     }
     check_schedules(&mut c, &spec.schedules);
 
