@@ -286,11 +286,9 @@ impl RunState {
         self.span = tracing::Span::none();
         // The caller may have stopped waiting; then the result has no taker.
         let _ = reply.send(result);
-        // A run that ended cleanly hands its idle actors on; the rest stop
-        // with it.
-        if !failed {
-            self.parts.keep_idle_actors(myself);
-        }
+        // Shared actors serve the workflow's other runs on; the run's own
+        // stop with it.
+        self.parts.release_actors();
         myself.stop();
     }
 }

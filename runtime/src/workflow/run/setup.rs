@@ -92,6 +92,7 @@ impl RunState {
             checkpoints: Checkpointer::new(store, progress, run_id, parent, spec.durability),
             watcher: Watcher::default(),
             restart: Vec::new(),
+            waiting: Default::default(),
             reply: Some(reply),
             spec,
             ctx,
