@@ -147,6 +147,50 @@ async fn a_waiting_turn_cancelled_ends_cancelled_on_shared_or_own_actors() {
     }
 }
 
+/// Several turns waiting side by side (the first polled alone, the others
+/// beside it) all end cancelled when the run is cancelled, on shared or own
+/// actors, and the run keeps the state it would resume from.
+#[tokio::test]
+async fn waiting_turns_side_by_side_all_end_cancelled() {
+    for reuse in [true, false] {
+        let wf = Workflow::builder()
+            .participant(waiter("a", 10_000))
+            .participant(waiter("b", 10_000))
+            .participant(waiter("c", 10_000))
+            .router(
+                Router::builder()
+                    .add_route("user", "a")
+                    .add_route("user", "b")
+                    .add_route("user", "c")
+                    .output("a")
+                    .output("b")
+                    .output("c"),
+            )
+            .reuse_actors(reuse)
+            .build()
+            .unwrap();
+        let (ctx, mut events) = RunContext::stream();
+        let canceller = ctx.clone();
+        tokio::spawn(async move {
+            let mut started = 0;
+            while let Some(e) = events.next().await {
+                if matches!(e.event, Event::AgentStarted { .. }) {
+                    started += 1;
+                    if started == 3 {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        canceller.cancel();
+                    }
+                }
+            }
+        });
+        let r = guard(wf.run_task("go", &ctx)).await.unwrap();
+        assert_eq!(r.status, RunStatus::Cancelled, "reuse_actors({reuse})");
+        assert_eq!(r.thread.len(), 1, "reuse_actors({reuse})");
+        let thread: &Thread = &r.thread;
+        assert!(thread.state().is_some(), "reuse_actors({reuse})");
+    }
+}
+
 /// A participant's turn is dropped by its run when cancelled, so its
 /// context says so; a context made from it for something else (a child,
 /// another token) does not, and races its cancellation again.
