@@ -39,7 +39,7 @@ fn the_actor_messages_a_turn_sends_stay_small() {
          variant's payload goes in a Box (Progress's thread and stats)",
     );
     at_most::<AgentMsg>(
-        72,
+        64,
         "every turn is one, moved into the agent actor's mailbox and out again",
     );
     at_most::<TurnBack>(

@@ -10,7 +10,8 @@
 //!   `wake`: the wake-up for partial batches;
 //! - `slots`: the run's thread, taken apart into slots and put back
 //!   together by one piece of code;
-//! - `graph_run`: a graph's cursor and the superstep under way;
+//! - `scheduling`: router, supersteps or dataflow, the one type that tells
+//!   them apart; `graph_run`: a graph's cursor and the superstep under way;
 //! - `checkpoints`: when a checkpoint is due, and saving it;
 //! - `watcher`: cancellation, deadline, timeout and external stops;
 //! - `phase`: running, stopping or failing; `tally`: what the run produced.
@@ -33,6 +34,7 @@ mod participants;
 mod phase;
 mod replies;
 mod schedule;
+mod scheduling;
 mod setup;
 mod slots;
 mod tally;
@@ -49,10 +51,10 @@ use futures::channel::mpsc;
 use tokio::sync::oneshot;
 
 use self::checkpoints::Checkpointer;
-use self::graph_run::GraphRun;
 use self::inboxes::Inboxes;
 use self::participants::{Participants, TurnState};
 use self::phase::{Failure, Phase};
+use self::scheduling::Scheduling;
 use self::slots::ThreadSlots;
 use self::tally::Tally;
 use self::waiting::Waiting;
@@ -101,7 +103,8 @@ pub(crate) struct RunState {
     inboxes: Inboxes,
     wake: Wake,
     threads: ThreadSlots,
-    graph: Option<GraphRun>,
+    /// How the run picks its next turns (and its graph, if any).
+    scheduling: Scheduling,
     tracker: Option<StopTracker>,
     phase: Phase,
     tally: Tally,
@@ -283,7 +286,7 @@ impl RunState {
     fn stop_gracefully(&mut self) {
         if self.phase.is_running() {
             self.phase.stop_gracefully(RunStatus::Interrupted);
-            self.parts.cut_backoffs(!self.spec.supersteps());
+            self.parts.cut_backoffs(self.scheduling.cut_short());
             self.wake.release();
         }
     }

@@ -257,15 +257,9 @@ impl Participants {
         }
     }
 
-    /// Ends every retry still backing off; with `run_again` they run again
-    /// on resume (a graph's superstep is undone and run again whole
-    /// instead).
-    pub(super) fn cut_backoffs(&mut self, run_again: bool) {
-        let to = if run_again {
-            TurnState::CutShort
-        } else {
-            TurnState::Idle
-        };
+    /// Ends every retry still backing off, each becoming `to` (see
+    /// `Scheduling::cut_short`).
+    pub(super) fn cut_backoffs(&mut self, to: TurnState) {
         for i in 0..self.parts.len() {
             if self.parts[i].state == TurnState::BackingOff {
                 self.set(i, to);

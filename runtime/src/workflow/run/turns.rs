@@ -71,8 +71,8 @@ impl RunState {
         self.checkpoints.touch();
         let state = self.threads.values();
         let parent = self
-            .graph
-            .as_ref()
+            .scheduling
+            .graph()
             .and_then(|g| g.superstep_span())
             .unwrap_or(&self.span);
         let turn = self
@@ -159,9 +159,7 @@ impl RunState {
                     let slot = self.spec.slot_of[index];
                     self.threads.replace(slot, Arc::unwrap_or_clone(thread));
                 }
-                if !self.spec.supersteps() {
-                    self.parts.set(index, TurnState::CutShort);
-                }
+                self.parts.set(index, self.scheduling.cut_short());
                 return;
             }
             TurnOutcome::Failed(source) => {
@@ -193,9 +191,7 @@ impl RunState {
                 }
                 // Cut short: it runs again when the run resumes. (A graph's
                 // interrupted superstep is re-activated whole instead.)
-                if !self.spec.supersteps() {
-                    self.parts.set(index, TurnState::CutShort);
-                }
+                self.parts.set(index, self.scheduling.cut_short());
                 // The turn may learn of the caller's cancel before the
                 // watcher's message arrives: the run is cancelled either way.
                 if self.ctx.cancellation().is_cancelled() {
@@ -210,11 +206,11 @@ impl RunState {
             produced: reply.messages.len(),
             elapsed_ms: elapsed.as_secs_f64() * 1e3,
         });
-        match &mut self.graph {
-            // Applied at the barrier, in node order, so the superstep's
-            // outcome does not depend on which turn finished first.
-            Some(g) if self.spec.supersteps() => {
-                g.hold(index, reply);
+        // In supersteps, held for the barrier and applied there in node
+        // order, so the superstep's outcome does not depend on which turn
+        // finished first; otherwise applied now.
+        match self.scheduling.hold(index, reply) {
+            None => {
                 // Finished beside turns still under way: a checkpoint now
                 // keeps its reply, so a run resumed from it does not run
                 // the turn again (none for runs that take no checkpoint,
@@ -223,7 +219,7 @@ impl RunState {
                     self.checkpoints.request();
                 }
             }
-            _ => {
+            Some(reply) => {
                 self.apply_reply(index, reply);
                 // A nested run without supersteps (a router-only team's
                 // conversation, a dataflow graph) reports after every turn:
@@ -292,9 +288,7 @@ impl RunState {
         }
         if self.phase.is_stopping_with(&RunStatus::Interrupted) {
             // No new attempt while stopping gracefully: it runs on resume.
-            if !self.spec.supersteps() {
-                self.parts.set(index, TurnState::CutShort);
-            }
+            self.parts.set(index, self.scheduling.cut_short());
             return true;
         }
         let delay = policy.delay(attempt);
