@@ -1,9 +1,9 @@
-//! A run's only turn under way, once it waits, is polled by the run's own
-//! supervisor task (`InlineTurn`); turns beside it run as tasks of their
-//! own. These tests drive turns that wait before they end, so they take the
-//! handed-over path: its panics, its parallel neighbours, its cancellation
-//! and the same turns under a supervisor actor (a workflow that keeps no
-//! actors), which polls no turn itself.
+//! A turn that still waits after its actor's first poll comes back to its
+//! run, whose supervisor task polls it to its end (`WaitingTurn`), beside
+//! any other turns of the run waiting too. These tests drive turns that
+//! wait before they end, so they take that path: its panics, its
+//! neighbours waiting at the same time, its cancellation — on shared actors
+//! and on a run's own (a workflow that keeps no actors).
 
 // Test helpers may fail loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -104,8 +104,8 @@ async fn turns_beside_a_waiting_turn_run_at_the_same_time() {
         .collect();
     texts.sort();
     assert_eq!(texts, ["a", "b", "c"]);
-    // All three were under way before any ended: the first, polled by the
-    // run, kept neither of the others waiting.
+    // All three were under way before any ended: the run polls them side by
+    // side, and none kept the others waiting.
     let mut started = 0;
     while let Some(e) = events.next().await {
         match &e.event {
@@ -120,7 +120,7 @@ async fn turns_beside_a_waiting_turn_run_at_the_same_time() {
 }
 
 #[tokio::test]
-async fn a_waiting_turn_cancelled_ends_cancelled_under_either_supervisor() {
+async fn a_waiting_turn_cancelled_ends_cancelled_on_shared_or_own_actors() {
     for reuse in [true, false] {
         let wf = Workflow::builder()
             .participant(waiter("sleeper", 10_000))
@@ -132,8 +132,7 @@ async fn a_waiting_turn_cancelled_ends_cancelled_under_either_supervisor() {
         tokio::spawn(async move {
             while let Some(e) = events.next().await {
                 if matches!(e.event, Event::AgentStarted { .. }) {
-                    // Once the turn waits (and, under a supervisor task,
-                    // has been handed back to the run).
+                    // Once the turn waits (and has come back to the run).
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     canceller.cancel();
                 }
@@ -143,6 +142,50 @@ async fn a_waiting_turn_cancelled_ends_cancelled_under_either_supervisor() {
         assert_eq!(r.status, RunStatus::Cancelled, "reuse_actors({reuse})");
         assert_eq!(r.thread.len(), 1, "reuse_actors({reuse})");
         // Cut short, it runs again on resume: the run says so.
+        let thread: &Thread = &r.thread;
+        assert!(thread.state().is_some(), "reuse_actors({reuse})");
+    }
+}
+
+/// Several turns waiting side by side (the first polled alone, the others
+/// beside it) all end cancelled when the run is cancelled, on shared or own
+/// actors, and the run keeps the state it would resume from.
+#[tokio::test]
+async fn waiting_turns_side_by_side_all_end_cancelled() {
+    for reuse in [true, false] {
+        let wf = Workflow::builder()
+            .participant(waiter("a", 10_000))
+            .participant(waiter("b", 10_000))
+            .participant(waiter("c", 10_000))
+            .router(
+                Router::builder()
+                    .add_route("user", "a")
+                    .add_route("user", "b")
+                    .add_route("user", "c")
+                    .output("a")
+                    .output("b")
+                    .output("c"),
+            )
+            .reuse_actors(reuse)
+            .build()
+            .unwrap();
+        let (ctx, mut events) = RunContext::stream();
+        let canceller = ctx.clone();
+        tokio::spawn(async move {
+            let mut started = 0;
+            while let Some(e) = events.next().await {
+                if matches!(e.event, Event::AgentStarted { .. }) {
+                    started += 1;
+                    if started == 3 {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        canceller.cancel();
+                    }
+                }
+            }
+        });
+        let r = guard(wf.run_task("go", &ctx)).await.unwrap();
+        assert_eq!(r.status, RunStatus::Cancelled, "reuse_actors({reuse})");
+        assert_eq!(r.thread.len(), 1, "reuse_actors({reuse})");
         let thread: &Thread = &r.thread;
         assert!(thread.state().is_some(), "reuse_actors({reuse})");
     }
@@ -192,7 +235,7 @@ async fn a_turns_context_is_dropped_on_cancel_and_what_it_starts_is_not() {
 }
 
 /// A turn's time is measured only for a run whose events are listened to;
-/// then a turn that waits reports how long it took, under both supervisors.
+/// then a turn that waits reports how long it took, on shared or own actors.
 #[tokio::test]
 async fn a_listened_runs_turns_report_their_time() {
     for reuse in [true, false] {

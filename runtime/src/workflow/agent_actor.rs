@@ -1,13 +1,13 @@
 //! The actor hosting one participant of a run.
 //!
-//! It never waits on an agent's turn in its handler: a turn that does not
-//! finish on its first poll runs on as a task and reports back — or, when
-//! it is its run's only turn under way, goes back to the run, which polls
-//! it to its end — so the actor stays responsive and can serve many runs
-//! of its workflow at once.
-//! A turn's end, a panic included, goes straight to the run's supervisor
-//! through the turn's ticket, which reports the turn lost if it is dropped
-//! unanswered (this actor stopped with the turn in its inbox).
+//! The actor is the participant's ordering point: its inbox takes the
+//! turns of every run of its workflow, one at a time per run. It polls a
+//! turn once, in its handler, and sends it back to its run through the
+//! turn's ticket — ended (most turns of function agents, a panic
+//! included), or still waiting, for the run to poll to its end — so it
+//! never waits on a turn and serves many runs of its workflow at once. A
+//! ticket dropped unused (this actor stopped with the turn in its inbox)
+//! reports the turn lost.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -16,7 +16,7 @@ use std::task::Poll;
 use futures::FutureExt;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
-use super::protocol::{AgentMsg, TurnOutcome};
+use super::protocol::{AgentMsg, PendingTurn, TurnOutcome};
 use crate::agent::Agent;
 
 /// The actor hosting one participant (see the module's documentation).
@@ -51,11 +51,11 @@ impl Actor for AgentActor {
             thread,
             ctx,
             mut ticket,
-            turns,
         } = message;
         ticket.start();
-        if turns.is_cancelled() {
-            ticket.report(TurnOutcome::Cancelled);
+        // The context's cancellation is the run's turns'.
+        if ctx.cancellation().is_cancelled() {
+            ticket.back(Ok(TurnOutcome::Cancelled));
             return Ok(());
         }
         // In its `invoke_agent` span, a child of the span the supervisor
@@ -63,20 +63,14 @@ impl Actor for AgentActor {
         let turn = crate::telemetry::agent_turn(state.agent.clone(), thread, ctx);
         let mut turn = Box::pin(AssertUnwindSafe(turn).catch_unwind());
         // Most turns of function agents finish on their first poll: those
-        // report straight away, without a task of their own. A turn that
-        // waits moves to a task, so this actor stays responsive (and serves
-        // other runs meanwhile); the task polls it again with its own waker.
-        if let Poll::Ready(result) = futures::poll!(&mut turn) {
-            ticket.report(TurnOutcome::of(result));
-            return Ok(());
-        }
-        // A run's only turn under way goes back to the run, which has
-        // nothing else to do while it waits (see `InlineTurn`).
-        if ticket.is_inline() {
-            ticket.hand_over(turn);
-        } else {
-            ticket.run_as_task(turn, turns);
-        }
+        // go back ended. A turn that waits goes back as it is, and its run
+        // polls it on with its own waker, so this actor stays responsive
+        // (and serves other runs meanwhile).
+        let back = match futures::poll!(&mut turn) {
+            Poll::Ready(result) => Ok(TurnOutcome::of(result)),
+            Poll::Pending => Err(turn as PendingTurn),
+        };
+        ticket.back(back);
         Ok(())
     }
 }

@@ -6,13 +6,12 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use ractor::Actor;
 use tokio::sync::oneshot;
 
 use super::answer;
 use super::fallback;
 use super::result::{RunResult, RunStream};
-use super::run::{RunActor, RunArgs, RunTask};
+use super::run::{RunArgs, RunTask};
 use super::snapshot::{self, Resumed};
 use super::spec::Spec;
 use crate::agent::{Agent, AgentError, Reply};
@@ -29,7 +28,7 @@ use crate::thread::Thread;
 /// Agents composed into one agent.
 ///
 /// Built from participants and a router (see [`WorkflowBuilder`]). A run is
-/// a supervisor actor sending turns to one actor per participant (spawned
+/// a supervisor task sending turns to one actor per participant (spawned
 /// when the participant first has work and shared by every run of the
 /// workflow, concurrent ones included, unless
 /// [`WorkflowBuilder::reuse_actors`] says otherwise): every agent runs
@@ -298,21 +297,10 @@ impl Workflow {
             progress,
             span,
         };
-        // A workflow sharing its actors runs a plain task as the run's
-        // supervisor; one that keeps none, a ractor actor its own actors
-        // link to (see `RunAddr`).
-        let spawned = if self.spec.pool.is_some() {
-            RunTask::start(args).map(|task| {
-                tokio::spawn(task.run());
-            })
-        } else {
-            // Boxed: spawning's future is large and over at once, and a
-            // run's caller holds this future for the whole run.
-            Box::pin(Actor::spawn(None, RunActor, args))
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        };
+        // The run's supervisor is a plain task (see `RunAddr`).
+        let spawned = RunTask::start(args).map(|task| {
+            tokio::spawn(task.run());
+        });
         let result = match spawned {
             Ok(()) => rx.await.unwrap_or_else(|_| {
                 Err(RunError::Runtime {

@@ -236,8 +236,8 @@ impl WorkflowBuilder {
     /// has one, spawned when a run first needs it, serving every run (each
     /// run's turns of it in order) until the workflow is dropped. Turn it
     /// off for a huge fan-out run rarely, whose idle actors would hold
-    /// memory between runs: each run then spawns its own, linked to its
-    /// supervisor.
+    /// memory between runs: each run then spawns its own, and stops them
+    /// when it ends.
     pub fn reuse_actors(mut self, reuse: bool) -> Self {
         self.reuse_actors = Some(reuse);
         self

@@ -8,7 +8,7 @@
 
 use std::mem::size_of;
 
-use super::protocol::{AgentMsg, InlineTurn, PendingTurn, RunMsg, TurnOutcome};
+use super::protocol::{AgentMsg, PendingTurn, RunMsg, TurnBack, TurnEnd, TurnOutcome, WaitingTurn};
 use crate::agent::Reply;
 use crate::context::RunContext;
 use crate::message::{Message, MessageId};
@@ -30,7 +30,7 @@ fn at_most<T>(max: usize, why: &str) {
 fn the_actor_messages_a_turn_sends_stay_small() {
     at_most::<TurnOutcome>(
         24,
-        "a turn's outcome is in every RunMsg::TurnDone; the Reply and the AgentError stay \
+        "a turn's outcome is in every RunMsg::Turn; the Reply and the AgentError stay \
          boxed (Done(Box<Reply>), Failed(Box<AgentError>)) so the message does not carry them",
     );
     at_most::<RunMsg>(
@@ -39,18 +39,23 @@ fn the_actor_messages_a_turn_sends_stay_small() {
          variant's payload goes in a Box (Progress's thread and stats)",
     );
     at_most::<AgentMsg>(
-        72,
+        64,
         "every turn is one, moved into the agent actor's mailbox and out again",
     );
-    at_most::<InlineTurn>(
-        40,
-        "a waiting turn handed back to the run (RunMsg::TurnHandedOver) travels in a RunMsg",
+    at_most::<TurnBack>(
+        48,
+        "every turn comes back to its run as one (RunMsg::Turn), ended or still waiting",
     );
+    at_most::<WaitingTurn>(
+        40,
+        "a turn still waiting is kept and polled by its run until it ends",
+    );
+    at_most::<TurnEnd>(48, "every turn's end is built and taken in by the run once");
     assert_eq!(
         size_of::<PendingTurn>(),
         2 * size_of::<usize>(),
         "a turn under way is one boxed future (a fat pointer): its state stays in its box \
-         however far it is moved (agent actor, task, the run's inline turn)"
+         however far it is moved (agent actor, message, the run's waiting turns)"
     );
     assert_eq!(
         size_of::<Option<Box<Reply>>>(),

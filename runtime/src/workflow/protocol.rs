@@ -2,12 +2,12 @@
 //! say to each other.
 //!
 //! Both sides import this file and never each other: the supervisor lends
-//! an agent actor a thread for a turn ([`AgentMsg::Turn`]), and the turn's
-//! end comes back as [`RunMsg::TurnDone`] (a nested run's progress on the
-//! way as [`RunMsg::Progress`]) — or, for a run's only turn under way, the
-//! turn itself comes back still waiting ([`RunMsg::TurnHandedOver`]) and
-//! the run polls it to its end; everything else the supervisor hears is
-//! timers and its watcher, all through its [`RunAddr`].
+//! an agent actor a thread for a turn ([`AgentMsg::Turn`]), and the turn
+//! comes back by one road, [`RunMsg::Turn`] — ended on the actor's first
+//! poll, or still waiting, for the run to poll to its end ([`TurnBack`]);
+//! a nested run's progress comes on the way as [`RunMsg::Progress`].
+//! Everything else the supervisor hears is timers and its watcher, all
+//! through its [`RunAddr`].
 
 use std::future::Future;
 use std::pin::Pin;
@@ -16,9 +16,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use futures::channel::mpsc;
-use ractor::{ActorCell, ActorRef};
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use crate::agent::{AgentError, Reply};
 use crate::context::RunContext;
@@ -27,19 +25,9 @@ use crate::thread::Thread;
 
 /// Messages the run's supervisor handles.
 pub(crate) enum RunMsg {
-    /// A participant's turn ended.
-    TurnDone {
-        /// The participant.
-        index: usize,
-        /// How it ended.
-        outcome: TurnOutcome,
-        /// How long the turn took.
-        elapsed: Duration,
-    },
-    /// A participant's turn, still under way after its actor's first poll,
-    /// handed back to be polled to its end by the run (see
-    /// [`TurnTicket::hand_over`]).
-    TurnHandedOver(InlineTurn),
+    /// A participant's turn came back from its actor: ended, or still
+    /// waiting (see [`TurnBack`]).
+    Turn(TurnBack),
     /// A nested run, a participant's turn under way, reports where it
     /// stands (see `progress.rs`).
     Progress {
@@ -79,31 +67,26 @@ pub(crate) enum RunMsg {
 
 crate::local_message!(RunMsg);
 
-/// Where a run's supervisor takes its messages, in the order sent.
-///
-/// A run of a workflow that shares its agent actors between its runs (the
-/// default) supervises nothing but its turns, whose tickets report every
-/// end ([`TurnTicket`]): its supervisor is a plain task reading a mailbox
-/// (`Task`), a few hundred bytes where a ractor actor's four channels,
-/// task and handler are ~12 KiB — what thousands of runs waiting on their
-/// models at once hold. A run of a workflow that keeps no actors spawns
-/// its own, linked to it: its supervisor is a ractor actor (`Actor`),
-/// told when one of them fails.
+/// Where a run's supervisor takes its messages, in the order sent: the
+/// mailbox of the plain task that is the supervisor (see `run`). A run
+/// supervises nothing but its turns, whose tickets report every end
+/// ([`TurnTicket`]), so it needs no actor of its own: a task and a channel
+/// are a few hundred bytes where a ractor actor's four channels, task and
+/// handler are ~12 KiB — what thousands of runs waiting on their models at
+/// once hold.
 #[derive(Clone)]
-pub(crate) enum RunAddr {
-    /// A supervisor actor.
-    Actor(ActorRef<RunMsg>),
-    /// A supervisor task's mailbox.
-    Task(mpsc::UnboundedSender<RunMsg>),
-}
+pub(crate) struct RunAddr(mpsc::UnboundedSender<RunMsg>);
 
 impl RunAddr {
+    /// A supervisor's address and the mailbox it reads.
+    pub(crate) fn new() -> (Self, mpsc::UnboundedReceiver<RunMsg>) {
+        let (tx, rx) = mpsc::unbounded();
+        (RunAddr(tx), rx)
+    }
+
     /// Sends `msg`; `false` when the run is over (nobody reads it).
     pub(crate) fn send(&self, msg: RunMsg) -> bool {
-        match self {
-            RunAddr::Actor(a) => a.cast(msg).is_ok(),
-            RunAddr::Task(tx) => tx.unbounded_send(msg).is_ok(),
-        }
+        self.0.unbounded_send(msg).is_ok()
     }
 
     /// Sends what `make` makes after `delay` (if the run is still there).
@@ -112,38 +95,17 @@ impl RunAddr {
         delay: Duration,
         make: impl FnOnce() -> RunMsg + Send + 'static,
     ) {
-        match self {
-            RunAddr::Actor(a) => {
-                a.send_after(delay, make);
-            }
-            RunAddr::Task(tx) => {
-                let tx = tx.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(delay).await;
-                    let _ = tx.unbounded_send(make());
-                });
-            }
-        }
+        let tx = self.0.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            let _ = tx.unbounded_send(make());
+        });
     }
 
-    /// The supervisor actor's cell, to link actors to: `None` for a task.
-    pub(crate) fn cell(&self) -> Option<ActorCell> {
-        match self {
-            RunAddr::Actor(a) => Some(a.get_cell()),
-            RunAddr::Task(_) => None,
-        }
-    }
-
-    /// Ends the supervisor: an actor stops with its linked actors; a
-    /// task's mailbox closes (late news is dropped where it is sent).
+    /// Ends the supervisor: its mailbox closes (late news is dropped
+    /// where it is sent).
     pub(crate) fn stop(&self) {
-        match self {
-            RunAddr::Actor(a) => {
-                a.stop_children(None);
-                a.stop(None);
-            }
-            RunAddr::Task(tx) => tx.close_channel(),
-        }
+        self.0.close_channel();
     }
 }
 
@@ -185,112 +147,115 @@ impl TurnOutcome {
     }
 }
 
-/// A participant's turn its actor handed back to the run, still waiting
-/// (on its model, most often): the run polls it beside its mailbox, with
-/// no task of its own, no cancellation future and no message for its end.
-/// Only a run's only turn under way comes back so; others run on as tasks,
-/// in parallel on a multi-threaded runtime.
-pub(crate) struct InlineTurn {
+/// A participant's turn back at its run: how it ended on its actor's
+/// first poll, or the turn itself, still waiting (on its model, most
+/// often), which the run then polls to its end beside its mailbox — no
+/// task, no cancellation future and no message for its end. One road for
+/// every turn, whatever the agent: the end always reaches the run as a
+/// [`TurnEnd`].
+pub(crate) struct TurnBack {
+    /// The participant.
+    index: usize,
+    /// When its actor took it in (`None`: not measured).
+    started: Option<Instant>,
+    /// How it ended, or the turn still waiting.
+    state: Result<TurnOutcome, PendingTurn>,
+}
+
+impl TurnBack {
+    /// The turn's end, or the turn still waiting, for the run to poll.
+    pub(crate) fn into_end(self) -> Result<TurnEnd, WaitingTurn> {
+        match self.state {
+            Ok(outcome) => Ok(TurnEnd {
+                index: self.index,
+                outcome,
+                elapsed: elapsed_since(self.started),
+            }),
+            Err(turn) => Err(WaitingTurn {
+                index: self.index,
+                started: self.started,
+                turn,
+            }),
+        }
+    }
+}
+
+/// How a participant's turn ended, as the run takes it in.
+pub(crate) struct TurnEnd {
     /// The participant.
     pub(crate) index: usize,
+    /// How it ended.
+    pub(crate) outcome: TurnOutcome,
+    /// How long it took (zero when not measured).
+    pub(crate) elapsed: Duration,
+}
+
+/// How long since `started` (zero when not measured).
+fn elapsed_since(started: Option<Instant>) -> Duration {
+    started.map(|s| s.elapsed()).unwrap_or_default()
+}
+
+/// A participant's turn still waiting, polled by its run to its end.
+pub(crate) struct WaitingTurn {
+    /// The participant.
+    index: usize,
     /// When its actor took it in.
     started: Option<Instant>,
     turn: PendingTurn,
 }
 
-impl InlineTurn {
-    /// How long the turn has taken so far.
-    pub(crate) fn elapsed(&self) -> Duration {
-        self.started.map(|s| s.elapsed()).unwrap_or_default()
-    }
-
-    /// Runs the turn on as a task of its own after all, reporting to `run`
-    /// (for a supervisor that polls no turn itself).
-    pub(crate) fn run_as_task(self, run: RunAddr, turns: CancellationToken) {
-        let ticket = TurnTicket {
-            run,
+impl WaitingTurn {
+    /// The turn ended without finishing: the run's turns were cancelled
+    /// (the run drops the turn here).
+    pub(crate) fn cancelled(self) -> TurnEnd {
+        TurnEnd {
             index: self.index,
-            started: self.started,
-            inline: false,
-            timed: self.started.is_some(),
-        };
-        ticket.run_as_task(self.turn, turns);
+            outcome: TurnOutcome::Cancelled,
+            elapsed: elapsed_since(self.started),
+        }
     }
 }
 
-impl Future for InlineTurn {
-    type Output = TurnOutcome;
+impl Future for WaitingTurn {
+    type Output = TurnEnd;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<TurnOutcome> {
-        self.turn.as_mut().poll(cx).map(TurnOutcome::of)
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<TurnEnd> {
+        self.turn.as_mut().poll(cx).map(|result| TurnEnd {
+            index: self.index,
+            outcome: TurnOutcome::of(result),
+            elapsed: elapsed_since(self.started),
+        })
     }
 }
 
-/// A turn's way back to its run, carried by [`AgentMsg::Turn`]: it reports
-/// the turn's end exactly once. Dropped without reporting — the actor
-/// stopped with the turn still in its inbox, or the task running it was
-/// dropped — it reports the turn [`TurnOutcome::Lost`], so a run learns the
-/// fate of every turn it started even from an actor it does not supervise
-/// (an actor a workflow shares between its runs).
+/// A turn's way back to its run, carried by [`AgentMsg::Turn`]: it brings
+/// the turn back exactly once ([`TurnTicket::back`]). Dropped unused — the
+/// actor stopped with the turn still in its inbox — it reports the turn
+/// [`TurnOutcome::Lost`], so a run learns the fate of every turn it started
+/// even from an actor it does not supervise (an actor a workflow shares
+/// between its runs).
 pub(crate) struct TurnTicket {
-    /// Where the turn's end goes.
+    /// Where the turn goes back to.
     run: RunAddr,
-    /// The participant's index in the run.
+    /// The participant's index in the run (`usize::MAX`: gone back).
     index: usize,
     /// When the actor took the turn in (`None`: not yet).
     started: Option<Instant>,
-    /// Whether the turn, if it waits, goes back to the run to be polled
-    /// there (see [`InlineTurn`]).
-    inline: bool,
     /// Whether the turn's time is measured: only its run's events report
     /// it, so a run nobody listens to reads no clock for it.
     timed: bool,
 }
 
 impl TurnTicket {
-    /// The ticket of participant `index`'s turn in run `run`; an `inline`
-    /// turn that waits is handed back to the run ([`TurnTicket::hand_over`]);
-    /// a `timed` one measures how long it takes.
-    pub(crate) fn new(run: RunAddr, index: usize, inline: bool, timed: bool) -> Self {
+    /// The ticket of participant `index`'s turn in run `run`; a `timed`
+    /// one measures how long it takes.
+    pub(crate) fn new(run: RunAddr, index: usize, timed: bool) -> Self {
         TurnTicket {
             run,
             index,
             started: None,
-            inline,
             timed,
         }
-    }
-
-    /// Whether the turn, if it waits, goes back to its run.
-    pub(crate) fn is_inline(&self) -> bool {
-        self.inline
-    }
-
-    /// Hands `turn`, still under way, to its run, which polls it to its
-    /// end. The run may be over already; then the turn is dropped with the
-    /// message, as nobody needs it.
-    pub(crate) fn hand_over(mut self, turn: PendingTurn) {
-        let handed = InlineTurn {
-            index: self.index,
-            started: self.started,
-            turn,
-        };
-        // Handed over: the run learns the turn's end by polling it.
-        self.index = usize::MAX;
-        self.run.send(RunMsg::TurnHandedOver(handed));
-    }
-
-    /// Runs `turn`, still under way, on as a task of its own that reports
-    /// its end — `Cancelled` as soon as `turns` is, whatever the turn does.
-    pub(crate) fn run_as_task(self, turn: PendingTurn, turns: CancellationToken) {
-        tokio::spawn(async move {
-            let outcome = tokio::select! {
-                biased;
-                _ = turns.cancelled() => TurnOutcome::Cancelled,
-                r = turn => TurnOutcome::of(r),
-            };
-            self.report(outcome);
-        });
     }
 
     /// Marks the turn as taken in by its actor now: its time runs from
@@ -301,20 +266,21 @@ impl TurnTicket {
         }
     }
 
-    /// Sends the turn's outcome to its run. The run may be over already;
-    /// then nobody needs it.
-    pub(crate) fn report(mut self, outcome: TurnOutcome) {
-        self.send(outcome);
+    /// Sends the turn back to its run: how it ended (`Ok`), or the turn
+    /// still waiting (`Err`), which the run polls to its end. The run may
+    /// be over already; then nobody needs it, and it is dropped with the
+    /// message.
+    pub(crate) fn back(mut self, state: Result<TurnOutcome, PendingTurn>) {
+        self.send(state);
     }
 
-    fn send(&mut self, outcome: TurnOutcome) {
-        let elapsed = self.started.map(|s| s.elapsed()).unwrap_or_default();
-        self.run.send(RunMsg::TurnDone {
+    fn send(&mut self, state: Result<TurnOutcome, PendingTurn>) {
+        self.run.send(RunMsg::Turn(TurnBack {
             index: self.index,
-            outcome,
-            elapsed,
-        });
-        // Reported: dropping it now says nothing more.
+            started: self.started,
+            state,
+        }));
+        // Gone back: dropping it now says nothing more.
         self.index = usize::MAX;
     }
 }
@@ -322,7 +288,7 @@ impl TurnTicket {
 impl Drop for TurnTicket {
     fn drop(&mut self) {
         if self.index != usize::MAX {
-            self.send(TurnOutcome::Lost);
+            self.send(Ok(TurnOutcome::Lost));
         }
     }
 }
@@ -330,7 +296,8 @@ impl Drop for TurnTicket {
 /// Messages an agent actor handles.
 pub(crate) enum AgentMsg {
     /// Take a turn over this thread, for the run and participant its
-    /// ticket names, unless `turns` is cancelled first. The run travels
+    /// ticket names, unless the run's turns (`ctx`'s cancellation) are
+    /// cancelled first. The run travels
     /// with the turn: one actor serves every run of a workflow that keeps
     /// its actors (see `actor_pool`), each run sending a participant at most
     /// one turn at a time, so each run's turns of it stay in order.
@@ -339,10 +306,8 @@ pub(crate) enum AgentMsg {
         thread: Arc<Thread>,
         /// The participant's context.
         ctx: RunContext,
-        /// Where the turn's end goes.
+        /// Where the turn goes back to.
         ticket: TurnTicket,
-        /// Cancelled when the run's turns must end now.
-        turns: CancellationToken,
     },
 }
 

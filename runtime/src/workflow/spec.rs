@@ -73,12 +73,4 @@ impl Spec {
             .copied()
             .unwrap_or(self.answer.is_empty())
     }
-
-    /// Whether the graph, if any, runs in supersteps.
-    #[inline]
-    pub(crate) fn supersteps(&self) -> bool {
-        self.graph
-            .as_ref()
-            .is_some_and(|g| g.scheduler == crate::graph::Scheduler::Supersteps)
-    }
 }

@@ -55,8 +55,8 @@ impl RunState {
 
     /// The replies of a superstep's finished turns a checkpoint keeps.
     fn held_replies(&self) -> Vec<HeldReply> {
-        self.graph
-            .as_ref()
+        self.scheduling
+            .graph()
             .map(|g| g.held(&self.spec.names))
             .unwrap_or_default()
     }
@@ -65,15 +65,15 @@ impl RunState {
     fn cursor_to_keep(&self) -> Option<Cursor> {
         let questions_open =
             !self.tally.waiting.is_empty() || !self.threads.state().scheduler.requests().is_empty();
-        self.graph
-            .as_ref()
+        self.scheduling
+            .graph()
             .and_then(|g| g.cursor_to_keep(questions_open))
     }
 
     /// The participants whose turn runs again on resume: their input is in
     /// their threads already (those of a superstep under way run with it).
     fn interrupted(&self) -> Vec<String> {
-        let graph = self.graph.as_ref();
+        let graph = self.scheduling.graph();
         self.parts
             .to_run_again()
             .filter(|&i| !graph.is_some_and(|g| g.runs_with_superstep(i)))
@@ -128,7 +128,10 @@ impl RunState {
                 children: self.threads.children_view(&self.spec, &progress),
             };
             let counters = snapshot_counters(&self.tally, self.tracker.as_ref(), None);
-            let superstep = self.graph.as_ref().map_or(0, |g| g.completed_superstep());
+            let superstep = self
+                .scheduling
+                .graph()
+                .map_or(0, |g| g.completed_superstep());
             let saved = self
                 .checkpoints
                 .save(
@@ -173,7 +176,10 @@ impl RunState {
         status: RunStatus,
     ) -> Result<(), NotSaved> {
         let counters = snapshot_counters(&self.tally, self.tracker.as_ref(), Some(status));
-        let superstep = self.graph.as_ref().map_or(0, |g| g.completed_superstep());
+        let superstep = self
+            .scheduling
+            .graph()
+            .map_or(0, |g| g.completed_superstep());
         self.checkpoints
             .save(
                 &self.ctx,
@@ -280,17 +286,15 @@ impl RunState {
             "run finished"
         );
         crate::telemetry::record_run_end(&self.span, result.as_ref().map(|r| &r.status));
-        if let Some(g) = &mut self.graph {
+        if let Some(g) = self.scheduling.graph_mut() {
             g.close_span();
         }
         self.span = tracing::Span::none();
         // The caller may have stopped waiting; then the result has no taker.
         let _ = reply.send(result);
-        // A run that ended cleanly hands its idle actors on; the rest stop
-        // with it.
-        if !failed {
-            self.parts.keep_idle_actors(myself);
-        }
+        // Shared actors serve the workflow's other runs on; the run's own
+        // stop with it.
+        self.parts.release_actors();
         myself.stop();
     }
 }

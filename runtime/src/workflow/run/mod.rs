@@ -1,15 +1,17 @@
-//! The supervisor of one workflow run — [`RunTask`], a plain task, for a
-//! workflow sharing its actors; [`RunActor`], a ractor actor its own
-//! actors link to, for one that keeps none — a thin driver over the state
-//! it owns, each part with one owner and in its own file —
+//! The supervisor of one workflow run — [`RunTask`], a plain task reading
+//! an ordered mailbox — a thin driver over the state it owns, each part
+//! with one owner and in its own file —
 //!
 //! - `participants`: each participant's actor, context, retries and turn
 //!   state, from which the turns in flight are derived;
+//! - `waiting`: the turns still waiting after their actor's first poll,
+//!   which the run polls beside its mailbox;
 //! - `inboxes`: inboxes and delivery (routing, batches, drop reports);
 //!   `wake`: the wake-up for partial batches;
 //! - `slots`: the run's thread, taken apart into slots and put back
 //!   together by one piece of code;
-//! - `graph_run`: a graph's cursor and the superstep under way;
+//! - `scheduling`: router, supersteps or dataflow, the one type that tells
+//!   them apart; `graph_run`: a graph's cursor and the superstep under way;
 //! - `checkpoints`: when a checkpoint is due, and saving it;
 //! - `watcher`: cancellation, deadline, timeout and external stops;
 //! - `phase`: running, stopping or failing; `tally`: what the run produced.
@@ -17,7 +19,7 @@
 //! The driver's own steps are in `setup` (taking the input in), `turns`
 //! (starting and ending turns, retries), `replies` (what a reply changes),
 //! `schedule` (who runs next) and `finish` (checkpoints and the result).
-//! Keeping the whole state in one actor is what makes quiescence detection
+//! Keeping the whole state in one task is what makes quiescence detection
 //! exact, a shared thread receive a message once, and a checkpoint a plain
 //! copy; participants are lent their thread for a turn as an `Arc`, so a
 //! turn cut short never loses it.
@@ -32,33 +34,33 @@ mod participants;
 mod phase;
 mod replies;
 mod schedule;
+mod scheduling;
 mod setup;
 mod slots;
 mod tally;
 mod turns;
+mod waiting;
 mod wake;
 mod watcher;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 
 use futures::StreamExt;
 use futures::channel::mpsc;
-use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
 
 use self::checkpoints::Checkpointer;
-use self::graph_run::GraphRun;
 use self::inboxes::Inboxes;
 use self::participants::{Participants, TurnState};
 use self::phase::{Failure, Phase};
+use self::scheduling::Scheduling;
 use self::slots::ThreadSlots;
 use self::tally::Tally;
+use self::waiting::Waiting;
 use self::wake::Wake;
 use self::watcher::Watcher;
-use super::protocol::{InlineTurn, RunAddr, RunMsg, TurnOutcome};
+use super::protocol::{RunAddr, RunMsg, TurnEnd, TurnOutcome};
 use super::result::RunResult;
 use super::snapshot::Resumed;
 use super::spec::Spec;
@@ -91,9 +93,6 @@ pub(crate) struct RunArgs {
     pub(crate) span: tracing::Span,
 }
 
-/// The supervisor actor of one run.
-pub(crate) struct RunActor;
-
 /// The state of one run, by owner.
 pub(crate) struct RunState {
     spec: Arc<Spec>,
@@ -104,7 +103,8 @@ pub(crate) struct RunState {
     inboxes: Inboxes,
     wake: Wake,
     threads: ThreadSlots,
-    graph: Option<GraphRun>,
+    /// How the run picks its next turns (and its graph, if any).
+    scheduling: Scheduling,
     tracker: Option<StopTracker>,
     phase: Phase,
     tally: Tally,
@@ -113,85 +113,23 @@ pub(crate) struct RunState {
     /// Turns to start on the next drive, on the thread they have: retries
     /// whose backoff is over, and turns a checkpoint says were under way.
     restart: Vec<usize>,
+    /// Turns under way that came back waiting, polled by the run.
+    waiting: Waiting,
     /// The run's span, the parent of its supersteps and turns; closed
     /// when the result is handed back.
     span: tracing::Span,
 }
 
-impl Actor for RunActor {
-    type Msg = RunMsg;
-    type State = RunState;
-    type Arguments = RunArgs;
-
-    async fn pre_start(
-        &self,
-        myself: ActorRef<RunMsg>,
-        args: RunArgs,
-    ) -> Result<RunState, ActorProcessingErr> {
-        Ok(RunState::start(RunAddr::Actor(myself), args)?)
-    }
-
-    async fn post_start(
-        &self,
-        myself: ActorRef<RunMsg>,
-        state: &mut RunState,
-    ) -> Result<(), ActorProcessingErr> {
-        state.drive(&RunAddr::Actor(myself)).await;
-        Ok(())
-    }
-
-    async fn handle(
-        &self,
-        myself: ActorRef<RunMsg>,
-        message: RunMsg,
-        state: &mut RunState,
-    ) -> Result<(), ActorProcessingErr> {
-        if state.reply.is_none() {
-            return Ok(()); // finished; late news changes nothing
-        }
-        let myself = RunAddr::Actor(myself);
-        // Taken in before the drive: the handler future does not hold
-        // the message while the drive awaits.
-        state.take_in(message, &myself);
-        state.drive(&myself).await;
-        Ok(())
-    }
-
-    async fn handle_supervisor_evt(
-        &self,
-        myself: ActorRef<RunMsg>,
-        event: SupervisionEvent,
-        state: &mut RunState,
-    ) -> Result<(), ActorProcessingErr> {
-        if state.reply.is_none() {
-            return Ok(());
-        }
-        let (cell, failure) = match event {
-            SupervisionEvent::ActorFailed(cell, err) => (cell, Some(err.to_string())),
-            SupervisionEvent::ActorTerminated(cell, _, reason) => (cell, reason),
-            _ => return Ok(()),
-        };
-        if let Some(index) = state.parts.actor_gone(cell.get_id()) {
-            let myself = RunAddr::Actor(myself);
-            state.actor_lost(index, failure, &myself);
-            state.drive(&myself).await;
-        }
-        Ok(())
-    }
-}
-
-/// A run's supervisor as a plain task (see [`RunAddr`]): the same state
-/// and steps as [`RunActor`], its messages from a mailbox. For workflows
-/// that share their agent actors between runs, whose runs link no actor
-/// to themselves.
+/// A run's supervisor: a plain task reading its mailbox (see [`RunAddr`])
+/// and polling its turns still waiting beside it. A run supervises nothing
+/// but its turns, each of which comes back to it through its ticket,
+/// ended or waiting, whatever became of its actor.
 pub(crate) struct RunTask {
     /// Boxed: an `async fn` keeps its argument and the local it is moved
     /// into side by side, and this is most of a waiting run's bytes.
     state: Box<RunState>,
     addr: RunAddr,
     mailbox: mpsc::UnboundedReceiver<RunMsg>,
-    /// Turns handed back by their actors, polled here (see `InlineTurn`).
-    inline: Vec<InlineTurn>,
 }
 
 /// What woke a supervisor task.
@@ -199,21 +137,18 @@ enum Woken {
     /// A message (`None`: the mailbox closed).
     Message(Option<RunMsg>),
     /// A turn polled here ended.
-    Turn(InlineTurn, TurnOutcome),
+    Turn(TurnEnd),
 }
 
 impl RunTask {
-    /// Sets the run up (as [`RunActor`]'s start does); an error says why
-    /// it cannot start.
+    /// Sets the run up; an error says why it cannot start.
     pub(crate) fn start(args: RunArgs) -> Result<Self, String> {
-        let (tx, mailbox) = mpsc::unbounded();
-        let addr = RunAddr::Task(tx);
+        let (addr, mailbox) = RunAddr::new();
         let state = Box::new(RunState::start(addr.clone(), args)?);
         Ok(RunTask {
             state,
             addr,
             mailbox,
-            inline: Vec::new(),
         })
     }
 
@@ -224,7 +159,6 @@ impl RunTask {
             state,
             addr,
             mailbox,
-            inline,
         } = &mut self;
         state.drive(addr).await;
         while state.reply.is_some() {
@@ -234,50 +168,36 @@ impl RunTask {
                 if let Poll::Ready(message) = mailbox.poll_next_unpin(cx) {
                     return Poll::Ready(Woken::Message(message));
                 }
-                for k in 0..inline.len() {
-                    if let Poll::Ready(outcome) = Pin::new(&mut inline[k]).poll(cx) {
-                        return Poll::Ready(Woken::Turn(inline.swap_remove(k), outcome));
-                    }
-                }
-                Poll::Pending
+                state.waiting.poll_end(cx).map(Woken::Turn)
             })
             .await;
             match woken {
                 Woken::Message(None) => break,
-                Woken::Message(Some(RunMsg::TurnHandedOver(turn))) => {
-                    inline.push(turn);
-                    // Nothing changed for the run — unless its turns were
-                    // cancelled meanwhile, and this one ends just below.
-                    if !state.parts.turns_cancelled() {
+                Woken::Message(Some(message)) => {
+                    if !state.take_in(message, addr) {
                         continue;
                     }
                 }
-                Woken::Message(Some(message)) => state.take_in(message, addr),
-                Woken::Turn(turn, outcome) => {
-                    // As a turn's task would: once the run's turns are
-                    // cancelled, a turn ends cancelled, whatever it did.
-                    let outcome = if state.parts.turns_cancelled() {
-                        TurnOutcome::Cancelled
-                    } else {
-                        outcome
-                    };
-                    state.turn_done(turn.index, outcome, turn.elapsed(), addr);
+                Woken::Turn(mut end) => {
+                    // Once the run's turns are cancelled, a turn ends
+                    // cancelled, whatever it did.
+                    if state.parts.turns_cancelled() {
+                        end.outcome = TurnOutcome::Cancelled;
+                    }
+                    state.turn_done(end, addr);
                 }
             }
-            // Turns cut short end now, as their tasks would have — after
-            // what they sent before (a nested run's progress, already in
-            // the mailbox) is taken in, as the messages-first poll above
-            // would have: a cancel that reaches the turns before the
-            // watcher's message must not lose the last report.
-            if !inline.is_empty() && state.parts.turns_cancelled() {
+            // Turns cut short end now — after what they sent before (a
+            // nested run's progress, already in the mailbox) is taken in,
+            // as the messages-first poll above would have: a cancel that
+            // reaches the turns before the watcher's message must not lose
+            // the last report.
+            if state.parts.turns_cancelled() && !state.waiting.is_empty() {
                 while let Ok(message) = mailbox.try_recv() {
-                    match message {
-                        RunMsg::TurnHandedOver(turn) => inline.push(turn),
-                        message => state.take_in(message, addr),
-                    }
+                    state.take_in(message, addr);
                 }
-                for turn in inline.drain(..) {
-                    state.turn_done(turn.index, TurnOutcome::Cancelled, turn.elapsed(), addr);
+                for end in state.waiting.cancel_all() {
+                    state.turn_done(end, addr);
                 }
             }
             state.drive(addr).await;
@@ -286,20 +206,20 @@ impl RunTask {
 }
 
 impl RunState {
-    /// Takes in one message: a turn's end, a nested run's progress, a
-    /// wake-up, a retry's end of backoff, or news from the watcher.
-    fn take_in(&mut self, message: RunMsg, myself: &RunAddr) {
+    /// Takes in one message: a turn back from its actor, a nested run's
+    /// progress, a wake-up, a retry's end of backoff, or news from the
+    /// watcher. Returns whether the run may have changed (a turn come back
+    /// waiting changes nothing — unless the run's turns were cancelled
+    /// meanwhile, and it ends at once).
+    fn take_in(&mut self, message: RunMsg, myself: &RunAddr) -> bool {
         match message {
-            RunMsg::TurnDone {
-                index,
-                outcome,
-                elapsed,
-            } => self.turn_done(index, outcome, elapsed, myself),
-            // A supervisor that polls no turn itself (an actor) runs it as
-            // a task, as the agent's actor would have.
-            RunMsg::TurnHandedOver(turn) => {
-                turn.run_as_task(myself.clone(), self.parts.turns_token().clone());
-            }
+            RunMsg::Turn(back) => match back.into_end() {
+                Ok(end) => self.turn_done(end, myself),
+                Err(waiting) => {
+                    self.waiting.push(waiting);
+                    return self.parts.turns_cancelled();
+                }
+            },
             RunMsg::Progress {
                 index,
                 seq,
@@ -338,6 +258,7 @@ impl RunState {
             RunMsg::Cancel => self.stop_now(RunStatus::Cancelled),
             RunMsg::GracefulStop => self.stop_gracefully(),
         }
+        true
     }
 
     /// Turns the run waits for before it can end: turns under way, retries
@@ -365,7 +286,7 @@ impl RunState {
     fn stop_gracefully(&mut self) {
         if self.phase.is_running() {
             self.phase.stop_gracefully(RunStatus::Interrupted);
-            self.parts.cut_backoffs(!self.spec.supersteps());
+            self.parts.cut_backoffs(self.scheduling.cut_short());
             self.wake.release();
         }
     }

@@ -3,10 +3,9 @@
 //! the progress it last reported. The turns in flight are derived from
 //! those states; nothing else counts them.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use ractor::{Actor, ActorId, ActorRef};
+use ractor::{Actor, ActorRef};
 use tokio_util::sync::CancellationToken;
 
 use crate::context::RunContext;
@@ -72,7 +71,6 @@ pub(super) struct Participants {
     /// `parts`, kept by [`Participants::set`], the one place a state
     /// changes.
     in_flight: usize,
-    actor_index: HashMap<ActorId, usize>,
     /// Cancelled when turns under way must end now.
     turns: CancellationToken,
     /// Whether turns get a progress hook (the run checkpoints).
@@ -115,7 +113,6 @@ impl Participants {
             spec: spec.clone(),
             parts,
             in_flight: 0,
-            actor_index: HashMap::new(),
             turns,
             hooks: false,
             last_seq: 0,
@@ -250,11 +247,6 @@ impl Participants {
         self.turns.is_cancelled()
     }
 
-    /// The token that ends the turns under way.
-    pub(super) fn turns_token(&self) -> &CancellationToken {
-        &self.turns
-    }
-
     /// Ends every turn under way now, and every retry still backing off.
     pub(super) fn cancel_turns(&mut self) {
         self.turns.cancel();
@@ -265,15 +257,9 @@ impl Participants {
         }
     }
 
-    /// Ends every retry still backing off; with `run_again` they run again
-    /// on resume (a graph's superstep is undone and run again whole
-    /// instead).
-    pub(super) fn cut_backoffs(&mut self, run_again: bool) {
-        let to = if run_again {
-            TurnState::CutShort
-        } else {
-            TurnState::Idle
-        };
+    /// Ends every retry still backing off, each becoming `to` (see
+    /// `Scheduling::cut_short`).
+    pub(super) fn cut_backoffs(&mut self, to: TurnState) {
         for i in 0..self.parts.len() {
             if self.parts[i].state == TurnState::BackingOff {
                 self.set(i, to);
@@ -332,28 +318,16 @@ impl Participants {
         AgentMsg::Turn {
             thread,
             ctx,
-            // The run's only turn under way, if it waits, comes back to a
-            // supervisor task to be polled there (see `InlineTurn`); a
-            // turn beside others runs as a task of its own, so turns of
-            // one run still run in parallel on a multi-threaded runtime.
-            ticket: TurnTicket::new(
-                run.clone(),
-                i,
-                matches!(run, RunAddr::Task(_)) && self.in_flight == 0,
-                timed,
-            ),
-            turns: self.turns.clone(),
+            ticket: TurnTicket::new(run.clone(), i, timed),
         }
     }
 
     /// Participant `i`'s actor: the one its workflow shares between its
     /// runs (spawned if none is up yet), or — a workflow that keeps no
-    /// actors — one of this run's own, linked to its supervisor.
-    pub(super) async fn actor_for(
-        &mut self,
-        i: usize,
-        myself: &RunAddr,
-    ) -> Result<ActorRef<AgentMsg>, String> {
+    /// actors — one of this run's own, stopped when the run ends. Either
+    /// way the run supervises its turns through their tickets, not the
+    /// actor.
+    pub(super) async fn actor_for(&mut self, i: usize) -> Result<ActorRef<AgentMsg>, String> {
         if let Some(a) = &self.parts[i].actor {
             return Ok(a.clone());
         }
@@ -365,28 +339,14 @@ impl Participants {
                     agent: self.spec.agents[i].clone(),
                 };
                 // Boxed, as the other rare awaits of a turn's path: every
-                // future awaited here is part of the supervisor's handler
-                // future, which is built (and moved) for every message.
-                let (actor, _) = match shared {
-                    // Shared: it outlives this run, which supervises its
-                    // turns through their tickets.
-                    Some(_) => Box::pin(Actor::spawn(None, AgentActor, args)).await,
-                    // Its own, linked to the run's supervisor actor (a
-                    // run that keeps no actors has one, see `RunAddr`).
-                    None => {
-                        let Some(supervisor) = myself.cell() else {
-                            return Err("its run has no supervisor actor to link it to".into());
-                        };
-                        Box::pin(Actor::spawn_linked(None, AgentActor, args, supervisor)).await
-                    }
-                }
-                .map_err(|e| format!("cannot start its actor: {e}"))?;
+                // future awaited here is part of the supervisor's drive,
+                // which is built (and moved) for every message.
+                let (actor, _) = Box::pin(Actor::spawn(None, AgentActor, args))
+                    .await
+                    .map_err(|e| format!("cannot start its actor: {e}"))?;
                 match shared {
                     Some(pool) => pool.share(i, actor),
-                    None => {
-                        self.actor_index.insert(actor.get_id(), i);
-                        actor
-                    }
+                    None => actor,
                 }
             }
         };
@@ -397,28 +357,24 @@ impl Participants {
     /// Drops this run's hold on participant `i`'s actor: it no longer
     /// takes messages (nor does the workflow share it any more).
     pub(super) fn forget_actor(&mut self, i: usize) {
-        if let Some(actor) = self.parts[i].actor.take() {
-            self.actor_index.remove(&actor.get_id());
-            if let Some(pool) = &self.spec.pool {
-                pool.evict(i, &actor);
-            }
+        if let Some(actor) = self.parts[i].actor.take()
+            && let Some(pool) = &self.spec.pool
+        {
+            pool.evict(i, &actor);
         }
     }
 
-    /// Actor `id`, one of this run's own, went away: the participant it
-    /// hosted.
-    pub(super) fn actor_gone(&mut self, id: ActorId) -> Option<usize> {
-        let i = self.actor_index.remove(&id)?;
-        self.parts[i].actor = None;
-        Some(i)
-    }
-
-    /// Lets go of the participants' actors as run `_run` ends: shared ones
-    /// serve the workflow's other runs on; the run's own, linked to it,
-    /// stop with it.
-    pub(super) fn keep_idle_actors(&mut self, _run: &RunAddr) {
+    /// Lets go of the participants' actors as the run ends: shared ones
+    /// serve the workflow's other runs on; the run's own stop with it (a
+    /// turn still in one's inbox is reported lost, to nobody).
+    pub(super) fn release_actors(&mut self) {
+        let own = self.spec.pool.is_none();
         for part in &mut self.parts {
-            part.actor = None;
+            if let Some(actor) = part.actor.take()
+                && own
+            {
+                actor.stop(None);
+            }
         }
     }
 }

@@ -116,7 +116,7 @@ impl RunState {
         if reply.request.is_some() || asks_inside {
             return;
         }
-        if self.graph.is_some() {
+        if self.scheduling.graph().is_some() {
             self.take_transitions(index, &produced, reply.next.as_deref());
         } else {
             self.inboxes.mark_dirty(index);
@@ -190,7 +190,7 @@ impl RunState {
         produced: &[Arc<Message>],
         selected: Option<&[String]>,
     ) {
-        let (Some(g), Some(run)) = (self.spec.graph.as_ref(), self.graph.as_mut()) else {
+        let (Some(g), Some(run)) = (self.spec.graph.as_ref(), self.scheduling.graph_mut()) else {
             return;
         };
         let state = self.threads.values();

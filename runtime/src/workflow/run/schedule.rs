@@ -7,8 +7,8 @@ use troupe_router::Readiness;
 use super::RunState;
 use super::graph_run::Barrier;
 use super::phase::Failure;
+use super::scheduling::Scheduling;
 use crate::event::Event;
-use crate::graph::Scheduler;
 use crate::resumable::status::RunStatus;
 use crate::workflow::protocol::RunAddr;
 
@@ -34,15 +34,13 @@ impl RunState {
         {
             Box::pin(self.checkpoint_now()).await;
         }
-        let graph = self
-            .spec
-            .graph
-            .as_ref()
-            .map(|g| (g.scheduler, g.max_supersteps));
-        match graph {
-            Some((Scheduler::Supersteps, limit)) => self.drive_supersteps(limit, myself).await,
-            Some((Scheduler::Dataflow, _)) => self.drive_dataflow(myself).await,
-            None => self.drive_router(myself).await,
+        match &self.scheduling {
+            Scheduling::Router => self.drive_router(myself).await,
+            Scheduling::Supersteps { limit, .. } => {
+                let limit = *limit;
+                self.drive_supersteps(limit, myself).await;
+            }
+            Scheduling::Dataflow(_) => self.drive_dataflow(myself).await,
         }
         if self.in_flight() == 0 && self.reply.is_some() {
             Box::pin(self.finish(myself)).await;
@@ -105,7 +103,7 @@ impl RunState {
         let interrupted = self.phase.is_failing()
             || self.phase.is_stopping_with(&RunStatus::Cancelled)
             || self.parts.turns_cancelled();
-        let Some(run) = self.graph.as_mut() else {
+        let Some(run) = self.scheduling.graph_mut() else {
             return false;
         };
         match run.barrier(interrupted) {
@@ -118,7 +116,7 @@ impl RunState {
                 for (i, reply) in replies.drain(..) {
                     self.apply_reply(i, reply);
                 }
-                if let Some(run) = self.graph.as_mut() {
+                if let Some(run) = self.scheduling.graph_mut() {
                     run.recycle_replies(replies);
                 }
                 self.ctx.emit_with(|| Event::SuperstepCompleted {
@@ -130,13 +128,13 @@ impl RunState {
                 // before the future is made: without a store there is
                 // nothing to box. After the last superstep the run's end
                 // saves it, with how the run ended.)
-                let more = self.graph.as_ref().is_some_and(|g| g.cursor.has_next());
+                let more = self.scheduling.graph().is_some_and(|g| g.cursor.has_next());
                 if self.phase.is_running() && self.checkpoints.enabled() && more {
                     Box::pin(self.checkpoint_now()).await;
                 }
             }
         }
-        let Some(run) = self.graph.as_mut() else {
+        let Some(run) = self.scheduling.graph_mut() else {
             return false;
         };
         if !self.phase.is_running() || !run.cursor.has_next() {
@@ -159,13 +157,17 @@ impl RunState {
         });
         for &i in &nodes {
             // A turn that finished before the run resumed has its reply.
-            if self.graph.as_mut().is_some_and(|g| g.hold_restored(i)) {
+            if self
+                .scheduling
+                .graph_mut()
+                .is_some_and(|g| g.hold_restored(i))
+            {
                 continue;
             }
             let batch = self.take_batch(i, true);
             self.start_turn(i, batch, myself).await;
         }
-        if let Some(run) = self.graph.as_mut() {
+        if let Some(run) = self.scheduling.graph_mut() {
             run.recycle_nodes(nodes);
         }
         self.in_flight() == 0 && self.phase.is_running()
@@ -184,7 +186,7 @@ impl RunState {
             .unwrap_or(usize::MAX)
             .saturating_sub(self.in_flight());
         let mut ready = Vec::new();
-        if let Some(run) = self.graph.as_mut() {
+        if let Some(run) = self.scheduling.graph_mut() {
             for &i in run.cursor.next_nodes() {
                 if !self.parts.state(i).is_in_flight() && ready.len() < room {
                     ready.push(i);

@@ -10,6 +10,7 @@ use super::graph_run::GraphRun;
 use super::inboxes::Inboxes;
 use super::participants::Participants;
 use super::phase::Phase;
+use super::scheduling::Scheduling;
 use super::slots::ThreadSlots;
 use super::tally::Tally;
 use super::wake::Wake;
@@ -85,13 +86,14 @@ impl RunState {
             inboxes: Inboxes::new(&spec)?,
             wake: Wake::default(),
             threads,
-            graph: None,
+            scheduling: Scheduling::Router,
             tracker: spec.stop.clone().map(StopTracker::new),
             phase: Phase::Running,
             tally: Tally::default(),
             checkpoints: Checkpointer::new(store, progress, run_id, parent, spec.durability),
             watcher: Watcher::default(),
             restart: Vec::new(),
+            waiting: Default::default(),
             reply: Some(reply),
             spec,
             ctx,
@@ -126,15 +128,16 @@ impl RunState {
             run.restore_counters(counters);
         }
         let (answers, fresh) = run.split_input();
-        run.graph = run.spec.graph.as_ref().map(|g| {
-            GraphRun::start(
+        if let Some(g) = run.spec.graph.as_ref() {
+            let graph = GraphRun::start(
                 g,
                 scheduling.graph,
                 run.threads.root(),
                 run.threads.state(),
                 !fresh.is_empty(),
-            )
-        });
+            );
+            run.scheduling = Scheduling::graph_by(g.scheduler, g.max_supersteps, graph);
+        }
         // Turns a checkpoint says had finished in its superstep: their
         // replies wait for its barrier, the turns do not run again.
         let held: Vec<_> = scheduling
@@ -145,7 +148,7 @@ impl RunState {
                 Some((i, Box::new(h.into_reply()?)))
             })
             .collect();
-        if let Some(g) = run.graph.as_mut()
+        if let Some(g) = run.scheduling.graph_mut()
             && !held.is_empty()
         {
             g.restore(held);
@@ -233,7 +236,7 @@ impl RunState {
     fn deliver_answers(&mut self, answers: Vec<Answer>) {
         let now = self.inboxes.now();
         for (i, m) in answers {
-            if let Some(run) = self.graph.as_mut() {
+            if let Some(run) = self.scheduling.graph_mut() {
                 run.cursor.activate(i);
             }
             self.inboxes.push(&self.spec, &self.ctx, i, m, now, false);
@@ -243,7 +246,7 @@ impl RunState {
     /// Delivers `fresh`, the thread's new input: by the router, or — a
     /// graph without one — to the nodes about to run.
     fn take_input(&mut self, fresh: Vec<Arc<Message>>) {
-        let first_nodes: Vec<usize> = match &self.graph {
+        let first_nodes: Vec<usize> = match self.scheduling.graph() {
             Some(g) if self.spec.edge_delivery => g.cursor.next_nodes().to_vec(),
             _ => Vec::new(),
         };

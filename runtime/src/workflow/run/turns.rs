@@ -3,7 +3,6 @@
 //! the loss of its actor.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use troupe_router::Readiness;
 
@@ -17,7 +16,7 @@ use crate::message::Message;
 use crate::resumable::status::RunStatus;
 use crate::stats::RunStats;
 use crate::stop::Trigger;
-use crate::workflow::protocol::{RunAddr, RunMsg, TurnOutcome};
+use crate::workflow::protocol::{RunAddr, RunMsg, TurnEnd, TurnOutcome};
 
 impl RunState {
     /// Takes what participant `i` reads this turn — a full batch, or with
@@ -55,7 +54,7 @@ impl RunState {
         batch: Vec<Arc<Message>>,
         myself: &RunAddr,
     ) {
-        let mut actor = match self.parts.actor_for(i, myself).await {
+        let actor = match self.parts.actor_for(i).await {
             Ok(a) => a,
             Err(reason) => {
                 let agent = self.agent_path(i);
@@ -72,38 +71,26 @@ impl RunState {
         self.checkpoints.touch();
         let state = self.threads.values();
         let parent = self
-            .graph
-            .as_ref()
+            .scheduling
+            .graph()
             .and_then(|g| g.superstep_span())
             .unwrap_or(&self.span);
-        let mut turn = self
+        let turn = self
             .parts
             .turn(i, self.threads.slot(slot).clone(), myself, state, parent);
         if let Err(e) = actor.cast(turn) {
             // A kept actor may have died with the runtime that ran it (a
-            // workflow reused under another runtime): one fresh spawn.
-            turn = match e {
-                ractor::MessagingErr::SendErr(turn) => turn,
-                _ => {
-                    let state = self.threads.values();
-                    let parent = self
-                        .graph
-                        .as_ref()
-                        .and_then(|g| g.superstep_span())
-                        .unwrap_or(&self.span);
-                    self.parts
-                        .turn(i, self.threads.slot(slot).clone(), myself, state, parent)
-                }
-            };
+            // workflow reused under another runtime): the same turn, given
+            // back by the failed send, goes to one fresh spawn.
             self.parts.forget_actor(i);
-            let retried = match self.parts.actor_for(i, myself).await {
-                Ok(fresh) => {
-                    actor = fresh;
-                    actor.cast(turn).is_ok()
-                }
-                Err(_) => false,
+            let sent = match e {
+                ractor::MessagingErr::SendErr(turn) => match self.parts.actor_for(i).await {
+                    Ok(fresh) => fresh.cast(turn).is_ok(),
+                    Err(_) => false,
+                },
+                _ => false,
             };
-            if !retried {
+            if !sent {
                 let agent = self.agent_path(i);
                 self.fail(Failure::Lost {
                     agent,
@@ -119,14 +106,14 @@ impl RunState {
         });
     }
 
-    /// Participant `index`'s turn ended with `outcome`.
-    pub(super) fn turn_done(
-        &mut self,
-        index: usize,
-        outcome: TurnOutcome,
-        elapsed: Duration,
-        myself: &RunAddr,
-    ) {
+    /// A participant's turn ended: the one way every turn's end is taken
+    /// in, whether it ended on its actor's first poll or here.
+    pub(super) fn turn_done(&mut self, end: TurnEnd, myself: &RunAddr) {
+        let TurnEnd {
+            index,
+            outcome,
+            elapsed,
+        } = end;
         if !self.running(index) {
             // A turn this run no longer waits for: what it spent still
             // counts.
@@ -172,9 +159,7 @@ impl RunState {
                     let slot = self.spec.slot_of[index];
                     self.threads.replace(slot, Arc::unwrap_or_clone(thread));
                 }
-                if !self.spec.supersteps() {
-                    self.parts.set(index, TurnState::CutShort);
-                }
+                self.parts.set(index, self.scheduling.cut_short());
                 return;
             }
             TurnOutcome::Failed(source) => {
@@ -206,9 +191,7 @@ impl RunState {
                 }
                 // Cut short: it runs again when the run resumes. (A graph's
                 // interrupted superstep is re-activated whole instead.)
-                if !self.spec.supersteps() {
-                    self.parts.set(index, TurnState::CutShort);
-                }
+                self.parts.set(index, self.scheduling.cut_short());
                 // The turn may learn of the caller's cancel before the
                 // watcher's message arrives: the run is cancelled either way.
                 if self.ctx.cancellation().is_cancelled() {
@@ -223,11 +206,11 @@ impl RunState {
             produced: reply.messages.len(),
             elapsed_ms: elapsed.as_secs_f64() * 1e3,
         });
-        match &mut self.graph {
-            // Applied at the barrier, in node order, so the superstep's
-            // outcome does not depend on which turn finished first.
-            Some(g) if self.spec.supersteps() => {
-                g.hold(index, reply);
+        // In supersteps, held for the barrier and applied there in node
+        // order, so the superstep's outcome does not depend on which turn
+        // finished first; otherwise applied now.
+        match self.scheduling.hold(index, reply) {
+            None => {
                 // Finished beside turns still under way: a checkpoint now
                 // keeps its reply, so a run resumed from it does not run
                 // the turn again (none for runs that take no checkpoint,
@@ -236,7 +219,7 @@ impl RunState {
                     self.checkpoints.request();
                 }
             }
-            _ => {
+            Some(reply) => {
                 self.apply_reply(index, reply);
                 // A nested run without supersteps (a router-only team's
                 // conversation, a dataflow graph) reports after every turn:
@@ -305,9 +288,7 @@ impl RunState {
         }
         if self.phase.is_stopping_with(&RunStatus::Interrupted) {
             // No new attempt while stopping gracefully: it runs on resume.
-            if !self.spec.supersteps() {
-                self.parts.set(index, TurnState::CutShort);
-            }
+            self.parts.set(index, self.scheduling.cut_short());
             return true;
         }
         let delay = policy.delay(attempt);
