@@ -102,6 +102,11 @@ CREATE TABLE troupe_serve_controls (
 CREATE INDEX troupe_schedule_ticks_claimed ON troupe_schedule_ticks (claimed_at);
 "#,
     ),
+    (
+        4,
+        "serve workers' requests that wait for a reply (answers, rollbacks)",
+        include_str!("migrations/0004_serve_asks.sql"),
+    ),
 ];
 
 /// The newest migration this build knows.

@@ -9,9 +9,12 @@
 //! - `lease.rs`: [`RunLeases`](super::RunLeases), a row with a heartbeat;
 //! - `internals.rs`: the checkpoint-format internals used here;
 //! - `board.rs`, `board_listen.rs`: [`PostgresBoard`], what `troupe serve`
-//!   workers on the database share (run records, events, wake-ups).
+//!   workers on the database share (run records, events, wake-ups);
+//!   `board_asks.rs`: requests to the worker holding a run that wait for
+//!   its reply.
 
 mod board;
+mod board_asks;
 mod board_listen;
 mod checkpoints;
 mod connect;
