@@ -2,7 +2,8 @@
 //! another worker on the same PostgreSQL database: an answer to a
 //! question (`POST /runs/{id}/input`, an A2A follow-up message), also once
 //! the run's worker died (the worker asked takes the run over), an AG-UI
-//! `resume[]`; A2A `ListTasks` of every worker's tasks; a double
+//! `resume[]`; A2A `ListTasks` of every worker's tasks, and push configs
+//! delivered by the worker holding the task (also after a takeover); a double
 //! text's `rollback`; and a session's queue (`enqueue`) spread over two
 //! workers, run in the order the messages came in.
 
@@ -321,4 +322,123 @@ fn an_agui_resume_through_worker_b_answers_the_run_waiting_on_worker_a() {
     // Answered on A, where the run waited.
     let done = settled(&a, &id);
     assert_eq!(done["status"], "completed", "{done}");
+}
+
+/// A webhook on 127.0.0.1 answering 200; the bodies it received.
+fn webhook() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/push", listener.local_addr().unwrap());
+    let received: std::sync::Arc<std::sync::Mutex<Vec<Value>>> = Default::default();
+    let log = received.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let (mut line, mut length) = (String::new(), 0);
+            reader.read_line(&mut line).unwrap();
+            loop {
+                line.clear();
+                reader.read_line(&mut line).unwrap();
+                let Some((k, v)) = line.trim_end().split_once(':') else {
+                    break;
+                };
+                if k.eq_ignore_ascii_case("content-length") {
+                    length = v.trim().parse().unwrap();
+                }
+            }
+            let mut body = vec![0; length];
+            reader.read_exact(&mut body).unwrap();
+            // A connection closed without a request (the body empty) is
+            // not a notification.
+            if let Ok(v) = serde_json::from_slice(&body) {
+                log.lock().unwrap().push(v);
+            }
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+        }
+    });
+    (url, received)
+}
+
+#[test]
+fn a_push_config_made_through_worker_b_is_delivered_by_the_worker_holding_the_task() {
+    let Some(url) = common::pg::fresh_db("fwdpush") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // A quick first step (a checkpoint to take over from), then 5 s.
+    let config = NOTES.replace("delay: 2s", "delay: 5s").replace(
+        "steps: [{agent: writer}",
+        "steps: [{agent: editor, id: first}, {agent: writer}",
+    );
+    write(dir.path(), "team.yaml", &config);
+    let env = [("DATABASE_URL", url.as_str())];
+    let mut a = Server::start(dir.path(), &["team.yaml"], &env);
+    let b = Server::start(dir.path(), &["team.yaml"], &env);
+    let (hook, received) = webhook();
+    let id = start(&a, json!({"task": "release notes"}));
+    seen(&b, &id, "running");
+    let made = common::a2a::call(
+        &b,
+        "notes",
+        "CreateTaskPushNotificationConfig",
+        json!({"taskId": id, "id": "p1", "url": hook, "token": "t0k"}),
+    );
+    assert_eq!(made["result"]["id"], "p1", "{made}");
+    // Read back through either worker.
+    let listed = common::a2a::call(
+        &a,
+        "notes",
+        "ListTaskPushNotificationConfigs",
+        json!({"taskId": id}),
+    );
+    assert_eq!(listed["result"]["configs"][0]["id"], "p1", "{listed}");
+    // A, running the task, delivers: its state now.
+    let states = |r: &std::sync::Mutex<Vec<Value>>| -> Vec<String> {
+        r.lock()
+            .unwrap()
+            .iter()
+            .map(|b| {
+                assert_eq!(b["statusUpdate"]["taskId"], id.as_str(), "{b}");
+                b["statusUpdate"]["status"]["state"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while states(&received).is_empty() {
+        assert!(Instant::now() < deadline, "A never delivered");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(states(&received)[0], "TASK_STATE_WORKING");
+    // A dies mid-run: B takes the task over and delivers its end.
+    let saved = format!("SELECT count(*) FROM troupe_checkpoints WHERE run_id = '{id}'");
+    while common::pg::count(&url, &saved) == 0 {
+        assert!(Instant::now() < deadline, "no checkpoint of `{id}`");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    a.child.kill().unwrap();
+    a.child.wait().unwrap();
+    assert!(
+        !states(&received).contains(&"TASK_STATE_COMPLETED".to_string()),
+        "over before A was killed: {:?}",
+        states(&received)
+    );
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while !states(&received).contains(&"TASK_STATE_COMPLETED".to_string()) {
+        if Instant::now() > deadline {
+            let said: Vec<String> = b.stderr.try_iter().collect();
+            panic!(
+                "the end was never pushed: {:?}; B said:\n{}",
+                states(&received),
+                said.join("\n")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

@@ -167,6 +167,22 @@ pub trait RunBoard: Send + Sync + std::fmt::Debug {
     /// was withdrawn.
     async fn withdraw(&self, id: i64) -> Result<bool, StoreError>;
 
+    /// The A2A push notification configs of the tasks `task_ids`, as
+    /// (task id, config).
+    async fn push_configs(&self, task_ids: &[String]) -> Result<Vec<(String, Value)>, StoreError>;
+
+    /// Stores config `config_id` of task `task_id` (replacing one of that
+    /// id) and wakes the workers.
+    async fn save_push(
+        &self,
+        task_id: &str,
+        config_id: &str,
+        config: &Value,
+    ) -> Result<(), StoreError>;
+
+    /// Deletes config `config_id` of task `task_id` and wakes the workers.
+    async fn delete_push(&self, task_id: &str, config_id: &str) -> Result<(), StoreError>;
+
     /// Renews this worker's heartbeat.
     async fn beat(&self) -> Result<(), StoreError>;
 

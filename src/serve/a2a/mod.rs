@@ -23,6 +23,7 @@ mod envelope;
 mod list;
 mod parts;
 mod push;
+mod push_shared;
 mod rest;
 mod stream;
 mod task;
@@ -177,7 +178,7 @@ pub(crate) async fn dispatch(
         },
         method::CANCEL_TASK => cancel_task(state, team, &raw).await,
         PUSH_CREATE | PUSH_GET | PUSH_LIST | PUSH_DELETE => {
-            push_config(state, team.as_deref(), method, raw)
+            push_config(state, team.as_deref(), method, raw).await
         }
         EXTENDED_CARD => extended_card(state, team.as_deref(), headers),
         legacy @ ("message/send"
@@ -332,7 +333,10 @@ async fn begin(
                 )
             })?;
         if let Some(p) = push {
-            push::create(&run, p)?;
+            match board::board_of(state, &run.team) {
+                Some(b) => push_shared::create(&b, &run, p).await.map(|_| ())?,
+                None => push::create(&run, p).map(|_| ())?,
+            }
         }
         return Ok((run, from, at_once));
     }
@@ -364,10 +368,19 @@ async fn begin(
     .map_err(|e| RpcError::new(code::UNSUPPORTED_OPERATION, e.message))?;
     // The webhook is registered before the run starts: it hears every state.
     if let Some(p) = push {
-        push::create(&run, p)?;
+        match board::board_of(state, &run.team) {
+            Some(b) => push_shared::create(&b, &run, p).await.map(|_| ())?,
+            None => push::create(&run, p).map(|_| ())?,
+        }
     }
     texting::spawn(state.clone(), run.clone(), Start::Session(text), slot, turn);
     Ok((run, 0, at_once))
+}
+
+/// Starts delivering, on a shared database, the push configs of the
+/// tasks this worker holds (`push_shared.rs`).
+pub(crate) fn start_push(state: &Shared) {
+    push_shared::start(state);
 }
 
 /// Waits until `run` stops running (at most `limit`, when given).
@@ -464,14 +477,19 @@ fn subscribe(state: &Shared, team: Option<&str>, raw: &Value) -> Result<Arc<Run>
 }
 
 /// The push notification config methods, on the task `taskId` names.
-fn push_config(
+async fn push_config(
     state: &Shared,
     team: Option<&str>,
     method: &str,
     raw: Value,
 ) -> Result<Value, RpcError> {
     let task = envelope::task_id(&raw, "taskId")?;
+    // Any worker's task on a shared database, its configs kept there.
+    let _ = board::find(state, &task).await;
     let run = run_of(state, team, &task)?;
+    if let Some(b) = board::board_of(state, &run.team) {
+        return push_shared::method(&b, &run, method, raw).await;
+    }
     match method {
         PUSH_CREATE => push::create(&run, raw),
         PUSH_GET => push::get(&run, &raw),

@@ -6,8 +6,8 @@
 //! The worker a client asked writes the request (`RunBoard::ask`, a row
 //! in `troupe_serve_asks` and a `NOTIFY`) and waits at most [`WAIT`] for
 //! its reply; the worker holding the run takes it (one worker does),
-//! carries it out through the path a request to it takes, records the
-//! run's new status and replies: the status and JSON it would have
+//! carries it out through the path a request to it takes, waits until
+//! the run's new status is recorded and replies: the status and JSON it would have
 //! answered, or its error. A request no worker took within the bound is
 //! withdrawn (nothing was done: the client may send it again); one taken
 //! and not replied to is reported as such.
@@ -78,14 +78,27 @@ pub(crate) async fn answer(
         json!({"request_id": request_id, "answer": text}),
     )
     .await?;
-    {
-        // Running from now on, as the worker holding it recorded before
-        // it replied: a reader waiting for the answer's end waits for it.
+    // The worker holding it recorded it running (or over) before it
+    // replied: the mirror reads that at its next look, woken by that
+    // write. Once it did, a reader waiting for the answer's end waits
+    // for it.
+    let mut changes = run.watch();
+    let moved = tokio::time::timeout(WAIT / 2, async {
+        loop {
+            changes.borrow_and_update();
+            if run.inner().status() != Status::WaitingForInput || changes.changed().await.is_err() {
+                return;
+            }
+        }
+    })
+    .await;
+    if moved.is_err() {
         let mut inner = run.inner();
         inner.status = Some(Status::Running);
         inner.requests.clear();
+        drop(inner);
+        run.bump();
     }
-    run.bump();
     Ok((run, from))
 }
 
@@ -113,6 +126,22 @@ pub(crate) async fn waiting_elsewhere(
     match waiting {
         Some(r) => super::mirror::follow(&board, r).await.map(Some),
         None => Ok(None),
+    }
+}
+
+/// Waits (at most half of [`WAIT`]) until run `id`'s record on the board
+/// has a status for which `done` holds. The run's publisher writes it:
+/// writing it here as well could land after a newer write of the
+/// publisher's and put an old status back.
+async fn recorded(board: &Board, id: &str, done: impl Fn(&str) -> bool) {
+    let deadline = Instant::now() + WAIT / 2;
+    while Instant::now() < deadline {
+        if let Ok(Some(r)) = board.shared.run(id).await
+            && done(&r.status)
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 
@@ -257,24 +286,18 @@ async fn carry_out(
                 .unwrap_or_default()
                 .to_string();
             runs::answer(state, run, request, text)?;
-            // Recorded before the reply: the asker reads it running.
-            board
-                .shared
-                .publish(&run.id, Some(&board.record(run)), 0, &[])
-                .await
-                .map_err(unreachable)?;
+            // Recorded (by the run's publisher) before the reply: the
+            // asker never reads it waiting still.
+            recorded(board, &run.id, |s| s != Status::WaitingForInput.as_str()).await;
             Ok(json!({"id": run.id, "status": "running"}))
         }
         "rollback" => {
             texting::roll_back(state, run)
                 .await
                 .map_err(ApiError::internal)?;
-            board
-                .shared
-                .publish(&run.id, Some(&board.record(run)), 0, &[])
-                .await
-                .map_err(unreachable)?;
-            Ok(json!({"id": run.id, "status": run.inner().status().as_str()}))
+            let status = run.inner().status().as_str();
+            recorded(board, &run.id, |s| s == status).await;
+            Ok(json!({"id": run.id, "status": status}))
         }
         other => Err(ApiError::bad_request(format!(
             "unknown request `{other}` from another worker"

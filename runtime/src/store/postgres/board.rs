@@ -379,6 +379,23 @@ impl RunBoard for PostgresBoard {
         super::board_asks::withdraw(self, id).await
     }
 
+    async fn push_configs(&self, task_ids: &[String]) -> Result<Vec<(String, Value)>, StoreError> {
+        super::board_push::configs(self, task_ids).await
+    }
+
+    async fn save_push(
+        &self,
+        task_id: &str,
+        config_id: &str,
+        config: &Value,
+    ) -> Result<(), StoreError> {
+        super::board_push::save(self, task_id, config_id, Some(config)).await
+    }
+
+    async fn delete_push(&self, task_id: &str, config_id: &str) -> Result<(), StoreError> {
+        super::board_push::save(self, task_id, config_id, None).await
+    }
+
     async fn beat(&self) -> Result<(), StoreError> {
         let err = pg_error(&self.db);
         self.client()
@@ -417,6 +434,7 @@ impl RunBoard for PostgresBoard {
         for sql in [
             "DELETE FROM troupe_serve_controls WHERE asked_at < now() - make_interval(secs => $1)",
             "DELETE FROM troupe_serve_asks WHERE asked_at < now() - make_interval(secs => $1)",
+            "DELETE FROM troupe_serve_push WHERE created_at < now() - make_interval(secs => $1)",
             "DELETE FROM troupe_serve_workers WHERE beat < now() - make_interval(secs => $1)",
         ] {
             client.execute(sql, &[&secs]).await.map_err(&err)?;

@@ -104,7 +104,7 @@ CREATE INDEX troupe_schedule_ticks_claimed ON troupe_schedule_ticks (claimed_at)
     ),
     (
         4,
-        "serve workers' requests that wait for a reply (answers, rollbacks)",
+        "serve workers' requests that wait for a reply, A2A push configs",
         include_str!("migrations/0004_serve_asks.sql"),
     ),
 ];

@@ -11,11 +11,12 @@
 //! - `board.rs`, `board_listen.rs`: [`PostgresBoard`], what `troupe serve`
 //!   workers on the database share (run records, events, wake-ups);
 //!   `board_asks.rs`: requests to the worker holding a run that wait for
-//!   its reply.
+//!   its reply; `board_push.rs`: A2A push configs by task.
 
 mod board;
 mod board_asks;
 mod board_listen;
+mod board_push;
 mod checkpoints;
 mod connect;
 mod internals;

@@ -12,3 +12,14 @@ CREATE TABLE troupe_serve_asks (
     reply    jsonb
 );
 CREATE INDEX troupe_serve_asks_open ON troupe_serve_asks (run_id) WHERE taken_by IS NULL;
+
+-- A2A push notification configs by task, so the worker holding a task
+-- (the one it started on, or the one that took it over) delivers them,
+-- whichever worker they were created through.
+CREATE TABLE troupe_serve_push (
+    task_id    text COLLATE "C" NOT NULL,
+    config_id  text COLLATE "C" NOT NULL,
+    config     jsonb NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (task_id, config_id)
+);
