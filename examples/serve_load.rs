@@ -8,8 +8,13 @@
 //!
 //! ```text
 //! cargo build --release --bin troupe --example serve_load
-//! target/release/examples/serve_load [SESSIONS] [TURNS_PER_SESSION]
+//! target/release/examples/serve_load [SESSIONS] [TURNS_PER_SESSION] [--workers N --postgres URL]
 //! ```
+//!
+//! With `--postgres URL` the team's store is that PostgreSQL database and
+//! `--workers N` servers share it (session i goes to worker i mod N): the
+//! throughput of N workers on one database. Its sessions are named after
+//! this process, so the database may hold others.
 //!
 //! The server is `troupe` next to this example's directory
 //! (`target/release/troupe`), or the one `TROUPE_BIN` names.
@@ -18,7 +23,7 @@
 use std::error::Error;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -42,13 +47,52 @@ workflow:
 /// The model time a user turn is made of.
 const SIMULATED: Duration = Duration::from_millis(60);
 
+/// The command line: positional SESSIONS and TURNS, then `--workers N`
+/// and `--postgres URL`.
+struct Args {
+    sessions: usize,
+    turns: usize,
+    workers: usize,
+    postgres: Option<String>,
+}
+
+fn args() -> Result<Args, Box<dyn Error>> {
+    let mut positional = Vec::new();
+    let (mut workers, mut postgres) = (1, None);
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--workers" => workers = it.next().ok_or("--workers needs a number")?.parse()?,
+            "--postgres" => postgres = Some(it.next().ok_or("--postgres needs a URL")?),
+            _ => positional.push(a),
+        }
+    }
+    if workers > 1 && postgres.is_none() {
+        return Err("--workers above 1 needs --postgres URL (the database they share)".into());
+    }
+    Ok(Args {
+        sessions: positional.first().map_or(Ok(1000), |n| n.parse())?,
+        turns: positional.get(1).map_or(Ok(1), |n| n.parse())?,
+        workers: workers.max(1),
+        postgres,
+    })
+}
+
 fn main() -> Result<(), Box<dyn Error>> {
-    let sessions: usize = std::env::args().nth(1).map_or(Ok(1000), |n| n.parse())?;
-    let turns: usize = std::env::args().nth(2).map_or(Ok(1), |n| n.parse())?;
+    let Args {
+        sessions,
+        turns,
+        workers,
+        postgres,
+    } = args()?;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let dir = tempfile::tempdir()?;
     let cfg = dir.path().join("trio.yaml");
-    std::fs::write(&cfg, CONFIG)?;
+    let store = match postgres {
+        Some(_) => "checkpoint:\n  store: postgres\n  url: ${DATABASE_URL}\n",
+        None => "",
+    };
+    std::fs::write(&cfg, format!("{CONFIG}{store}"))?;
     let bin = std::env::var_os("TROUPE_BIN").map_or_else(
         || {
             let exe = std::env::current_exe().expect("own path");
@@ -59,37 +103,49 @@ fn main() -> Result<(), Box<dyn Error>> {
         },
         PathBuf::from,
     );
-    let mut server = Command::new(&bin)
-        .args(["serve", "--listen", "127.0.0.1:0", "--max-runs"])
-        .arg((sessions * 2).to_string())
-        .arg(&cfg)
-        .env_remove("TROUPE_SERVE_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
-    let mut lines = BufReader::new(server.stderr.take().expect("stderr")).lines();
-    let base = loop {
-        let line = lines.next().ok_or("the server exited before listening")??;
-        if let Some(at) = line.find("http://") {
-            break line[at..]
-                .split_whitespace()
-                .next()
-                .unwrap_or("")
-                .to_string();
+    let mut servers = Vec::new();
+    let mut bases = Vec::new();
+    for _ in 0..workers {
+        let mut cmd = Command::new(&bin);
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--max-runs"])
+            .arg((sessions * 2).to_string())
+            .arg(&cfg)
+            .env_remove("TROUPE_SERVE_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if let Some(url) = &postgres {
+            cmd.env("DATABASE_URL", url);
         }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    let pid = server.id();
-    let rss_idle = rss_kib(pid);
+        let mut server = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
+        let mut lines = BufReader::new(server.stderr.take().expect("stderr")).lines();
+        let base = loop {
+            let line = lines.next().ok_or("the server exited before listening")??;
+            if let Some(at) = line.find("http://") {
+                break line[at..]
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("")
+                    .to_string();
+            }
+        };
+        std::thread::spawn(move || for _ in lines {});
+        servers.push(server);
+        bases.push(base);
+    }
+    let pids: Vec<u32> = servers.iter().map(Child::id).collect();
+    let rss_idle: u64 = pids.iter().map(|p| rss_kib(*p)).sum();
 
     let rt = tokio::runtime::Runtime::new()?;
-    let result = rt.block_on(drive(&base, sessions, turns));
-    let rss_after = rss_kib(pid);
-    let hwm = peak_kib(pid);
-    let _ = server.kill();
-    let _ = server.wait();
+    let result = rt.block_on(drive(&bases, sessions, turns));
+    let rss_after: u64 = pids.iter().map(|p| rss_kib(*p)).sum();
+    let hwm: u64 = pids.iter().map(|p| peak_kib(*p)).sum();
+    for mut server in servers {
+        let _ = server.kill();
+        let _ = server.wait();
+    }
     let (mut latencies, elapsed) = result?;
 
     latencies.sort();
@@ -97,7 +153,12 @@ fn main() -> Result<(), Box<dyn Error>> {
     let over = |d: Duration| d.saturating_sub(SIMULATED).as_secs_f64() * 1e3;
     let requests = latencies.len();
     println!(
-        "sessions: {sessions}, user turns each: {turns}, requests: {requests} (all answered and stored)"
+        "workers: {workers}{}, sessions: {sessions}, user turns each: {turns}, requests: {requests} (all answered and stored)",
+        if postgres.is_some() {
+            " on PostgreSQL"
+        } else {
+            ""
+        }
     );
     println!("wall time: {:.2} s", elapsed.as_secs_f64());
     println!(
@@ -118,7 +179,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         over(pct(0.99))
     );
     println!(
-        "server RSS: {} KiB idle, {} KiB after (peak {} KiB): {:.1} KiB per session",
+        "servers' RSS: {} KiB idle, {} KiB after (peak {} KiB): {:.1} KiB per session",
         rss_idle,
         rss_after,
         hwm,
@@ -130,19 +191,21 @@ fn main() -> Result<(), Box<dyn Error>> {
 /// Every session's turns, all sessions at once; each request's latency and
 /// the wall time.
 async fn drive(
-    base: &str,
+    bases: &[String],
     sessions: usize,
     turns: usize,
 ) -> Result<(Vec<Duration>, Duration), Box<dyn Error>> {
+    // Sessions named after this process: a shared database may hold others.
+    let prefix: Arc<str> = format!("load-{}-", std::process::id()).into();
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(sessions)
         .timeout(Duration::from_secs(600))
         .build()?;
-    let base: Arc<str> = base.into();
     let start = Instant::now();
     let mut tasks = Vec::with_capacity(sessions);
     for i in 0..sessions {
-        let (client, base) = (client.clone(), base.clone());
+        let base: Arc<str> = bases[i % bases.len()].as_str().into();
+        let (client, prefix) = (client.clone(), prefix.clone());
         tasks.push(tokio::spawn(async move {
             let mut times = Vec::with_capacity(turns);
             for t in 0..turns {
@@ -150,7 +213,7 @@ async fn drive(
                 let sent = Instant::now();
                 let r = client
                     .post(format!("{base}/v1/chat/completions"))
-                    .header("X-Troupe-Session", format!("load-{i}"))
+                    .header("X-Troupe-Session", format!("{prefix}{i}"))
                     .header("content-type", "application/json")
                     .body(body.to_string())
                     .send()
@@ -175,19 +238,23 @@ async fn drive(
     let elapsed = start.elapsed();
     // Nothing lost: every conversation is stored with every turn.
     let listed: Value = client
-        .get(format!("{base}/sessions"))
+        .get(format!("{}/sessions", bases[0]))
         .send()
         .await?
         .json_text()
         .await?;
-    let stored = listed.as_array().map_or(0, Vec::len);
-    if stored != sessions {
-        return Err(format!("{stored} sessions stored, {sessions} expected").into());
-    }
-    let short: Vec<&Value> = listed
+    let ours: Vec<&Value> = listed
         .as_array()
         .into_iter()
         .flatten()
+        .filter(|s| s["id"].as_str().is_some_and(|id| id.starts_with(&*prefix)))
+        .collect();
+    let stored = ours.len();
+    if stored != sessions {
+        return Err(format!("{stored} sessions stored, {sessions} expected").into());
+    }
+    let short: Vec<&Value> = ours
+        .into_iter()
         .filter(|s| s["messages"].as_u64() != Some(4 * turns as u64))
         .collect();
     if !short.is_empty() {

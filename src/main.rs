@@ -33,6 +33,7 @@
 mod cli;
 mod mcp;
 mod serve;
+mod tape_args;
 
 /// mimalloc: glibc's malloc spent ~35% of a busy server's time (the
 /// `conc` benchmark) consolidating its free lists. See BENCHMARKS.md.

@@ -147,7 +147,7 @@ fn a_recorded_run_replays_offline_and_a_changed_agent_is_named() {
     let tools = tool_results(&recorded);
     assert_eq!(tools.len(), 1, "{tools:?}");
 
-    // The cassette: a line per call, by agent and index, with timings and
+    // The cassette: a line per call, by agent path and index, with timings and
     // usage, and no secret.
     let lines =
         std::fs::read_to_string(dir.path().join("cas/model_calls.jsonl")).expect("cassette");
@@ -169,9 +169,9 @@ fn a_recorded_run_replays_offline_and_a_changed_agent_is_named() {
     assert_eq!(
         keys,
         [
-            ("writer".into(), 0),
-            ("writer".into(), 1),
-            ("editor".into(), 0)
+            ("workflow/writer".into(), 0),
+            ("workflow/writer".into(), 1),
+            ("workflow/editor".into(), 0)
         ]
     );
     let tool_lines =
@@ -180,7 +180,7 @@ fn a_recorded_run_replays_offline_and_a_changed_agent_is_named() {
         serde_json::from_str(tool_lines.trim()).expect("one tool call line");
     assert_eq!(
         (&tool["agent"], &tool["call"], &tool["tool"]),
-        (&json!("writer"), &json!(0), &json!("calculator")),
+        (&json!("workflow/writer"), &json!(0), &json!("calculator")),
         "{tool}"
     );
     assert!(
@@ -234,13 +234,13 @@ fn a_recorded_run_replays_offline_and_a_changed_agent_is_named() {
     );
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("agent `editor` call 0"), "{err}");
+    assert!(err.contains("agent `workflow/editor` call 0"), "{err}");
     assert!(err.contains("-") && err.contains("Tighten it."), "{err}");
     assert!(
         err.contains("+") && err.contains("Make it longer."),
         "{err}"
     );
-    assert!(!err.contains("agent `writer`"), "{err}");
+    assert!(!err.contains("agent `workflow/writer`"), "{err}");
 
     // A missing cassette is refused up front.
     let out = troupe_run(dir.path(), &url, &["run", "--replay", "nope", cfg, "x"]);

@@ -302,3 +302,22 @@ workflow:
     tail_sorted.sort_unstable();
     assert_eq!(tail_sorted, ["a bagel", "a latte"], "{users:?}");
 }
+
+#[test]
+fn nothing_and_attachments_are_what_their_names_say() {
+    // `NoPassDown`: the task and the request only.
+    let seen = seen_by_b("nothing", "order it");
+    assert_eq!(seen, vec![user("go"), user("order it")], "{seen:?}");
+    // `ResultAsFirstArg` as the seed's planning agent renders it: the
+    // results as attachments, one message before the request.
+    let seen = seen_by_b("attachments", "order it");
+    assert_eq!(
+        seen,
+        vec![
+            user("go"),
+            user("<attachment id=\"A\" description=\"find a drink\">\na latte\n</attachment>"),
+            user("order it")
+        ],
+        "{seen:?}"
+    );
+}

@@ -144,6 +144,14 @@ impl<'a> CallEvents<'a> {
 }
 
 impl CallObserver for CallEvents<'_> {
+    fn path(&self) -> Option<&str> {
+        Some(self.ctx.path())
+    }
+
+    fn run_id(&self) -> Option<&str> {
+        self.ctx.run_id().map(|r| &**r)
+    }
+
     fn attempt_started(&self, attempt: u32) {
         *self.attempt.lock().unwrap_or_else(|p| p.into_inner()) = (attempt, Instant::now());
         self.ctx.emit_with(|| Event::ModelCallStarted {

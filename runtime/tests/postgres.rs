@@ -120,7 +120,7 @@ async fn migrations_are_recorded_once_and_a_newer_schema_is_refused() {
     let (db, applied, now) = migrate_postgres(&url, Duration::from_secs(5))
         .await
         .unwrap();
-    assert_eq!((applied, now), (vec![1, 2, 3, 4], 4));
+    assert_eq!((applied, now), (vec![1, 2, 3, 4, 5, 6], 6));
     assert!(db.ends_with(&url[url.rfind('/').unwrap()..]), "{db}");
     let (_, again, _) = migrate_postgres(&url, Duration::from_secs(5))
         .await
@@ -248,4 +248,19 @@ async fn each_way_of_failing_to_connect_is_named_in_bounded_time_without_the_pas
         .unwrap_err();
     assert_eq!(failure(&e), PostgresFailure::Permission, "{e}");
     assert!(!e.to_string().contains("s3cret"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_results_are_kept_by_key_and_seen_by_another_pool() {
+    use troupe_runtime::store::ResultCache;
+    let Some(url) = pg_db::fresh_db("node_cache").await else {
+        return;
+    };
+    let a = PostgresStore::connect(&url).await.unwrap();
+    let b = PostgresStore::connect(&url).await.unwrap();
+    assert_eq!(a.cached("k").await.unwrap(), None);
+    a.save_cached("k", b"one").await.unwrap();
+    assert_eq!(b.cached("k").await.unwrap().as_deref(), Some(&b"one"[..]));
+    b.save_cached("k", b"two").await.unwrap();
+    assert_eq!(a.cached("k").await.unwrap().as_deref(), Some(&b"two"[..]));
 }

@@ -22,7 +22,7 @@ pub(crate) struct McpArgs {
 
 /// Serves the teams on stdio until the client closes it; the exit code.
 pub(crate) async fn mcp(args: McpArgs) -> u8 {
-    let teams = match load_all(&args.path, args.offline).await {
+    let teams = match load_all(&args.path, args.offline, None).await {
         Ok(t) => t,
         Err(e) => {
             eprintln!("{}", e.message.replacen("troupe serve", "troupe mcp", 1));

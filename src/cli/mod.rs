@@ -98,15 +98,9 @@ pub(crate) struct Output {
     /// Run every `provider: auto` model scripted, even with an endpoint set.
     #[arg(long)]
     offline: bool,
-    /// Records every model call of the team into DIR (`model_calls.jsonl`:
-    /// one JSON line per call, by agent and call index, secrets redacted).
-    #[arg(long, value_name = "DIR", conflicts_with = "replay")]
-    record: Option<PathBuf>,
-    /// Replays the model calls recorded in DIR instead of calling the
-    /// models: offline and deterministic; a call not recorded fails naming
-    /// the agent, the call and how the request differs.
-    #[arg(long, value_name = "DIR")]
-    replay: Option<PathBuf>,
+    /// The cassette: `--record DIR`, `--replay DIR`, `--replay-mode`.
+    #[command(flatten)]
+    tape: crate::tape_args::TapeArgs,
 }
 
 /// `troupe db`'s subcommands.
@@ -435,13 +429,7 @@ where
 /// How to build for `output`'s flags; a cassette that cannot be opened
 /// (`--record`, `--replay`) is said on stderr (exit 2).
 pub(crate) fn build_options(output: &Output) -> Result<BuildOptions, u8> {
-    use troupe::agents::model::Cassette;
-    let cassette = match (&output.record, &output.replay) {
-        (Some(dir), _) => Some(Cassette::record(dir)),
-        (None, Some(dir)) => Some(Cassette::replay(dir)),
-        (None, None) => None,
-    };
-    let cassette = cassette.transpose().map_err(|e| {
+    let cassette = output.tape.open(false).map_err(|e| {
         eprintln!("troupe: {e}");
         INVALID
     })?;

@@ -63,6 +63,8 @@ fn status(r: &RunSummary) -> &'static str {
         "waiting_for_input"
     } else if r.unreadable.is_some() {
         "unreadable"
+    } else if r.failed.is_some() {
+        "failed"
     } else {
         status_key(r.status.as_ref())
     }
@@ -87,6 +89,7 @@ fn line(r: &RunSummary, lineage: Option<&Lineage>) -> serde_json::Value {
         "requests": Question::all(&r.requests),
         "stats": r.stats,
         "unreadable": r.unreadable,
+        "error": r.failed,
         "forked_from": lineage.map(lineage_json),
     })
 }
@@ -110,6 +113,8 @@ fn table(runs: &[RunSummary], lineage: &[Option<Lineage>]) -> String {
     for (r, l) in runs.iter().zip(lineage) {
         let waiting = if let Some(why) = &r.unreadable {
             format!("(cannot read: {why})")
+        } else if let Some(error) = &r.failed {
+            format!("(failed: {error})")
         } else {
             r.requests
                 .iter()

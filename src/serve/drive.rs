@@ -5,10 +5,13 @@
 use std::sync::Arc;
 
 use tokio::sync::OwnedSemaphorePermit;
+use troupe::store::RunFailure;
 use troupe::{RunResult, Thread, Workflow};
 
+use super::lease_note::Note;
 use super::run::Run;
 use super::state::Shared;
+use super::team::Team;
 
 /// What a stretch of a run starts from.
 pub(crate) enum Start {
@@ -49,13 +52,46 @@ pub(crate) fn spawn(state: Shared, run: Arc<Run>, start: Start, slot: OwnedSemap
 pub(crate) async fn drive(state: &Shared, run: &Run, start: Start) -> Result<RunResult, String> {
     let team = state.team(Some(&run.team)).map_err(|e| e.message)?;
     // One owner per run: a `troupe run --resume` of this run (or another
-    // server on the same store) waits until this stretch ends.
-    let _lease = team
-        .store
-        .leases
-        .acquire(&run.id)
-        .await
-        .map_err(|e| e.to_string())?;
+    // server on the same store) waits until this stretch ends. The note
+    // tells a worker taking the lease over what the run is.
+    let _lease = match super::lease_ahead::claim(&run.id) {
+        Some(lease) => lease,
+        None => {
+            let note = Note::of(run, &start).encode();
+            team.store
+                .leases
+                .acquire_noting(&run.id, &note)
+                .await
+                .map_err(|e| e.to_string())?
+        }
+    };
+    let result = stretch(team, run, start).await;
+    record_failure(team, run, &result).await;
+    result
+}
+
+/// Keeps in the store that `run` failed, when `result` says it did (and
+/// it was not cancelled), while its lease is still held: the run is then
+/// listed failed, not under way, and no worker takes it over.
+pub(crate) async fn record_failure(team: &Team, run: &Run, result: &Result<RunResult, String>) {
+    let Err(error) = result else {
+        return;
+    };
+    if run.ctx.is_cancelled() {
+        return;
+    }
+    let failure = RunFailure::new(troupe::secrets::redact(error).into_owned());
+    if let Err(e) = team.store.checkpoints.save_failure(&run.id, &failure).await {
+        super::say(&format!(
+            "troupe serve: run `{}` failed and its failure was not recorded: {e}",
+            run.id
+        ));
+    }
+}
+
+/// Runs a stretch of `run` from `start` to its end, its lease held by the
+/// caller.
+pub(crate) async fn stretch(team: &Team, run: &Run, start: Start) -> Result<RunResult, String> {
     let workflow = &team.built.workflow;
     match (start, &run.session) {
         (
@@ -135,7 +171,7 @@ pub(crate) async fn drive(state: &Shared, run: &Run, start: Start) -> Result<Run
 }
 
 /// Saves the thread an answer ran on as session `id`.
-async fn save(team: &super::team::Team, id: &str, thread: &Thread) -> Result<(), String> {
+async fn save(team: &Team, id: &str, thread: &Thread) -> Result<(), String> {
     team.store
         .threads
         .save_thread(id, thread)

@@ -28,6 +28,8 @@ mod error;
 mod events;
 mod fork;
 mod intake;
+mod lease_ahead;
+mod lease_note;
 mod limits;
 mod listen;
 mod mcp;
@@ -43,6 +45,7 @@ mod settings;
 mod shutdown;
 mod state;
 mod takeover;
+mod takeover_run;
 pub(crate) mod team;
 mod texting;
 mod texting_table;
@@ -107,6 +110,10 @@ pub(crate) struct ServeArgs {
     /// Runs every `provider: auto` model scripted, even with an endpoint set.
     #[arg(long)]
     pub(crate) offline: bool,
+    /// The cassette: `--record DIR` (each run into DIR/<run id>/),
+    /// `--replay DIR` (every run replays DIR), `--replay-mode`.
+    #[command(flatten)]
+    pub(crate) tape: crate::tape_args::TapeArgs,
 }
 
 /// `troupe serve`; returns the exit code.
@@ -130,7 +137,14 @@ pub(crate) async fn serve(args: ServeArgs) -> u8 {
             return INVALID;
         }
     };
-    let teams = match team::load_all(&args.path, args.offline).await {
+    let cassette = match args.tape.open(true) {
+        Ok(c) => c,
+        Err(e) => {
+            say(&format!("troupe serve: {e}"));
+            return INVALID;
+        }
+    };
+    let teams = match team::load_all(&args.path, args.offline, cassette.as_ref()).await {
         Ok(t) => t,
         Err(e) => {
             say(&e.message);

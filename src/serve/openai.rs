@@ -128,6 +128,7 @@ pub(crate) async fn completions(
         state.runs.create(&team, &last_user, session.clone())
     })
     .await?;
+    super::lease_ahead::take(&state, &run, &start).await?;
     texting::spawn(state.clone(), run.clone(), start, slot, turn);
     let meta = Meta {
         id: format!("chatcmpl-{}", run.id),

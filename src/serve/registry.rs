@@ -51,7 +51,9 @@ impl Registry {
         let millis = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
-        let id = format!("run-{millis}-{n}");
+        // The worker's tag keeps ids apart across workers sharing one
+        // database, which may start runs in the same millisecond.
+        let id = format!("run-{millis}-{n}-{}", worker_tag());
         let run = Run::new(id.clone(), team.to_string(), task.to_string(), session);
         let mut guard = self.lock();
         let Table {
@@ -100,14 +102,21 @@ impl Registry {
         let _ = self.on_new.set(Box::new(f));
     }
 
-    /// Registers run `id` of `team`, stored by another worker and taken
-    /// over here; `None` if this server already has a run `id`.
-    pub(crate) fn adopt(&self, id: &str, team: &str) -> Option<Arc<Run>> {
+    /// Registers run `id` of `team` (of `task`, a turn of `session`),
+    /// stored by another worker and taken over here; `None` if this
+    /// server already has a run `id`.
+    pub(crate) fn adopt(
+        &self,
+        id: &str,
+        team: &str,
+        task: &str,
+        session: Option<String>,
+    ) -> Option<Arc<Run>> {
         let mut guard = self.lock();
         if guard.map.contains_key(id) {
             return None;
         }
-        let run = Run::new(id.to_string(), team.to_string(), String::new(), None);
+        let run = Run::new(id.to_string(), team.to_string(), task.to_string(), session);
         guard.map.insert(id.to_string(), run.clone());
         guard.order.push_back(id.to_string());
         Some(run)
@@ -132,4 +141,21 @@ impl Registry {
             .filter_map(|id| guard.map.get(id).cloned())
             .collect()
     }
+}
+
+/// Eight hex digits drawn once per process (the standard library's
+/// randomly keyed hasher over the pid and the time).
+fn worker_tag() -> &'static str {
+    use std::hash::{BuildHasher, Hasher};
+    static TAG: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TAG.get_or_init(|| {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        h.write_u128(
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        format!("{:08x}", h.finish() as u32)
+    })
 }

@@ -76,6 +76,7 @@ pub(crate) async fn start(
         Some(_) => Start::Session(body.task),
         None => Start::Thread(Thread::from_messages([troupe::Message::user(body.task)])),
     };
+    super::lease_ahead::take(&state, &run, &start).await?;
     if let Some(hook) = body.webhook {
         webhook::watch(run.clone(), hook);
     }

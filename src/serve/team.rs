@@ -3,8 +3,10 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use troupe::Session;
+use troupe::agents::model::Cassette;
 use troupe::config::{BuildOptions, Built, Config, Store, StoreKind};
 
 use super::{FAILED, INVALID};
@@ -52,6 +54,7 @@ impl LoadError {
 pub(crate) async fn load_all(
     path: &Path,
     offline: bool,
+    cassette: Option<&Arc<Cassette>>,
 ) -> Result<BTreeMap<String, Team>, LoadError> {
     let files = if path.is_dir() {
         let entries = std::fs::read_dir(path).map_err(|e| LoadError {
@@ -82,7 +85,7 @@ pub(crate) async fn load_all(
     };
     let mut teams = BTreeMap::new();
     for file in files {
-        let team = load(&file, offline).await?;
+        let team = load(&file, offline, cassette).await?;
         if teams.contains_key(&team.name) {
             return Err(LoadError {
                 message: format!(
@@ -98,11 +101,18 @@ pub(crate) async fn load_all(
     Ok(teams)
 }
 
-async fn load(file: &Path, offline: bool) -> Result<Team, LoadError> {
+/// The team of `file`; through `cassette` (`serve --record`, `--replay`)
+/// when there is one.
+async fn load(
+    file: &Path,
+    offline: bool,
+    cassette: Option<&Arc<Cassette>>,
+) -> Result<Team, LoadError> {
     let config = Config::load(file).map_err(|e| LoadError::config(&e))?;
     let options = BuildOptions {
         offline,
         troupe_exe: std::env::current_exe().ok(),
+        cassette: cassette.cloned(),
         ..BuildOptions::default()
     };
     let built = config

@@ -10,6 +10,7 @@ pub mod mcp_eras;
 pub mod pg;
 pub mod prereq;
 pub mod serve;
+pub mod sse_model;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};

@@ -35,7 +35,8 @@ pub use anthropic::{
     AnthropicMessages, DEFAULT_MAX_TOKENS,
 };
 pub use cassette::{
-    CALLS_FILE, Cassette, CassetteError, Entry as CassetteEntry, TOOLS_FILE, ToolEntry,
+    A2A_FILE, AgentEntry, CALLS_FILE, Cassette, CassetteError, Entry as CassetteEntry, MCP_FILE,
+    McpServerEntry, McpToolEntry, ReplayMode, ReplayedTool, TOOLS_FILE, ToolEntry,
 };
 pub use fallback::{Cooldowns, DEFAULT_COOLDOWN, FallbackModel};
 pub use http::{Dialect, HttpModel, HttpModelBuilder};

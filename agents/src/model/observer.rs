@@ -50,6 +50,17 @@ pub trait CallObserver: Send + Sync {
     fn waiting_for_capacity(&self, waited: Duration) {
         let _ = waited;
     }
+
+    /// The path of the agent making the call (`team/nested_team/agent`),
+    /// if the caller says: a [`Cassette`](super::Cassette) keys calls by it.
+    fn path(&self) -> Option<&str> {
+        None
+    }
+
+    /// The id of the run the call is made in, if the caller says.
+    fn run_id(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// An observer that does nothing.

@@ -1,6 +1,7 @@
 //! `a2a:` agents: an [`A2aAgent`] over a client of the remote agent, with
 //! its URL and headers expanded from the environment (as secrets), its
-//! timeout and its retry policy.
+//! timeout and its retry policy; through the cassette when there is one
+//! (its turns recorded, or replayed without a connection).
 
 use std::sync::Arc;
 
@@ -44,6 +45,10 @@ impl Ctx<'_> {
         if let Some(d) = &spec.description {
             agent = agent.with_description(d.clone());
         }
-        Ok(Arc::new(agent))
+        let agent: Arc<dyn Agent> = Arc::new(agent);
+        Ok(match &self.options.cassette {
+            Some(c) => c.wrap_agent(agent),
+            None => agent,
+        })
     }
 }

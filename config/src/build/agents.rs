@@ -54,13 +54,7 @@ impl Ctx<'_> {
         };
         let model_spec = self.model_spec(model_name)?;
         let pricing = super::models::pricing_of(model_name, model_spec)?;
-        let mut tools = self.tools(name, spec).await?;
-        if let Some(cassette) = &self.options.cassette {
-            tools = tools
-                .into_iter()
-                .map(|t| cassette.wrap_tool(name, t))
-                .collect();
-        }
+        let tools = self.tools(name, spec).await?;
         let recipe = Arc::new(Recipe {
             name: name.to_string(),
             description: spec.description.clone().unwrap_or_default(),

@@ -119,6 +119,7 @@ impl Config {
             None => None,
         };
         let mut ctx = Ctx::new(self, options, None);
+        ctx.cache = store.as_ref().map(|s| s.cache.clone());
         let name = self.workflow_name();
         let workflow =
             match &self.spec().workflow {

@@ -52,6 +52,9 @@ pub(super) struct Ctx<'a> {
     /// The models resting in each model's fallback chain, shared by every
     /// agent using that model.
     pub(super) cooldowns: BTreeMap<String, Arc<troupe_agents::model::Cooldowns>>,
+    /// Where nodes with `cache:` keep their results: the run's store, or
+    /// (without one) this process's memory.
+    pub(super) cache: Option<Arc<dyn troupe_runtime::store::ResultCache>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -81,6 +84,7 @@ impl<'a> Ctx<'a> {
             warnings: Vec::new(),
             used: std::collections::BTreeSet::new(),
             cooldowns: BTreeMap::new(),
+            cache: None,
         }
     }
 

@@ -6,14 +6,18 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use troupe_runtime::{
-    Agent, AgentError, Graph, Message, MessageId, Reply, RouterBuilder, RunContext, Scheduler,
-    Thread, USER, Workflow,
+    Agent, AgentError, Graph, Message, MessageId, NodeInput, Reply, RouterBuilder, RunContext,
+    Scheduler, Thread, USER, Workflow,
 };
 
 use super::ctx::{Ctx, build_error};
+use super::merge::node_merge;
+use super::node_cache::{CachedNode, config_hash, key_error};
 use super::retry::retry_policy;
 use crate::error::ConfigError;
-use crate::plan::Plan;
+use crate::plan::{Plan, PlanNode};
+use crate::refs::ref_id;
+use crate::template::CacheKey;
 
 impl Ctx<'_> {
     /// The graph of workflow `name` from its plan.
@@ -32,13 +36,25 @@ impl Ctx<'_> {
                     let inner = self.block(name, &n.id, block, loop_limit).await?;
                     g = g.add_agent(Block(inner));
                 }
-                None => g = g.add_agent_arc(self.node(&n.id, &n.target).await?),
+                None => {
+                    let node = self.node(&n.id, &n.target).await?;
+                    g = g.add_agent_arc(match &n.cache {
+                        Some(c) => self.cached(name, n, &c.key, node)?,
+                        None => node,
+                    });
+                }
             }
             if let Some(j) = n.join {
                 g = g.join(n.id.clone(), j);
             }
-            if let Some(i) = n.input {
-                g = g.input(n.id.clone(), i);
+            if let Some(m) = &n.merge {
+                let what = format!("workflow `{name}`, node `{}`", n.id);
+                g = g.input(
+                    n.id.clone(),
+                    NodeInput::Merge(node_merge(&m.template, &self.blocks, &what)?),
+                );
+            } else if let Some(i) = &n.input {
+                g = g.input(n.id.clone(), i.clone());
             }
             if let Some(f) = n.fan_out {
                 g = g.fan_out(n.id.clone(), f);
@@ -77,6 +93,33 @@ impl Ctx<'_> {
         }
         g.build()
             .map_err(|e| build_error(format!("workflow `{name}`: {e}")))
+    }
+
+    /// Node `n` of workflow `name` (built as `node`) behind its result
+    /// cache, keyed by `key`.
+    fn cached(
+        &mut self,
+        name: &str,
+        n: &PlanNode,
+        key: &str,
+        node: Arc<dyn Agent>,
+    ) -> Result<Arc<dyn Agent>, ConfigError> {
+        let what = format!("workflow `{name}`, node `{}`", n.id);
+        let key = CacheKey::parse(key).map_err(|e| key_error(&what, e))?;
+        let cache = self
+            .cache
+            .get_or_insert_with(|| Arc::new(troupe_runtime::store::MemoryStore::new()))
+            .clone();
+        let agent = ref_id(&n.target).to_string();
+        Ok(Arc::new(CachedNode {
+            id: n.id.clone(),
+            config_hash: config_hash(self.config, &agent),
+            agent,
+            inner: node,
+            key,
+            cache,
+            blocks: self.blocks.clone(),
+        }))
     }
 
     /// A parallel block with `retry:` as a nested workflow named by the

@@ -16,7 +16,9 @@ pub struct BuildOptions {
     /// checkpoint store is not opened (a memory store stands in), and
     /// router warnings are collected in [`Built::warnings`](crate::Built::warnings).
     pub check: bool,
-    /// Every chat agent's model calls go through this cassette (recorded,
-    /// or replayed without calling the model), keyed by the agent's name.
+    /// Every chat agent's model and tool calls, MCP servers and remote
+    /// (A2A) agents go through this cassette (recorded, or replayed
+    /// without calling a model, running a tool, starting or connecting to
+    /// an MCP server or reaching a remote agent), keyed by agent path.
     pub cassette: Option<std::sync::Arc<troupe_agents::model::Cassette>>,
 }

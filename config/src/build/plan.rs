@@ -43,6 +43,10 @@ impl Ctx<'_> {
                 PassingMode::Key(key) => ResultPassing::Key(key.as_str().into()),
             });
         }
+        if let Some(m) = &plan.merge {
+            let merge = super::merge::plan_merge(&m.template, &format!("plan of `{name}`"))?;
+            options = options.passing(ResultPassing::Custom(merge));
+        }
         if let Some(s) = plan.scope {
             options = options.scope(match s {
                 ScopeMode::Predecessors => ResultScope::Predecessors,

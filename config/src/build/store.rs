@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use troupe_runtime::store::{
-    CheckpointStore, Durability, FileStore, MemoryStore, RunLeases, SaveErrors, SqliteStore,
-    ThreadStore,
+    CheckpointStore, Durability, FileStore, MemoryStore, ResultCache, RunLeases, SaveErrors,
+    SqliteStore, ThreadStore,
 };
 
 use crate::error::ConfigError;
@@ -24,6 +24,8 @@ pub struct Store {
     pub threads: Arc<dyn ThreadStore>,
     /// Who runs which run: the lease a process takes before it runs one.
     pub leases: Arc<dyn RunLeases>,
+    /// Where nodes with `cache:` keep their results.
+    pub cache: Arc<dyn ResultCache>,
     /// Which kind of store this is (memory, directory or SQLite).
     pub kind: StoreKind,
     /// The directory or database file, for `dir` and `sqlite`.
@@ -83,12 +85,15 @@ impl Store {
             Arc<dyn CheckpointStore>,
             Arc<dyn ThreadStore>,
             Arc<dyn RunLeases>,
+            Arc<dyn ResultCache>,
         );
-        fn both<S: CheckpointStore + ThreadStore + RunLeases + 'static>(s: S) -> Parts {
+        fn both<S: CheckpointStore + ThreadStore + RunLeases + ResultCache + 'static>(
+            s: S,
+        ) -> Parts {
             let s = Arc::new(s);
-            (s.clone(), s.clone(), s)
+            (s.clone(), s.clone(), s.clone(), s)
         }
-        let (checkpoints, threads, leases) = match (kind, &location) {
+        let (checkpoints, threads, leases, cache) = match (kind, &location) {
             (StoreKind::Memory, _) => both(MemoryStore::new().with_durability(durability)),
             (StoreKind::Dir, Some(dir)) => both(
                 FileStore::open(dir)
@@ -118,6 +123,7 @@ impl Store {
             checkpoints,
             threads,
             leases,
+            cache,
             kind,
             location,
             database: None,
@@ -146,7 +152,8 @@ impl Store {
             Ok(Store {
                 checkpoints: s.clone(),
                 threads: s.clone(),
-                leases: s,
+                leases: s.clone(),
+                cache: s,
                 kind: StoreKind::Postgres,
                 location: None,
                 database,

@@ -1,11 +1,13 @@
 //! An agent's tools: the built-in ones, and the tools of MCP servers
-//! (started, or connected to, here), each waiting for approval when its
-//! entry says so, and agents or workflows as tools. (`ask_user` is not among them: the agent itself answers
+//! (started, or connected to, here — or, replaying a cassette, listed
+//! from it), each waiting for approval when its entry says so, and agents
+//! or workflows as tools. Through a cassette, built-in and MCP tools are
+//! recorded or replayed; an agent as a tool runs (its own calls are). (`ask_user` is not among them: the agent itself answers
 //! it.)
 
 use std::sync::Arc;
 
-use troupe_agents::{AgentTool, McpClient, McpServerConfig, NeedsApproval, Tool};
+use troupe_agents::{AgentTool, McpServerConfig, NeedsApproval, Tool};
 
 use super::ctx::{Ctx, build_error};
 use crate::builtin::builtin_tool;
@@ -28,7 +30,8 @@ impl Ctx<'_> {
                     let tool = builtin_tool(b.name()).ok_or_else(|| {
                         build_error(format!("agent `{agent}`: no built-in tool `{}`", b.name()))
                     })?;
-                    out.push(approved(tool, options.approval == Some(true)));
+                    let tool = approved(tool, options.approval == Some(true));
+                    out.push(self.taped(agent, tool, None));
                 }
                 ToolSpec::Agent(a) => {
                     let field = FieldPath::root()
@@ -45,11 +48,22 @@ impl Ctx<'_> {
                         .key("tools")
                         .index(i)
                         .key("mcp");
-                    out.extend(self.mcp_tools(agent, &field, m).await?);
+                    let server = m.name.as_deref().unwrap_or("mcp");
+                    for tool in self.mcp_tools(agent, &field, m).await? {
+                        out.push(self.taped(agent, tool, Some(server)));
+                    }
                 }
             }
         }
         Ok(out)
+    }
+
+    /// `tool` through the cassette, if there is one.
+    fn taped(&self, agent: &str, tool: Arc<dyn Tool>, server: Option<&str>) -> Arc<dyn Tool> {
+        match &self.options.cassette {
+            Some(c) => c.wrap_tool(agent, tool, server),
+            None => tool,
+        }
     }
 
     /// An agent or named workflow as a tool of agent `agent` (the entry
@@ -163,20 +177,13 @@ impl Ctx<'_> {
             cfg = cfg.startup_timeout(t.duration);
         }
         cfg = cfg.sampling(m.sampling);
-        let client = McpClient::connect(cfg)
-            .await
-            .map_err(|e| build_error(format!("{what} `{name}`: {e}")))?;
-        let tools = client
-            .tools()
-            .await
-            .map_err(|e| build_error(format!("{what} `{name}`: {e}")))?;
-        self.mcp.push(client);
+        let tools = self.mcp_connect(&what, &name, agent, m, cfg).await?;
         if let Some(crate::schema::McpApproval::Tools(listed)) = &m.approval
             && let Some(missing) = listed
                 .iter()
-                .find(|l| !tools.iter().any(|t| t.remote_name() == l.as_str()))
+                .find(|l| !tools.iter().any(|(r, _)| r == l.as_str()))
         {
-            let has: Vec<&str> = tools.iter().map(|t| t.remote_name()).collect();
+            let has: Vec<&str> = tools.iter().map(|(r, _)| r.as_str()).collect();
             return Err(build_error(format!(
                 "{what} `{name}`: `approval` names `{missing}`, which the server does not offer (it has: {})",
                 has.join(", ")
@@ -184,12 +191,9 @@ impl Ctx<'_> {
         }
         Ok(tools
             .into_iter()
-            .map(|t| {
-                let asks = m
-                    .approval
-                    .as_ref()
-                    .is_some_and(|a| a.covers(t.remote_name()));
-                approved(Arc::new(t), asks)
+            .map(|(remote, t)| {
+                let asks = m.approval.as_ref().is_some_and(|a| a.covers(&remote));
+                approved(t, asks)
             })
             .collect())
     }

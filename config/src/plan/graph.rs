@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use troupe_runtime::{Isolation, Join, NodeInput};
 
 use super::conditions::CondPlan;
-use crate::schema::{ConditionForm, GraphSpec, RetrySpec};
+use crate::schema::{CacheSpec, ConditionForm, GraphSpec, MergeSpec, RetrySpec};
 use crate::shorthand::Shorthand;
 
 /// A node: its id and the agent or workflow it runs.
@@ -17,6 +17,10 @@ pub(crate) struct PlanNode {
     pub(crate) retry: Option<RetrySpec>,
     pub(crate) join: Option<Join>,
     pub(crate) input: Option<NodeInput>,
+    /// Its predecessors' results merged by a template (instead of `input`).
+    pub(crate) merge: Option<MergeSpec>,
+    /// Its result cache.
+    pub(crate) cache: Option<CacheSpec>,
     pub(crate) fan_out: Option<Isolation>,
     /// Its transitions are a first-match switch.
     pub(crate) first_match: bool,
@@ -58,7 +62,9 @@ impl Plan {
                 target: n.0.agent.clone(),
                 retry: n.0.retry.clone(),
                 join: n.0.join,
-                input: n.0.input,
+                input: n.0.input.clone(),
+                merge: n.0.merge.clone(),
+                cache: n.0.cache.clone(),
                 fan_out: n.0.fan_out,
                 first_match: n.0.switch.is_some(),
             });

@@ -7,4 +7,4 @@ mod graph;
 mod steps;
 
 pub(crate) use conditions::Blocks;
-pub(crate) use graph::Plan;
+pub(crate) use graph::{Plan, PlanNode};

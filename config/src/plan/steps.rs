@@ -8,7 +8,7 @@ use troupe_runtime::Join;
 
 use super::conditions::CondPlan;
 use super::graph::{Plan, PlanEdge, PlanNode};
-use crate::schema::{Branch, StepKind, StepSpec};
+use crate::schema::{Branch, MergeSpec, StepKind, StepSpec};
 use crate::shorthand::Shorthand;
 
 impl Plan {
@@ -20,6 +20,7 @@ impl Plan {
             plan: Plan::default(),
             entries: BTreeMap::new(),
             forward: Vec::new(),
+            merges: Vec::new(),
         };
         let first = c.plan.nodes.len();
         c.list(steps, Vec::new());
@@ -49,6 +50,9 @@ struct StepCompiler {
     /// `goto:` steps to a step not yet compiled: where they leave from,
     /// and the step.
     forward: Vec<(Frontier, String)>,
+    /// Parallel blocks with `merge:`: the nodes the block ends on, and the
+    /// merge the node after them reads their results by.
+    merges: Vec<(Vec<usize>, MergeSpec)>,
 }
 
 impl StepCompiler {
@@ -62,10 +66,20 @@ impl StepCompiler {
     fn connect(&mut self, frontier: &Frontier, targets: &[usize], is_loop: bool) {
         let mut sources: Vec<usize> = frontier.iter().map(|(n, _)| *n).collect();
         sources.dedup();
+        let merge = self
+            .merges
+            .iter()
+            .find(|(ends, _)| {
+                !is_loop && !sources.is_empty() && sources.iter().all(|s| ends.contains(s))
+            })
+            .map(|(_, m)| m.clone());
         for &t in targets {
             if sources.len() > 1 && !is_loop {
                 // After a parallel block: wait for every branch.
                 self.plan.nodes[t].join = Some(Join::All);
+            }
+            if merge.is_some() {
+                self.plan.nodes[t].merge = merge.clone();
             }
             for (n, conds) in frontier {
                 let cond = match conds.as_slice() {
@@ -97,6 +111,8 @@ impl StepCompiler {
                     retry: s.retry.clone(),
                     join: None,
                     input: None,
+                    merge: None,
+                    cache: s.cache.clone(),
                     fan_out: None,
                     first_match: false,
                 });
@@ -116,6 +132,11 @@ impl StepCompiler {
                 }
                 if let Some(id) = s.step_id() {
                     self.entries.insert(id, entries);
+                }
+                if let Some(m) = &s.merge {
+                    let mut ends: Vec<usize> = out.iter().map(|(n, _)| *n).collect();
+                    ends.dedup();
+                    self.merges.push((ends, m.clone()));
                 }
                 out
             }
@@ -174,6 +195,7 @@ impl StepCompiler {
         };
         let mut inner = s.clone();
         inner.retry = None;
+        inner.merge = None;
         let n = self.plan.nodes.len();
         self.plan.nodes.push(PlanNode {
             id: id.clone(),
@@ -181,6 +203,8 @@ impl StepCompiler {
             retry: s.retry.clone(),
             join: None,
             input: None,
+            merge: None,
+            cache: None,
             fan_out: None,
             first_match: false,
         });
@@ -189,6 +213,9 @@ impl StepCompiler {
             .insert(id.clone(), Plan::of_steps(std::slice::from_ref(&inner)));
         self.connect(&frontier, &[n], false);
         self.entries.insert(id, vec![n]);
+        if let Some(m) = &s.merge {
+            self.merges.push((vec![n], m.clone()));
+        }
         vec![(n, Vec::new())]
     }
 }

@@ -5,6 +5,7 @@ use serde::Deserialize;
 use troupe_runtime::{Isolation, Join, NodeInput, Scheduler};
 
 use super::conditions::ConditionSpec;
+use super::merge::{CacheSpec, MergeSpec};
 use super::retry::RetrySpec;
 use crate::refs::ref_id;
 use crate::shorthand::{ShortForm, Shorthand};
@@ -23,9 +24,18 @@ pub struct NodeForm {
     /// `all_that_can_arrive`).
     #[serde(default)]
     pub join: Option<Join>,
-    /// What it receives of its predecessors (default `messages`).
+    /// What it receives of its predecessors (default `messages`;
+    /// `{key: NAME}`: their results under a name).
     #[serde(default)]
     pub input: Option<NodeInput>,
+    /// Its predecessors' results merged into the one message it reads, by
+    /// a template (instead of `input`).
+    #[serde(default)]
+    pub merge: Option<MergeSpec>,
+    /// Its result cache: a result kept under its key is used instead of
+    /// running it.
+    #[serde(default)]
+    pub cache: Option<CacheSpec>,
     /// How the branches it fans out to start their threads (default
     /// `fresh`).
     #[serde(default)]
@@ -72,6 +82,8 @@ impl ShortForm for NodeForm {
             agent: text.to_string(),
             join: None,
             input: None,
+            merge: None,
+            cache: None,
             fan_out: None,
             retry: None,
             switch: None,

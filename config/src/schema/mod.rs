@@ -18,6 +18,7 @@ mod context;
 mod file;
 mod graph;
 mod magentic;
+mod merge;
 mod model_limits;
 mod models;
 mod plan;
@@ -42,6 +43,7 @@ pub use context::ContextSpec;
 pub use file::{CONFIG_VERSION, ConfigFile, json_schema};
 pub use graph::{GraphSpec, NodeForm, NodeSpec, TransitionSpec};
 pub use magentic::MagenticSpec;
+pub use merge::{CacheSpec, MergeSpec};
 pub use model_limits::{ModelRetrySpec, OnLengthSpec, RateLimitSpec, RetryKindSpec};
 pub use models::{ModelSpec, PricingSpec, Provider};
 pub use plan::{

@@ -38,6 +38,10 @@ pub struct PlanSectionSpec {
     /// What a step receives of earlier steps (default `attachments`).
     #[serde(default)]
     pub passing: Option<PassingMode>,
+    /// The results a step receives merged by a template into one message
+    /// before its request (instead of `passing`).
+    #[serde(default)]
+    pub merge: Option<super::merge::MergeSpec>,
     /// Which earlier steps it receives (default: `predecessors` for a
     /// text plan, `all_earlier` for action groups).
     #[serde(default)]

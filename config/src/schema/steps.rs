@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::conditions::ConditionSpec;
+use super::merge::{CacheSpec, MergeSpec};
 use super::retry::RetrySpec;
 use crate::refs::ref_id;
 use crate::shorthand::{ShortForm, Shorthand};
@@ -93,6 +94,14 @@ pub struct StepSpec {
     /// Retries of the step's failed turns.
     #[serde(default)]
     pub retry: Option<RetrySpec>,
+    /// Parallel: its steps' results merged by a template into the one
+    /// message the step after the block reads.
+    #[serde(default)]
+    pub merge: Option<MergeSpec>,
+    /// Agent or workflow: its result cache (a result kept under its key
+    /// is used instead of running the step).
+    #[serde(default)]
+    pub cache: Option<CacheSpec>,
     /// Goto: the id of the step to go to next (earlier: a loop, bounded
     /// by `max_loop_iterations`; later: the steps between are skipped).
     #[serde(default)]

@@ -38,11 +38,13 @@
 //! ```
 
 mod board;
+mod cache_key;
 mod expr;
 mod reference;
 mod text;
 
 pub use board::{Board, StepRecord};
+pub(crate) use cache_key::CacheKey;
 pub use expr::Expr;
 pub use reference::{Access, Reference, TemplateError};
 pub use text::Template;

@@ -20,6 +20,7 @@ mod graph_switch;
 mod humans;
 mod loops;
 mod magentic;
+mod merge_cache;
 mod model_limits;
 mod model_wire;
 mod models;

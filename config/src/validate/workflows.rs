@@ -4,6 +4,7 @@
 
 use super::checker::{Checker, Defined, at_least_one, expected_names};
 use super::graph::check_graph;
+use super::merge_cache::check_merges_and_caches;
 use super::plan::check_plan;
 use super::router::check_router;
 use super::steps::check_steps;
@@ -65,6 +66,7 @@ pub(super) fn check_workflow(
             }
         }
     }
+    check_merges_and_caches(c, base, w, &participants);
     if let Some(r) = &w.router {
         check_router(c, names, spec, base, w, r, &mut participants);
     }

@@ -462,7 +462,7 @@ impl GraphBuilder {
                 .map(|i| self.joins.get(by_name(i)).copied().unwrap_or_default())
                 .collect(),
             inputs: (0..n)
-                .map(|i| self.inputs.get(by_name(i)).copied().unwrap_or_default())
+                .map(|i| self.inputs.get(by_name(i)).cloned().unwrap_or_default())
                 .collect(),
             isolation: (0..n)
                 .map(|i| self.isolation.get(by_name(i)).copied().unwrap_or_default())

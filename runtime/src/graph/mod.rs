@@ -9,11 +9,13 @@
 mod builder;
 mod condition;
 pub(crate) mod cursor;
+mod input_merge;
 mod model;
 pub(crate) mod node_input;
 mod traversal;
 
 pub use builder::{GraphBuilder, GraphError, GraphProblem};
 pub use condition::{Condition, SCHEMA_KEY, StatePredicate, TurnPredicate, content_kind};
+pub use input_merge::InputMerge;
 pub use model::{EntryFn, Graph, Isolation, Join, Scheduler};
 pub use node_input::{INPUT_KEY, NodeInput, attachment};

@@ -8,15 +8,17 @@
 
 use std::sync::Arc;
 
+use super::input_merge::InputMerge;
 use crate::message::{Content, Message, USER};
 
 /// Metadata key marking the message that stands for a node's predecessors'
-/// outputs; its value is `prior_outputs` or `attachments` (with
-/// `leading_args`, one message per predecessor: its name).
+/// outputs; its value is `prior_outputs`, `attachments`, the key (with
+/// `key`) or `merge` (with `leading_args`, one message per predecessor:
+/// its name).
 pub const INPUT_KEY: &str = "troupe.input";
 
 /// What a node receives of its predecessors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "schema", derive(serde::Deserialize, schemars::JsonSchema))]
 #[cfg_attr(feature = "schema", serde(rename_all = "snake_case"))]
 pub enum NodeInput {
@@ -32,6 +34,14 @@ pub enum NodeInput {
     /// the order they first spoke (the seed's `ResultAsLeadingArgs`: the
     /// results lead the node's input).
     LeadingArgs,
+    /// The results under a named key (the seed's `"key_name"` mode,
+    /// `{key: NAME}`): one user message `NAME:` and each predecessor's
+    /// last output, in the order they first spoke.
+    Key(String),
+    /// One user message built by a function of each predecessor's last
+    /// output (the seed's custom merge; a config's `merge: {template}`).
+    #[cfg_attr(feature = "schema", serde(skip))]
+    Merge(InputMerge),
 }
 
 /// One output as an attachment: its id, a description (double quotes
@@ -71,14 +81,17 @@ fn push_attachment(out: &mut String, id: &str, description: &str, content: &str)
 /// `describe` gives a sender's description for attachments.
 #[inline]
 pub(crate) fn render<'a>(
-    mode: NodeInput,
+    mode: &NodeInput,
     messages: Vec<Arc<Message>>,
     describe: impl Fn(&str) -> &'a str,
 ) -> Vec<Arc<Message>> {
-    if mode == NodeInput::Messages || messages.is_empty() {
+    if *mode == NodeInput::Messages || messages.is_empty() {
         return messages;
     }
-    if mode == NodeInput::LeadingArgs {
+    if let NodeInput::Key(_) | NodeInput::Merge(_) = mode {
+        return vec![merged(mode, &messages)];
+    }
+    if *mode == NodeInput::LeadingArgs {
         return last_outputs(&messages)
             .into_iter()
             .map(|(step, m)| {
@@ -104,9 +117,26 @@ fn last_outputs(messages: &[Arc<Message>]) -> Vec<(&str, &Arc<Message>)> {
     last
 }
 
+/// The one message of the senders' last outputs under a key, or merged.
+fn merged(mode: &NodeInput, messages: &[Arc<Message>]) -> Arc<Message> {
+    let last: Vec<(&str, &Message)> = last_outputs(messages)
+        .into_iter()
+        .map(|(s, m)| (s, &**m))
+        .collect();
+    let (text, kind) = match mode {
+        NodeInput::Merge(f) => (f.apply(&last), "merge".to_string()),
+        NodeInput::Key(key) => {
+            let values: Vec<_> = last.iter().map(|(_, m)| m.text_content()).collect();
+            (format!("{key}:\n{}", values.join("\n\n")), key.clone())
+        }
+        _ => (String::new(), String::new()),
+    };
+    Arc::new(Message::new(USER, Content::Text(text)).with_metadata(INPUT_KEY, kind))
+}
+
 /// The one message standing for the senders' last outputs.
 fn render_one<'a>(
-    mode: NodeInput,
+    mode: &NodeInput,
     messages: &[Arc<Message>],
     describe: impl Fn(&str) -> &'a str,
 ) -> Arc<Message> {
@@ -150,14 +180,14 @@ mod tests {
     #[test]
     fn messages_pass_as_they_are() {
         let ms = vec![from("a", "x"), from("b", "y")];
-        let out = render(NodeInput::Messages, ms.clone(), |_| "");
+        let out = render(&NodeInput::Messages, ms.clone(), |_| "");
         assert_eq!(out, ms);
     }
 
     #[test]
     fn attachments_keep_each_senders_last_output_in_first_spoken_order() {
         let ms = vec![from("a", "old"), from("b", "y"), from("a", "new")];
-        let out = render(NodeInput::Attachments, ms, |s| {
+        let out = render(&NodeInput::Attachments, ms, |s| {
             if s == "a" { "the \"a\" step" } else { "" }
         });
         assert_eq!(out.len(), 1);
@@ -174,7 +204,7 @@ mod tests {
 
     #[test]
     fn prior_outputs_use_cagents_layout() {
-        let out = render(NodeInput::PriorOutputs, vec![from("a", "x")], |_| "");
+        let out = render(&NodeInput::PriorOutputs, vec![from("a", "x")], |_| "");
         assert_eq!(
             out[0].text_content(),
             "--- Prior Step Outputs ---\n\n[a (agent: a)]:\nx\n\n--- End Prior Step Outputs ---"
@@ -184,7 +214,7 @@ mod tests {
     #[test]
     fn leading_args_are_each_senders_last_output_on_its_own() {
         let ms = vec![from("a", "old"), from("b", "y"), from("a", "new")];
-        let out = render(NodeInput::LeadingArgs, ms, |_| "");
+        let out = render(&NodeInput::LeadingArgs, ms, |_| "");
         let texts: Vec<_> = out.iter().map(|m| m.text_content().into_owned()).collect();
         assert_eq!(texts, ["new", "y"]);
         assert!(out.iter().all(|m| &*m.source == USER));
@@ -195,7 +225,27 @@ mod tests {
     }
 
     #[test]
+    fn a_key_names_the_results_and_a_merge_builds_them() {
+        let ms = vec![from("a", "old"), from("b", "y"), from("a", "new")];
+        let out = render(&NodeInput::Key("found".into()), ms.clone(), |_| "");
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].text_content(), "found:\nnew\n\ny");
+        assert_eq!(
+            out[0].metadata.get(INPUT_KEY).map(String::as_str),
+            Some("found")
+        );
+        let merge = InputMerge::new(|r| {
+            r.iter()
+                .map(|(s, m)| format!("<{s}:{}>", m.text_content()))
+                .collect()
+        });
+        let out = render(&NodeInput::Merge(merge), ms, |_| "");
+        assert_eq!(out[0].text_content(), "<a:new><b:y>");
+        assert_eq!(&*out[0].source, USER);
+    }
+
+    #[test]
     fn nothing_delivered_is_no_input() {
-        assert!(render(NodeInput::Attachments, Vec::new(), |_| "").is_empty());
+        assert!(render(&NodeInput::Attachments, Vec::new(), |_| "").is_empty());
     }
 }

@@ -98,6 +98,35 @@ pub trait RunLeases: Send + Sync {
     /// Takes the lease on `run_id`, or says who holds it.
     async fn acquire(&self, run_id: &str) -> Result<RunLease, LeaseError>;
 
+    /// [`acquire`](RunLeases::acquire), noting on the lease what the run
+    /// is (`note`: text the caller reads back, such as how to start the
+    /// run again), so a process that takes over a lease its holder left
+    /// behind ([`abandoned`](RunLeases::abandoned)) knows what it takes
+    /// over. Stores whose leases nobody else can take over (memory,
+    /// directory, SQLite) drop the note: the default.
+    async fn acquire_noting(&self, run_id: &str, note: &str) -> Result<RunLease, LeaseError> {
+        let _ = note;
+        self.acquire(run_id).await
+    }
+
+    /// Takes over a lease [`abandoned`](RunLeases::abandoned) named:
+    /// as [`acquire_noting`](RunLeases::acquire_noting), but only while
+    /// the lease is still left behind — not when its run has ended since
+    /// (taken over and finished by another process, which gave the lease
+    /// back), so a run is never carried on twice. The default (stores with
+    /// nothing abandoned) is `acquire_noting`.
+    async fn take_over(&self, run_id: &str, note: &str) -> Result<RunLease, LeaseError> {
+        self.acquire_noting(run_id, note).await
+    }
+
+    /// The leases whose holder died (a process of this host that has
+    /// ended, or a heartbeat older than [`STALE_AFTER`]): each run was cut
+    /// short while its holder ran it, and may be taken over. A store one
+    /// process owns has none to offer: the default.
+    async fn abandoned(&self) -> Result<Vec<Abandoned>, StoreError> {
+        Ok(Vec::new())
+    }
+
     /// Claims the tick at `tick_secs` (Unix seconds) of schedule
     /// `schedule` of team `team`: `true` for the one caller that is to run
     /// it. A store one process owns (memory, directory, SQLite) has one
@@ -121,6 +150,18 @@ impl<T: RunLeases + ?Sized> RunLeases for Arc<T> {
         (**self).acquire(run_id).await
     }
 
+    async fn acquire_noting(&self, run_id: &str, note: &str) -> Result<RunLease, LeaseError> {
+        (**self).acquire_noting(run_id, note).await
+    }
+
+    async fn take_over(&self, run_id: &str, note: &str) -> Result<RunLease, LeaseError> {
+        (**self).take_over(run_id, note).await
+    }
+
+    async fn abandoned(&self) -> Result<Vec<Abandoned>, StoreError> {
+        (**self).abandoned().await
+    }
+
     async fn claim_tick(
         &self,
         team: &str,
@@ -129,6 +170,17 @@ impl<T: RunLeases + ?Sized> RunLeases for Arc<T> {
     ) -> Result<bool, StoreError> {
         (**self).claim_tick(team, schedule, tick_secs).await
     }
+}
+
+/// A lease its holder left behind (see [`RunLeases::abandoned`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Abandoned {
+    /// The run.
+    pub run_id: String,
+    /// Who held it.
+    pub holder: LeaseHolder,
+    /// What its holder noted on it ([`RunLeases::acquire_noting`]).
+    pub note: Option<String>,
 }
 
 /// A run's lease, held by this process until dropped.

@@ -11,6 +11,7 @@ use super::error::StoreError;
 use super::key::{check_conversation_id, check_run_id};
 use super::lease::InProcessLeases;
 use super::lineage::Lineage;
+use super::result_cache::ResultCache;
 use super::traits::{CheckpointStore, ThreadStore};
 use crate::checkpoint::record::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
 use crate::thread::Thread;
@@ -60,6 +61,20 @@ struct Inner {
     threads: RwLock<BTreeMap<String, Thread>>,
     /// Where forked runs came from.
     lineage: RwLock<HashMap<String, Lineage>>,
+    /// Node results by key (see [`ResultCache`]).
+    cache: RwLock<HashMap<String, Vec<u8>>>,
+}
+
+#[async_trait]
+impl ResultCache for MemoryStore {
+    async fn cached(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(read(&self.inner.cache).get(key).cloned())
+    }
+
+    async fn save_cached(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        write(&self.inner.cache).insert(key.to_string(), value.to_vec());
+        Ok(())
+    }
 }
 
 /// One run's checkpoints: those listed, and the older ones their chains

@@ -66,7 +66,9 @@ mod board;
 mod chain;
 mod durability;
 mod error;
+mod failure;
 mod file;
+mod file_cache;
 mod file_lock;
 mod key;
 mod lease;
@@ -76,9 +78,12 @@ mod memory;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod postgres_failure;
+mod result_cache;
 mod save_errors;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(feature = "sqlite")]
+mod sqlite_cache;
 #[cfg(feature = "sqlite")]
 mod sqlite_lease;
 #[cfg(feature = "sqlite")]
@@ -99,18 +104,20 @@ pub(crate) use chain::fold_chain;
 pub use chain::{complete, fold, load_whole};
 pub use durability::{Durability, UnknownDurability};
 pub use error::StoreError;
+pub use failure::RunFailure;
 pub use file::FileStore;
 pub(crate) use key::check_conversation_id;
 pub use key::{MAX_ID_LEN, check_run_id};
 pub use lease::{
-    HEARTBEAT, InProcessLeases, LeaseError, LeaseHolder, RunLease, RunLeases, STALE_AFTER,
-    this_host,
+    Abandoned, HEARTBEAT, InProcessLeases, LeaseError, LeaseHolder, RunLease, RunLeases,
+    STALE_AFTER, this_host,
 };
 pub use lineage::Lineage;
 pub use memory::{DEFAULT_KEEP, MemoryStore};
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresBoard, PostgresOptions, PostgresStore, migrate_postgres};
 pub use postgres_failure::PostgresFailure;
+pub use result_cache::{ResultCache, stable_hash};
 pub use save_errors::SaveErrors;
 #[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;

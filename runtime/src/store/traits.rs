@@ -7,6 +7,7 @@ use async_trait::async_trait;
 
 use super::durability::Durability;
 use super::error::StoreError;
+use super::failure::RunFailure;
 use super::lineage::Lineage;
 use super::save_errors::SaveErrors;
 use crate::checkpoint::record::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
@@ -135,6 +136,23 @@ pub trait CheckpointStore: Send + Sync {
         let _ = (run_id, lineage);
         Ok(false)
     }
+
+    /// How run `run_id` failed, when it failed after its latest
+    /// checkpoint (see [`RunFailure`]); `None` for a run that did not, and
+    /// in stores that keep no failures (the default).
+    async fn failure(&self, run_id: &str) -> Result<Option<RunFailure>, StoreError> {
+        let _ = run_id;
+        Ok(None)
+    }
+
+    /// Keeps that run `run_id` failed, beside its checkpoints (taking its
+    /// lease again to carry it on forgets it); returns whether the store
+    /// keeps failures at all (by default it does not, and this does
+    /// nothing).
+    async fn save_failure(&self, run_id: &str, failure: &RunFailure) -> Result<bool, StoreError> {
+        let _ = (run_id, failure);
+        Ok(false)
+    }
 }
 
 /// Where chatbot conversations are kept: one [`Thread`] per conversation id.
@@ -206,6 +224,12 @@ impl<T: CheckpointStore + ?Sized> CheckpointStore for Arc<T> {
     }
     async fn save_lineage(&self, run_id: &str, lineage: &Lineage) -> Result<bool, StoreError> {
         (**self).save_lineage(run_id, lineage).await
+    }
+    async fn failure(&self, run_id: &str) -> Result<Option<RunFailure>, StoreError> {
+        (**self).failure(run_id).await
+    }
+    async fn save_failure(&self, run_id: &str, failure: &RunFailure) -> Result<bool, StoreError> {
+        (**self).save_failure(run_id, failure).await
     }
 }
 

@@ -62,6 +62,10 @@ pub struct RunSummary {
     /// are then of the newest checkpoint before it (with none, of the
     /// epoch and checkpoint 0).
     pub unreadable: Option<String>,
+    /// What the run failed with, when it failed mid-way and its store
+    /// kept the failure ([`CheckpointStore::failure`]): its latest
+    /// checkpoint, taken while it was under way, no longer means it is.
+    pub failed: Option<String>,
 }
 
 /// Summarises run `run_id` from its checkpoints in `store`; `None` when
@@ -88,6 +92,7 @@ pub async fn summarize_run(
             requests: Vec::new(),
             stats: None,
             unreadable: Some(reason),
+            failed: None,
         }));
     };
     let mut summary = RunSummary {
@@ -101,6 +106,7 @@ pub async fn summarize_run(
         requests: Vec::new(),
         stats: None,
         unreadable: None,
+        failed: None,
     };
     let readable = snapshot::OLDEST_READABLE_FORMAT..=codec::FORMAT_VERSION;
     let snapshot = if !readable.contains(&last.format_version) {
@@ -128,6 +134,9 @@ pub async fn summarize_run(
     }
     if let Some(reason) = damage {
         summary.unreadable = Some(reason);
+    }
+    if summary.status.is_none() && summary.requests.is_empty() {
+        summary.failed = store.failure(run_id).await?.map(|f| f.error);
     }
     Ok(Some(summary))
 }

@@ -1,5 +1,6 @@
 //! An answer to a run waiting for input whose worker died: nobody holds
-//! the run (the takeover loop leaves runs waiting for input alone), so the
+//! the run (a run waiting for input holds no lease, so the takeover loop
+//! does not take it over), so the
 //! worker the answer reached takes it over — its lease, free once its
 //! holder died, keeps two workers from doing so — and answers it from its
 //! last checkpoint, which holds the question, then runs it on; the
@@ -56,9 +57,14 @@ pub(super) async fn answer(
         ))
     })?;
     let slot = state.limits.run_slot()?;
+    let task = record
+        .detail
+        .get("task")
+        .and_then(|v| v.as_str())
+        .unwrap_or_default();
     let run = state
         .runs
-        .adopt(&id, &record.team)
+        .adopt(&id, &record.team, task, record.session.clone())
         .ok_or_else(|| ApiError::conflict(format!("run `{id}` is being answered already")))?;
     board.mirrors().remove(&id);
     say(&format!(

@@ -34,7 +34,8 @@ pub(super) fn lines(recorded: &serde_json::Value, now: &serde_json::Value) -> St
     out.join("\n")
 }
 
-fn pretty(v: &serde_json::Value) -> String {
+/// `v` pretty-printed.
+pub(super) fn pretty(v: &serde_json::Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
 }
 

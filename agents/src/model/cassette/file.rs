@@ -1,5 +1,7 @@
-//! A cassette's file: `DIR/model_calls.jsonl`, one [`Entry`] per line in
-//! the order the calls ended — diff-friendly, secrets taken out.
+//! A cassette's files: `DIR/model_calls.jsonl` ([`Entry`]) and
+//! `DIR/tool_calls.jsonl` ([`ToolEntry`]), one entry per line in the order
+//! the calls ended — diff-friendly, secrets taken out — and how they are
+//! written and read.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -8,19 +10,27 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{ChatResponse, Usage};
+use crate::model::{ChatDelta, ChatResponse, Usage};
 
 /// The file of a cassette directory holding its model calls.
 pub const CALLS_FILE: &str = "model_calls.jsonl";
-/// The file of a cassette directory holding its tool calls.
+/// The file of a cassette directory holding its tool calls (MCP tools'
+/// included).
 pub const TOOLS_FILE: &str = "tool_calls.jsonl";
+/// The file of a cassette directory holding its MCP servers' tool lists.
+pub const MCP_FILE: &str = "mcp_servers.jsonl";
+/// The file of a cassette directory holding the turns of remote (A2A)
+/// agents.
+pub const A2A_FILE: &str = "a2a_calls.jsonl";
 
 /// One recorded model call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
-    /// The agent that made it (its name in the config).
+    /// The path of the agent that made it (`team/nested_team/agent`; the
+    /// agent's name in cassettes of an older troupe).
     pub agent: String,
-    /// Its index among that agent's calls, from 0.
+    /// Its index among the calls of that path, from 0, in the order they
+    /// started.
     pub call: u64,
     /// The model's name.
     pub model: String,
@@ -39,17 +49,24 @@ pub struct Entry {
     /// Why it failed, if it did.
     #[serde(default)]
     pub error: Option<String>,
+    /// The pieces of a streamed answer as they came (replayed as they
+    /// were); none for a call answered whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunks: Option<Vec<ChatDelta>>,
 }
 
 /// One recorded tool call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolEntry {
-    /// The agent that made it.
+    /// The path of the agent that made it.
     pub agent: String,
-    /// Its index among that agent's tool calls, from 0.
+    /// Its index among the tool calls of that path, from 0.
     pub call: u64,
     /// The tool.
     pub tool: String,
+    /// The MCP server that answered it (`tools/call`), for an MCP tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
     /// The arguments, as the model gave them (secrets replaced).
     pub arguments: String,
     /// How long it took, in milliseconds.
@@ -102,26 +119,35 @@ fn io<'a>(
     }
 }
 
-/// Appends entries to a cassette's file.
+/// Appends entries to a cassette's file, opening it for each entry (a
+/// server recording every run keeps no file open between calls).
 pub(super) struct Writer {
     path: PathBuf,
-    file: Mutex<File>,
+    /// Whether the file was made (a file that is not made eagerly is made
+    /// by its first entry); the lock keeps lines whole.
+    made: Mutex<bool>,
 }
 
 impl Writer {
-    /// Makes `dir` and an empty file `name` in it.
-    pub(super) fn create(dir: &Path, name: &str) -> Result<Self, CassetteError> {
+    /// Makes `dir` and, when `eager`, an empty file `name` in it; else a
+    /// file `name` left by an earlier recording is removed, and the file
+    /// is made by the first entry.
+    pub(super) fn create(dir: &Path, name: &str, eager: bool) -> Result<Self, CassetteError> {
         fs::create_dir_all(dir).map_err(io("create", dir))?;
         let path = dir.join(name);
-        let file = OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(true)
-            .open(&path)
-            .map_err(io("create", &path))?;
+        if eager {
+            open(&path, false)?;
+        } else {
+            match fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(io("remove", &path)(e));
+                }
+                _ => {}
+            }
+        }
         Ok(Writer {
             path,
-            file: Mutex::new(file),
+            made: Mutex::new(eager),
         })
     }
 
@@ -137,11 +163,25 @@ impl Writer {
             message: e.to_string(),
         })?;
         let line = format!("{}\n", redact(value, secrets));
-        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        let mut made = self.made.lock().unwrap_or_else(|p| p.into_inner());
+        let mut file = open(&self.path, *made)?;
+        *made = true;
         file.write_all(line.as_bytes())
             .and_then(|()| file.flush())
             .map_err(io("write", &self.path))
     }
+}
+
+/// `path` opened for writing: at its end with `append`, else made empty.
+fn open(path: &Path, append: bool) -> Result<File, CassetteError> {
+    let mut options = OpenOptions::new();
+    options.create(true);
+    if append {
+        options.append(true);
+    } else {
+        options.write(true).truncate(true);
+    }
+    options.open(path).map_err(io("create", path))
 }
 
 /// Every entry of file `name` of the cassette in `dir`; with `optional`,
@@ -189,18 +229,20 @@ pub(super) fn secrets_from_env() -> Vec<String> {
 }
 
 /// `value` with every occurrence of a secret in its strings replaced by
-/// `[REDACTED]`.
+/// `[REDACTED]`: those of `secrets`, and those registered with the
+/// process's secrets registry (keys, headers and MCP environments read
+/// from `${VAR}`s: [`troupe_runtime::secrets`]).
 pub(super) fn redact(value: serde_json::Value, secrets: &[String]) -> serde_json::Value {
     use serde_json::Value;
-    if secrets.is_empty() {
-        return value;
-    }
     match value {
         Value::String(mut s) => {
             for secret in secrets {
                 if s.contains(secret.as_str()) {
                     s = s.replace(secret.as_str(), "[REDACTED]");
                 }
+            }
+            if let std::borrow::Cow::Owned(masked) = troupe_runtime::secrets::redact(&s) {
+                s = masked;
             }
             Value::String(s)
         }

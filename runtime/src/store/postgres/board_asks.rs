@@ -1,5 +1,5 @@
 //! Requests to the worker holding a run that wait for its reply
-//! (`troupe_serve_asks`, migration 4): an answer to a run's question or a
+//! (`troupe_serve_asks`, migration 6): an answer to a run's question or a
 //! double text's rollback sent through another worker. The asker inserts
 //! a row and `NOTIFY`s the requests' channel; the worker holding the run
 //! takes it (`taken_by`, so one worker carries it out), writes the reply

@@ -1,5 +1,5 @@
 //! A2A push notification configs by task (`troupe_serve_push`, migration
-//! 4), so the worker holding a task delivers them whichever worker they
+//! 6), so the worker holding a task delivers them whichever worker they
 //! were created through. A change `NOTIFY`s the requests' channel: the
 //! worker holding the task loads its configs again.
 

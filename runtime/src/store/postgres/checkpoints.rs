@@ -5,7 +5,9 @@ use async_trait::async_trait;
 
 use super::super::durability::Durability;
 use super::super::error::StoreError;
+use super::super::failure::RunFailure;
 use super::super::key::check_run_id;
+use super::super::lineage::Lineage;
 use super::super::save_errors::SaveErrors;
 use super::super::traits::CheckpointStore;
 use super::PostgresStore;
@@ -18,6 +20,22 @@ use crate::checkpoint::record::{Checkpoint, CheckpointId, CheckpointMeta};
 
 #[async_trait]
 impl CheckpointStore for PostgresStore {
+    async fn lineage(&self, run_id: &str) -> Result<Option<Lineage>, StoreError> {
+        self.get_lineage(run_id).await
+    }
+
+    async fn save_lineage(&self, run_id: &str, lineage: &Lineage) -> Result<bool, StoreError> {
+        self.put_lineage(run_id, lineage).await.map(|()| true)
+    }
+
+    async fn failure(&self, run_id: &str) -> Result<Option<RunFailure>, StoreError> {
+        self.get_failure(run_id).await
+    }
+
+    async fn save_failure(&self, run_id: &str, failure: &RunFailure) -> Result<bool, StoreError> {
+        self.put_failure(run_id, failure).await.map(|()| true)
+    }
+
     async fn save(&self, cp: &Checkpoint) -> Result<(), StoreError> {
         check_run_id(&cp.run_id)?;
         let values = Values::of(&cp.meta());

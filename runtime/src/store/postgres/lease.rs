@@ -21,7 +21,8 @@ use deadpool_postgres::Pool;
 use super::super::error::StoreError;
 use super::super::key::check_run_id;
 use super::super::lease::{
-    HEARTBEAT, LeaseError, LeaseHolder, RunLease, RunLeases, STALE_AFTER, from_unix_secs, unix_secs,
+    Abandoned, HEARTBEAT, LeaseError, LeaseHolder, RunLease, RunLeases, STALE_AFTER,
+    from_unix_secs, unix_secs,
 };
 use super::PostgresStore;
 use super::connect::{pg_error, pool_error};
@@ -29,6 +30,41 @@ use super::connect::{pg_error, pool_error};
 #[async_trait]
 impl RunLeases for PostgresStore {
     async fn acquire(&self, run_id: &str) -> Result<RunLease, LeaseError> {
+        self.lease(run_id, None, false).await
+    }
+
+    async fn acquire_noting(&self, run_id: &str, note: &str) -> Result<RunLease, LeaseError> {
+        self.lease(run_id, Some(note), false).await
+    }
+
+    async fn take_over(&self, run_id: &str, note: &str) -> Result<RunLease, LeaseError> {
+        self.lease(run_id, Some(note), true).await
+    }
+
+    async fn abandoned(&self) -> Result<Vec<Abandoned>, StoreError> {
+        self.left_behind().await
+    }
+
+    async fn claim_tick(
+        &self,
+        team: &str,
+        schedule: &str,
+        tick_secs: i64,
+    ) -> Result<bool, StoreError> {
+        self.insert_tick(team, schedule, tick_secs).await
+    }
+}
+
+impl PostgresStore {
+    /// Takes the lease on `run_id` (with `note`, or keeping the note of
+    /// the row it takes over; only a row left behind when
+    /// `left_behind_only`) and starts its heartbeat.
+    async fn lease(
+        &self,
+        run_id: &str,
+        note: Option<&str>,
+        left_behind_only: bool,
+    ) -> Result<RunLease, LeaseError> {
         check_run_id(run_id)?;
         let holder = LeaseHolder::this_process();
         let row = Row {
@@ -37,7 +73,7 @@ impl RunLeases for PostgresStore {
             run_id: run_id.to_string(),
             token: new_token(),
         };
-        row.take(&holder).await?;
+        row.take(&holder, note, left_behind_only).await?;
         let beats = {
             let row = row.clone();
             tokio::spawn(async move {
@@ -61,15 +97,6 @@ impl RunLeases for PostgresStore {
         };
         Ok(RunLease::new(run_id, holder, Held { row, beats }))
     }
-
-    async fn claim_tick(
-        &self,
-        team: &str,
-        schedule: &str,
-        tick_secs: i64,
-    ) -> Result<bool, StoreError> {
-        self.insert_tick(team, schedule, tick_secs).await
-    }
 }
 
 /// A lease row of this process.
@@ -82,22 +109,37 @@ struct Row {
 }
 
 impl Row {
-    /// Takes the row for `holder` unless a live holder has it.
-    async fn take(&self, holder: &LeaseHolder) -> Result<(), LeaseError> {
+    /// Takes the row for `holder` unless a live holder has it (or, when
+    /// `left_behind_only`, unless there is no row: its run ended since it
+    /// was seen left behind); a failure recorded for the run is forgotten
+    /// (it is being run again).
+    async fn take(
+        &self,
+        holder: &LeaseHolder,
+        note: Option<&str>,
+        left_behind_only: bool,
+    ) -> Result<(), LeaseError> {
         let err = pg_error(&self.db);
         let mut client = self.pool.get().await.map_err(pool_error(&self.db))?;
         let tx = client.transaction().await.map_err(&err)?;
         let (pid, since) = (i64::from(holder.pid), unix_secs(holder.since));
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
-            [&self.run_id, &self.token, &pid, &holder.host, &since];
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] =
+            [&self.run_id, &self.token, &pid, &holder.host, &since, &note];
         let inserted = tx
             .execute(
-                "INSERT INTO troupe_run_leases (run_id, token, pid, host, since_secs, beat) \
-                 VALUES ($1, $2, $3, $4, $5, now()) ON CONFLICT (run_id) DO NOTHING",
+                "INSERT INTO troupe_run_leases (run_id, token, pid, host, since_secs, beat, note) \
+                 VALUES ($1, $2, $3, $4, $5, now(), $6) ON CONFLICT (run_id) DO NOTHING",
                 &params,
             )
             .await
             .map_err(&err)?;
+        if inserted == 1 && left_behind_only {
+            // Dropped uncommitted: rolled back.
+            return Err(LeaseError::Held {
+                run_id: self.run_id.clone(),
+                holder: None,
+            });
+        }
         if inserted == 0 {
             let stale_secs = STALE_AFTER.as_secs_f64();
             let row = tx
@@ -129,15 +171,22 @@ impl Row {
                 }
             }
             tx.execute(
-                "INSERT INTO troupe_run_leases (run_id, token, pid, host, since_secs, beat) \
-                 VALUES ($1, $2, $3, $4, $5, now()) ON CONFLICT (run_id) DO UPDATE SET \
+                "INSERT INTO troupe_run_leases (run_id, token, pid, host, since_secs, beat, note) \
+                 VALUES ($1, $2, $3, $4, $5, now(), $6) ON CONFLICT (run_id) DO UPDATE SET \
                  token = EXCLUDED.token, pid = EXCLUDED.pid, host = EXCLUDED.host, \
-                 since_secs = EXCLUDED.since_secs, beat = now()",
+                 since_secs = EXCLUDED.since_secs, beat = now(), \
+                 note = coalesce(EXCLUDED.note, troupe_run_leases.note)",
                 &params,
             )
             .await
             .map_err(&err)?;
         }
+        tx.execute(
+            "DELETE FROM troupe_run_failures WHERE run_id = $1",
+            &[&self.run_id],
+        )
+        .await
+        .map_err(&err)?;
         live().insert(self.token.clone());
         if let Err(e) = tx.commit().await {
             live().remove(&self.token);

@@ -10,6 +10,7 @@ use deadpool_postgres::Client;
 
 use super::super::error::StoreError;
 use super::super::postgres_failure::PostgresFailure;
+use super::cache::NODE_CACHE;
 use super::connect::pg_error;
 
 /// The advisory lock key the migrations take (`troupe` in ASCII).
@@ -102,10 +103,31 @@ CREATE TABLE troupe_serve_controls (
 CREATE INDEX troupe_schedule_ticks_claimed ON troupe_schedule_ticks (claimed_at);
 "#,
     ),
+    (4, NODE_CACHE.0, NODE_CACHE.1),
     (
-        4,
+        5,
+        "what a lease's run is, runs that failed, forked runs' lineage",
+        r#"
+ALTER TABLE troupe_run_leases ADD COLUMN note text;
+CREATE TABLE troupe_run_failures (
+    run_id       text COLLATE "C" NOT NULL PRIMARY KEY,
+    error        text   NOT NULL,
+    failed_secs  bigint NOT NULL,
+    failed_nanos bigint NOT NULL
+);
+CREATE TABLE troupe_run_lineage (
+    run_id       text COLLATE "C" NOT NULL PRIMARY KEY,
+    parent_run   text COLLATE "C" NOT NULL,
+    checkpoint   text   NOT NULL,
+    forked_secs  bigint NOT NULL,
+    forked_nanos bigint NOT NULL
+);
+"#,
+    ),
+    (
+        6,
         "serve workers' requests that wait for a reply, A2A push configs",
-        include_str!("migrations/0004_serve_asks.sql"),
+        include_str!("migrations/serve_asks.sql"),
     ),
 ];
 

@@ -6,21 +6,28 @@
 //! - `migrate.rs`: the versioned schema (`troupe_migrations`);
 //! - `checkpoints.rs`, `rows.rs`: [`CheckpointStore`](super::CheckpointStore);
 //! - `threads.rs`: [`ThreadStore`](super::ThreadStore);
-//! - `lease.rs`: [`RunLeases`](super::RunLeases), a row with a heartbeat;
+//! - `lease.rs`: [`RunLeases`](super::RunLeases), a row with a heartbeat
+//!   and a note of what the run is; `abandoned.rs`: the rows left behind;
+//! - `failures.rs`, `lineage.rs`: runs that failed, runs forked;
+//! - `cache.rs`: [`ResultCache`](super::ResultCache), node results by key;
 //! - `internals.rs`: the checkpoint-format internals used here;
 //! - `board.rs`, `board_listen.rs`: [`PostgresBoard`], what `troupe serve`
 //!   workers on the database share (run records, events, wake-ups);
 //!   `board_asks.rs`: requests to the worker holding a run that wait for
 //!   its reply; `board_push.rs`: A2A push configs by task.
 
+mod abandoned;
 mod board;
 mod board_asks;
 mod board_listen;
 mod board_push;
+mod cache;
 mod checkpoints;
 mod connect;
+mod failures;
 mod internals;
 mod lease;
+mod lineage;
 mod migrate;
 mod rows;
 mod threads;
@@ -61,8 +68,10 @@ impl Default for PostgresOptions {
 }
 
 /// A store in a PostgreSQL database: tables `troupe_checkpoints`,
-/// `troupe_threads`, `troupe_run_leases` and `troupe_schedule_ticks`
-/// (`troupe serve`'s claimed schedule ticks), created by versioned
+/// `troupe_threads`, `troupe_run_leases`, `troupe_schedule_ticks`
+/// (`troupe serve`'s claimed schedule ticks), `troupe_node_cache`
+/// (nodes' cached results, see `ResultCache`), `troupe_run_failures` and
+/// `troupe_run_lineage`, created by versioned
 /// migrations (`troupe_migrations`).
 ///
 /// Every save is one committed statement: once `save` returns, the

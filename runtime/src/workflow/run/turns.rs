@@ -25,7 +25,7 @@ impl RunState {
     pub(super) fn take_batch(&mut self, i: usize, all: bool) -> Vec<Arc<Message>> {
         let batch = self.inboxes.take(&self.spec, &self.ctx, i, all);
         let spec = &*self.spec;
-        node_input::render(spec.inputs[i], batch, |step| spec.description_of(step))
+        node_input::render(&spec.inputs[i], batch, |step| spec.description_of(step))
     }
 
     /// Starts participant `i`'s turn if its inbox is ready (or, with
