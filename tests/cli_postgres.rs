@@ -82,13 +82,13 @@ fn db_migrate_applies_the_schema_once() {
     let out = run(dir.path(), &["db", "migrate", "--url", &url]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(
-        text(&out.stdout).contains("applied migration(s) 1, 2, 3, 4, 5; now at migration 5"),
+        text(&out.stdout).contains("applied migration(s) 1, 2, 3, 4, 5, 6; now at migration 6"),
         "{}",
         text(&out.stdout)
     );
     let out = with_url(dir.path(), &url, &["db", "migrate"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("up to date (migration 5)"));
+    assert!(text(&out.stdout).contains("up to date (migration 6)"));
     // No URL at all: a usage error.
     let out = wait(
         troupe(dir.path(), &["db", "migrate"])

@@ -176,6 +176,7 @@ pub(crate) async fn serve(args: ServeArgs) -> u8 {
         names.join(", ")
     ));
     board::start(&state);
+    a2a::start_push(&state);
     retention::start(&state);
     takeover::start(&state);
     schedules::start(&state);

@@ -120,19 +120,8 @@ pub(crate) async fn input(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<InputBody>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let run = match state.runs.get(&id) {
-        Ok(run) => run,
-        Err(e) => {
-            // A run of another worker on a shared database is answered there.
-            if board::detail(&state, &id).await.is_ok() {
-                return Err(ApiError::conflict(format!(
-                    "run `{id}` runs on another worker: answer it through that worker"
-                )));
-            }
-            return Err(e);
-        }
-    };
-    answer(&state, &run, body.request_id.as_deref(), body.answer)?;
+    // A run of another worker on a shared database is answered through it.
+    let (run, _) = board::answer(&state, &id, body.request_id.as_deref(), body.answer).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({"id": run.id, "status": "running"})),

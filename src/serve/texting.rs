@@ -87,9 +87,10 @@ pub(crate) fn policy(state: &Shared, team: &str, asked: Option<DoubleTexting>) -
 }
 
 impl Turn {
-    /// Whether the new run follows a run of this worker.
-    pub(crate) fn follows(&self) -> bool {
-        self.prior.is_some()
+    /// When the run of this worker the new run follows started, if it
+    /// follows one.
+    pub(crate) fn prior_started_ms(&self) -> Option<i64> {
+        self.prior.as_ref().map(|p| p.run.started_ms())
     }
 
     /// Has the new run follow `run` (of another worker, `board/`) under
@@ -216,6 +217,32 @@ pub(crate) fn spawn(
         run.finish(result);
         drop(slot);
     });
+}
+
+/// Rolls `run` (a session run of this worker) back for a double text
+/// through another worker (`board/forward.rs`): cancels it and, once it
+/// ended, puts its session back as it was before it (as `admit` and
+/// `spawn` do for one through this worker).
+pub(crate) async fn roll_back(state: &Shared, run: &Arc<Run>) -> Result<(), String> {
+    let Some(session) = run.session.clone() else {
+        return Err(format!("run `{}` is not a session's run", run.id));
+    };
+    let before = state
+        .texting
+        .lock()
+        .get(&(run.team.clone(), session.clone()))
+        .filter(|e| e.run.upgrade().is_some_and(|r| Arc::ptr_eq(&r, run)))
+        .map(|e| e.before.clone());
+    if run.inner().status() == Status::Running {
+        run.ctx.cancel();
+    }
+    ended(run).await;
+    match before.as_ref().and_then(|b| b.get()) {
+        Some(before) => restore(state, &run.team, &session, before).await,
+        // Not begun (nothing of it in the session), or followed by a
+        // newer run here, which keeps the session.
+        None => Ok(()),
+    }
 }
 
 /// Waits until `run` is no longer running.

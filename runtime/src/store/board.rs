@@ -65,6 +65,33 @@ pub struct Control {
     pub action: String,
 }
 
+/// A request to the worker holding a run that waits for its reply (an
+/// answer to a question, a rollback), sent through another worker.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ask {
+    /// The request's id (the asker waits for its reply under it).
+    pub id: i64,
+    /// The run.
+    pub run_id: String,
+    /// What is asked: `answer` or `rollback`.
+    pub kind: String,
+    /// Its details (for an answer: the request id and the text).
+    pub payload: Value,
+}
+
+/// Where a request ([`Ask`]) stands, as its asker sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AskState {
+    /// No worker took it yet.
+    Waiting,
+    /// A worker took it and has not replied yet.
+    Taken,
+    /// The reply.
+    Replied(Value),
+    /// Gone (withdrawn or pruned).
+    Gone,
+}
+
 /// The shared record of the runs of several servers on one database.
 #[async_trait]
 pub trait RunBoard: Send + Sync + std::fmt::Debug {
@@ -119,6 +146,42 @@ pub trait RunBoard: Send + Sync + std::fmt::Debug {
 
     /// Takes (deletes and returns) the requests on the runs `run_ids`.
     async fn take_controls(&self, run_ids: &[String]) -> Result<Vec<Control>, StoreError>;
+
+    /// Asks the worker holding `run_id` to do `kind` with `payload`, and
+    /// wakes it; the request's id, to wait for its reply
+    /// ([`RunBoard::ask_state`]).
+    async fn ask(&self, run_id: &str, kind: &str, payload: &Value) -> Result<i64, StoreError>;
+
+    /// Takes the requests not taken yet on the runs `run_ids` (each is
+    /// taken by one worker), oldest first.
+    async fn take_asks(&self, run_ids: &[String]) -> Result<Vec<Ask>, StoreError>;
+
+    /// Writes the reply to request `id` (of run `run_id`) and wakes its
+    /// asker.
+    async fn reply(&self, id: i64, run_id: &str, reply: &Value) -> Result<(), StoreError>;
+
+    /// Where request `id` stands.
+    async fn ask_state(&self, id: i64) -> Result<AskState, StoreError>;
+
+    /// Withdraws request `id` unless a worker took it already; whether it
+    /// was withdrawn.
+    async fn withdraw(&self, id: i64) -> Result<bool, StoreError>;
+
+    /// The A2A push notification configs of the tasks `task_ids`, as
+    /// (task id, config).
+    async fn push_configs(&self, task_ids: &[String]) -> Result<Vec<(String, Value)>, StoreError>;
+
+    /// Stores config `config_id` of task `task_id` (replacing one of that
+    /// id) and wakes the workers.
+    async fn save_push(
+        &self,
+        task_id: &str,
+        config_id: &str,
+        config: &Value,
+    ) -> Result<(), StoreError>;
+
+    /// Deletes config `config_id` of task `task_id` and wakes the workers.
+    async fn delete_push(&self, task_id: &str, config_id: &str) -> Result<(), StoreError>;
 
     /// Renews this worker's heartbeat.
     async fn beat(&self) -> Result<(), StoreError>;

@@ -99,7 +99,7 @@ mod unix_time;
 pub use crate::checkpoint::record::{
     Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta, checksum, legacy_checksum,
 };
-pub use board::{BoardRun, Control, Notice, RunBoard};
+pub use board::{Ask, AskState, BoardRun, Control, Notice, RunBoard};
 pub(crate) use chain::fold_chain;
 pub use chain::{complete, fold, load_whole};
 pub use durability::{Durability, UnknownDurability};

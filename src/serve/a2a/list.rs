@@ -1,4 +1,5 @@
-//! `ListTasks`: the team's tasks (the runs the server keeps), newest
+//! `ListTasks`: the team's tasks (the runs the server keeps, and every
+//! other worker's on a shared database), newest
 //! first, filtered by `contextId` and `status`, a page at a time
 //! (`pageSize` 1 to 100, 50 when unset; `pageToken` the opaque token of
 //! the previous page), with `nextPageToken` (empty on the last page) and
@@ -7,10 +8,12 @@
 //! `historyLength` messages of history. `statusTimestampAfter` is refused
 //! (`UnsupportedOperationError`): runs keep no status times.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 use troupe::agents::a2a::types::{TaskState, code};
 
-use super::super::state::Shared;
+use super::super::run::Run;
 use super::envelope::{RpcError, history_length};
 use super::task;
 
@@ -22,7 +25,11 @@ const MAX_PAGE: usize = 100;
 const TOKEN_PREFIX: &str = "after:";
 
 /// `ListTasks` on `team` (every team's tasks when `None`).
-pub(crate) fn list(state: &Shared, team: Option<&str>, params: &Value) -> Result<Value, RpcError> {
+pub(crate) fn list(
+    runs: Vec<Arc<Run>>,
+    team: Option<&str>,
+    params: &Value,
+) -> Result<Value, RpcError> {
     let history = history_length(params)?;
     // Runs keep no status times: a filter on them is refused, not ignored.
     if params
@@ -86,9 +93,7 @@ pub(crate) fn list(state: &Shared, team: Option<&str>, params: &Value) -> Result
         Some(_) => return Err(RpcError::params("`pageToken` must be a string")),
     };
 
-    let matching: Vec<_> = state
-        .runs
-        .all()
+    let matching: Vec<_> = runs
         .into_iter()
         .filter(|r| team.is_none_or(|t| t == r.team))
         .filter(|r| {

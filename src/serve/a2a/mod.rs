@@ -23,6 +23,7 @@ mod envelope;
 mod list;
 mod parts;
 mod push;
+mod push_shared;
 mod rest;
 mod stream;
 mod task;
@@ -155,7 +156,7 @@ pub(crate) async fn dispatch(
     let value = match method {
         method::SEND => send(state, team, raw).await,
         method::STREAM => {
-            return match begin(state, team, raw) {
+            return match begin(state, team, raw).await {
                 Ok((run, from, _)) => Outcome::Stream(run, from),
                 Err(e) => Outcome::Value(Err(e)),
             };
@@ -170,10 +171,14 @@ pub(crate) async fn dispatch(
             };
         }
         method::GET_TASK => get_task(state, team, &raw),
-        LIST_TASKS => list::list(state, team.as_deref(), &raw),
+        LIST_TASKS => match board::all_runs(state).await {
+            // Every worker's tasks on a shared database (`board/`).
+            Ok(runs) => list::list(runs, team.as_deref(), &raw),
+            Err(e) => Err(RpcError::new(code::INTERNAL_ERROR, e.message)),
+        },
         method::CANCEL_TASK => cancel_task(state, team, &raw).await,
         PUSH_CREATE | PUSH_GET | PUSH_LIST | PUSH_DELETE => {
-            push_config(state, team.as_deref(), method, raw)
+            push_config(state, team.as_deref(), method, raw).await
         }
         EXTENDED_CARD => extended_card(state, team.as_deref(), headers),
         legacy @ ("message/send"
@@ -246,7 +251,7 @@ fn run_of(state: &Shared, team: Option<&str>, id: &str) -> Result<Arc<Run>, RpcE
 /// Starts the run a message asks for (or answers the task it follows
 /// up): the run, the position in its log its new events start at, and
 /// whether the caller wants the answer at once.
-fn begin(
+async fn begin(
     state: &Shared,
     team: Option<String>,
     raw: Value,
@@ -283,6 +288,9 @@ fn begin(
     }
     let context = message.context_id.filter(|c| !c.is_empty());
     if let Some(task_id) = message.task_id.filter(|t| !t.is_empty()) {
+        // A task of another worker on a shared database: answered through
+        // it (`board/forward.rs`).
+        let _ = board::find(state, &task_id).await;
         let run = run_of(state, team.as_deref(), &task_id)?;
         // A task over takes no more messages (spec §3.1.1); one under way
         // takes them once it waits for input.
@@ -311,20 +319,24 @@ fn begin(
             .as_ref()
             .and_then(|m| m.get(REQUEST_KEY))
             .and_then(Value::as_str);
-        let from = run.inner().events.len();
-        runs::answer(state, &run, request_id, text).map_err(|e| {
-            let code = match e.status {
-                StatusCode::CONFLICT => code::UNSUPPORTED_OPERATION,
-                StatusCode::NOT_FOUND => code::INVALID_PARAMS,
-                _ => code::INTERNAL_ERROR,
-            };
-            RpcError::new(
-                code,
-                format!("task `{task_id}` cannot take a follow-up: {}", e.message),
-            )
-        })?;
+        let (run, from) = board::answer(state, &task_id, request_id, text)
+            .await
+            .map_err(|e| {
+                let code = match e.status {
+                    StatusCode::CONFLICT => code::UNSUPPORTED_OPERATION,
+                    StatusCode::NOT_FOUND => code::INVALID_PARAMS,
+                    _ => code::INTERNAL_ERROR,
+                };
+                RpcError::new(
+                    code,
+                    format!("task `{task_id}` cannot take a follow-up: {}", e.message),
+                )
+            })?;
         if let Some(p) = push {
-            push::create(&run, p)?;
+            match board::board_of(state, &run.team) {
+                Some(b) => push_shared::create(&b, &run, p).await.map(|_| ())?,
+                None => push::create(&run, p).map(|_| ())?,
+            }
         }
         return Ok((run, from, at_once));
     }
@@ -356,10 +368,19 @@ fn begin(
     .map_err(|e| RpcError::new(code::UNSUPPORTED_OPERATION, e.message))?;
     // The webhook is registered before the run starts: it hears every state.
     if let Some(p) = push {
-        push::create(&run, p)?;
+        match board::board_of(state, &run.team) {
+            Some(b) => push_shared::create(&b, &run, p).await.map(|_| ())?,
+            None => push::create(&run, p).map(|_| ())?,
+        }
     }
     texting::spawn(state.clone(), run.clone(), Start::Session(text), slot, turn);
     Ok((run, 0, at_once))
+}
+
+/// Starts delivering, on a shared database, the push configs of the
+/// tasks this worker holds (`push_shared.rs`).
+pub(crate) fn start_push(state: &Shared) {
+    push_shared::start(state);
 }
 
 /// Waits until `run` stops running (at most `limit`, when given).
@@ -385,7 +406,7 @@ async fn settled(run: &Run, limit: Option<Duration>) {
 /// included), or at once with `returnImmediately` (`blocking: false`).
 async fn send(state: &Shared, team: Option<String>, raw: Value) -> Result<Value, RpcError> {
     let history = envelope::history_length(&raw)?;
-    let (run, _, at_once) = begin(state, team, raw)?;
+    let (run, _, at_once) = begin(state, team, raw).await?;
     if !at_once {
         settled(&run, None).await;
     }
@@ -456,14 +477,19 @@ fn subscribe(state: &Shared, team: Option<&str>, raw: &Value) -> Result<Arc<Run>
 }
 
 /// The push notification config methods, on the task `taskId` names.
-fn push_config(
+async fn push_config(
     state: &Shared,
     team: Option<&str>,
     method: &str,
     raw: Value,
 ) -> Result<Value, RpcError> {
     let task = envelope::task_id(&raw, "taskId")?;
+    // Any worker's task on a shared database, its configs kept there.
+    let _ = board::find(state, &task).await;
     let run = run_of(state, team, &task)?;
+    if let Some(b) = board::board_of(state, &run.team) {
+        return push_shared::method(&b, &run, method, raw).await;
+    }
     match method {
         PUSH_CREATE => push::create(&run, raw),
         PUSH_GET => push::get(&run, &raw),

@@ -67,7 +67,7 @@ fn configs() -> MutexGuard<'static, BTreeMap<String, Vec<Config>>> {
 
 /// Reads a config from `raw` for `run`: the URL must be http(s), an
 /// authentication must name its scheme.
-fn parse(raw: Value, run: &Run) -> Result<Config, RpcError> {
+pub(crate) fn parse(raw: Value, run: &Run) -> Result<Config, RpcError> {
     // 0.3 nests the config under `pushNotificationConfig`.
     let raw = match raw.get("pushNotificationConfig") {
         Some(inner @ Value::Object(_)) => inner.clone(),
@@ -106,17 +106,56 @@ fn parse(raw: Value, run: &Run) -> Result<Config, RpcError> {
 /// delivering to it; the config as stored.
 pub(crate) fn create(run: &Arc<Run>, raw: Value) -> Result<Value, RpcError> {
     let config = parse(raw, run)?;
-    {
-        let mut all = configs();
-        let list = all.entry(run.id.clone()).or_default();
-        list.retain(|c| c.id != config.id);
-        list.push(config.clone());
-    }
-    deliver(run.clone(), config.id.clone());
+    start(run, config.clone());
     to_value(&config)
 }
 
-fn to_value(config: &Config) -> Result<Value, RpcError> {
+/// Registers `config` for `run` and starts delivering to it; one of the
+/// same id is replaced (its delivery goes on, to the new config).
+pub(crate) fn start(run: &Arc<Run>, config: Config) {
+    let id = config.id.clone();
+    let new = {
+        let mut all = configs();
+        let list = all.entry(run.id.clone()).or_default();
+        let before = list.len();
+        list.retain(|c| c.id != config.id);
+        let new = list.len() == before;
+        list.push(config);
+        new
+    };
+    if new {
+        deliver(run.clone(), id);
+    }
+}
+
+impl Config {
+    /// Its id.
+    pub(crate) fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+/// Whether task `task` has config `id` here.
+pub(crate) fn has(task: &str, id: &str) -> bool {
+    find(task, id).is_some()
+}
+
+/// The ids of task `task`'s configs here.
+pub(crate) fn ids(task: &str) -> Vec<String> {
+    configs()
+        .get(task)
+        .map(|l| l.iter().map(|c| c.id.clone()).collect())
+        .unwrap_or_default()
+}
+
+/// Forgets config `id` of task `task` here (its delivery stops).
+pub(crate) fn forget(task: &str, id: &str) {
+    if let Some(list) = configs().get_mut(task) {
+        list.retain(|c| c.id != id);
+    }
+}
+
+pub(crate) fn to_value(config: &Config) -> Result<Value, RpcError> {
     serde_json::to_value(config).map_err(|e| RpcError::new(code::INTERNAL_ERROR, e.to_string()))
 }
 

@@ -59,7 +59,7 @@ async fn run(
 ) -> Result<Response, ApiError> {
     let team = state.team(Some(&team))?.name.clone();
     let input = input::parse(body)?;
-    let waiting = resume::waiting_run(&state, &team, &input.thread_id);
+    let waiting = resume::waiting_run(&state, &team, &input.thread_id).await?;
     let refused = |code: &str, message: String| -> Result<Response, ApiError> {
         Ok(refuse(
             &input.thread_id,

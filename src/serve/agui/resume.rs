@@ -15,7 +15,7 @@ use crate::serve::drive::Start;
 use crate::serve::error::ApiError;
 use crate::serve::run::{Run, Status};
 use crate::serve::state::Shared;
-use crate::serve::{runs, texting};
+use crate::serve::{board, runs, texting};
 
 /// What a resume comes to.
 pub(crate) enum Resumed {
@@ -26,13 +26,22 @@ pub(crate) enum Resumed {
     Refused(String),
 }
 
-/// The newest run of `team` in session `thread` waiting for input.
-pub(crate) fn waiting_run(state: &Shared, team: &str, thread: &str) -> Option<Arc<Run>> {
-    state.runs.all().into_iter().find(|r| {
+/// The newest run of `team` in session `thread` waiting for input: of
+/// this worker, else of another on a shared database (`board/`).
+pub(crate) async fn waiting_run(
+    state: &Shared,
+    team: &str,
+    thread: &str,
+) -> Result<Option<Arc<Run>>, ApiError> {
+    let here = state.runs.all().into_iter().find(|r| {
         r.team == team
             && r.session.as_deref() == Some(thread)
             && r.inner().status() == Status::WaitingForInput
-    })
+    });
+    match here {
+        Some(run) => Ok(Some(run)),
+        None => board::waiting_elsewhere(state, team, thread).await,
+    }
 }
 
 /// The ids of `run`'s open questions.
@@ -61,12 +70,17 @@ pub(crate) async fn resume(
     let mut entries = entries;
     let from = run.inner().events.len();
     let first = entries.remove(0);
+    // A run of another worker is answered (or cancelled) through it.
     match first.status {
+        ResumeStatus::Cancelled if board::is_remote(&run) => {
+            board::cancel(state, &run.id).await?;
+        }
         ResumeStatus::Cancelled => {
             runs::cancel_run(&run)?;
         }
         ResumeStatus::Resolved => {
-            runs::answer(state, &run, Some(&first.interrupt_id), first.answer()?)?;
+            let text = first.answer()?;
+            board::answer(state, &run.id, Some(&first.interrupt_id), text).await?;
         }
     }
     Ok(Resumed::Going(run, from, entries))

@@ -1,6 +1,7 @@
 //! Requests from other workers to this one about the runs it runs: a
 //! cancel sent through another worker (`POST /runs/{id}/cancel`, A2A
-//! `CancelTask`) and a double text's `interrupt`. Taken at each wake-up on
+//! `CancelTask`) and a double text's `interrupt`; and those that wait for
+//! a reply (`forward.rs`). Taken at each wake-up on
 //! the requests' channel, and every [`troupe::store::HEARTBEAT`] should
 //! one be missed.
 
@@ -41,13 +42,15 @@ pub(super) fn start(state: &Shared, board: Arc<Board>) {
 }
 
 /// Takes and carries out the requests on this worker's runs under way.
-async fn take(state: &Shared, board: &Board) {
+async fn take(state: &Shared, board: &Arc<Board>) {
     let runs: Vec<_> = state
         .runs
         .all()
         .into_iter()
         .filter(|r| !r.inner().status().ended())
         .collect();
+    // Requests waiting for a reply: answers, rollbacks (`forward.rs`).
+    super::forward::take(state, board, &runs).await;
     let ids: Vec<String> = runs.iter().map(|r| r.id.clone()).collect();
     let asked = match board.shared.take_controls(&ids).await {
         Ok(a) => a,

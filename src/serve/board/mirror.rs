@@ -103,12 +103,36 @@ async fn refresh(
     };
     let from = run.inner().events.len();
     let mut lines = load_events(board, &run.id, from).await?;
-    let status = Status::parse(&record.status).unwrap_or(Status::Running);
     {
         let mut inner = run.inner();
         if inner.events.len() == from {
             inner.events.append(&mut lines);
         }
+    }
+    let status = take_record(run, &record);
+    run.bump();
+    Ok(status.ended())
+}
+
+/// A run of another worker as its record shows it, without its events
+/// and not followed (A2A `ListTasks`).
+pub(super) fn snapshot(record: &BoardRun) -> Arc<Run> {
+    let run = Run::new(
+        record.id.clone(),
+        record.team.clone(),
+        text(&record.detail, "task"),
+        record.session.clone(),
+    );
+    take_record(&run, record);
+    run
+}
+
+/// Sets `run`'s status, response, error and questions from `record`; the
+/// status.
+fn take_record(run: &Run, record: &BoardRun) -> Status {
+    let status = Status::parse(&record.status).unwrap_or(Status::Running);
+    {
+        let mut inner = run.inner();
         inner.status = Some(status);
         inner.response = record
             .detail
@@ -136,8 +160,7 @@ async fn refresh(
             .unwrap_or_default();
         inner.remote = Some(record.detail.clone());
     }
-    run.bump();
-    Ok(status.ended())
+    status
 }
 
 /// Run `run_id`'s events from position `from` on, every one (page by

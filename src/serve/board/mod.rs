@@ -21,6 +21,10 @@
 //! - **Requests** (`controls.rs`): cancelling through another worker asks
 //!   the one running the run (a row in `troupe_serve_controls` and a
 //!   `NOTIFY`), as a double text's `interrupt` does.
+//! - **Forwarded requests** (`forward.rs`, `orphan.rs`): an answer to a
+//!   question, or a double text's `rollback`, sent through another worker
+//!   reaches the one holding the run, which carries it out and replies;
+//!   an answer to a run whose worker died takes the run over.
 //! - **Sessions** (`session.rs`): a message to a session whose run is
 //!   under way on another worker follows the double-texting policy there.
 //! - **Takeover**: a run taken over gets its events so far, its record and
@@ -29,9 +33,12 @@
 //! A store one process owns has no board: all of this stays in memory.
 
 mod controls;
+mod forward;
 mod mirror;
+mod orphan;
 mod publish;
 mod session;
+mod tasks;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -45,7 +52,9 @@ use super::say;
 use super::state::Shared;
 use super::webhook::{self, Webhook};
 
+pub(crate) use forward::{answer, waiting_elsewhere};
 pub(crate) use session::admit;
+pub(crate) use tasks::all_runs;
 
 /// A team's board, and the runs of other workers followed here.
 pub(crate) struct Board {

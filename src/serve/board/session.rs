@@ -1,9 +1,13 @@
 //! Double texting across workers: a message to a session whose run is
 //! under way on another worker follows the policy as it would there —
 //! `reject`: 409; `enqueue`: the new run starts once that run has ended;
-//! `interrupt`: that worker is asked to stop it gracefully, then the same.
-//! `rollback` of a run on another worker is refused (409): the session as
-//! it was before that run is known only to the worker running it.
+//! `interrupt`: that worker is asked to stop it gracefully, then the same;
+//! `rollback`: that worker is asked to cancel it and put the session back
+//! as it was before it (it alone knows how it was), and replies once it
+//! did (`forward.rs`); then the new run starts. The newest run of the
+//! session goes first, whichever worker runs it, so a session's messages
+//! run one after the other in the order they came in (by start time,
+//! claimed under the session's lock).
 //!
 //! A run is recorded on the board before its start is answered (with its
 //! session claimed, for a session's run), so any worker finds it from
@@ -76,16 +80,31 @@ pub(crate) async fn admit(
         run.finish(Err(e.message.clone()));
         return Err(e);
     }
-    if turn.follows() {
-        // This worker's own run of the session goes first.
+    if turn
+        .prior_started_ms()
+        .is_some_and(|ms| ms >= other.started_ms)
+    {
+        // This worker's own run of the session is the newest: it goes
+        // first (and follows the other worker's, should it be older).
         return Ok((run, turn));
     }
-    if policy == DoubleTexting::Interrupt {
-        board
-            .shared
-            .control(&other.id, "interrupt")
-            .await
-            .map_err(unreachable)?;
+    // The newest run of the session, on another worker, goes first: the
+    // session's runs go one after the other in the order they came in.
+    match policy {
+        DoubleTexting::Interrupt => {
+            board
+                .shared
+                .control(&other.id, "interrupt")
+                .await
+                .map_err(unreachable)?;
+        }
+        DoubleTexting::Rollback => {
+            if let Err(e) = super::forward::rollback(&board, &other.id).await {
+                run.finish(Err(format!("not started: {}", e.message)));
+                return Err(e);
+            }
+        }
+        DoubleTexting::Enqueue | DoubleTexting::Reject => {}
     }
     let prior = mirror::follow(&board, other).await?;
     turn.follow(prior, policy);
@@ -100,10 +119,6 @@ fn refuse(policy: DoubleTexting, session: &str, other: &BoardRun) -> Result<(), 
             "session `{session}` has run `{}` under way on another worker (double_texting: reject); send again when it ends, or ask for enqueue, interrupt or rollback",
             other.id
         ))),
-        DoubleTexting::Rollback => Err(ApiError::conflict(format!(
-            "session `{session}` has run `{}` under way on another worker: double_texting: rollback works only on the worker running it; ask for interrupt or enqueue",
-            other.id
-        ))),
-        DoubleTexting::Enqueue | DoubleTexting::Interrupt => Ok(()),
+        DoubleTexting::Enqueue | DoubleTexting::Interrupt | DoubleTexting::Rollback => Ok(()),
     }
 }

@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 use tokio_postgres::Row;
 
-use super::super::board::{BoardRun, Control, Notice, RunBoard};
+use super::super::board::{Ask, AskState, BoardRun, Control, Notice, RunBoard};
 use super::super::error::StoreError;
 use super::super::lease::{STALE_AFTER, this_host};
 use super::connect::{self, CONNECT_TIMEOUT, pg_error, pool_error};
@@ -34,9 +34,9 @@ const COLUMNS: &str = "r.run_id, r.team, r.session, r.worker, r.status, r.starte
 /// The board of the workers on one PostgreSQL database.
 #[derive(Clone)]
 pub struct PostgresBoard {
-    pool: Pool,
-    db: Arc<str>,
-    worker: Arc<str>,
+    pub(super) pool: Pool,
+    pub(super) db: Arc<str>,
+    pub(super) worker: Arc<str>,
     notices: broadcast::Sender<Notice>,
 }
 
@@ -95,7 +95,7 @@ impl PostgresBoard {
         Ok(board)
     }
 
-    async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
+    pub(super) async fn client(&self) -> Result<deadpool_postgres::Client, StoreError> {
         self.pool.get().await.map_err(pool_error(&self.db))
     }
 }
@@ -263,7 +263,7 @@ impl RunBoard for PostgresBoard {
              JOIN troupe_serve_workers w ON w.worker = r.worker \
              WHERE r.team = $2 AND r.session = $3 AND r.status = 'running' \
              AND r.worker <> $4 AND r.run_id <> $5 AND w.beat > now() - make_interval(secs => $1) \
-             LIMIT 1"
+             ORDER BY r.started_ms DESC, r.run_id DESC LIMIT 1"
         );
         let other = tx
             .query_opt(
@@ -359,6 +359,43 @@ impl RunBoard for PostgresBoard {
             .map_err(&err)
     }
 
+    async fn ask(&self, run_id: &str, kind: &str, payload: &Value) -> Result<i64, StoreError> {
+        super::board_asks::ask(self, run_id, kind, payload).await
+    }
+
+    async fn take_asks(&self, run_ids: &[String]) -> Result<Vec<Ask>, StoreError> {
+        super::board_asks::take(self, run_ids).await
+    }
+
+    async fn reply(&self, id: i64, run_id: &str, reply: &Value) -> Result<(), StoreError> {
+        super::board_asks::reply(self, id, run_id, reply).await
+    }
+
+    async fn ask_state(&self, id: i64) -> Result<AskState, StoreError> {
+        super::board_asks::state(self, id).await
+    }
+
+    async fn withdraw(&self, id: i64) -> Result<bool, StoreError> {
+        super::board_asks::withdraw(self, id).await
+    }
+
+    async fn push_configs(&self, task_ids: &[String]) -> Result<Vec<(String, Value)>, StoreError> {
+        super::board_push::configs(self, task_ids).await
+    }
+
+    async fn save_push(
+        &self,
+        task_id: &str,
+        config_id: &str,
+        config: &Value,
+    ) -> Result<(), StoreError> {
+        super::board_push::save(self, task_id, config_id, Some(config)).await
+    }
+
+    async fn delete_push(&self, task_id: &str, config_id: &str) -> Result<(), StoreError> {
+        super::board_push::save(self, task_id, config_id, None).await
+    }
+
     async fn beat(&self) -> Result<(), StoreError> {
         let err = pg_error(&self.db);
         self.client()
@@ -396,6 +433,8 @@ impl RunBoard for PostgresBoard {
             .map_err(&err)?;
         for sql in [
             "DELETE FROM troupe_serve_controls WHERE asked_at < now() - make_interval(secs => $1)",
+            "DELETE FROM troupe_serve_asks WHERE asked_at < now() - make_interval(secs => $1)",
+            "DELETE FROM troupe_serve_push WHERE created_at < now() - make_interval(secs => $1)",
             "DELETE FROM troupe_serve_workers WHERE beat < now() - make_interval(secs => $1)",
         ] {
             client.execute(sql, &[&secs]).await.map_err(&err)?;

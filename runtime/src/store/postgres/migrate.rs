@@ -124,6 +124,11 @@ CREATE TABLE troupe_run_lineage (
 );
 "#,
     ),
+    (
+        6,
+        "serve workers' requests that wait for a reply, A2A push configs",
+        include_str!("migrations/serve_asks.sql"),
+    ),
 ];
 
 /// The newest migration this build knows.

@@ -12,11 +12,15 @@
 //! - `cache.rs`: [`ResultCache`](super::ResultCache), node results by key;
 //! - `internals.rs`: the checkpoint-format internals used here;
 //! - `board.rs`, `board_listen.rs`: [`PostgresBoard`], what `troupe serve`
-//!   workers on the database share (run records, events, wake-ups).
+//!   workers on the database share (run records, events, wake-ups);
+//!   `board_asks.rs`: requests to the worker holding a run that wait for
+//!   its reply; `board_push.rs`: A2A push configs by task.
 
 mod abandoned;
 mod board;
+mod board_asks;
 mod board_listen;
+mod board_push;
 mod cache;
 mod checkpoints;
 mod connect;
