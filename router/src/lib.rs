@@ -172,7 +172,7 @@ pub use builder::{Route, RouterBuilder};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{InboxConfig, Overflow, SenderFilter};
 pub use envelope::Envelope;
-pub use error::ConfigError;
+pub use error::InboxConfigError;
 pub use inbox::Inbox;
 pub use outcome::{Batch, DropReason, Dropped, Push, Readiness};
 pub use router::Router;

@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use crate::error::ConfigError;
+use crate::error::InboxConfigError;
 
 /// The part a name plays where a router names an unknown agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -90,7 +90,7 @@ pub enum RouteProblem {
         /// The participant whose inbox it is.
         target: String,
         /// What is wrong.
-        reason: ConfigError,
+        reason: InboxConfigError,
     },
 
     /// Two routes (or inbox options) into one target set different

@@ -11,7 +11,7 @@ use troupe_runtime::Agent;
 
 use super::{ChatAgent, HandoffTarget, OnLength, ToolMessages};
 use crate::context_policy::ContextPolicy;
-use crate::error::BuildError;
+use crate::error::ChatAgentBuildError;
 use crate::json_schema::SchemaError;
 use crate::model::{ChatModel, Pricing, ToolDefinition};
 use crate::structured::StructuredOutput;
@@ -252,15 +252,15 @@ impl ChatAgentBuilder {
     }
 
     /// Checks the description and builds the agent.
-    pub fn build(self) -> Result<ChatAgent, BuildError> {
+    pub fn build(self) -> Result<ChatAgent, ChatAgentBuildError> {
         let agent = self.name.clone();
         let model = self
             .model
-            .ok_or_else(|| BuildError::MissingModel(agent.clone()))?;
+            .ok_or_else(|| ChatAgentBuildError::MissingModel(agent.clone()))?;
         let structured =
             self.structured
                 .transpose()
-                .map_err(|source| BuildError::InvalidSchema {
+                .map_err(|source| ChatAgentBuildError::InvalidSchema {
                     agent: agent.clone(),
                     source,
                 })?;
@@ -268,15 +268,15 @@ impl ChatAgentBuilder {
         let mut definitions: Vec<ToolDefinition> = Vec::new();
         let mut tool_index = HashMap::new();
         let mut handoff_index = HashMap::new();
-        let mut claim = |definition: ToolDefinition| -> Result<(), BuildError> {
+        let mut claim = |definition: ToolDefinition| -> Result<(), ChatAgentBuildError> {
             if !is_valid_tool_name(&definition.name) {
-                return Err(BuildError::InvalidToolName {
+                return Err(ChatAgentBuildError::InvalidToolName {
                     agent: agent.clone(),
                     name: definition.name,
                 });
             }
             if definitions.iter().any(|d| d.name == definition.name) {
-                return Err(BuildError::DuplicateTool {
+                return Err(ChatAgentBuildError::DuplicateTool {
                     agent: agent.clone(),
                     name: definition.name,
                 });
@@ -294,7 +294,7 @@ impl ChatAgentBuilder {
         }
         for (i, target) in self.handoffs.iter().enumerate() {
             if target.name == agent {
-                return Err(BuildError::HandoffToSelf(agent.clone()));
+                return Err(ChatAgentBuildError::HandoffToSelf(agent.clone()));
             }
             let definition = target.definition();
             handoff_index.insert(definition.name.clone(), i);

@@ -45,8 +45,8 @@ pub use priced::PricedModel;
 pub use pricing::Pricing;
 pub use rate_limit::{LocalRateLimiter, Permit, RateLimit, RateLimiter, shared_limiter};
 pub use responses::{OpenAiResponses, OpenAiResponsesClient, OpenAiResponsesClientBuilder};
-pub use retry::{RetryOn, RetryPolicy};
-pub use scripted::{Position, ScriptedModel, WhenExhausted};
+pub use retry::{ModelRetryPolicy, RetryOn};
+pub use scripted::{ScriptPosition, ScriptedModel, WhenExhausted};
 pub use scripted_reply::ScriptedReply;
 pub use stream::{StreamAccumulator, collect_stream, response_deltas};
 

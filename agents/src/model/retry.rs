@@ -55,7 +55,7 @@ impl RetryOn {
 /// `retry-after-ms`), that wait is used instead, capped at
 /// `max_retry_after` so a server cannot park the caller for an hour.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RetryPolicy {
+pub struct ModelRetryPolicy {
     /// Attempts in all, the first included (1 = never retry).
     pub max_attempts: u32,
     /// Wait before the first retry.
@@ -73,9 +73,9 @@ pub struct RetryPolicy {
     pub on: Vec<RetryOn>,
 }
 
-impl Default for RetryPolicy {
+impl Default for ModelRetryPolicy {
     fn default() -> Self {
-        RetryPolicy {
+        ModelRetryPolicy {
             max_attempts: 3,
             initial_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(20),
@@ -87,10 +87,10 @@ impl Default for RetryPolicy {
     }
 }
 
-impl RetryPolicy {
+impl ModelRetryPolicy {
     /// Never retry.
     pub fn none() -> Self {
-        RetryPolicy {
+        ModelRetryPolicy {
             max_attempts: 1,
             ..Self::default()
         }
@@ -98,7 +98,7 @@ impl RetryPolicy {
 
     /// `max_attempts` attempts, starting with `initial_backoff`.
     pub fn new(max_attempts: u32, initial_backoff: Duration) -> Self {
-        RetryPolicy {
+        ModelRetryPolicy {
             max_attempts: max_attempts.max(1),
             initial_backoff,
             ..Self::default()
@@ -237,7 +237,7 @@ mod tests {
 
     #[test]
     fn backoff_doubles_up_to_the_cap() {
-        let p = RetryPolicy {
+        let p = ModelRetryPolicy {
             max_attempts: 10,
             initial_backoff: Duration::from_millis(100),
             max_backoff: Duration::from_millis(350),
@@ -295,7 +295,7 @@ mod tests {
 
     #[test]
     fn the_multiplier_and_the_kinds_are_the_policys() {
-        let p = RetryPolicy::new(5, Duration::from_millis(100))
+        let p = ModelRetryPolicy::new(5, Duration::from_millis(100))
             .with_jitter(false)
             .with_multiplier(3.0)
             .retry_on([RetryOn::ServerError]);
