@@ -1,5 +1,22 @@
 //! [`ChatAgentBuilder`]: describing a [`ChatAgent`] and checking that its
 //! parts fit.
+//!
+//! Why its setters are written by hand rather than derived with `bon`
+//! (which ractor already builds): most of them are not "set this field
+//! once" — `tool`, `tools`, `handoff`, `handoffs` and `agent_tool` add to
+//! lists, `model` and `tool` wrap a value in an `Arc` beside `model_arc`
+//! and `tool_arc`, `structured_output_of::<T>()` derives a schema from a
+//! type, `ask_user()` adds a tool — and the checks that matter (a model
+//! given, tool names valid and unique, no handoff to itself, a usable
+//! schema) span several fields, so they stay in [`ChatAgentBuilder::build`]
+//! with their typed [`ChatAgentBuildError`]. A bon builder would also be a
+//! type-state generic (`ChatAgentBuilder<S>`), a breaking change for code
+//! that names the builder, and it would print every field in `Debug`,
+//! where this one shows the model's name and the number of tools, not the
+//! model (its key included) or each tool. The same holds
+//! for the workspace's other builders (`WorkflowBuilder`, `GraphBuilder`,
+//! `RouterBuilder`, `NodeBuilder`, the presets', `HttpModelBuilder`,
+//! `A2aClientBuilder`): each adds to lists or checks at `build`.
 
 use std::collections::HashMap;
 use std::fmt;

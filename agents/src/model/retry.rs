@@ -1,4 +1,15 @@
 //! When and how long to wait before trying a failed model call again.
+//!
+//! Why not `backon` here (it runs `troupe serve`'s webhook retries): the
+//! policy is configuration (`retry:` on a model, public fields read from
+//! YAML) whose wait is a pure function of the attempt, and the loop that
+//! uses it (`http/calls.rs`) does more between two tries than a retry
+//! crate's loop offers hooks for: it waits for the rate limiter before
+//! every try, penalizes every caller of the limiter on a 429, lets a
+//! server's `Retry-After` replace the wait, tells the call observer, and
+//! wraps the last error as [`ModelError::RetriesExhausted`]. Its jitter
+//! (a wait drawn from half to all of the computed one) is not backon's
+//! (which adds up to the whole wait again), and the tests pin its bounds.
 
 use std::time::{Duration, SystemTime};
 
@@ -145,24 +156,11 @@ impl ModelRetryPolicy {
             .unwrap_or(self.max_backoff)
             .min(self.max_backoff);
         if self.jitter {
-            computed.mul_f64(0.5 + 0.5 * unit_random())
+            computed.mul_f64(0.5 + 0.5 * fastrand::f64())
         } else {
             computed
         }
     }
-}
-
-/// A number in [0, 1) good enough for jitter (no RNG dependency needed).
-fn unit_random() -> f64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
-    );
-    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// The wait a response asks for: `retry-after-ms` (OpenAI, Azure), else
