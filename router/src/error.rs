@@ -5,6 +5,7 @@
 /// An invalid [`InboxConfig`](crate::InboxConfig), or a duration string that
 /// does not parse.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum InboxConfigError {
     /// `batch_size` is 0: an invocation would never take a message.
     #[error("batch size must be at least 1")]

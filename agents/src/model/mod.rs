@@ -218,6 +218,7 @@ impl ChatRequest {
 
 /// Why the model stopped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum FinishReason {
     /// It finished its answer.
     Stop,
@@ -300,6 +301,7 @@ pub struct ToolCallDelta {
 
 /// One item of a streamed response.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum ChatDelta {
     /// A chunk of text.
     Text(String),
