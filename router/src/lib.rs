@@ -164,6 +164,7 @@ mod error;
 mod hash;
 mod inbox;
 mod outcome;
+pub mod prelude;
 mod router;
 mod source;
 mod validation;
