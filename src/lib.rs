@@ -92,3 +92,12 @@ pub use troupe_router as router;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeSnippets;
+
+/// The preludes of the runtime, the agents, the presets and the config
+/// crate in one, for a glob import (`use troupe::prelude::*`).
+pub mod prelude {
+    pub use troupe_agents::prelude::*;
+    pub use troupe_config::prelude::*;
+    pub use troupe_presets::prelude::*;
+    pub use troupe_runtime::prelude::*;
+}

@@ -343,7 +343,7 @@ fn quoted(names: &[String]) -> String {
 /// A [`ChatAgent`](crate::ChatAgent) could not be built.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum BuildError {
+pub enum ChatAgentBuildError {
     /// No model was given.
     #[error("chat agent '{0}' has no model")]
     MissingModel(String),

@@ -71,6 +71,7 @@ pub mod fuzzing;
 mod json_schema;
 mod metered;
 pub mod model;
+pub mod prelude;
 mod structured;
 mod telemetry;
 mod tls;
@@ -86,12 +87,12 @@ pub use chat_agent::{
     CONTINUE_PROMPT, ChatAgent, ChatAgentBuilder, HandoffTarget, OnLength, ToolMessages,
 };
 pub use context_policy::{ContextPolicy, DEFAULT_CONTEXT_WINDOW};
-pub use error::{BuildError, McpError, ModelError, NotWaiting, ToolError};
+pub use error::{ChatAgentBuildError, McpError, ModelError, NotWaiting, ToolError};
 pub use json_schema::{SchemaError, SchemaErrors, SchemaValidator};
 pub use metered::complete_metered;
 pub use model::{
     AnthropicClient, ChatDelta, ChatMessage, ChatModel, ChatRequest, ChatResponse, ChatStream,
-    FinishReason, OpenAiClient, OpenAiResponsesClient, Pricing, ResponseFormat, RetryPolicy,
+    FinishReason, ModelRetryPolicy, OpenAiClient, OpenAiResponsesClient, Pricing, ResponseFormat,
     ScriptedModel, ScriptedReply, ToolChoice, ToolDefinition,
 };
 pub use structured::{AnswerRejected, StructuredOutput};

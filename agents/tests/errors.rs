@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use troupe_agents::{
-    BuildError, ChatAgent, ChatModel, ChatRequest, ChatResponse, ModelError, SchemaError,
+    ChatAgent, ChatAgentBuildError, ChatModel, ChatRequest, ChatResponse, ModelError, SchemaError,
     StructuredOutput, UserProxy, async_trait,
 };
 use troupe_runtime::{
@@ -128,7 +128,7 @@ fn schema_problems_are_typed_and_kept_by_the_build_error() {
         .structured_output(json!({"$ref": "http://elsewhere/schema"}))
         .build()
         .unwrap_err();
-    assert!(matches!(e, BuildError::InvalidSchema { .. }));
+    assert!(matches!(e, ChatAgentBuildError::InvalidSchema { .. }));
     let source = e.source().and_then(|s| s.downcast_ref::<SchemaError>());
     assert!(
         matches!(source, Some(SchemaError::UnresolvedRef { reference, .. }) if reference == "http://elsewhere/schema"),

@@ -106,6 +106,7 @@ pub mod fuzzing;
 mod host;
 mod node;
 mod placement;
+pub mod prelude;
 mod remote_agent;
 mod serve;
 mod sessions;

@@ -111,6 +111,7 @@ mod list_form;
 mod load;
 mod mermaid;
 mod plan;
+pub mod prelude;
 mod refs;
 mod remote;
 mod schema;

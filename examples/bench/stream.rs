@@ -18,7 +18,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use troupe::agents::model::{ChatDelta, ChatStream};
 use troupe::agents::{
-    ChatAgent, ChatModel, ChatRequest, ChatResponse, ModelError, OpenAiClient, RetryPolicy,
+    ChatAgent, ChatModel, ChatRequest, ChatResponse, ModelError, ModelRetryPolicy, OpenAiClient,
     async_trait,
 };
 use troupe::{Event, Message, RunContext, Thread, Workflow};
@@ -125,7 +125,7 @@ pub(super) async fn stream(n: u64) -> Result<Value, BoxError> {
     let stamps: Stamps = Arc::default();
     let client = OpenAiClient::builder("bench-model")
         .base_url(url)
-        .retry(RetryPolicy::none())
+        .retry(ModelRetryPolicy::none())
         .build()?;
     let writer = ChatAgent::builder("writer")
         .model(Stamped {

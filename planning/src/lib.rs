@@ -63,6 +63,7 @@ mod groups;
 mod passing;
 mod plan;
 mod planner;
+pub mod prelude;
 mod step;
 mod summarizer;
 mod text;

@@ -38,6 +38,7 @@
 mod error;
 mod magentic;
 mod map_reduce;
+pub mod prelude;
 mod round_robin;
 mod selector;
 mod sequential;

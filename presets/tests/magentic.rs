@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use troupe_agents::model::Position;
+use troupe_agents::model::ScriptPosition;
 use troupe_agents::{ScriptedModel, ScriptedReply};
 use troupe_presets::{Magentic, MagenticBuilder, ProgressLedger, SpeakerFallback, TaskLedger};
 use troupe_runtime::{
@@ -470,7 +470,7 @@ async fn a_checkpoint_resume_in_the_middle_equals_the_uninterrupted_run() {
             progress(true, false, "", ""),
             ScriptedReply::text("There is no 2.0."),
         ])
-        .position(Position::Conversation);
+        .position(ScriptPosition::Conversation);
         team(model).checkpoint_store(store.clone()).build().unwrap()
     };
     let whole = guard(team().run_task("go", &RunContext::new().with_run_id("m1")))

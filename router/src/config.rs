@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::time::Duration;
 
-use crate::error::ConfigError;
+use crate::error::InboxConfigError;
 
 /// Which senders an inbox accepts.
 ///
@@ -130,7 +130,7 @@ impl fmt::Display for Overflow {
 /// use std::time::Duration;
 /// use troupe_router::{InboxConfig, Overflow};
 ///
-/// # fn main() -> Result<(), troupe_router::ConfigError> {
+/// # fn main() -> Result<(), troupe_router::InboxConfigError> {
 /// let config = InboxConfig::new()
 ///     .senders(["planner"])
 ///     .batch_size(10)
@@ -203,8 +203,8 @@ impl InboxConfig {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::InvalidDuration`], naming the string, if it does not parse.
-    pub fn ttl_str(self, ttl: &str) -> Result<Self, ConfigError> {
+    /// [`InboxConfigError::InvalidDuration`], naming the string, if it does not parse.
+    pub fn ttl_str(self, ttl: &str) -> Result<Self, InboxConfigError> {
         Ok(self.ttl(parse_duration("ttl", ttl)?))
     }
 
@@ -230,8 +230,8 @@ impl InboxConfig {
     ///
     /// # Errors
     ///
-    /// [`ConfigError::InvalidDuration`], naming the string, if it does not parse.
-    pub fn max_wait_str(self, wait: &str) -> Result<Self, ConfigError> {
+    /// [`InboxConfigError::InvalidDuration`], naming the string, if it does not parse.
+    pub fn max_wait_str(self, wait: &str) -> Result<Self, InboxConfigError> {
         Ok(self.max_wait(parse_duration("max_wait", wait)?))
     }
 
@@ -240,14 +240,14 @@ impl InboxConfig {
     /// # Errors
     ///
     /// A batch size or capacity of 0, or a capacity below the batch size.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    pub fn validate(&self) -> Result<(), InboxConfigError> {
         if self.batch_size == 0 {
-            return Err(ConfigError::ZeroBatchSize);
+            return Err(InboxConfigError::ZeroBatchSize);
         }
         match self.capacity {
-            Some(0) => Err(ConfigError::ZeroCapacity),
+            Some(0) => Err(InboxConfigError::ZeroCapacity),
             Some(capacity) if capacity < self.batch_size => {
-                Err(ConfigError::CapacityBelowBatchSize {
+                Err(InboxConfigError::CapacityBelowBatchSize {
                     capacity,
                     batch_size: self.batch_size,
                 })
@@ -257,8 +257,8 @@ impl InboxConfig {
     }
 }
 
-fn parse_duration(option: &'static str, input: &str) -> Result<Duration, ConfigError> {
-    humantime::parse_duration(input).map_err(|source| ConfigError::InvalidDuration {
+fn parse_duration(option: &'static str, input: &str) -> Result<Duration, InboxConfigError> {
+    humantime::parse_duration(input).map_err(|source| InboxConfigError::InvalidDuration {
         option,
         input: input.to_owned(),
         source,
@@ -282,7 +282,7 @@ mod tests {
     }
 
     #[test]
-    fn ttl_str_parses_humantime() -> Result<(), ConfigError> {
+    fn ttl_str_parses_humantime() -> Result<(), InboxConfigError> {
         let c = InboxConfig::new().ttl_str("1h")?;
         assert_eq!(c.ttl, Some(Duration::from_secs(3600)));
         let c = InboxConfig::new().max_wait_str("30s")?;
@@ -297,7 +297,7 @@ mod tests {
             .expect_err("not a humantime duration");
         assert!(matches!(
             &err,
-            ConfigError::InvalidDuration { option: "ttl", input, .. } if input == "an hour"
+            InboxConfigError::InvalidDuration { option: "ttl", input, .. } if input == "an hour"
         ));
         let text = err.to_string();
         assert!(
@@ -314,13 +314,13 @@ mod tests {
     #[test]
     fn validation_rules() {
         let zero_batch = InboxConfig::new().batch_size(0);
-        assert_eq!(zero_batch.validate(), Err(ConfigError::ZeroBatchSize));
+        assert_eq!(zero_batch.validate(), Err(InboxConfigError::ZeroBatchSize));
         let zero_cap = InboxConfig::new().capacity(0);
-        assert_eq!(zero_cap.validate(), Err(ConfigError::ZeroCapacity));
+        assert_eq!(zero_cap.validate(), Err(InboxConfigError::ZeroCapacity));
         let small = InboxConfig::new().batch_size(5).capacity(4);
         assert_eq!(
             small.validate(),
-            Err(ConfigError::CapacityBelowBatchSize {
+            Err(InboxConfigError::CapacityBelowBatchSize {
                 capacity: 4,
                 batch_size: 5
             })

@@ -1,11 +1,12 @@
-//! [`ConfigError`]: what can be wrong with one inbox: its options, a duration
+//! [`InboxConfigError`]: what can be wrong with one inbox: its options, a duration
 //! string, a snapshot. (A router's errors, [`RouterError`](crate::RouterError),
 //! are with its validation.)
 
 /// An invalid [`InboxConfig`](crate::InboxConfig), or a duration string that
 /// does not parse.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ConfigError {
+#[non_exhaustive]
+pub enum InboxConfigError {
     /// `batch_size` is 0: an invocation would never take a message.
     #[error("batch size must be at least 1")]
     ZeroBatchSize,
@@ -53,7 +54,7 @@ mod tests {
 
     #[test]
     fn capacity_error_names_both_numbers() {
-        let text = ConfigError::CapacityBelowBatchSize {
+        let text = InboxConfigError::CapacityBelowBatchSize {
             capacity: 2,
             batch_size: 5,
         }

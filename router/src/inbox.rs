@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use crate::config::{InboxConfig, Overflow};
 use crate::envelope::Envelope;
-use crate::error::ConfigError;
+use crate::error::InboxConfigError;
 use crate::outcome::{Batch, DropReason, Dropped, Push, Readiness};
 
 mod expiry;
@@ -41,7 +41,7 @@ struct Slot<M> {
 ///     fn created_at(&self) -> SystemTime { self.1 }
 /// }
 ///
-/// # fn main() -> Result<(), troupe_router::ConfigError> {
+/// # fn main() -> Result<(), troupe_router::InboxConfigError> {
 /// let t0 = SystemTime::UNIX_EPOCH;
 /// let config = InboxConfig::new().batch_size(2).max_wait(Duration::from_secs(5));
 /// let mut inbox = Inbox::new(config)?;
@@ -73,7 +73,7 @@ impl<M: Envelope> Inbox<M> {
     /// # Errors
     ///
     /// The config is invalid (see [`InboxConfig::validate`]).
-    pub fn new(config: InboxConfig) -> Result<Self, ConfigError> {
+    pub fn new(config: InboxConfig) -> Result<Self, InboxConfigError> {
         config.validate()?;
         Ok(Self::from_valid(config))
     }
@@ -95,16 +95,16 @@ impl<M: Envelope> Inbox<M> {
     /// # Errors
     ///
     /// The config is invalid, or the snapshot holds more messages than its
-    /// capacity ([`ConfigError::SnapshotExceedsCapacity`]).
+    /// capacity ([`InboxConfigError::SnapshotExceedsCapacity`]).
     pub fn restore(
         config: InboxConfig,
         messages: Vec<(M, SystemTime)>,
-    ) -> Result<Self, ConfigError> {
+    ) -> Result<Self, InboxConfigError> {
         config.validate()?;
         if let Some(capacity) = config.capacity
             && messages.len() > capacity
         {
-            return Err(ConfigError::SnapshotExceedsCapacity {
+            return Err(InboxConfigError::SnapshotExceedsCapacity {
                 len: messages.len(),
                 capacity,
             });

@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use crate::error::ConfigError;
+use crate::error::InboxConfigError;
 
 /// The part a name plays where a router names an unknown agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -32,6 +32,7 @@ impl fmt::Display for AgentRole {
 
 /// One reason a router cannot be built. Each message names the agents concerned.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RouteProblem {
     /// A route, inbox option or output names an agent that is not a
     /// participant (nor, for sources, `"user"` or a declared entry).
@@ -90,7 +91,7 @@ pub enum RouteProblem {
         /// The participant whose inbox it is.
         target: String,
         /// What is wrong.
-        reason: ConfigError,
+        reason: InboxConfigError,
     },
 
     /// Two routes (or inbox options) into one target set different
@@ -118,6 +119,7 @@ fn unknown_agent(name: &str, role: AgentRole) -> String {
 
 /// Something legal but likely unintended, returned with a built router.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
+#[non_exhaustive]
 pub enum RouteWarning {
     /// These participants' inboxes accept each other's messages in a cycle
     /// (or one accepts its own), so messages can cascade without end unless

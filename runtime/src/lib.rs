@@ -66,6 +66,7 @@ mod fn_agent;
 pub mod graph;
 mod message;
 mod panic;
+pub mod prelude;
 mod progress;
 mod resumable;
 mod retry;

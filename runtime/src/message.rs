@@ -121,20 +121,11 @@ impl Default for MessageId {
 }
 
 /// A per-process random prefix, so ids made by two processes of a cluster
-/// (or a process resumed from a checkpoint) do not collide.
+/// (or a process resumed from a checkpoint) do not collide. `fastrand`
+/// seeds itself from std's OS-seeded hasher, the thread and the time.
 fn process_prefix() -> u64 {
     static PREFIX: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *PREFIX.get_or_init(|| {
-        use std::hash::{BuildHasher, Hasher};
-        // RandomState is seeded from the OS; mixing in time and pid keeps
-        // the prefix distinct even where the seed is weak.
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u32(std::process::id());
-        if let Ok(d) = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH) {
-            h.write_u128(d.as_nanos());
-        }
-        h.finish()
-    })
+    *PREFIX.get_or_init(|| fastrand::u64(..))
 }
 
 /// Hashes [`MessageId`]s for the id sets every thread keeps: one multiply
@@ -150,11 +141,7 @@ pub(crate) struct IdHash {
 impl Default for IdHash {
     fn default() -> Self {
         static KEYS: std::sync::OnceLock<(u64, u64)> = std::sync::OnceLock::new();
-        let keys = *KEYS.get_or_init(|| {
-            use std::hash::BuildHasher;
-            let random = std::collections::hash_map::RandomState::new();
-            (random.hash_one(1u8), random.hash_one(2u8) | 1)
-        });
+        let keys = *KEYS.get_or_init(|| (fastrand::u64(..), fastrand::u64(..) | 1));
         IdHash { keys }
     }
 }

@@ -1,4 +1,12 @@
 //! [`RetryPolicy`]: how often and how patiently a failed turn is tried again.
+//!
+//! Why not `backon`: a retry crate owns a loop that sleeps between tries,
+//! while a turn's retry is a state of its run (`BackingOff`) ended by a
+//! message the supervisor sends itself after the wait, so the run keeps
+//! serving other turns, a cancel or a graceful stop (which leaves the
+//! attempt to the resumed run) meanwhile. What the run needs from the
+//! policy is whether to try again and how long to wait: two small pure
+//! functions.
 
 use std::time::Duration;
 

@@ -19,6 +19,7 @@ use crate::thread::Thread;
     feature = "schema",
     schemars(description = "A kind of failure worth retrying.")
 )]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// A failure retrying will not fix.
     Failed,

@@ -492,6 +492,9 @@ pub(crate) fn status_key(status: Option<&RunStatus>) -> &'static str {
         Some(RunStatus::Cancelled) => "cancelled",
         Some(RunStatus::Interrupted) => "interrupted",
         Some(RunStatus::WaitingForInput(_)) => "waiting_for_input",
+        // `RunStatus` is non-exhaustive: a status added later ended the
+        // run without failing.
+        Some(_) => "ended",
     }
 }
 

@@ -6,8 +6,6 @@
 //! cancelled after [`KEPT_FOR`], or when more than [`MOST`] wait.
 
 use std::collections::HashMap;
-use std::collections::hash_map::RandomState;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -103,12 +101,7 @@ impl Waiting {
     }
 }
 
-/// 128 random bits as hex (std's per-instance SipHash keys are random).
+/// 128 random bits as hex.
 fn new_handle() -> String {
-    let word = || {
-        let mut h = RandomState::new().build_hasher();
-        h.write_u128(Instant::now().elapsed().as_nanos());
-        h.finish()
-    };
-    format!("troupe-run-{:016x}{:016x}", word(), word())
+    format!("troupe-run-{:032x}", fastrand::u128(..))
 }

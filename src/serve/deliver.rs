@@ -5,6 +5,8 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
+use backon::{ExponentialBuilder, Retryable};
+
 /// How many times a delivery is tried.
 pub(crate) const ATTEMPTS: u32 = 5;
 /// The wait before the first retry (doubling after each).
@@ -29,26 +31,37 @@ pub(crate) async fn post(url: &str, headers: &[(String, String)], body: &str, wh
         tracing::warn!("{what}: no HTTP client");
         return false;
     };
-    let mut wait = BACKOFF;
-    for attempt in 1..=ATTEMPTS {
+    let mut attempt = 0;
+    let attempt_once = || {
+        attempt += 1;
+        let attempt = attempt;
         let mut request = http.post(url).body(body.to_string());
         for (name, value) in headers {
             request = request.header(name, value);
         }
-        let outcome = match request.send().await {
-            Ok(r) if r.status().is_success() => return true,
-            Ok(r) => format!("answered {}", r.status()),
-            Err(e) => e.to_string(),
-        };
-        tracing::warn!(
-            attempt,
-            "{what} not delivered: {}",
-            troupe::secrets::redact(&outcome)
-        );
-        if attempt < ATTEMPTS {
-            tokio::time::sleep(wait).await;
-            wait *= 2;
+        async move {
+            let outcome = match request.send().await {
+                Ok(r) if r.status().is_success() => return Ok(()),
+                Ok(r) => format!("answered {}", r.status()),
+                Err(e) => e.to_string(),
+            };
+            tracing::warn!(
+                attempt,
+                "{what} not delivered: {}",
+                troupe::secrets::redact(&outcome)
+            );
+            Err(())
         }
-    }
-    false
+    };
+    // 200 ms, 400 ms, 800 ms, 1.6 s between the five tries; no jitter.
+    let backoff = ExponentialBuilder::new()
+        .with_min_delay(BACKOFF)
+        .with_factor(2.0)
+        .without_max_delay()
+        .with_max_times(ATTEMPTS as usize - 1);
+    attempt_once
+        .retry(backoff)
+        .sleep(tokio::time::sleep)
+        .await
+        .is_ok()
 }

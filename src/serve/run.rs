@@ -207,6 +207,9 @@ impl Run {
                             RunStatus::Cancelled => Status::Cancelled,
                             RunStatus::Interrupted => Status::Interrupted,
                             RunStatus::WaitingForInput(_) => Status::WaitingForInput,
+                            // Non-exhaustive: a later status ended the run
+                            // without failing, as a stop does.
+                            _ => Status::Stopped,
                         });
                     } else {
                         inner.status = Some(Status::WaitingForInput);

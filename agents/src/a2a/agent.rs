@@ -144,7 +144,7 @@ impl A2aAgent {
         let said = status
             .message
             .as_ref()
-            .map(types::Message::text)
+            .map(types::A2aMessage::text)
             .unwrap_or_default();
         let tag = |m: Message| {
             m.with_metadata(CONTEXT_KEY, context.clone())
@@ -201,7 +201,7 @@ impl Agent for A2aAgent {
 
     async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
         let (context_id, waiting) = self.remote_state(&thread);
-        let mut message = types::Message::with_text(
+        let mut message = types::A2aMessage::with_text(
             Role::User,
             format!("troupe-{}", MessageId::new()),
             self.new_text(&thread),

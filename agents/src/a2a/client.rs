@@ -1,7 +1,7 @@
 //! [`A2aClient`]: JSON-RPC over HTTP to a remote A2A agent — its card
 //! (read once), unary calls, and streams read event by event.
 //!
-//! Transport is the model clients': the same [`RetryPolicy`] (429, 408,
+//! Transport is the model clients': the same [`ModelRetryPolicy`] (429, 408,
 //! 5xx, connection failures and timeouts, `Retry-After` honoured), a
 //! timeout per attempt (for a stream, until it opens and then between two
 //! chunks), the same SSE decoder, and the same redaction of what a server
@@ -23,7 +23,7 @@ use super::types::{
     StreamResponse,
 };
 use crate::error::ModelError;
-use crate::model::RetryPolicy;
+use crate::model::ModelRetryPolicy;
 use crate::model::http::error_chain;
 use crate::model::retry::{RetryOn, retry_after};
 use crate::model::sse::SseDecoder;
@@ -53,7 +53,7 @@ pub struct A2aClientBuilder {
     headers: Vec<(String, String)>,
     timeout: Duration,
     connect_timeout: Duration,
-    retry: RetryPolicy,
+    retry: ModelRetryPolicy,
 }
 
 impl fmt::Debug for A2aClientBuilder {
@@ -92,7 +92,7 @@ impl A2aClientBuilder {
     }
 
     /// Sets the retry policy (default: the models', 3 attempts).
-    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+    pub fn retry(mut self, retry: ModelRetryPolicy) -> Self {
         self.retry = retry;
         self
     }
@@ -170,7 +170,7 @@ pub struct A2aClient {
     shown: String,
     headers: HeaderMap,
     timeout: Duration,
-    retry: RetryPolicy,
+    retry: ModelRetryPolicy,
     card: OnceCell<Resolved>,
 }
 
@@ -194,7 +194,7 @@ impl A2aClient {
             headers: Vec::new(),
             timeout: Duration::from_secs(120),
             connect_timeout: Duration::from_secs(10),
-            retry: RetryPolicy::default(),
+            retry: ModelRetryPolicy::default(),
         }
     }
 

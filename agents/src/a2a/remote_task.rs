@@ -39,7 +39,7 @@ pub(super) struct Seen {
     /// The artifacts, in the order they first appeared.
     pub(super) artifacts: Vec<Artifact>,
     /// A direct answer (a message instead of a task).
-    pub(super) message: Option<types::Message>,
+    pub(super) message: Option<types::A2aMessage>,
 }
 
 impl Seen {

@@ -162,7 +162,7 @@ pub fn parts_text(parts: &[Part]) -> String {
 /// A message between the client and the agent.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Message {
+pub struct A2aMessage {
     /// Its id, chosen by its sender.
     #[serde(default)]
     pub message_id: String,
@@ -186,14 +186,14 @@ pub struct Message {
     pub reference_task_ids: Vec<String>,
 }
 
-impl Message {
+impl A2aMessage {
     /// A message of one text part.
     pub fn with_text(role: Role, id: impl Into<String>, text: impl Into<String>) -> Self {
-        Message {
+        A2aMessage {
             message_id: id.into(),
             role,
             parts: vec![Part::text(text)],
-            ..Message::default()
+            ..A2aMessage::default()
         }
     }
 
@@ -260,7 +260,7 @@ pub struct TaskStatus {
     pub state: TaskState,
     /// What the agent says about it (the question, when input is required).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<Message>,
+    pub message: Option<A2aMessage>,
     /// When it took this state (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<String>,
@@ -305,7 +305,7 @@ pub struct Task {
     pub artifacts: Vec<Artifact>,
     /// The messages exchanged.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub history: Vec<Message>,
+    pub history: Vec<A2aMessage>,
     /// Free-form metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
@@ -362,7 +362,7 @@ pub struct StreamResponse {
     pub task: Option<Task>,
     /// A message: the whole answer, without a task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<Message>,
+    pub message: Option<A2aMessage>,
     /// A status change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_update: Option<TaskStatusUpdateEvent>,
@@ -391,7 +391,7 @@ pub struct SendMessageConfiguration {
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageRequest {
     /// The message.
-    pub message: Message,
+    pub message: A2aMessage,
     /// How to handle it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub configuration: Option<SendMessageConfiguration>,
@@ -409,7 +409,7 @@ pub struct SendMessageResponse {
     pub task: Option<Task>,
     /// A direct answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<Message>,
+    pub message: Option<A2aMessage>,
 }
 
 /// `GetTask`'s and `CancelTask`'s parameters.

@@ -1,5 +1,22 @@
 //! [`ChatAgentBuilder`]: describing a [`ChatAgent`] and checking that its
 //! parts fit.
+//!
+//! Why its setters are written by hand rather than derived with `bon`
+//! (which ractor already builds): most of them are not "set this field
+//! once" — `tool`, `tools`, `handoff`, `handoffs` and `agent_tool` add to
+//! lists, `model` and `tool` wrap a value in an `Arc` beside `model_arc`
+//! and `tool_arc`, `structured_output_of::<T>()` derives a schema from a
+//! type, `ask_user()` adds a tool — and the checks that matter (a model
+//! given, tool names valid and unique, no handoff to itself, a usable
+//! schema) span several fields, so they stay in [`ChatAgentBuilder::build`]
+//! with their typed [`ChatAgentBuildError`]. A bon builder would also be a
+//! type-state generic (`ChatAgentBuilder<S>`), a breaking change for code
+//! that names the builder, and it would print every field in `Debug`,
+//! where this one shows the model's name and the number of tools, not the
+//! model (its key included) or each tool. The same holds
+//! for the workspace's other builders (`WorkflowBuilder`, `GraphBuilder`,
+//! `RouterBuilder`, `NodeBuilder`, the presets', `HttpModelBuilder`,
+//! `A2aClientBuilder`): each adds to lists or checks at `build`.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -11,7 +28,7 @@ use troupe_runtime::Agent;
 
 use super::{ChatAgent, HandoffTarget, OnLength, ToolMessages};
 use crate::context_policy::ContextPolicy;
-use crate::error::BuildError;
+use crate::error::ChatAgentBuildError;
 use crate::json_schema::SchemaError;
 use crate::model::{ChatModel, Pricing, ToolDefinition};
 use crate::structured::StructuredOutput;
@@ -252,15 +269,15 @@ impl ChatAgentBuilder {
     }
 
     /// Checks the description and builds the agent.
-    pub fn build(self) -> Result<ChatAgent, BuildError> {
+    pub fn build(self) -> Result<ChatAgent, ChatAgentBuildError> {
         let agent = self.name.clone();
         let model = self
             .model
-            .ok_or_else(|| BuildError::MissingModel(agent.clone()))?;
+            .ok_or_else(|| ChatAgentBuildError::MissingModel(agent.clone()))?;
         let structured =
             self.structured
                 .transpose()
-                .map_err(|source| BuildError::InvalidSchema {
+                .map_err(|source| ChatAgentBuildError::InvalidSchema {
                     agent: agent.clone(),
                     source,
                 })?;
@@ -268,15 +285,15 @@ impl ChatAgentBuilder {
         let mut definitions: Vec<ToolDefinition> = Vec::new();
         let mut tool_index = HashMap::new();
         let mut handoff_index = HashMap::new();
-        let mut claim = |definition: ToolDefinition| -> Result<(), BuildError> {
+        let mut claim = |definition: ToolDefinition| -> Result<(), ChatAgentBuildError> {
             if !is_valid_tool_name(&definition.name) {
-                return Err(BuildError::InvalidToolName {
+                return Err(ChatAgentBuildError::InvalidToolName {
                     agent: agent.clone(),
                     name: definition.name,
                 });
             }
             if definitions.iter().any(|d| d.name == definition.name) {
-                return Err(BuildError::DuplicateTool {
+                return Err(ChatAgentBuildError::DuplicateTool {
                     agent: agent.clone(),
                     name: definition.name,
                 });
@@ -294,7 +311,7 @@ impl ChatAgentBuilder {
         }
         for (i, target) in self.handoffs.iter().enumerate() {
             if target.name == agent {
-                return Err(BuildError::HandoffToSelf(agent.clone()));
+                return Err(ChatAgentBuildError::HandoffToSelf(agent.clone()));
             }
             let definition = target.definition();
             handoff_index.insert(definition.name.clone(), i);

@@ -46,8 +46,8 @@ pub use priced::PricedModel;
 pub use pricing::Pricing;
 pub use rate_limit::{LocalRateLimiter, Permit, RateLimit, RateLimiter, shared_limiter};
 pub use responses::{OpenAiResponses, OpenAiResponsesClient, OpenAiResponsesClientBuilder};
-pub use retry::{RetryOn, RetryPolicy};
-pub use scripted::{Position, ScriptedModel, WhenExhausted};
+pub use retry::{ModelRetryPolicy, RetryOn};
+pub use scripted::{ScriptPosition, ScriptedModel, WhenExhausted};
 pub use scripted_reply::ScriptedReply;
 pub use stream::{StreamAccumulator, collect_stream, response_deltas};
 
@@ -219,6 +219,7 @@ impl ChatRequest {
 
 /// Why the model stopped.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum FinishReason {
     /// It finished its answer.
     Stop,
@@ -301,6 +302,7 @@ pub struct ToolCallDelta {
 
 /// One item of a streamed response.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum ChatDelta {
     /// A chunk of text.
     Text(String),

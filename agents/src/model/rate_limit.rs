@@ -3,6 +3,19 @@
 //! for requests and tokens, a cap on calls in flight, a pause every caller
 //! honours after a 429), and the registry that hands every client of the
 //! same model and endpoint the same limiter.
+//!
+//! Why not `governor`: its GCRA limiters check one quota at a time, and a
+//! call here must take a request slot and its tokens together or neither
+//! (two governor limiters would spend the request slot of a call the token
+//! bucket then refuses); a call larger than the bucket is refused by
+//! governor (`InsufficientCapacity`) where here it waits for a full bucket
+//! and leaves it in debt; the pause after a 429 holds every caller, which
+//! governor has no notion of; and its clocks are not tokio's, so the tests
+//! that run on paused time (`start_paused`) would need a clock adapter
+//! while its `until_ready` sleeps on `futures-timer`. The buckets are the
+//! ~60 lines of `try_take`; with governor they would become about as many
+//! lines of glue around two limiters and a third dependency tree (quanta,
+//! dashmap, rand under its default features).
 
 use std::collections::HashMap;
 use std::fmt;

@@ -1,4 +1,15 @@
 //! When and how long to wait before trying a failed model call again.
+//!
+//! Why not `backon` here (it runs `troupe serve`'s webhook retries): the
+//! policy is configuration (`retry:` on a model, public fields read from
+//! YAML) whose wait is a pure function of the attempt, and the loop that
+//! uses it (`http/calls.rs`) does more between two tries than a retry
+//! crate's loop offers hooks for: it waits for the rate limiter before
+//! every try, penalizes every caller of the limiter on a 429, lets a
+//! server's `Retry-After` replace the wait, tells the call observer, and
+//! wraps the last error as [`ModelError::RetriesExhausted`]. Its jitter
+//! (a wait drawn from half to all of the computed one) is not backon's
+//! (which adds up to the whole wait again), and the tests pin its bounds.
 
 use std::time::{Duration, SystemTime};
 
@@ -55,7 +66,7 @@ impl RetryOn {
 /// `retry-after-ms`), that wait is used instead, capped at
 /// `max_retry_after` so a server cannot park the caller for an hour.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RetryPolicy {
+pub struct ModelRetryPolicy {
     /// Attempts in all, the first included (1 = never retry).
     pub max_attempts: u32,
     /// Wait before the first retry.
@@ -73,9 +84,9 @@ pub struct RetryPolicy {
     pub on: Vec<RetryOn>,
 }
 
-impl Default for RetryPolicy {
+impl Default for ModelRetryPolicy {
     fn default() -> Self {
-        RetryPolicy {
+        ModelRetryPolicy {
             max_attempts: 3,
             initial_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(20),
@@ -87,10 +98,10 @@ impl Default for RetryPolicy {
     }
 }
 
-impl RetryPolicy {
+impl ModelRetryPolicy {
     /// Never retry.
     pub fn none() -> Self {
-        RetryPolicy {
+        ModelRetryPolicy {
             max_attempts: 1,
             ..Self::default()
         }
@@ -98,7 +109,7 @@ impl RetryPolicy {
 
     /// `max_attempts` attempts, starting with `initial_backoff`.
     pub fn new(max_attempts: u32, initial_backoff: Duration) -> Self {
-        RetryPolicy {
+        ModelRetryPolicy {
             max_attempts: max_attempts.max(1),
             initial_backoff,
             ..Self::default()
@@ -145,24 +156,11 @@ impl RetryPolicy {
             .unwrap_or(self.max_backoff)
             .min(self.max_backoff);
         if self.jitter {
-            computed.mul_f64(0.5 + 0.5 * unit_random())
+            computed.mul_f64(0.5 + 0.5 * fastrand::f64())
         } else {
             computed
         }
     }
-}
-
-/// A number in [0, 1) good enough for jitter (no RNG dependency needed).
-fn unit_random() -> f64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
-    );
-    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// The wait a response asks for: `retry-after-ms` (OpenAI, Azure), else
@@ -237,7 +235,7 @@ mod tests {
 
     #[test]
     fn backoff_doubles_up_to_the_cap() {
-        let p = RetryPolicy {
+        let p = ModelRetryPolicy {
             max_attempts: 10,
             initial_backoff: Duration::from_millis(100),
             max_backoff: Duration::from_millis(350),
@@ -295,7 +293,7 @@ mod tests {
 
     #[test]
     fn the_multiplier_and_the_kinds_are_the_policys() {
-        let p = RetryPolicy::new(5, Duration::from_millis(100))
+        let p = ModelRetryPolicy::new(5, Duration::from_millis(100))
             .with_jitter(false)
             .with_multiplier(3.0)
             .retry_on([RetryOn::ServerError]);

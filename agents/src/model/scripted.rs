@@ -50,10 +50,10 @@ pub enum WhenExhausted {
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
-/// use troupe_agents::model::{ChatMessage, ChatModel, ChatRequest, Position, ScriptedModel, ScriptedReply};
+/// use troupe_agents::model::{ChatMessage, ChatModel, ChatRequest, ScriptPosition, ScriptedModel, ScriptedReply};
 ///
 /// let model = ScriptedModel::new([ScriptedReply::text("first"), ScriptedReply::text("second")])
-///     .position(Position::Conversation);
+///     .position(ScriptPosition::Conversation);
 /// let fresh = ChatRequest::new(vec![ChatMessage::user("hi")]);
 /// let later = ChatRequest::new(vec![
 ///     ChatMessage::user("hi"),
@@ -67,7 +67,7 @@ pub enum WhenExhausted {
 /// # }
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Position {
+pub enum ScriptPosition {
     /// Reply N to the model's Nth call in this process (the default): a
     /// script for one run, in order.
     #[default]
@@ -134,7 +134,7 @@ struct State {
 /// ```
 pub struct ScriptedModel {
     name: String,
-    position: Position,
+    position: ScriptPosition,
     when_exhausted: WhenExhausted,
     delay: Option<Duration>,
     record: bool,
@@ -174,7 +174,7 @@ impl ScriptedModel {
     fn with_source(source: Source) -> Self {
         ScriptedModel {
             name: "scripted".to_string(),
-            position: Position::Counter,
+            position: ScriptPosition::Counter,
             when_exhausted: WhenExhausted::Fail,
             delay: None,
             record: true,
@@ -195,16 +195,16 @@ impl ScriptedModel {
     }
 
     /// How a list script picks the reply to a request (default
-    /// [`Position::Counter`]); see [`Position`].
-    pub fn position(mut self, position: Position) -> Self {
+    /// [`ScriptPosition::Counter`]); see [`ScriptPosition`].
+    pub fn position(mut self, position: ScriptPosition) -> Self {
         self.position = position;
         self
     }
 
     /// Picks replies by the conversation, not by a counter: the same as
-    /// `.position(Position::Conversation)`.
+    /// `.position(ScriptPosition::Conversation)`.
     pub fn by_conversation(self) -> Self {
-        self.position(Position::Conversation)
+        self.position(ScriptPosition::Conversation)
     }
 
     /// What a list script does once every reply has been used: fail (the
@@ -273,11 +273,11 @@ impl ScriptedModel {
         let reply = match &mut state.source {
             Source::List { replies, next } => {
                 let index = match self.position {
-                    Position::Counter => {
+                    ScriptPosition::Counter => {
                         *next += 1;
                         *next - 1
                     }
-                    Position::Conversation => {
+                    ScriptPosition::Conversation => {
                         let mut index = request
                             .messages
                             .iter()
@@ -306,7 +306,7 @@ impl ScriptedModel {
                     // Used once: moved out, nothing to copy. (By the
                     // conversation a reply may be asked for again.)
                     (WhenExhausted::Fail, len)
-                        if index < len && self.position == Position::Counter =>
+                        if index < len && self.position == ScriptPosition::Counter =>
                     {
                         std::mem::replace(&mut replies[index], ScriptedReply::Text(String::new()))
                     }
@@ -496,7 +496,7 @@ mod tests {
             .when_exhausted(WhenExhausted::Cycle);
         assert_eq!(said(&cycle, &after(3)).await, "b");
         let repeat = ScriptedModel::new(ab())
-            .position(Position::Conversation)
+            .position(ScriptPosition::Conversation)
             .when_exhausted(WhenExhausted::RepeatLast);
         assert_eq!(said(&repeat, &after(5)).await, "b");
         // The counter, the default, goes by calls.

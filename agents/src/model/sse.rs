@@ -6,6 +6,16 @@
 //! bytes until a whole line is there. Lines end with `\n` or `\r\n`; an empty
 //! line ends an event; `data:` lines are joined with `\n`; comments (`:`)
 //! and fields other than `event` and `data` are ignored.
+//!
+//! Why not `eventsource-stream`: it adapts a `Stream` of bytes, where the
+//! callers here push chunks into a decoder they own (the HTTP clients'
+//! readers with their idle timeouts, the A2A client, and the fuzz target,
+//! which feeds bytes without a runtime); it ends the stream with an error
+//! on the first chunk that is not UTF-8, where a bad byte here becomes
+//! U+FFFD in one event; and at the end of the input it drops an event
+//! whose closing blank line never came, which some servers leave out and
+//! which [`SseDecoder::finish`] hands over (`unterminated_last_event_is_flushed`).
+//! It would also bring `nom` for a parser of under 100 lines.
 
 /// One decoded event.
 #[derive(Debug, Clone, PartialEq, Eq)]

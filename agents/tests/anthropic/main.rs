@@ -21,7 +21,7 @@ use fake_server::FakeOpenAi;
 use serde_json::json;
 use troupe_agents::model::{AnthropicClient, StreamAccumulator, collect_stream};
 use troupe_agents::{
-    ChatDelta, ChatModel, FinishReason, ModelError, ResponseFormat, RetryPolicy, ToolChoice,
+    ChatDelta, ChatModel, FinishReason, ModelError, ModelRetryPolicy, ResponseFormat, ToolChoice,
     ToolDefinition,
 };
 
@@ -34,7 +34,7 @@ fn client(server: &FakeOpenAi) -> AnthropicClient {
         .base_url(server.base_url.trim_end_matches("/v1"))
         .api_key("sk-ant-test-SECRET")
         .timeout(Duration::from_secs(5))
-        .retry(RetryPolicy::new(3, Duration::from_millis(1)).with_jitter(false))
+        .retry(ModelRetryPolicy::new(3, Duration::from_millis(1)).with_jitter(false))
         .build()
         .unwrap()
 }
@@ -202,13 +202,13 @@ async fn rate_limited_and_overloaded_are_retried_honouring_retry_after() {
         // wait is the policy's own (Anthropic's 529 carries no retry-after).
         let client = AnthropicClient::builder("claude-sonnet-4-5")
             .base_url(server.base_url.trim_end_matches("/v1"))
-            .retry(RetryPolicy {
+            .retry(ModelRetryPolicy {
                 max_attempts: 3,
                 initial_backoff: Duration::from_millis(10),
                 max_backoff: Duration::from_millis(10),
                 max_retry_after: Duration::from_secs(5),
                 jitter: false,
-                ..RetryPolicy::default()
+                ..ModelRetryPolicy::default()
             })
             .build()
             .unwrap();

@@ -19,7 +19,7 @@ use troupe_agents::model::collect_stream;
 use troupe_agents::schemars::JsonSchema;
 use troupe_agents::{
     ChatAgent, ChatDelta, ChatMessage, ChatModel, ChatRequest, FinishReason, FunctionTool,
-    ModelError, OpenAiClient, ResponseFormat, RetryPolicy, ToolChoice, ToolDefinition,
+    ModelError, ModelRetryPolicy, OpenAiClient, ResponseFormat, ToolChoice, ToolDefinition,
 };
 use troupe_runtime::{Agent, AgentError, Content, Message, RunContext, Thread};
 
@@ -35,7 +35,7 @@ fn client(server: &FakeOpenAi) -> OpenAiClient {
         .base_url(&server.base_url)
         .api_key("sk-test-SECRET")
         .timeout(Duration::from_secs(5))
-        .retry(RetryPolicy::new(3, Duration::from_millis(1)).with_jitter(false))
+        .retry(ModelRetryPolicy::new(3, Duration::from_millis(1)).with_jitter(false))
         .build()
         .unwrap()
 }
@@ -206,7 +206,7 @@ async fn a_429_then_success_honours_retry_after() {
         // server's 150 ms can make it pass quickly.
         let client = OpenAiClient::builder("m")
             .base_url(&server.base_url)
-            .retry(RetryPolicy::new(2, Duration::from_secs(10)))
+            .retry(ModelRetryPolicy::new(2, Duration::from_secs(10)))
             .build()
             .unwrap();
         let started = Instant::now();
@@ -345,7 +345,7 @@ async fn a_hanging_server_times_out_and_an_absent_one_is_retried() {
         let client = OpenAiClient::builder("m")
             .base_url(&server.base_url)
             .timeout(Duration::from_millis(200))
-            .retry(RetryPolicy::new(2, Duration::from_millis(1)))
+            .retry(ModelRetryPolicy::new(2, Duration::from_millis(1)))
             .build()
             .unwrap();
         let started = Instant::now();
@@ -361,7 +361,7 @@ async fn a_hanging_server_times_out_and_an_absent_one_is_retried() {
         };
         let client = OpenAiClient::builder("m")
             .base_url(format!("http://127.0.0.1:{port}/v1"))
-            .retry(RetryPolicy::new(2, Duration::from_millis(1)))
+            .retry(ModelRetryPolicy::new(2, Duration::from_millis(1)))
             .build()
             .unwrap();
         let e = client.complete(&ask("hi")).await.unwrap_err();

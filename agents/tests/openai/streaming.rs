@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use troupe_agents::{AgentTool, ChatAgent, OpenAiClient, RetryPolicy};
+use troupe_agents::{AgentTool, ChatAgent, ModelRetryPolicy, OpenAiClient};
 use troupe_runtime::{Event, EventRecord, Message, RunContext, Thread, Workflow};
 
 use super::bounded;
@@ -21,7 +21,7 @@ fn client(server: &FakeOpenAi) -> OpenAiClient {
     OpenAiClient::builder("fake-model")
         .base_url(&server.base_url)
         .timeout(Duration::from_secs(5))
-        .retry(RetryPolicy::new(3, Duration::from_millis(1)).with_jitter(false))
+        .retry(ModelRetryPolicy::new(3, Duration::from_millis(1)).with_jitter(false))
         .build()
         .unwrap()
 }

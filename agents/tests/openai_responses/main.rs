@@ -22,7 +22,8 @@ use fake_server::FakeOpenAi;
 use serde_json::json;
 use troupe_agents::model::{OpenAiResponsesClient, collect_stream};
 use troupe_agents::{
-    ChatDelta, ChatModel, FinishReason, ModelError, ResponseFormat, RetryPolicy, ToolDefinition,
+    ChatDelta, ChatModel, FinishReason, ModelError, ModelRetryPolicy, ResponseFormat,
+    ToolDefinition,
 };
 
 const P: &str = "openai_responses";
@@ -32,7 +33,7 @@ fn client(server: &FakeOpenAi) -> OpenAiResponsesClient {
         .base_url(&server.base_url)
         .api_key("sk-test-SECRET")
         .timeout(Duration::from_secs(5))
-        .retry(RetryPolicy::new(3, Duration::from_millis(1)).with_jitter(false))
+        .retry(ModelRetryPolicy::new(3, Duration::from_millis(1)).with_jitter(false))
         .build()
         .unwrap()
 }
@@ -160,7 +161,7 @@ async fn a_429_is_retried_after_the_wait_the_server_asks() {
         .await;
         let client = OpenAiResponsesClient::builder("gpt-4.1")
             .base_url(&server.base_url)
-            .retry(RetryPolicy::new(2, Duration::from_secs(10)))
+            .retry(ModelRetryPolicy::new(2, Duration::from_secs(10)))
             .build()
             .unwrap();
         let started = Instant::now();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use troupe_agents::model::Position;
+use troupe_agents::model::ScriptPosition;
 use troupe_agents::{ChatAgent, ChatModel, ContextPolicy, OnLength, Pricing, Tool, UserProxy};
 use troupe_runtime::{Agent, AgentError, Reply, RunContext, Thread};
 
@@ -46,7 +46,7 @@ impl Ctx<'_> {
             model_name,
             name,
             spec.script.as_ref(),
-            Position::Conversation,
+            ScriptPosition::Conversation,
         )?;
         let model = match &self.options.cassette {
             Some(cassette) => cassette.wrap(name, model),
@@ -130,7 +130,10 @@ struct Recipe {
 }
 
 impl Recipe {
-    fn build(&self, instructions: Option<String>) -> Result<ChatAgent, troupe_agents::BuildError> {
+    fn build(
+        &self,
+        instructions: Option<String>,
+    ) -> Result<ChatAgent, troupe_agents::ChatAgentBuildError> {
         let mut b = ChatAgent::builder(self.name.clone())
             .description(self.description.clone())
             .model_arc(self.model.clone())

@@ -2,7 +2,7 @@
 //! manager's model scripted by its conversation, checkpointing to the
 //! config's store per turn when it is the main workflow.
 
-use troupe_agents::model::Position;
+use troupe_agents::model::ScriptPosition;
 use troupe_presets::Magentic;
 use troupe_runtime::Workflow;
 
@@ -28,7 +28,7 @@ impl Ctx<'_> {
         } = common;
         // The manager's requests show its earlier ledgers as its own
         // answers, so its script goes by the conversation.
-        let model = self.model(&m.model, "manager", None, Position::Conversation)?;
+        let model = self.model(&m.model, "manager", None, ScriptPosition::Conversation)?;
         let mut b = Magentic::builder()
             .name(name)
             .description(description)

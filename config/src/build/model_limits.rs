@@ -5,15 +5,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use troupe_agents::ChatModel;
-use troupe_agents::model::{FallbackModel, Position, RateLimit, RetryOn, RetryPolicy};
+use troupe_agents::model::{FallbackModel, ModelRetryPolicy, RateLimit, RetryOn, ScriptPosition};
 
 use super::ctx::{Ctx, build_error};
 use crate::error::ConfigError;
 use crate::schema::{ModelRetrySpec, ModelSpec, RetryKindSpec};
 
 /// The policy a `retry:` section describes (a model's, an A2A agent's).
-pub(super) fn retry_policy_of(r: &ModelRetrySpec) -> RetryPolicy {
-    let mut policy = RetryPolicy::default();
+pub(super) fn retry_policy_of(r: &ModelRetrySpec) -> ModelRetryPolicy {
+    let mut policy = ModelRetryPolicy::default();
     if let Some(n) = r.attempts {
         policy.max_attempts = n.max(1);
     }
@@ -45,12 +45,12 @@ pub(super) fn retry_policy_of(r: &ModelRetrySpec) -> RetryPolicy {
 
 /// The retry policy of a model: `retry:`, else `retries:` (attempts, the
 /// first included), else the client's default.
-pub(super) fn retry_policy(spec: &ModelSpec) -> Option<RetryPolicy> {
+pub(super) fn retry_policy(spec: &ModelSpec) -> Option<ModelRetryPolicy> {
     if let Some(r) = &spec.retry {
         return Some(retry_policy_of(r));
     }
     spec.retries
-        .map(|n| RetryPolicy::new(n, Duration::from_millis(500)))
+        .map(|n| ModelRetryPolicy::new(n, Duration::from_millis(500)))
 }
 
 /// The rate limit of a model, if it sets one.
@@ -70,7 +70,7 @@ impl Ctx<'_> {
         model_name: &str,
         user: &str,
         script: Option<&Vec<crate::schema::ReplySpec>>,
-        position: Position,
+        position: ScriptPosition,
     ) -> Result<Arc<dyn ChatModel>, ConfigError> {
         let spec = self.model_spec(model_name)?;
         let first = self.single_model(model_name, user, script, position)?;

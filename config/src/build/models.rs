@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use troupe_agents::model::{
-    AnthropicMessages, Dialect, HttpModel, OpenAiChat, OpenAiResponses, Position, PricedModel,
+    AnthropicMessages, Dialect, HttpModel, OpenAiChat, OpenAiResponses, PricedModel, ScriptPosition,
 };
 use troupe_agents::{ChatModel, Pricing, ScriptedModel, ScriptedReply};
 
@@ -48,7 +48,7 @@ impl<'a> Ctx<'a> {
         model_name: &str,
         user: &str,
         script: Option<&Vec<ReplySpec>>,
-        position: Position,
+        position: ScriptPosition,
     ) -> Result<Arc<dyn ChatModel>, ConfigError> {
         let model = self.bare_model(model_name, user, script, position)?;
         Ok(
@@ -65,7 +65,7 @@ impl<'a> Ctx<'a> {
         model_name: &str,
         user: &str,
         script: Option<&Vec<ReplySpec>>,
-        position: Position,
+        position: ScriptPosition,
     ) -> Result<Arc<dyn ChatModel>, ConfigError> {
         let spec = self.model_spec(model_name)?;
         self.used.insert(format!("models.{model_name}"));

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use troupe_agents::model::Position;
+use troupe_agents::model::ScriptPosition;
 use troupe_planning::{
     ActionGroups, CompileOptions, Plan, PlanFormat, PlanGraph, PlanStep, PlanningAgent,
     ResultPassing, ResultScope, StopFlag, Summarizer,
@@ -67,7 +67,7 @@ impl Ctx<'_> {
                 &planner.model,
                 PLANNER,
                 planner.script.as_ref(),
-                Position::Conversation,
+                ScriptPosition::Conversation,
             )?;
             let mut agents = Vec::new();
             for a in &planner.agents {

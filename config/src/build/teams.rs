@@ -3,7 +3,7 @@
 //! to the config's store itself, per turn or superstep, when it is the
 //! main workflow.
 
-use troupe_agents::model::Position;
+use troupe_agents::model::ScriptPosition;
 use troupe_presets::{
     MapReduce, PresetError, RoundRobinGroupChat, SelectorGroupChat, Sequential, Swarm,
 };
@@ -110,7 +110,7 @@ impl Ctx<'_> {
     ) -> Result<Workflow, ConfigError> {
         // The selector's request shows its earlier picks as its own
         // answers, so its script goes by the conversation too.
-        let model = self.model(&s.model, "selector", None, Position::Conversation)?;
+        let model = self.model(&s.model, "selector", None, ScriptPosition::Conversation)?;
         let mut b = SelectorGroupChat::builder()
             .name(name)
             .description(description)

@@ -139,7 +139,7 @@ fn is_model_output(kind: Kind, m: &Message) -> bool {
 /// answer it gave (after a short form of what it was asked), each rejected
 /// answer followed by what it was told. So a request's assistant turns are
 /// exactly the model's earlier answers, and a model scripted by the
-/// conversation (`Position::Conversation`) answers a resumed run as it
+/// conversation (`ScriptPosition::Conversation`) answers a resumed run as it
 /// answered the uninterrupted one.
 pub(crate) fn exchanges<'m>(
     me: &str,

@@ -289,7 +289,7 @@ fn take_all_flushes_regardless_of_batch_size() {
 }
 
 #[test]
-fn snapshot_and_restore_round_trip() -> Result<(), ConfigError> {
+fn snapshot_and_restore_round_trip() -> Result<(), InboxConfigError> {
     let config = InboxConfig::new()
         .batch_size(2)
         .max_wait(Duration::from_secs(3));
@@ -312,20 +312,20 @@ fn restore_checks_config_and_capacity() {
         Inbox::restore(InboxConfig::new().capacity(1), two.clone()).expect_err("over capacity");
     assert_eq!(
         err,
-        ConfigError::SnapshotExceedsCapacity {
+        InboxConfigError::SnapshotExceedsCapacity {
             len: 2,
             capacity: 1
         }
     );
     let err = Inbox::restore(InboxConfig::new().batch_size(0), two).expect_err("invalid");
-    assert_eq!(err, ConfigError::ZeroBatchSize);
+    assert_eq!(err, InboxConfigError::ZeroBatchSize);
 }
 
 #[test]
 fn new_rejects_invalid_configs() {
     assert_eq!(
         Inbox::<Msg>::new(InboxConfig::new().capacity(0)).err(),
-        Some(ConfigError::ZeroCapacity)
+        Some(InboxConfigError::ZeroCapacity)
     );
 }
 

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::config::{Overflow, SenderFilter};
-use crate::error::ConfigError;
+use crate::error::InboxConfigError;
 use crate::validation::{AgentRole, RouteProblem};
 use std::time::{Duration, SystemTime};
 
@@ -319,11 +319,11 @@ fn invalid_inbox_options_name_the_target() {
         .expect_err("invalid options");
     assert!(err.problems.contains(&RouteProblem::InvalidConfig {
         target: "a".into(),
-        reason: ConfigError::ZeroBatchSize,
+        reason: InboxConfigError::ZeroBatchSize,
     }));
     assert!(err.problems.contains(&RouteProblem::InvalidConfig {
         target: "b".into(),
-        reason: ConfigError::CapacityBelowBatchSize {
+        reason: InboxConfigError::CapacityBelowBatchSize {
             capacity: 2,
             batch_size: 4
         },

@@ -32,6 +32,7 @@ pub const FORMAT_VERSION: u32 = 6;
 
 /// Encoding or decoding failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CodecError {
     /// The value could not be encoded.
     #[error("cannot encode: {0}")]

@@ -62,14 +62,7 @@ impl Default for CheckpointId {
 /// A per-process random value, so two processes' ids differ.
 fn process_salt() -> u64 {
     static SALT: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    *SALT.get_or_init(|| {
-        use std::hash::{BuildHasher, Hasher};
-        // RandomState is seeded from the OS; the pid adds to a weak seed.
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u32(std::process::id());
-        h.write_u8(0xc7);
-        h.finish()
-    })
+    *SALT.get_or_init(|| fastrand::u64(..))
 }
 
 impl fmt::Display for CheckpointId {

@@ -9,6 +9,7 @@ use crate::stop::StopReason;
 
 /// How a run ended (when it did not fail).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub enum RunStatus {
     /// Nothing was left to do: no agent could run and nothing was in flight.
     Completed,

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use serde_json::{Map, Value, json};
 use troupe::agents::a2a::types::{
-    Artifact, Message, Part, Role, Task, TaskState, TaskStatus, TaskStatusUpdateEvent,
+    A2aMessage, Artifact, Part, Role, Task, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 
 use super::super::run::{Run, Status};
@@ -37,8 +37,8 @@ fn now() -> String {
 }
 
 /// An agent's message in `run`'s task.
-fn agent_message(run: &Run, text: String, metadata: Option<Map<String, Value>>) -> Message {
-    Message {
+fn agent_message(run: &Run, text: String, metadata: Option<Map<String, Value>>) -> A2aMessage {
+    A2aMessage {
         message_id: format!("{}-{}", run.id, troupe::MessageId::new()),
         context_id: Some(context(run)),
         task_id: Some(run.id.clone()),
@@ -116,13 +116,13 @@ pub(crate) fn response_artifact(text: String) -> Artifact {
 /// The run as a task, with at most `history` messages of its history.
 pub(crate) fn task(run: &Run, history: Option<usize>) -> Task {
     let status = status(run);
-    let mut messages = vec![Message {
+    let mut messages = vec![A2aMessage {
         message_id: format!("{}-task", run.id),
         context_id: Some(context(run)),
         task_id: Some(run.id.clone()),
         role: Role::User,
         parts: vec![Part::text(run.task.clone())],
-        ..Message::default()
+        ..A2aMessage::default()
     }];
     if let Some(m) = &status.message {
         messages.push(m.clone());

@@ -84,6 +84,7 @@ pub struct ToolEntry {
 
 /// Why a cassette cannot be opened or written.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CassetteError {
     /// A file operation failed.
     #[error("cassette: cannot {action} '{}': {source}", path.display())]

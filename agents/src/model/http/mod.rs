@@ -16,7 +16,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::error::ModelError;
 use crate::model::rate_limit::{RateLimit, RateLimiter, shared_limiter};
-use crate::model::retry::RetryPolicy;
+use crate::model::retry::ModelRetryPolicy;
 
 mod calls;
 mod sse_reader;
@@ -46,12 +46,12 @@ impl fmt::Debug for ApiKey {
 ///
 /// ```
 /// use std::time::Duration;
-/// use troupe_agents::model::{OpenAiClient, RetryPolicy};
+/// use troupe_agents::model::{OpenAiClient, ModelRetryPolicy};
 ///
 /// let client = OpenAiClient::builder("llama3.2")
 ///     .base_url("http://localhost:11434/v1") // Ollama
 ///     .timeout(Duration::from_secs(60))
-///     .retry(RetryPolicy::new(4, Duration::from_millis(250)))
+///     .retry(ModelRetryPolicy::new(4, Duration::from_millis(250)))
 ///     .build()?;
 /// # Ok::<(), troupe_agents::ModelError>(())
 /// ```
@@ -63,7 +63,7 @@ pub struct HttpModelBuilder<W: Dialect> {
     headers: Vec<(String, String)>,
     timeout: Duration,
     connect_timeout: Duration,
-    retry: RetryPolicy,
+    retry: ModelRetryPolicy,
     rate_limit: Option<RateLimit>,
     limiter: Option<Arc<dyn RateLimiter>>,
     window: Option<usize>,
@@ -144,7 +144,7 @@ impl<W: Dialect> HttpModelBuilder<W> {
     }
 
     /// Sets the retry policy (default: 3 attempts, backoff from 500 ms).
-    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+    pub fn retry(mut self, retry: ModelRetryPolicy) -> Self {
         self.retry = retry;
         self
     }
@@ -272,7 +272,7 @@ struct Inner<W> {
     authorization: Option<(HeaderName, HeaderValue)>,
     headers: HeaderMap,
     timeout: Duration,
-    retry: RetryPolicy,
+    retry: ModelRetryPolicy,
     limiter: Option<Arc<dyn RateLimiter>>,
     window: Option<usize>,
     dialect: W,
@@ -321,7 +321,7 @@ impl<W: Dialect + Default> HttpModel<W> {
             headers: Vec::new(),
             timeout: Duration::from_secs(120),
             connect_timeout: Duration::from_secs(10),
-            retry: RetryPolicy::default(),
+            retry: ModelRetryPolicy::default(),
             rate_limit: None,
             limiter: None,
             window: None,
