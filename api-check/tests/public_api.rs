@@ -2,24 +2,23 @@
 //! snapshot, and the rules that keep the snapshots honest.
 //!
 //! - `every_crates_public_api_matches_its_snapshot`: builds each crate's
-//!   rustdoc JSON with the nightly toolchain (`cargo +nightly rustdoc`, into
-//!   `target/public-api/`), renders one line per public item with the
+//!   rustdoc JSON with the project's own toolchain (`RUSTC_BOOTSTRAP=1 cargo
+//!   rustdoc -- --output-format json`, into `target/public-api/`), renders one line per public item with the
 //!   `public-api` crate (blanket, auto-trait and derived impls left out) and
 //!   compares with `api-check/snapshots/CRATE.txt`. A difference fails,
 //!   printing the lines gone (`-`) and added (`+`). When the change is
 //!   meant: `UPDATE_PUBLIC_API=1 cargo test --manifest-path
-//!   api-check/Cargo.toml` rewrites the snapshots. Without a nightly toolchain it
-//!   fails saying so, or skips loudly with `TROUPE_ALLOW_SKIP=1` (never in
-//!   CI). The first run builds the dependencies' metadata with nightly
-//!   (a few minutes); later runs only document the changed crates.
+//!   api-check/Cargo.toml` rewrites the snapshots. The first run builds the
+//!   dependencies' metadata (a few minutes); later runs only document the
+//!   changed crates.
 //! - `changelog_names_the_hash_of_every_snapshot`: every snapshot's hash
 //!   (FNV-1a, 16 hex digits, printed by the failure) must appear in
 //!   `CHANGELOG.md` as `CRATE HASH`, in the entry that describes the change.
 //!   So a snapshot cannot change without a CHANGELOG entry saying what
-//!   changed. Needs no nightly.
+//!   changed.
 //! - `no_public_type_name_is_defined_in_two_crates`: a struct, enum, union,
 //!   trait or type alias name defined by two crates (read from the
-//!   snapshots) fails, naming both. Needs no nightly.
+//!   snapshots) fails, naming both.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
@@ -77,39 +76,32 @@ fn skip_allowed() -> bool {
     set("TROUPE_ALLOW_SKIP") && !set("CI")
 }
 
-fn nightly_available() -> bool {
-    Command::new("cargo")
-        .args(["+nightly", "--version"])
-        .env_remove("RUSTUP_TOOLCHAIN")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// Builds `krate`'s rustdoc JSON with nightly; its path.
+/// Builds `krate`'s rustdoc JSON with the toolchain that runs this test
+/// (the project's one stable toolchain): rustdoc's JSON output is
+/// unstable, so `RUSTC_BOOTSTRAP=1` lets stable's rustdoc write it. Its
+/// format is then fixed by the toolchain the project already pins, not
+/// by whichever nightly a machine happens to have.
 fn rustdoc_json(krate: &str) -> PathBuf {
     let ws = workspace();
     let target = ws.join("target/public-api");
     let status = Command::new("cargo")
-        .args(["+nightly", "rustdoc", "--quiet", "-p", krate, "--lib"])
+        .args(["rustdoc", "--quiet", "-p", krate, "--lib"])
         .arg("--target-dir")
         .arg(&target)
         .args(["--", "-Z", "unstable-options", "--output-format", "json"])
         .current_dir(&ws)
-        // The outer `cargo test`'s toolchain and tools are stable's.
-        .env_remove("RUSTUP_TOOLCHAIN")
-        .env_remove("RUSTC")
-        .env_remove("RUSTDOC")
+        .env("RUSTC_BOOTSTRAP", "1")
         .env_remove("CARGO_TARGET_DIR")
         .status()
-        .expect("runs cargo +nightly rustdoc");
-    assert!(status.success(), "cargo +nightly rustdoc -p {krate} failed");
+        .expect("runs cargo rustdoc");
+    assert!(status.success(), "cargo rustdoc -p {krate} (JSON output) failed");
     target
         .join("doc")
         .join(format!("{}.json", krate.replace('-', "_")))
 }
 
 /// The rustdoc JSON's format, read before `public-api` parses it, so a
-/// newer nightly fails with the fix rather than a parse error.
+/// newer toolchain fails with the fix rather than a parse error.
 fn format_version(json: &Path) -> u64 {
     let text = std::fs::read_to_string(json).expect("reads the rustdoc JSON");
     // rustdoc writes it last; item docs may quote the key, so from the end.
@@ -152,16 +144,6 @@ fn diff(old: &str, new: &str) -> String {
 
 #[test]
 fn every_crates_public_api_matches_its_snapshot() {
-    if !nightly_available() {
-        let what = "no nightly toolchain (`cargo +nightly` fails): the public-API snapshot needs rustdoc JSON";
-        let how = "`rustup toolchain install nightly --profile minimal`";
-        assert!(
-            skip_allowed(),
-            "prerequisite missing: {what}. Install it with {how}, or set TROUPE_ALLOW_SKIP=1 to skip this test"
-        );
-        eprintln!("SKIPPED (TROUPE_ALLOW_SKIP=1): {what}; install it with {how}");
-        return;
-    }
     let update = std::env::var("UPDATE_PUBLIC_API").is_ok_and(|v| v == "1");
     let mut failures = String::new();
     for krate in CRATES {
@@ -169,7 +151,7 @@ fn every_crates_public_api_matches_its_snapshot() {
         let format = format_version(&json);
         assert_eq!(
             format, FORMAT_VERSION,
-            "the nightly rustdoc writes JSON format {format}; public-api =0.52.0 (api-check/Cargo.toml) \
+            "this toolchain's rustdoc writes JSON format {format}; public-api =0.52.0 (api-check/Cargo.toml) \
              reads {FORMAT_VERSION}. Pin the public-api release that reads format {format} \
              (its CHANGELOG says which), set FORMAT_VERSION in this file, and regenerate with `{UPDATE}`"
         );
