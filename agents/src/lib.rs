@@ -71,6 +71,7 @@ pub mod fuzzing;
 mod json_schema;
 mod metered;
 pub mod model;
+pub mod placeholders;
 mod structured;
 mod telemetry;
 mod tls;
