@@ -19,6 +19,7 @@ mod models;
 mod options;
 mod participants;
 mod plan;
+mod reasoner;
 mod retry;
 mod router;
 mod schedules;

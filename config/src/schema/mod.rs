@@ -21,6 +21,7 @@ mod magentic;
 mod model_limits;
 mod models;
 mod plan;
+mod reasoner;
 mod replies;
 mod retention;
 mod retry;
@@ -44,6 +45,7 @@ pub use graph::{GraphSpec, NodeForm, NodeSpec, TransitionSpec};
 pub use magentic::MagenticSpec;
 pub use model_limits::{ModelRetrySpec, OnLengthSpec, RateLimitSpec, RetryKindSpec};
 pub use models::{ModelSpec, PricingSpec, Provider};
+pub use reasoner::ReasonerSpec;
 pub use plan::{
     PassingMode, PlanFlagsSpec, PlanFormatSpec, PlanSectionSpec, PlanStepSpec, PlannerSpec,
     ScopeMode,

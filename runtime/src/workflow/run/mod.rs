@@ -254,6 +254,16 @@ impl RunTask {
                 }
                 Woken::Message(Some(message)) => state.take_in(message, addr),
                 Woken::Turn(turn, outcome) => {
+                    // What the turn sent while it was polled to its end (a
+                    // nested run's last progress, the spend with it) is in
+                    // the mailbox now: taken in before its end, as the
+                    // messages-first poll would for a turn on a task.
+                    while let Ok(message) = mailbox.try_recv() {
+                        match message {
+                            RunMsg::TurnHandedOver(t) => inline.push(t),
+                            message => state.take_in(message, addr),
+                        }
+                    }
                     // As a turn's task would: once the run's turns are
                     // cancelled, a turn ends cancelled, whatever it did.
                     let outcome = if state.parts.turns_cancelled() {
