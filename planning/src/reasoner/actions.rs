@@ -64,6 +64,7 @@ impl Action {
                     answers: Vec::new(),
                     sampler: None,
                 };
+                ctx.record_tool_call();
                 match tool.call(&arguments, tc).await {
                     Ok(out) => Ok((out.content, out.memory)),
                     Err(ToolError::NeedsInput(q)) => Err(AgentError::failed(format!(

@@ -180,7 +180,9 @@ impl Loop<'_> {
     /// instant responses.
     pub(crate) fn conversation(&self, own: &Thread, records: &[Record]) -> Vec<String> {
         let mut lines = self.seed.conversation.clone();
-        if self.path.is_empty() || self.seed.inherit {
+        // A copy's thread is its step's view, not a conversation: an
+        // inheriting copy has the one it branched from in its seed.
+        if self.path.is_empty() {
             let text = troupe_agents::placeholders::conversation(self.core.reasoner.name(), own);
             lines.extend(text.lines().filter(|l| !l.is_empty()).map(str::to_string));
         }
