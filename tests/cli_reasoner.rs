@@ -19,17 +19,43 @@ const EXAMPLE: &str = include_str!("../examples/configs/reasoner.yaml");
 /// prompt by the text around them.
 fn placeholders(system: &str) -> BTreeMap<&'static str, String> {
     let marks = [
-        ("conversation", "Conversation so far:\n", "\nWhere the task stands: "),
-        ("current_state", "Where the task stands: ", "\nEarlier states:\n"),
-        ("previous_states", "Earlier states:\n", "\nResults of your last actions:\n"),
-        ("action_result", "Results of your last actions:\n", "\nWhat they left to remember:\n"),
-        ("action_memory", "What they left to remember:\n", "\nAttached: "),
-        ("attachments", "Attached: ", "\n\n\nAnswer with one JSON object"),
+        (
+            "conversation",
+            "Conversation so far:\n",
+            "\nWhere the task stands: ",
+        ),
+        (
+            "current_state",
+            "Where the task stands: ",
+            "\nEarlier states:\n",
+        ),
+        (
+            "previous_states",
+            "Earlier states:\n",
+            "\nResults of your last actions:\n",
+        ),
+        (
+            "action_result",
+            "Results of your last actions:\n",
+            "\nWhat they left to remember:\n",
+        ),
+        (
+            "action_memory",
+            "What they left to remember:\n",
+            "\nAttached: ",
+        ),
+        (
+            "attachments",
+            "Attached: ",
+            "\n\n\nAnswer with one JSON object",
+        ),
     ];
     marks
         .iter()
         .map(|(name, before, after)| {
-            let start = system.find(before).unwrap_or_else(|| panic!("{before}: {system}"))
+            let start = system
+                .find(before)
+                .unwrap_or_else(|| panic!("{before}: {system}"))
                 + before.len();
             let end = start
                 + system[start..]
@@ -60,7 +86,10 @@ fn reasoner_turns(dir: &std::path::Path) -> Vec<Asked> {
             Asked {
                 filled: placeholders(system),
                 chat: serde_json::to_string(&messages[1..]).unwrap(),
-                answers: messages.iter().filter(|m| m.get("Assistant").is_some()).count(),
+                answers: messages
+                    .iter()
+                    .filter(|m| m.get("Assistant").is_some())
+                    .count(),
             }
         })
         .collect()
@@ -111,7 +140,12 @@ fn the_reasoner_example_fills_every_prompt_as_the_seed_says() {
     // The agent's first turn: the task, nothing done yet.
     let first = &turn(&turns, None, 0).filled;
     assert_eq!(first["conversation"], "User: Write a note on oat milk");
-    for empty in ["current_state", "previous_states", "action_result", "action_memory"] {
+    for empty in [
+        "current_state",
+        "previous_states",
+        "action_result",
+        "action_memory",
+    ] {
         assert_eq!(first[empty], "", "{empty}");
     }
 
@@ -120,13 +154,25 @@ fn the_reasoner_example_fills_every_prompt_as_the_seed_says() {
     let second = &turn(&turns, None, 1).filled;
     let result = &second["action_result"];
     for id in ["A", "B", "C", "D", "B+C+D", "E"] {
-        assert!(result.contains(&format!("<Action id=\"{id}\">")), "{id}: {result}");
+        assert!(
+            result.contains(&format!("<Action id=\"{id}\">")),
+            "{id}: {result}"
+        );
     }
-    assert!(result.contains("<ActionResult>B: about 120 kcal a cup.</ActionResult>"), "{result}");
+    assert!(
+        result.contains("<ActionResult>B: about 120 kcal a cup.</ActionResult>"),
+        "{result}"
+    );
     assert!(result.contains("The branches agree"), "{result}");
     let memory = &second["action_memory"];
-    assert!(memory.contains("A: counted 8 words, 1 lines, 36 characters"), "{memory}");
-    assert!(memory.contains("B: noted: Oat milk has about 120 kcal a cup."), "{memory}");
+    assert!(
+        memory.contains("A: counted 8 words, 1 lines, 36 characters"),
+        "{memory}"
+    );
+    assert!(
+        memory.contains("B: noted: Oat milk has about 120 kcal a cup."),
+        "{memory}"
+    );
     // D's memory carries what its own branches X and Y kept.
     assert!(memory.contains("D: counted 4 words"), "{memory}");
     assert!(memory.contains("X: counted 3 words"), "{memory}");
@@ -141,8 +187,14 @@ fn the_reasoner_example_fills_every_prompt_as_the_seed_says() {
     let third = &turn(&turns, None, 2).filled;
     assert!(third["action_result"].contains("<Action id=\"F\">"));
     assert!(third["action_result"].contains("<Action id=\"G\">"));
-    assert!(!third["action_result"].contains("<Action id=\"A\">"), "replaced, not kept");
-    assert_eq!(third["action_memory"], "F: noted: Oat milk has about 120 kcal a cup.");
+    assert!(
+        !third["action_result"].contains("<Action id=\"A\">"),
+        "replaced, not kept"
+    );
+    assert_eq!(
+        third["action_memory"],
+        "F: noted: Oat milk has about 120 kcal a cup."
+    );
     assert_eq!(
         third["current_state"],
         "[ongoing] checking the draft against one more source"
@@ -159,8 +211,15 @@ fn the_reasoner_example_fills_every_prompt_as_the_seed_says() {
         "User: Write a note on oat milk\nAgent: Looking into oat milk."
     );
     assert!(b["action_result"].contains("<Action id=\"B\">"));
-    assert_eq!(b["action_memory"], "B: noted: Oat milk has about 120 kcal a cup.");
-    assert!(b["attachments"].contains("<attachment id=\"A\""), "{}", b["attachments"]);
+    assert_eq!(
+        b["action_memory"],
+        "B: noted: Oat milk has about 120 kcal a cup."
+    );
+    assert!(
+        b["attachments"].contains("<attachment id=\"A\""),
+        "{}",
+        b["attachments"]
+    );
 
     // C starts fresh: no states, no conversation, only its result.
     let c = &turn(&turns, Some("The result of action C"), 0).filled;
@@ -171,12 +230,18 @@ fn the_reasoner_example_fills_every_prompt_as_the_seed_says() {
     // D starts fresh and branches again; X inherits D's state.
     let d = &turn(&turns, Some("The result of action D"), 1).filled;
     for id in ["X", "Y", "X+Y"] {
-        assert!(d["action_result"].contains(&format!("<Action id=\"{id}\">")), "{id}");
+        assert!(
+            d["action_result"].contains(&format!("<Action id=\"{id}\">")),
+            "{id}"
+        );
     }
     assert_eq!(d["current_state"], "[ongoing] foam to check twice");
     let x = &turn(&turns, Some("The result of action X"), 0).filled;
     assert_eq!(x["current_state"], "[ongoing] foam to check twice");
-    assert_eq!(x["action_memory"], "X: counted 3 words, 1 lines, 14 characters");
+    assert_eq!(
+        x["action_memory"],
+        "X: counted 3 words, 1 lines, 14 characters"
+    );
 }
 
 /// A reasoner whose answer is not one fails its run saying so.
@@ -196,8 +261,64 @@ workflow:
   reasoner: {agent: thinker, actions: [writer]}
 "#,
     );
-    let out = run(dir.path(), &["run", "--offline", "--no-input", "bad.yaml", "go"]);
+    let out = run(
+        dir.path(),
+        &["run", "--offline", "--no-input", "bad.yaml", "go"],
+    );
     let err = text(&out.stderr);
     assert_ne!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("not a reasoner answer"), "{err}");
+}
+
+/// An MCP tool's result carries its action memory in
+/// `_meta["troupe/memory"]`: the next reasoner turn sees it.
+#[test]
+fn an_mcp_results_memory_reaches_the_next_reasoner_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/mcp_server.py");
+    let config = format!(
+        r#"version: 1
+models:
+  m: {{provider: scripted}}
+agents:
+  thinker:
+    model: m
+    instructions: "Results: {{action_result}} Memory: {{action_memory}} End."
+    script:
+      - structured: {{status: ongoing, next_actions: [[{{id: L, action: remember, input: oats}}]]}}
+      - structured: {{status: completed, response: done}}
+workflow:
+  reasoner:
+    agent: thinker
+    tools:
+      - mcp: {{command: python3, args: ["{server}"], tools: [remember]}}
+"#
+    );
+    write(dir.path(), "mcp.yaml", &config);
+    let out = run(
+        dir.path(),
+        &[
+            "run",
+            "--offline",
+            "--no-input",
+            "--record",
+            "rec",
+            "mcp.yaml",
+            "go",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let calls = std::fs::read_to_string(dir.path().join("rec/model_calls.jsonl")).unwrap();
+    let second: serde_json::Value = serde_json::from_str(calls.lines().nth(1).unwrap()).unwrap();
+    let system = second["request"]["messages"][0]["System"]["content"]
+        .as_str()
+        .unwrap();
+    assert!(
+        system.contains("<ActionResult>a long page about oats</ActionResult>"),
+        "{system}"
+    );
+    assert!(
+        system.contains("Memory: L: oats: worth keeping End."),
+        "{system}"
+    );
 }

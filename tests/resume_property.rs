@@ -68,11 +68,18 @@ enum Backend<'a> {
 
 fn config(kind: Kind, seed: u64, store: &Backend<'_>) -> String {
     if matches!(kind, Kind::Reasoner) {
-        let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/configs/reasoner.yaml");
+        let example = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/configs/reasoner.yaml"
+        );
         let mut y = std::fs::read_to_string(example).unwrap();
         match store {
             Backend::Sqlite(path) => {
-                writeln!(y, "checkpoint:\n  store: sqlite\n  path: {}", path.display())
+                writeln!(
+                    y,
+                    "checkpoint:\n  store: sqlite\n  path: {}",
+                    path.display()
+                )
             }
             Backend::Postgres(url) => {
                 writeln!(y, "checkpoint:\n  store: postgres\n  url: \"{url}\"")
@@ -395,7 +402,10 @@ async fn check(kind: Kind, seed: u64, postgres: Option<&str>) {
     if matches!(kind, Kind::Reasoner) {
         // Three reasoner turns of the agent itself, nine in all.
         assert_eq!(calls_of(&whole, "thinker"), 3, "{:?}", whole.stats);
-        assert_eq!(whole.final_text(), "Oat milk: oats and water, foams well, a little sugar.");
+        assert_eq!(
+            whole.final_text(),
+            "Oat milk: oats and water, foams well, a little sugar."
+        );
     }
     let checkpoints = first
         .store
@@ -448,7 +458,10 @@ async fn check(kind: Kind, seed: u64, postgres: Option<&str>) {
             // No reasoner turn asked again: its calls are counted from the
             // checkpoint, and another would make more.
             assert_eq!(calls_of(&resumed, "thinker"), 3, "from checkpoint {k}");
-            assert_eq!(resumed.stats.total.model_calls, whole.stats.total.model_calls, "from checkpoint {k}");
+            assert_eq!(
+                resumed.stats.total.model_calls, whole.stats.total.model_calls,
+                "from checkpoint {k}"
+            );
         }
         if matches!(kind, Kind::Planner) {
             // Every checkpoint holds the plan: the planner is not asked

@@ -122,7 +122,9 @@ fn attachments(thread: &Thread) -> String {
         .messages()
         .iter()
         .filter(|m| {
-            m.metadata.get(troupe_runtime::graph::INPUT_KEY).map(|v| v.as_str())
+            m.metadata
+                .get(troupe_runtime::graph::INPUT_KEY)
+                .map(|v| v.as_str())
                 == Some("attachments")
         })
         .map(|m| m.text_content().into_owned())
@@ -157,7 +159,7 @@ pub fn fill(template: &str, me: &str, thread: &Thread, state: &StateSnapshot) ->
     if !template.contains('{')
         || !PLACEHOLDERS
             .iter()
-        .any(|p| template.contains(&format!("{{{p}}}")))
+            .any(|p| template.contains(&format!("{{{p}}}")))
     {
         return None;
     }

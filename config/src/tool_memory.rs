@@ -86,7 +86,10 @@ mod tests {
     fn a_memory_template_takes_the_result_and_its_fields() {
         assert_eq!(memory_of("got {result}", "42"), "got 42");
         assert_eq!(
-            memory_of("{result.words} words, {result.a.b}; {other}", r#"{"words": 3, "a": {"b": "x"}}"#),
+            memory_of(
+                "{result.words} words, {result.a.b}; {other}",
+                r#"{"words": 3, "a": {"b": "x"}}"#
+            ),
             "3 words, x; {other}"
         );
         assert_eq!(memory_of("{result.words}", "not json"), "{result.words}");

@@ -186,8 +186,15 @@ impl ChatAgent {
         produced: &[Message],
         corrections: &[ChatMessage],
         tools_allowed: bool,
-        instructions: Option<&str>,
+        state: &troupe_runtime::StateSnapshot,
     ) -> ChatRequest {
+        // The instructions with their placeholders filled for this call
+        // (`None`: they hold none, and are used as written).
+        let filled = self
+            .instructions
+            .as_deref()
+            .and_then(|i| crate::placeholders::fill(i, &self.name, thread, state));
+        let instructions = filled.as_deref().or(self.instructions.as_deref());
         let all = crate::context_policy::Messages {
             thread: thread.messages(),
             produced,
@@ -379,13 +386,6 @@ impl Agent for ChatAgent {
         let mut usage: Option<Usage> = None;
         let mut total: Option<Usage> = None;
         let mut rounds = 0;
-        // The instructions with their placeholders filled for this turn
-        // (`None`: they hold none, and are used as written).
-        let filled = self
-            .instructions
-            .as_deref()
-            .and_then(|i| crate::placeholders::fill(i, &self.name, &thread, ctx.state()));
-        let instructions = filled.as_deref().or(self.instructions.as_deref());
         // What went wrong with the model's last answer (a structured answer
         // that failed its schema, a call of a tool or handoff it does not
         // have), while it is asked again: if asking again fails, that is
@@ -413,13 +413,8 @@ impl Agent for ChatAgent {
                 return Err(self.cancelled());
             }
             let tools_allowed = rounds < self.max_tool_iterations;
-            let request = self.request(
-                &thread,
-                &produced,
-                &corrections,
-                tools_allowed,
-                instructions,
-            );
+            let request =
+                self.request(&thread, &produced, &corrections, tools_allowed, ctx.state());
             let span = crate::telemetry::chat_call_span(&ctx, &*self.model, &request);
             // Raced against the cancellation unless the turn's run drops
             // the turn when it is cancelled (see `run_until_cancelled`).

@@ -29,8 +29,7 @@ pub(crate) use function::schema_for;
 pub use mcp::reaper as mcp_reaper;
 pub use mcp::{
     MEMORY_META_KEY, MINIMAL_ENV, McpCallResult, McpClient, McpServerConfig, McpTool, McpToolInfo,
-    McpTransport,
-    kill_mcp_servers,
+    McpTransport, kill_mcp_servers,
 };
 pub use sampler::Sampler;
 

@@ -10,8 +10,8 @@ use troupe_agents::{AgentTool, McpClient, McpServerConfig, NeedsApproval, Tool};
 use super::ctx::{Ctx, build_error};
 use crate::builtin::builtin_tool;
 use crate::error::ConfigError;
-use crate::tool_memory::remembered;
 use crate::schema::{AgentSpec, AgentToolSpec, BuiltinTool, McpSpec, ToolSpec};
+use crate::tool_memory::remembered;
 use crate::tree::FieldPath;
 
 impl Ctx<'_> {

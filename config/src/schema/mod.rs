@@ -45,11 +45,11 @@ pub use graph::{GraphSpec, NodeForm, NodeSpec, TransitionSpec};
 pub use magentic::MagenticSpec;
 pub use model_limits::{ModelRetrySpec, OnLengthSpec, RateLimitSpec, RetryKindSpec};
 pub use models::{ModelSpec, PricingSpec, Provider};
-pub use reasoner::ReasonerSpec;
 pub use plan::{
     PassingMode, PlanFlagsSpec, PlanFormatSpec, PlanSectionSpec, PlanStepSpec, PlannerSpec,
     ScopeMode,
 };
+pub use reasoner::ReasonerSpec;
 pub use replies::{HandoffReplySpec, ReplyForm, ReplySpec, ToolCallSpec};
 pub use retention::RetentionSpec;
 pub use retry::{BackoffSpec, PatternSpec, RetryOnSpec, RetrySpec};

@@ -25,7 +25,10 @@ pub(super) fn check_reasoner(
         ),
         Some(a) if a.model.is_none() => c.value_error(
             &base.key("agent"),
-            format!("agent `{}` has no `model`: a reasoner's turns are a model's", r.agent),
+            format!(
+                "agent `{}` has no `model`: a reasoner's turns are a model's",
+                r.agent
+            ),
             Some("an agent with a `model`".into()),
         ),
         _ => {}
@@ -95,7 +98,10 @@ pub(super) fn check_reasoner(
     for (path, script) in &r.branch_scripts {
         let at = base.key("branch_scripts").key(path.clone());
         let depth = path.split('/').count();
-        if path.split('/').any(|id| id.trim().is_empty() || id.contains(' ')) {
+        if path
+            .split('/')
+            .any(|id| id.trim().is_empty() || id.contains(' '))
+        {
             c.error(
                 &at,
                 format!("`{path}` is not a branch path"),
@@ -108,7 +114,10 @@ pub(super) fn check_reasoner(
                     "branch `{path}` is {depth} levels down, deeper than `max_depth` ({})",
                     r.max_depth.unwrap_or(2)
                 ),
-                Some(format!("a path of at most {} ids", r.max_depth.unwrap_or(2))),
+                Some(format!(
+                    "a path of at most {} ids",
+                    r.max_depth.unwrap_or(2)
+                )),
             );
         }
         check_script(c, &at, script, None);

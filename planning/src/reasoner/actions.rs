@@ -181,7 +181,10 @@ impl Agent for ActionStep {
 
     async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
         let (result, memory) = self.action.run(&self.id, &self.input, thread, &ctx).await?;
-        Ok(Reply::message(with_memory(Message::text("", result), memory)))
+        Ok(Reply::message(with_memory(
+            Message::text("", result),
+            memory,
+        )))
     }
 }
 

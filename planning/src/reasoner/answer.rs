@@ -144,7 +144,10 @@ mod tests {
              [{\"id\": \"X\", \"action\": \"a\", \"input\": {\"q\": 1}}], \"graph\": \"X\"}}\n```",
         )
         .unwrap();
-        assert!(matches!(graph.next_actions, Some(NextActions::Graph { .. })));
+        assert!(matches!(
+            graph.next_actions,
+            Some(NextActions::Graph { .. })
+        ));
         let err = ReasonerAnswer::parse(r#"{"status": "done"}"#).unwrap_err();
         assert!(err.contains("unknown variant"), "{err}");
     }

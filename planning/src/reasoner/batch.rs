@@ -36,11 +36,7 @@ fn ids(calls: &[&ActionCall]) -> Vec<String> {
             let base = c.id.clone().unwrap_or_else(|| c.action.clone());
             let n = used.entry(base.clone()).or_insert(0);
             *n += 1;
-            if *n == 1 {
-                base
-            } else {
-                format!("{base}{n}")
-            }
+            if *n == 1 { base } else { format!("{base}{n}") }
         })
         .collect()
 }

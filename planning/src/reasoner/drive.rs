@@ -13,9 +13,7 @@ use troupe_runtime::{
 };
 
 use super::Core;
-use super::actions::{
-    Action, ActionResult, memory_of, render_memories, render_results,
-};
+use super::actions::{Action, ActionResult, memory_of, render_memories, render_results};
 use super::answer::{ActionCall, ReasonerAnswer};
 use super::batch;
 use super::record::{self, BATCH_RUN, Record};

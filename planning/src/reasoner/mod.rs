@@ -84,7 +84,12 @@ impl fmt::Debug for ReasonerAgent {
             .field("reasoner", &self.core.reasoner.name())
             .field(
                 "actions",
-                &self.core.actions.iter().map(Action::name).collect::<Vec<_>>(),
+                &self
+                    .core
+                    .actions
+                    .iter()
+                    .map(Action::name)
+                    .collect::<Vec<_>>(),
             )
             .finish()
     }
