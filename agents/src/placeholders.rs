@@ -100,7 +100,7 @@ pub fn conversation(me: &str, thread: &Thread) -> String {
         .messages()
         .iter()
         .filter(|m| matches!(m.content, Content::Text(_) | Content::Structured(_)))
-        .filter(|m| m.metadata.get(troupe_runtime::graph::INPUT_KEY).is_none())
+        .filter(|m| !m.metadata.contains_key(troupe_runtime::graph::INPUT_KEY))
         .map(|m| {
             let who = if &*m.source == USER || m.source.is_empty() {
                 "User"
