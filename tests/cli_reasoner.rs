@@ -322,3 +322,45 @@ workflow:
         "{system}"
     );
 }
+
+/// A reasoner that never says `completed` stops at `max_iterations`,
+/// saying so, after running what each turn asked.
+#[test]
+fn a_reasoner_that_never_completes_stops_at_its_ceiling() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "loop.yaml",
+        r#"version: 1
+models:
+  m: {provider: scripted, when_exhausted: repeat_last}
+agents:
+  thinker:
+    model: m
+    script:
+      - structured: {status: ongoing, response: again, next_actions: [[{action: word_count, input: one two}]]}
+workflow:
+  reasoner: {agent: thinker, actions: [word_count], max_iterations: 2}
+"#,
+    );
+    let out = run(
+        dir.path(),
+        &[
+            "run",
+            "--offline",
+            "--no-input",
+            "--events",
+            "jsonl",
+            "loop.yaml",
+            "go",
+        ],
+    );
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        stdout.contains("Stopped after 2 reasoner turns (max_iterations)"),
+        "{stdout}"
+    );
+    let answers = stdout.matches("\"reasoner_answer\"").count();
+    assert_eq!(answers, 2, "{stdout}");
+}
