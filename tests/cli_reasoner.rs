@@ -364,3 +364,44 @@ workflow:
     let answers = stdout.matches("\"reasoner_answer\"").count();
     assert_eq!(answers, 2, "{stdout}");
 }
+
+/// The workflow's stop condition judges each batch: a batch it stops ends
+/// the loop, saying why.
+#[test]
+fn a_stop_condition_that_holds_in_a_batch_ends_the_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "stop.yaml",
+        r#"version: 1
+models:
+  m: {provider: scripted, when_exhausted: repeat_last}
+agents:
+  thinker:
+    model: m
+    script:
+      - structured: {status: ongoing, response: again, next_actions: [[{action: writer, input: write}]]}
+  writer: {model: m, script: ["done, STOP here"]}
+workflow:
+  reasoner: {agent: thinker, actions: [writer], max_iterations: 50}
+  stop: {text_mention: STOP}
+"#,
+    );
+    let out = run(
+        dir.path(),
+        &[
+            "run",
+            "--offline",
+            "--no-input",
+            "--quiet",
+            "stop.yaml",
+            "go",
+        ],
+    );
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(
+        stdout.trim_end(),
+        "Stopped by the stop condition: text_mention(\"STOP\"): 'writer' mentioned it"
+    );
+}

@@ -75,7 +75,12 @@ impl Ctx<'_> {
         if let Some(n) = r.max_iterations {
             b = b.max_iterations(n);
         }
+        // The workflow's stop condition judges each batch too: a batch it
+        // stops ends the loop.
         let mut options = CompileOptions::new().name("actions");
+        if let Some(s) = stop.clone() {
+            options = options.stop_condition(s);
+        }
         if let Some(n) = w.max_concurrency {
             options = options.max_concurrency(n);
         }

@@ -74,7 +74,7 @@ fn last_results(records: &[Record]) -> Vec<ActionResult> {
         .find_map(|r| match r {
             Record::Results { results } => Some(results.clone()),
             Record::Action { result } => Some(vec![result.clone()]),
-            Record::Answer { .. } => None,
+            Record::Answer { .. } | Record::Stopped { .. } => None,
         })
         .unwrap_or_default()
 }
@@ -117,6 +117,7 @@ impl Loop<'_> {
                 return Err(AgentError::Cancelled);
             }
             let pending = match records.last() {
+                Some(Record::Stopped { .. }) => break,
                 Some(Record::Answer { answer }) => {
                     if answer.status == TaskStatus::Completed {
                         break;
@@ -129,10 +130,13 @@ impl Loop<'_> {
                 _ => None,
             };
             if let Some(next) = pending {
-                let results = self
+                let (results, stopped) = self
                     .run_batch(lent, ctx, &own, &records, &next, batch.take())
                     .await?;
                 records.push(Record::Results { results });
+                if let Some(reason) = stopped {
+                    records.push(Record::Stopped { reason });
+                }
                 record::report(lent, ctx, record::progress(&own, &records, source));
                 continue;
             }
@@ -235,6 +239,7 @@ impl Loop<'_> {
                     USER,
                     format!("The actions ran:\n{}", render_results(results)),
                 )),
+                Record::Stopped { .. } => {}
             }
         }
         let latest = last_results(records);
@@ -263,8 +268,9 @@ impl Loop<'_> {
     }
 
     /// Runs one batch (going on from `resumed`, its run cut short, if
-    /// given) and collects its results. A batch that cannot be built is
-    /// one error result the reasoner sees next.
+    /// given) and collects its results, and why the stop condition stopped
+    /// it, if it did. A batch that cannot be built is one error result the
+    /// reasoner sees next.
     async fn run_batch(
         &self,
         lent: &Arc<Thread>,
@@ -273,7 +279,7 @@ impl Loop<'_> {
         records: &[Record],
         next: &super::answer::NextActions,
         resumed: Option<Thread>,
-    ) -> Result<Vec<ActionResult>, AgentError> {
+    ) -> Result<(Vec<ActionResult>, Option<String>), AgentError> {
         let seed = Seed {
             inherit: true,
             states: self.states(records),
@@ -282,12 +288,13 @@ impl Loop<'_> {
         let compiled = match batch::compile(self.core, self.depth, &self.path, &seed, next) {
             Ok(c) => c,
             Err(why) => {
-                return Ok(vec![ActionResult {
+                let error = ActionResult {
                     id: "error".into(),
                     action: "error".into(),
                     result: format!("Error: these actions cannot run: {why}"),
                     memory: None,
-                }]);
+                };
+                return Ok((vec![error], None));
             }
         };
         ctx.emit_with(|| Event::Plan {
@@ -333,6 +340,10 @@ impl Loop<'_> {
                 });
             }
         }
-        Ok(results)
+        let stopped = match &result.status {
+            RunStatus::Stopped(reason) => Some(reason.to_string()),
+            _ => None,
+        };
+        Ok((results, stopped))
     }
 }

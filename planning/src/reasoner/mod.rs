@@ -27,7 +27,8 @@ use drive::{Loop, Seed};
 
 /// Metadata key of the reasoner's reply messages: `answer` on each
 /// iteration's instant response, `results` on each batch's results,
-/// `ceiling` on the note of a loop stopped at its ceiling.
+/// `ceiling` on the note of a loop stopped at its ceiling, `stopped` on
+/// the note of a batch the stop condition stopped (the loop ends).
 pub const REASONER_KEY: &str = "troupe.reasoner";
 /// Metadata key of an answer message's task status.
 pub const STATUS_KEY: &str = "troupe.reasoner.status";
@@ -65,8 +66,10 @@ pub(crate) struct Core {
 ///   plain actions, each receiving its predecessors' results.
 ///
 /// The results (and their memories) are what the next reasoner turn sees.
-/// The loop ends when an answer says `completed` or asks for nothing, or
-/// after [`ReasonerAgentBuilder::max_iterations`] answers. Each answer and
+/// The loop ends when an answer says `completed` or asks for nothing,
+/// when a batch is stopped by the stop condition of the compile options
+/// ([`CompileOptions::stop_condition`]), or after
+/// [`ReasonerAgentBuilder::max_iterations`] answers. Each answer and
 /// each batch's progress is reported as the turn's progress, so a run that
 /// checkpoints resumes a turn cut short without asking a finished reasoner
 /// turn again. The reply: each answer's response and each batch's results,
@@ -152,6 +155,10 @@ impl Agent for ReasonerAgent {
                 record::Record::Results { results } => messages.push(
                     Message::text("", render_results(results))
                         .with_metadata(REASONER_KEY, "results"),
+                ),
+                record::Record::Stopped { reason } => messages.push(
+                    Message::text("", format!("Stopped by the stop condition: {reason}"))
+                        .with_metadata(REASONER_KEY, "stopped"),
                 ),
                 record::Record::Action { .. } => {}
             }

@@ -28,6 +28,8 @@ pub(crate) enum Record {
     Answer { answer: ReasonerAnswer },
     /// A batch of actions ran.
     Results { results: Vec<ActionResult> },
+    /// A batch was stopped by the stop condition: the loop ends.
+    Stopped { reason: String },
 }
 
 /// The turn's thread taken apart: the thread before the loop, its
@@ -74,6 +76,7 @@ pub(crate) fn progress(own: &Thread, records: &[Record], source: &str) -> Thread
             Record::Action { result } => format!("{}: {}", result.id, result.result),
             Record::Answer { answer } => answer.response.clone(),
             Record::Results { results } => super::actions::render_results(results),
+            Record::Stopped { reason } => format!("stopped: {reason}"),
         };
         let json = serde_json::to_string(r).unwrap_or_default();
         t.push(Message::text(source, text).with_metadata(RECORD_KEY, json));
