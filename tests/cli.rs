@@ -135,6 +135,10 @@ fn every_example_runs_offline_with_its_final_response() {
         ),
         ("magentic.yaml", Answer("Rust 1.0 shipped on 15 May 2015.")),
         (
+            "reasoner.yaml",
+            Answer("Oat milk: oats and water, foams well, a little sugar."),
+        ),
+        (
             "durable.yaml",
             Answer(
                 "Interrupted runs resume where they stopped (`troupe run FILE --resume ID`); `troupe runs FILE` lists them.",

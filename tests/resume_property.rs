@@ -41,6 +41,8 @@ enum Kind {
     Parallel,
     TwoDeep,
     Planner,
+    /// `examples/configs/reasoner.yaml` as it is (the seed is unused).
+    Reasoner,
 }
 
 /// An agent `name` replying `replies` texts `name-0`, `name-1`, …
@@ -65,6 +67,27 @@ enum Backend<'a> {
 }
 
 fn config(kind: Kind, seed: u64, store: &Backend<'_>) -> String {
+    if matches!(kind, Kind::Reasoner) {
+        let example = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/configs/reasoner.yaml"
+        );
+        let mut y = std::fs::read_to_string(example).unwrap();
+        match store {
+            Backend::Sqlite(path) => {
+                writeln!(
+                    y,
+                    "checkpoint:\n  store: sqlite\n  path: {}",
+                    path.display()
+                )
+            }
+            Backend::Postgres(url) => {
+                writeln!(y, "checkpoint:\n  store: postgres\n  url: \"{url}\"")
+            }
+        }
+        .unwrap();
+        return y;
+    }
     let mut rng = Rng(seed | 1);
     let n = 2 + rng.below(3); // 2..=4 agents
     let turns = 3 + rng.below(4); // 3..=6 turns
@@ -163,6 +186,7 @@ fn config(kind: Kind, seed: u64, store: &Backend<'_>) -> String {
                 agent(&mut y, a, 1, "do your step");
             }
         }
+        Kind::Reasoner => unreachable!("read from its example"),
     }
     if matches!(kind, Kind::TwoDeep) {
         // A team inside a graph inside the main steps.
@@ -273,6 +297,7 @@ fn config(kind: Kind, seed: u64, store: &Backend<'_>) -> String {
                 writeln!(y, "    - agent: {a}\n      id: after_{a}").unwrap();
             }
         }
+        Kind::Reasoner => unreachable!("read from its example"),
     }
     y
 }
@@ -335,10 +360,15 @@ fn outcome(r: &RunResult) -> (String, String, u64, Vec<(String, String)>, troupe
 
 /// The model calls the planner made, as a run's stats count them.
 fn planner_calls(r: &RunResult) -> u64 {
+    calls_of(r, "planner")
+}
+
+/// The model calls agent `name` made at its own path (not its copies').
+fn calls_of(r: &RunResult, name: &str) -> u64 {
     r.stats
         .agents
         .iter()
-        .filter(|(path, _)| path.ends_with("/planner") || path.as_str() == "planner")
+        .filter(|(path, _)| path.ends_with(&format!("/{name}")) || path.as_str() == name)
         .map(|(_, s)| s.model_calls)
         .sum()
 }
@@ -368,6 +398,14 @@ async fn check(kind: Kind, seed: u64, postgres: Option<&str>) {
     no_id_twice(&whole.thread);
     if matches!(kind, Kind::Planner) {
         assert_eq!(planner_calls(&whole), 1, "{:?}\n{yaml}", whole.stats);
+    }
+    if matches!(kind, Kind::Reasoner) {
+        // Three reasoner turns of the agent itself, nine in all.
+        assert_eq!(calls_of(&whole, "thinker"), 3, "{:?}", whole.stats);
+        assert_eq!(
+            whole.final_text(),
+            "Oat milk: oats and water, foams well, a little sugar."
+        );
     }
     let checkpoints = first
         .store
@@ -416,6 +454,15 @@ async fn check(kind: Kind, seed: u64, postgres: Option<&str>) {
             "{kind:?} from checkpoint {k}\n{yaml}"
         );
         no_id_twice(&resumed.thread);
+        if matches!(kind, Kind::Reasoner) {
+            // No reasoner turn asked again: its calls are counted from the
+            // checkpoint, and another would make more.
+            assert_eq!(calls_of(&resumed, "thinker"), 3, "from checkpoint {k}");
+            assert_eq!(
+                resumed.stats.total.model_calls, whole.stats.total.model_calls,
+                "from checkpoint {k}"
+            );
+        }
         if matches!(kind, Kind::Planner) {
             // Every checkpoint holds the plan: the planner is not asked
             // again (its one call is counted from the checkpoint; another
@@ -476,6 +523,7 @@ fn every_kind_resumes_from_any_checkpoint_on_postgres() {
         Kind::Parallel,
         Kind::TwoDeep,
         Kind::Planner,
+        Kind::Reasoner,
     ];
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -503,6 +551,14 @@ macro_rules! per_kind {
             )*
         }
     };
+}
+
+/// The reasoner example killed at every checkpoint and resumed in a fresh
+/// build: the same transcript, result and spend, no reasoner turn asked
+/// twice.
+#[test]
+fn the_reasoner_example_resumes_from_any_checkpoint_without_asking_again() {
+    run_case(Kind::Reasoner, 0);
 }
 
 per_kind! {

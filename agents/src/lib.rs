@@ -71,6 +71,7 @@ pub mod fuzzing;
 mod json_schema;
 mod metered;
 pub mod model;
+pub mod placeholders;
 pub mod prelude;
 mod structured;
 mod telemetry;

@@ -117,6 +117,7 @@ mod remote;
 mod schema;
 mod shorthand;
 pub mod template;
+mod tool_memory;
 mod tree;
 mod validate;
 

@@ -186,6 +186,29 @@ fn draw(c: &mut Chart, config: &Config, w: &WorkflowSpec, user: &str) {
         draw_plan(c, config, &plan, user);
     } else if let Some(p) = &w.plan {
         draw_planning(c, config, p, user);
+    } else if let Some(r) = &w.reasoner {
+        // The reasoner loops: its actions run and come back to it.
+        let n = c.node(&r.agent, &format!("reasoner: {}", r.agent), true);
+        c.edge(user, &n, "", false);
+        for a in &r.actions {
+            let id = c.node(ref_id(a), &participant_label(config, a), false);
+            c.edge(&n, &id, "next action", true);
+            c.edge(&id, &n, "result", true);
+        }
+        for t in &r.tools {
+            let name = match t {
+                crate::schema::ToolSpec::Builtin(b, _) => b.name().to_string(),
+                crate::schema::ToolSpec::Agent(a) => {
+                    a.name.clone().unwrap_or_else(|| a.target().to_string())
+                }
+                crate::schema::ToolSpec::Mcp(m) => {
+                    format!("mcp {}", m.name.as_deref().unwrap_or("server"))
+                }
+            };
+            let id = c.node(&format!("tool {name}"), &format!("tool: {name}"), false);
+            c.edge(&n, &id, "next action", true);
+            c.edge(&id, &n, "result", true);
+        }
     }
     if let Some(r) = &w.router {
         // Routes: who hears whom (dotted when a graph decides who runs).

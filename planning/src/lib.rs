@@ -64,6 +64,7 @@ mod passing;
 mod plan;
 mod planner;
 pub mod prelude;
+mod reasoner;
 mod step;
 mod summarizer;
 mod text;
@@ -83,6 +84,12 @@ pub use passing::{
 // The planning agent, and the answers it reads.
 pub use answer::{PlanFormat, PlanSpec, SpecStep};
 pub use planner::{Planned, PlanningAgent, PlanningAgentBuilder};
+// The reasoning agent (seeds 000 and 003), and what its turns answer.
+pub use reasoner::{
+    ANSWER_RULES, Action, ActionCall, ActionResult, BranchStart, MEMORY_KEY, NextActions,
+    REASONER_KEY, ReasonerAgent, ReasonerAgentBuilder, ReasonerAnswer, STATUS_KEY, reasoner_rules,
+    render_memories, render_results,
+};
 // What can go wrong: a plan (with the line at fault), a model's answer.
 pub use answer::AnswerError;
 pub use error::PlanError;

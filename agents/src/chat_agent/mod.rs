@@ -186,22 +186,30 @@ impl ChatAgent {
         produced: &[Message],
         corrections: &[ChatMessage],
         tools_allowed: bool,
+        state: &troupe_runtime::StateSnapshot,
     ) -> ChatRequest {
+        // The instructions with their placeholders filled for this call
+        // (`None`: they hold none, and are used as written).
+        let filled = self
+            .instructions
+            .as_deref()
+            .and_then(|i| crate::placeholders::fill(i, &self.name, thread, state));
+        let instructions = filled.as_deref().or(self.instructions.as_deref());
         let all = crate::context_policy::Messages {
             thread: thread.messages(),
             produced,
         };
         let policy = self.context_policy();
         // Room the instructions take, for a policy that counts tokens.
-        let reserved = match (policy, &self.instructions) {
+        let reserved = match (policy, instructions) {
             (ContextPolicy::TokenBudget(_) | ContextPolicy::ModelWindow, Some(i)) => {
-                crate::context_policy::estimate_tokens(&ChatMessage::system(i.clone()))
+                crate::context_policy::estimate_tokens(&ChatMessage::system(i.to_string()))
             }
             _ => 0,
         };
         let context = policy.apply(&self.name, all, reserved, !self.tools.is_empty());
 
-        let mut system = self.instructions.clone().unwrap_or_default();
+        let mut system = instructions.unwrap_or_default().to_string();
         if !context.memories.is_empty() {
             if !system.is_empty() {
                 system.push_str("\n\n");
@@ -405,7 +413,8 @@ impl Agent for ChatAgent {
                 return Err(self.cancelled());
             }
             let tools_allowed = rounds < self.max_tool_iterations;
-            let request = self.request(&thread, &produced, &corrections, tools_allowed);
+            let request =
+                self.request(&thread, &produced, &corrections, tools_allowed, ctx.state());
             let span = crate::telemetry::chat_call_span(&ctx, &*self.model, &request);
             // Raced against the cancellation unless the turn's run drops
             // the turn when it is cancelled (see `run_until_cancelled`).

@@ -22,6 +22,7 @@ mod node_cache;
 mod options;
 mod participants;
 mod plan;
+mod reasoner;
 mod retry;
 mod router;
 mod schedules;

@@ -13,6 +13,7 @@ use super::ctx::{Ctx, build_error};
 use crate::builtin::builtin_tool;
 use crate::error::ConfigError;
 use crate::schema::{AgentSpec, AgentToolSpec, BuiltinTool, McpSpec, ToolSpec};
+use crate::tool_memory::remembered;
 use crate::tree::FieldPath;
 
 impl Ctx<'_> {
@@ -22,32 +23,35 @@ impl Ctx<'_> {
         agent: &str,
         spec: &AgentSpec,
     ) -> Result<Vec<Arc<dyn Tool>>, ConfigError> {
+        let field = FieldPath::root().key("agents").key(agent).key("tools");
+        self.tool_list(agent, &field, &spec.tools).await
+    }
+
+    /// The tools `tools` (written at `field`) of `agent`.
+    pub(super) async fn tool_list(
+        &mut self,
+        agent: &str,
+        field: &FieldPath,
+        tools: &[ToolSpec],
+    ) -> Result<Vec<Arc<dyn Tool>>, ConfigError> {
         let mut out = Vec::new();
-        for (i, t) in spec.tools.iter().enumerate() {
+        for (i, t) in tools.iter().enumerate() {
             match t {
                 ToolSpec::Builtin(BuiltinTool::AskUser, _) => {}
                 ToolSpec::Builtin(b, options) => {
                     let tool = builtin_tool(b.name()).ok_or_else(|| {
                         build_error(format!("agent `{agent}`: no built-in tool `{}`", b.name()))
                     })?;
+                    let tool = remembered(tool, options.memory.as_ref());
                     let tool = approved(tool, options.approval == Some(true));
                     out.push(self.taped(agent, tool, None));
                 }
                 ToolSpec::Agent(a) => {
-                    let field = FieldPath::root()
-                        .key("agents")
-                        .key(agent)
-                        .key("tools")
-                        .index(i);
-                    out.push(self.agent_tool(agent, &field, a).await?);
+                    let tool = self.agent_tool(agent, &field.index(i), a).await?;
+                    out.push(remembered(tool, a.memory.as_ref()));
                 }
                 ToolSpec::Mcp(m) => {
-                    let field = FieldPath::root()
-                        .key("agents")
-                        .key(agent)
-                        .key("tools")
-                        .index(i)
-                        .key("mcp");
+                    let field = field.index(i).key("mcp");
                     let server = m.name.as_deref().unwrap_or("mcp");
                     for tool in self.mcp_tools(agent, &field, m).await? {
                         out.push(self.taped(agent, tool, Some(server)));

@@ -61,6 +61,12 @@ impl Ctx<'_> {
             .clone()
             .or_else(|| self.config.spec().description.clone())
             .unwrap_or_default();
+        if let Some(r) = &w.reasoner {
+            let built = self
+                .reasoner_workflow(name, description, r, w, stop, store)
+                .await?;
+            return answering(self, built);
+        }
         if let Some(plan) = &w.plan {
             let planned = self
                 .plan_workflow(
@@ -242,7 +248,7 @@ impl Ctx<'_> {
     }
 
     /// `b` checkpointing to `store`, as often as the config says.
-    fn checkpointing(&self, mut b: WorkflowBuilder, store: &Store) -> WorkflowBuilder {
+    pub(super) fn checkpointing(&self, mut b: WorkflowBuilder, store: &Store) -> WorkflowBuilder {
         b = b.checkpoint_store(store.checkpoints.clone());
         if let Some(n) = self.config.spec().checkpoint.as_ref().and_then(|c| c.every) {
             b = b.checkpoint_every(n);

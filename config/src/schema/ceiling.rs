@@ -20,7 +20,7 @@ use serde::de::{self, Deserializer, Visitor};
 pub fn default_turn_ceiling(kind: &str) -> Option<u64> {
     match kind {
         "router" | "round_robin" | "selector" | "swarm" => Some(100),
-        "sequential" | "map_reduce" | "graph" | "steps" | "plan" => Some(1000),
+        "sequential" | "map_reduce" | "graph" | "steps" | "plan" | "reasoner" => Some(1000),
         _ => None,
     }
 }

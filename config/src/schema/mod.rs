@@ -23,6 +23,7 @@ mod merge;
 mod model_limits;
 mod models;
 mod plan;
+mod reasoner;
 mod replies;
 mod retention;
 mod retry;
@@ -55,6 +56,7 @@ pub use plan::{
     PassingMode, PlanFlagsSpec, PlanFormatSpec, PlanSectionSpec, PlanStepSpec, PlannerSpec,
     ScopeMode,
 };
+pub use reasoner::ReasonerSpec;
 pub use replies::{HandoffReplySpec, ReplyForm, ReplySpec, ToolCallSpec};
 pub use retention::RetentionSpec;
 pub use retry::{BackoffSpec, PatternSpec, RetryOnSpec, RetrySpec};

@@ -58,6 +58,12 @@ pub struct ToolOptions {
     /// `approve(d)` run it, anything else tells the model it was denied.
     #[serde(default)]
     pub approval: Option<bool>,
+    /// The action's memory kept beside each result (seed 003): a text
+    /// where `{result}` is the result and `{result.FIELD}` a field of a
+    /// JSON result; shown by `{action_memory}` and kept when old results
+    /// are trimmed.
+    #[serde(default)]
+    pub memory: Option<String>,
 }
 
 /// The long form of a tool entry: a mapping with one key, the kind.
@@ -103,6 +109,10 @@ pub struct AgentToolSpec {
     /// the request alone).
     #[serde(default)]
     pub shared_thread: Option<bool>,
+    /// The action's memory kept beside each result, as for built-in
+    /// tools: `{result}`, `{result.FIELD}` (the callee's answer).
+    #[serde(default)]
+    pub memory: Option<String>,
 }
 
 impl AgentToolSpec {

@@ -10,6 +10,7 @@ use super::ceiling::{TurnLimit, default_turn_ceiling};
 use super::graph::GraphSpec;
 use super::magentic::MagenticSpec;
 use super::plan::PlanSectionSpec;
+use super::reasoner::ReasonerSpec;
 use super::router::{Names, RouterSpec};
 use super::steps::StepSpec;
 use super::stop::StopSpec;
@@ -59,6 +60,10 @@ pub struct WorkflowSpec {
     /// A plan (planning crate): a text plan, action groups, or a planner.
     #[serde(default)]
     pub plan: Option<PlanSectionSpec>,
+    /// The reasoning agent: reasoner turns whose next actions run as
+    /// plans, parallel actions on branched copies of it.
+    #[serde(default)]
+    pub reasoner: Option<ReasonerSpec>,
     /// Routes between participants (alone, or with a graph).
     #[serde(default)]
     pub router: Option<RouterSpec>,
@@ -80,7 +85,8 @@ pub struct WorkflowSpec {
     /// The run's turn ceiling: stop after this many agent turns, or
     /// `unbounded` for none. Unwritten, the kind's default applies (100
     /// for a router, `round_robin`, `selector` and `swarm`; 1000 for
-    /// `sequential`, `map_reduce`, `graph`, `steps` and `plan`).
+    /// `sequential`, `map_reduce`, `graph`, `steps`, `plan` and
+    /// `reasoner`).
     #[serde(default)]
     pub max_turns: Option<TurnLimit>,
     /// At most this many turns at once (router and dataflow runs).
@@ -95,7 +101,7 @@ pub struct WorkflowSpec {
 impl WorkflowSpec {
     /// The kinds the workflow names, in the order `round_robin`,
     /// `selector`, `swarm`, `sequential`, `map_reduce`, `magentic`, `graph`, `steps`,
-    /// `plan`, `file` (a router is not counted: it may go with a graph).
+    /// `plan`, `reasoner`, `file` (a router is not counted: it may go with a graph).
     pub fn kinds(&self) -> Vec<&'static str> {
         [
             ("round_robin", self.round_robin.is_some()),
@@ -107,6 +113,7 @@ impl WorkflowSpec {
             ("graph", self.graph.is_some()),
             ("steps", self.steps.is_some()),
             ("plan", self.plan.is_some()),
+            ("reasoner", self.reasoner.is_some()),
             ("file", self.file.is_some()),
         ]
         .into_iter()

@@ -29,6 +29,7 @@ mod participants;
 mod plan;
 mod plan_text;
 mod producers;
+mod reasoner;
 mod retry;
 mod router;
 mod schedules;

@@ -6,6 +6,7 @@ use super::checker::{Checker, Defined, at_least_one, expected_names};
 use super::graph::check_graph;
 use super::merge_cache::check_merges_and_caches;
 use super::plan::check_plan;
+use super::reasoner::check_reasoner;
 use super::router::check_router;
 use super::steps::check_steps;
 use super::stop::check_stop;
@@ -14,7 +15,7 @@ use super::teams::check_teams;
 use crate::schema::{ConfigFile, WorkflowSpec};
 use crate::tree::FieldPath;
 
-const KINDS: &str = "one of `round_robin`, `selector`, `swarm`, `sequential`, `map_reduce`, `magentic`, `graph`, `steps`, `plan`, `router`";
+const KINDS: &str = "one of `round_robin`, `selector`, `swarm`, `sequential`, `map_reduce`, `magentic`, `graph`, `steps`, `plan`, `reasoner`, `router`";
 
 /// Checks the workflow `w` at `base`.
 pub(super) fn check_workflow(
@@ -61,6 +62,22 @@ pub(super) fn check_workflow(
                 c.error(
                     &base.key(field),
                     format!("`{field}` does not apply to a plan"),
+                    Some("a `graph`, `steps` or `router` workflow".into()),
+                );
+            }
+        }
+    }
+    if let Some(r) = &w.reasoner {
+        participants = check_reasoner(c, names, &base.key("reasoner"), &spec.agents, r);
+        for field in ["shared_threads", "max_loop_iterations"] {
+            let given = match field {
+                "shared_threads" => !w.shared_threads.is_empty(),
+                _ => w.max_loop_iterations.is_some(),
+            };
+            if given {
+                c.error(
+                    &base.key(field),
+                    format!("`{field}` does not apply to a reasoner"),
                     Some("a `graph`, `steps` or `router` workflow".into()),
                 );
             }
@@ -180,6 +197,7 @@ fn kind_dropped(c: &Checker<'_>, base: &FieldPath) -> bool {
         "graph",
         "steps",
         "plan",
+        "reasoner",
         "router",
         "file",
     ]

@@ -386,9 +386,17 @@ impl McpClient {
         {
             text = structured.to_string();
         }
+        let memory = result
+            .meta
+            .as_ref()
+            .and_then(|m| m.0.get(super::MEMORY_META_KEY))
+            .or_else(|| result.structured_content.as_ref()?.get("memory"))
+            .and_then(|v| v.as_str())
+            .map(|m| secrets::redact(m).into_owned());
         Ok(McpCallResult {
             text: secrets::redact(&text).into_owned(),
             is_error: result.is_error.unwrap_or(false),
+            memory,
         })
     }
 

@@ -51,4 +51,11 @@ pub struct McpCallResult {
     pub text: String,
     /// Whether the server flagged it as an error.
     pub is_error: bool,
+    /// The action's memory (seed 003, pattern 6): a short note kept beside
+    /// the raw result, from the result's `_meta["troupe/memory"]` (a
+    /// string), else its `structuredContent.memory` (a string).
+    pub memory: Option<String>,
 }
+
+/// The `_meta` key of a tool result that carries the action's memory.
+pub const MEMORY_META_KEY: &str = "troupe/memory";

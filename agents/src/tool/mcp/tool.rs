@@ -84,7 +84,11 @@ impl Tool for McpTool {
             // A Rust server's error may name Rust types: put as JSON kinds.
             Err(ToolError::Failed(readable(&result.text)))
         } else {
-            Ok(ToolOutput::text(result.text))
+            let output = ToolOutput::text(result.text);
+            Ok(match result.memory {
+                Some(memory) => output.with_memory(memory),
+                None => output,
+            })
         }
     }
 }

@@ -179,6 +179,14 @@ impl RunTask {
                     }
                 }
                 Woken::Turn(mut end) => {
+                    // What the turn sent while it was polled to its end (a
+                    // nested run's last progress, the spend with it) is in
+                    // the mailbox now: taken in before its end, as the
+                    // messages-first poll does for a turn that ended on
+                    // its actor.
+                    while let Ok(message) = mailbox.try_recv() {
+                        state.take_in(message, addr);
+                    }
                     // Once the run's turns are cancelled, a turn ends
                     // cancelled, whatever it did.
                     if state.parts.turns_cancelled() {
