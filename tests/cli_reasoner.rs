@@ -79,7 +79,18 @@ fn reasoner_turns(dir: &std::path::Path) -> Vec<Asked> {
     calls
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|c| c["agent"] == "thinker")
+        // Calls are keyed by agent path: the agent's own at `…/thinker`,
+        // its copies' at `…/thinker/actions/B`, `…/actions/D/actions/X`.
+        // Its copies are told apart from the actions' other agents (the
+        // writer, summarizers, researchers) by the agent's own prompt.
+        .filter(|c| {
+            let path = c["agent"].as_str().unwrap_or_default();
+            let system = c["request"]["messages"][0]["System"]["content"]
+                .as_str()
+                .unwrap_or_default();
+            (path == "thinker" || path.contains("/thinker"))
+                && system.contains("Results of your last actions:\n")
+        })
         .map(|c| {
             let messages = c["request"]["messages"].as_array().unwrap().clone();
             let system = messages[0]["System"]["content"].as_str().unwrap();

@@ -23,6 +23,7 @@ const PARALLEL: &[&str] = &[
     "newsroom",
     "parallel_retry",
     "planning",
+    "reasoner",
     "router_pipeline",
 ];
 
