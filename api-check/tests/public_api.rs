@@ -71,11 +71,6 @@ fn fingerprint(text: &str) -> String {
     format!("{hash:016x}")
 }
 
-fn skip_allowed() -> bool {
-    let set = |name: &str| std::env::var(name).is_ok_and(|v| v == "1" || v == "true");
-    set("TROUPE_ALLOW_SKIP") && !set("CI")
-}
-
 /// Builds `krate`'s rustdoc JSON with the toolchain that runs this test
 /// (the project's one stable toolchain): rustdoc's JSON output is
 /// unstable, so `RUSTC_BOOTSTRAP=1` lets stable's rustdoc write it. Its
@@ -94,7 +89,10 @@ fn rustdoc_json(krate: &str) -> PathBuf {
         .env_remove("CARGO_TARGET_DIR")
         .status()
         .expect("runs cargo rustdoc");
-    assert!(status.success(), "cargo rustdoc -p {krate} (JSON output) failed");
+    assert!(
+        status.success(),
+        "cargo rustdoc -p {krate} (JSON output) failed"
+    );
     target
         .join("doc")
         .join(format!("{}.json", krate.replace('-', "_")))
