@@ -10,6 +10,12 @@
 //! as a user taking the form's defaults would (troupe's elicitation is the
 //! run's human-in-the-loop question; here the answer is given up front).
 //!
+//! Where the suite says which calls to make (`toolCalls` in the JSON of
+//! `MCP_CONFORMANCE_CONTEXT`), it makes exactly those, with the given
+//! arguments, as a model would. A tool taking a `schema` object is given
+//! another tool's input schema as troupe received it (what the suite's
+//! schema-preservation scenario echoes back and compares).
+//!
 //! ```text
 //! npx @modelcontextprotocol/conformance client \
 //!     --command "target/debug/examples/mcp_conformance_client" --scenario tools_call
@@ -18,7 +24,7 @@
 use std::error::Error;
 
 use serde_json::{Map, Value, json};
-use troupe_agents::{McpClient, McpServerConfig, ToolContext};
+use troupe_agents::{McpClient, McpServerConfig, McpToolInfo, ToolContext};
 
 /// Arguments for a tool from its input schema: each property a plain
 /// value of its type.
@@ -37,6 +43,26 @@ fn arguments(schema: &Value) -> Value {
     Value::Object(out)
 }
 
+/// The calls the suite asks for, if any: `(tool, arguments)`.
+fn context_calls() -> Option<Vec<(String, Value)>> {
+    let context: Value =
+        serde_json::from_str(&std::env::var("MCP_CONFORMANCE_CONTEXT").ok()?).ok()?;
+    let calls = context["toolCalls"].as_array()?;
+    Some(
+        calls
+            .iter()
+            .filter_map(|c| Some((c["name"].as_str()?.to_string(), c["arguments"].clone())))
+            .collect(),
+    )
+}
+
+/// Whether a tool's only required argument is a `schema` object.
+fn takes_schema(tool: &McpToolInfo) -> bool {
+    let schema = &tool.input_schema;
+    schema["properties"]["schema"]["type"] == "object"
+        && schema["required"].as_array().is_some_and(|r| r.len() == 1)
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
     let url = std::env::args()
@@ -47,15 +73,25 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let client = McpClient::connect(McpServerConfig::http("conformance", url.as_str())).await?;
     eprintln!("protocol {}", client.protocol());
     let tools = client.list_tools().await?;
-    for tool in tools {
-        let mut ctx = ToolContext::detached(format!("call-{}", tool.name));
+    let calls = context_calls().unwrap_or_else(|| {
+        tools
+            .iter()
+            .map(|tool| {
+                let echoed = tools.iter().find(|other| other.name != tool.name);
+                let args = match echoed {
+                    Some(other) if takes_schema(tool) => json!({"schema": other.input_schema}),
+                    _ => arguments(&tool.input_schema),
+                };
+                (tool.name.clone(), args)
+            })
+            .collect()
+    });
+    for (name, args) in calls {
+        let mut ctx = ToolContext::detached(format!("call-{name}"));
         ctx.answers = vec!["defaults".to_string()];
-        match client
-            .call_tool_in(&tool.name, arguments(&tool.input_schema), Some(&ctx))
-            .await
-        {
-            Ok(result) => println!("{}: {}", tool.name, result.text),
-            Err(e) => println!("{}: failed: {e}", tool.name),
+        match client.call_tool_in(&name, args, Some(&ctx)).await {
+            Ok(result) => println!("{name}: {}", result.text),
+            Err(e) => println!("{name}: failed: {e}"),
         }
     }
     client.close().await;
