@@ -10,6 +10,13 @@
 //! as a user taking the form's defaults would (troupe's elicitation is the
 //! run's human-in-the-loop question; here the answer is given up front).
 //!
+//! A server that answers 401 is authorized by OAuth (troupe's
+//! [`McpOAuth`]); the step a person would take in a browser is done
+//! headlessly here: the authorization URL is fetched and the code taken
+//! from the redirect the test authorization server answers with at once.
+//! A pre-registered client comes from the suite's context (`client_id`,
+//! `client_secret`).
+//!
 //! Where the suite says which calls to make (`toolCalls` in the JSON of
 //! `MCP_CONFORMANCE_CONTEXT`), it makes exactly those, with the given
 //! arguments, as a model would. A tool taking a `schema` object is given
@@ -24,7 +31,7 @@
 use std::error::Error;
 
 use serde_json::{Map, Value, json};
-use troupe_agents::{McpClient, McpServerConfig, McpToolInfo, ToolContext};
+use troupe_agents::{Authorized, McpClient, McpOAuth, McpServerConfig, McpToolInfo, ToolContext};
 
 /// Arguments for a tool from its input schema: each property a plain
 /// value of its type.
@@ -41,6 +48,57 @@ fn arguments(schema: &Value) -> Value {
         out.insert(name.clone(), value);
     }
     Value::Object(out)
+}
+
+/// Where the authorization server sends the user back.
+const REDIRECT_URI: &str = "http://localhost:3000/callback";
+
+/// A client ID metadata document's URL offered to servers that take one.
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// The suite's context for the scenario (`{}` when none).
+fn context() -> Value {
+    std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or_else(|| json!({}))
+}
+
+/// The headless authorization step: the authorization URL fetched without
+/// following redirects, the redirect's URL (carrying the code) returned.
+fn headless(auth_url: String) -> Authorized {
+    Box::pin(async move {
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| e.to_string())?;
+        let answer = http
+            .get(&auth_url)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        answer
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|l| l.to_str().ok())
+            .map(str::to_string)
+            .ok_or_else(|| {
+                format!(
+                    "no redirect from the authorization URL ({})",
+                    answer.status()
+                )
+            })
+    })
+}
+
+/// OAuth as the driver does it: headless, with the context's client.
+fn oauth(context: &Value) -> McpOAuth {
+    let mut oauth = McpOAuth::new(REDIRECT_URI, headless).client_metadata_url(CLIENT_METADATA_URL);
+    if let Some(id) = context["client_id"].as_str() {
+        let secret = context["client_secret"].as_str().map(str::to_string);
+        oauth = oauth.client(id, secret);
+    }
+    oauth
 }
 
 /// The calls the suite asks for, if any: `(tool, arguments)`.
@@ -70,7 +128,8 @@ async fn main() -> Result<(), Box<dyn Error>> {
         .ok_or("usage: mcp_conformance_client SERVER_URL")?;
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     eprintln!("scenario {scenario:?} against {url}");
-    let client = McpClient::connect(McpServerConfig::http("conformance", url.as_str())).await?;
+    let config = McpServerConfig::http("conformance", url.as_str()).oauth(oauth(&context()));
+    let client = McpClient::connect(config).await?;
     eprintln!("protocol {}", client.protocol());
     let tools = client.list_tools().await?;
     let calls = context_calls().unwrap_or_else(|| {

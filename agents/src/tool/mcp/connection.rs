@@ -14,12 +14,15 @@ use rmcp::service::{
     ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer, RoleClient, RunningService,
     ServiceError,
 };
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpClientTransportConfig,
+};
+use rmcp::transport::{AuthClient, AuthorizationManager, StreamableHttpClientTransport};
 use troupe_runtime::secrets;
 
 use super::config::{McpServerConfig, McpTransport};
 use super::handler::Handler;
+
 use super::process::{Launch, ProcessGroup, spawn};
 use crate::error::McpError;
 use crate::tool::arguments::readable;
@@ -111,29 +114,50 @@ impl Connection {
                     custom.insert(header, value);
                 }
                 crate::tls::ensure_crypto_provider();
-                let transport = || {
-                    StreamableHttpClientTransport::from_config(
-                        StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                            .custom_headers(custom.clone()),
-                    )
+                let http = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(custom);
+                let fail = |e: ClientInitializeError| {
+                    connect_error(format!("{}: {}", secrets::mask_url(url), describe_init(&e)))
                 };
-                // `server/discover` first; a session-era server that cannot
-                // take it without a session (an HTTP error rather than a
-                // JSON-RPC one) is asked again with `initialize`.
-                let service = match handler(config)
-                    .serve_with_lifecycle(transport(), negotiated())
+                let service = match &config.oauth {
+                    None => serve_http(config, || {
+                        StreamableHttpClientTransport::from_config(http.clone())
+                    })
                     .await
-                {
-                    Ok(service) => service,
-                    Err(first) => {
-                        tracing::debug!(server = %config.name, error = %describe_init(&first), "server/discover failed; trying initialize");
-                        handler(config).serve(transport()).await.map_err(|e| {
-                            connect_error(format!(
-                                "{}: {}",
-                                secrets::mask_url(url),
-                                describe_init(&e)
-                            ))
-                        })?
+                    .map_err(fail)?,
+                    Some(oauth) => {
+                        let oauth_error =
+                            |m: String| connect_error(format!("{}: {m}", secrets::mask_url(url)));
+                        let unauthorized = AuthorizationManager::new(url.as_str())
+                            .await
+                            .map_err(|e| oauth_error(format!("cannot start OAuth: {e}")))?;
+                        let client = AuthClient::new(reqwest::Client::new(), unauthorized);
+                        let first = serve_http(config, || {
+                            StreamableHttpClientTransport::with_client(client.clone(), http.clone())
+                        })
+                        .await;
+                        match first {
+                            Ok(service) => service,
+                            Err(e) => {
+                                // Authorized only when the server asks (401).
+                                let Some(challenge) = e.auth_challenge().map(str::to_string) else {
+                                    return Err(fail(e));
+                                };
+                                let manager = oauth
+                                    .run(url, Some(&challenge))
+                                    .await
+                                    .map_err(oauth_error)?;
+                                let client = AuthClient::new(reqwest::Client::new(), manager);
+                                serve_http(config, || {
+                                    StreamableHttpClientTransport::with_client(
+                                        client.clone(),
+                                        http.clone(),
+                                    )
+                                })
+                                .await
+                                .map_err(fail)?
+                            }
+                        }
                     }
                 };
                 Ok(Connection::new(service, None, None))
@@ -253,6 +277,31 @@ impl Connection {
         let group = self.group.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(mut group) = group {
             group.kill();
+        }
+    }
+}
+
+/// Serves the session over the HTTP transports `transport` makes:
+/// `server/discover` first; a session-era server that cannot take it
+/// without a session (an HTTP error rather than a JSON-RPC one) is asked
+/// again with `initialize`.
+async fn serve_http<C>(
+    config: &McpServerConfig,
+    transport: impl Fn() -> StreamableHttpClientTransport<C>,
+) -> Result<RunningService<RoleClient, Handler>, ClientInitializeError>
+where
+    C: StreamableHttpClient + Send + Sync + 'static,
+{
+    match handler(config)
+        .serve_with_lifecycle(transport(), negotiated())
+        .await
+    {
+        Ok(service) => Ok(service),
+        // The server asks for authorization: the caller authorizes first.
+        Err(first) if first.auth_challenge().is_some() => Err(first),
+        Err(first) => {
+            tracing::debug!(server = %config.name, error = %describe_init(&first), "server/discover failed; trying initialize");
+            handler(config).serve(transport()).await
         }
     }
 }
