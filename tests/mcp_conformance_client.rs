@@ -8,14 +8,9 @@
 //! `json-schema-2020-12-preservation` (run, not scored, by both sets).
 //! OAuth (`auth/*`) runs through troupe's `McpOAuth`, its browser step done
 //! headlessly by the driver.
-//!
-//! Left out, failing:
-//! - `auth/scope-step-up` (both eras): a 403 `insufficient_scope` on a
-//!   tool call is not answered with a new authorization for the wider
-//!   scope; the call fails.
-//! - `auth/authorization-server-migration` (2026-07-28): a token the
-//!   server stops taking because it moved to another authorization server
-//!   is not replaced by authorizing with the new one.
+//! Every client scenario of both sets is run; the sets' `extension`
+//! scenarios (client credentials, DPoP, enterprise-managed authorization,
+//! workload identity), which neither set scores, are not.
 
 // Test helpers may fail loudly: a broken fixture should stop the test.
 #![allow(clippy::expect_used, clippy::panic)]
@@ -29,7 +24,7 @@ use std::time::Duration;
 use common::{text, wait};
 
 /// The client scenarios run at the 2025-11-25 wire, all of which must pass.
-const SESSION_ERA: [&str; 18] = [
+const SESSION_ERA: [&str; 19] = [
     "initialize",
     "tools_call",
     "elicitation-sep1034-client-defaults",
@@ -43,6 +38,7 @@ const SESSION_ERA: [&str; 18] = [
     "auth/scope-from-www-authenticate",
     "auth/scope-from-scopes-supported",
     "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
     "auth/scope-retry-limit",
     "auth/token-endpoint-auth-basic",
     "auth/token-endpoint-auth-post",
@@ -52,7 +48,7 @@ const SESSION_ERA: [&str; 18] = [
 
 /// The client scenarios run at the 2026-07-28 (stateless) wire, all of
 /// which must pass.
-const STATELESS_ERA: [&str; 31] = [
+const STATELESS_ERA: [&str; 33] = [
     "tools_call",
     "request-metadata",
     "sep-2322-client-request-state",
@@ -69,6 +65,7 @@ const STATELESS_ERA: [&str; 31] = [
     "auth/scope-from-www-authenticate",
     "auth/scope-from-scopes-supported",
     "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
     "auth/scope-retry-limit",
     "auth/token-endpoint-auth-basic",
     "auth/token-endpoint-auth-post",
@@ -84,6 +81,7 @@ const STATELESS_ERA: [&str; 31] = [
     "auth/iss-unexpected",
     "auth/iss-normalized",
     "auth/metadata-issuer-mismatch",
+    "auth/authorization-server-migration",
 ];
 
 /// The suite's directory, when installed.

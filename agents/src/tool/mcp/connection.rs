@@ -22,6 +22,7 @@ use troupe_runtime::secrets;
 
 use super::config::{McpServerConfig, McpTransport};
 use super::handler::Handler;
+use super::oauth::Challenge;
 
 use super::process::{Launch, ProcessGroup, spawn};
 use crate::error::McpError;
@@ -43,6 +44,9 @@ pub(super) struct Connection {
     /// A request found the connection broken (an HTTP server that went
     /// away): it is taken for closed, and reconnected.
     broken: AtomicBool,
+    /// The OAuth client of an HTTP server that asked for authorization,
+    /// re-authorized when a request meets a new challenge.
+    oauth: Option<AuthClient<reqwest::Client>>,
 }
 
 impl Connection {
@@ -94,7 +98,7 @@ impl Connection {
                             describe_init(&e)
                         ))
                     })?;
-                Ok(Connection::new(service, Some(group), pid))
+                Ok(Connection::new(service, Some(group), pid, None))
             }
             McpTransport::Http { url, headers } => {
                 secrets::register_url(url);
@@ -119,6 +123,7 @@ impl Connection {
                 let fail = |e: ClientInitializeError| {
                     connect_error(format!("{}: {}", secrets::mask_url(url), describe_init(&e)))
                 };
+                let mut authorized = None;
                 let service = match &config.oauth {
                     None => serve_http(config, || {
                         StreamableHttpClientTransport::from_config(http.clone())
@@ -137,7 +142,10 @@ impl Connection {
                         })
                         .await;
                         match first {
-                            Ok(service) => service,
+                            Ok(service) => {
+                                authorized = Some(client);
+                                service
+                            }
                             Err(e) => {
                                 // Authorized only when the server asks (401).
                                 let Some(challenge) = e.auth_challenge().map(str::to_string) else {
@@ -148,6 +156,7 @@ impl Connection {
                                     .await
                                     .map_err(oauth_error)?;
                                 let client = AuthClient::new(reqwest::Client::new(), manager);
+                                authorized = Some(client.clone());
                                 serve_http(config, || {
                                     StreamableHttpClientTransport::with_client(
                                         client.clone(),
@@ -160,7 +169,7 @@ impl Connection {
                         }
                     }
                 };
-                Ok(Connection::new(service, None, None))
+                Ok(Connection::new(service, None, None, authorized))
             }
         }
     }
@@ -169,6 +178,7 @@ impl Connection {
         service: RunningService<RoleClient, Handler>,
         group: Option<ProcessGroup>,
         pid: Option<u32>,
+        oauth: Option<AuthClient<reqwest::Client>>,
     ) -> Self {
         let version = service
             .peer()
@@ -184,6 +194,7 @@ impl Connection {
             pid,
             hung: AtomicBool::new(false),
             broken: AtomicBool::new(false),
+            oauth,
         }
     }
 
@@ -201,13 +212,20 @@ impl Connection {
         self.broken.load(Ordering::SeqCst) || self.peer.is_transport_closed()
     }
 
-    /// Runs one request under the timeout, naming failures clearly.
-    pub(super) async fn request<T>(
+    /// Runs one request (made by `make`) under the timeout, naming
+    /// failures clearly. A request an OAuth server refused for want of
+    /// authorization (401, or 403 `insufficient_scope`) is made again,
+    /// once, after authorizing again.
+    pub(super) async fn request<T, F, Fut>(
         &self,
         config: &McpServerConfig,
         operation: &str,
-        request: impl Future<Output = Result<T, ServiceError>>,
-    ) -> Result<T, McpError> {
+        make: F,
+    ) -> Result<T, McpError>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T, ServiceError>>,
+    {
         let disconnected = |message: String| {
             self.broken.store(true, Ordering::SeqCst);
             McpError::Disconnected {
@@ -224,7 +242,19 @@ impl Connection {
         if self.is_closed() {
             return Err(disconnected("the connection is closed".into()));
         }
-        let answer = tokio::time::timeout(config.timeout, request).await;
+        let mut answer = tokio::time::timeout(config.timeout, make()).await;
+        if let Ok(Err(e)) = &answer
+            && let Some(challenge) = Challenge::of(e)
+            && let (Some(client), Some(oauth), McpTransport::Http { url, .. }) =
+                (&self.oauth, &config.oauth, &config.transport)
+        {
+            tracing::debug!(server = %config.name, operation, "authorizing again");
+            oauth
+                .reauthorize(url, client, challenge)
+                .await
+                .map_err(|m| refused(format!("authorizing again failed: {m}")))?;
+            answer = tokio::time::timeout(config.timeout, make()).await;
+        }
         if matches!(answer, Err(_) | Ok(Err(ServiceError::Timeout { .. }))) {
             self.hung.store(true, Ordering::SeqCst);
         }

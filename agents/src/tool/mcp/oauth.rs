@@ -14,8 +14,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use rmcp::transport::AuthorizationManager;
-use rmcp::transport::auth::{AuthorizationRequest, OAuthState};
+use rmcp::transport::auth::{AuthorizationCallback, AuthorizationRequest, OAuthState};
+use rmcp::transport::{AuthClient, AuthorizationManager};
 
 /// What [`McpOAuth::authorize`] returns: the redirect URL (with `code`
 /// and `state`), or why there is none.
@@ -142,5 +142,73 @@ impl McpOAuth {
         state
             .into_authorization_manager()
             .ok_or_else(|| "OAuth ended unauthorized".to_string())
+    }
+}
+
+/// Why a server refused a request for want of authorization.
+pub(super) enum Challenge {
+    /// 401: the token is gone or no longer taken (e.g. the server moved to
+    /// another authorization server); its `WWW-Authenticate` header.
+    Unauthorized(String),
+    /// 403 `insufficient_scope`: the scope the request needs, if named.
+    InsufficientScope(Option<String>),
+}
+
+impl Challenge {
+    /// The challenge behind a failed request, if that is why it failed.
+    pub(super) fn of(error: &(dyn std::error::Error + 'static)) -> Option<Challenge> {
+        use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientScopeError};
+        let mut source = Some(error);
+        while let Some(current) = source {
+            if let Some(e) = current.downcast_ref::<AuthRequiredError>() {
+                return Some(Challenge::Unauthorized(e.www_authenticate_header.clone()));
+            }
+            if let Some(e) = current.downcast_ref::<InsufficientScopeError>() {
+                return Some(Challenge::InsufficientScope(e.required_scope.clone()));
+            }
+            source = current.source();
+        }
+        None
+    }
+}
+
+impl McpOAuth {
+    /// Authorizes again for a live connection whose request met
+    /// `challenge`: the wider scope (the granted ones kept) for a 403, the
+    /// whole flow from the new challenge for a 401. The connection's
+    /// client takes the new token for its next request.
+    pub(super) async fn reauthorize(
+        &self,
+        url: &str,
+        client: &AuthClient<reqwest::Client>,
+        challenge: Challenge,
+    ) -> Result<(), String> {
+        match challenge {
+            Challenge::InsufficientScope(scope) => {
+                let scope = scope.ok_or("the server named no scope to ask for")?;
+                let manager = client.auth_manager.lock().await;
+                let auth_url = manager
+                    .request_scope_upgrade(&scope)
+                    .await
+                    .map_err(|e| format!("cannot ask for scope '{scope}': {e}"))?;
+                let redirect = (self.authorize)(auth_url).await?;
+                let callback = AuthorizationCallback::from_redirect_url(&redirect)
+                    .map_err(|e| format!("the redirect carries no code: {e}"))?;
+                manager
+                    .exchange_code_for_token_with_issuer(
+                        &callback.code,
+                        &callback.csrf_token,
+                        callback.issuer.as_deref(),
+                    )
+                    .await
+                    .map_err(|e| format!("the authorization code was not accepted: {e}"))?;
+                Ok(())
+            }
+            Challenge::Unauthorized(header) => {
+                let fresh = self.run(url, Some(&header)).await?;
+                *client.auth_manager.lock().await = fresh;
+                Ok(())
+            }
+        }
     }
 }
