@@ -105,6 +105,9 @@ impl McpOAuth {
         url: &str,
         challenge: Option<&str>,
     ) -> Result<AuthorizationManager, String> {
+        if let Some(secret) = &self.client_secret {
+            troupe_runtime::secrets::register(secret);
+        }
         let mut state = OAuthState::new(url, None)
             .await
             .map_err(|e| format!("cannot start OAuth: {e}"))?;
@@ -139,9 +142,11 @@ impl McpOAuth {
             .handle_callback_url(&redirect)
             .await
             .map_err(|e| format!("the authorization code was not accepted: {e}"))?;
-        state
+        let manager = state
             .into_authorization_manager()
-            .ok_or_else(|| "OAuth ended unauthorized".to_string())
+            .ok_or_else(|| "OAuth ended unauthorized".to_string())?;
+        mask_token(&manager).await;
+        Ok(manager)
     }
 }
 
@@ -202,6 +207,7 @@ impl McpOAuth {
                     )
                     .await
                     .map_err(|e| format!("the authorization code was not accepted: {e}"))?;
+                mask_token(&manager).await;
                 Ok(())
             }
             Challenge::Unauthorized(header) => {
@@ -210,5 +216,13 @@ impl McpOAuth {
                 Ok(())
             }
         }
+    }
+}
+
+/// Registers the manager's access token as a secret, so that no log or
+/// error shows it.
+async fn mask_token(manager: &AuthorizationManager) {
+    if let Ok(token) = manager.get_access_token().await {
+        troupe_runtime::secrets::register(&token);
     }
 }
