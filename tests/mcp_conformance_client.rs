@@ -1,30 +1,87 @@
 //! The official MCP conformance suite (`@modelcontextprotocol/conformance`,
 //! installed with the Node it needs by `.ci/install-mcp-conformance.sh`
 //! under `target/mcp-conformance`) runs its client scenarios against
-//! troupe's MCP client, through the driver `examples/mcp_conformance_client.rs`.
-//! Every scenario of the eras troupe claims must pass: `initialize`,
-//! `tools_call`, `elicitation-sep1034-client-defaults` and `sse-retry`
-//! (2025-11-25; the suite has no 2026-07-28 client scenario yet). The
-//! `auth/*` scenarios are OAuth flows, which troupe's client does not
-//! implement (it sends the configured headers), so they are not run.
+//! troupe's MCP client, through the driver `examples/mcp_conformance_client.rs`,
+//! at each era's wire (`--spec-version`). Every scenario listed must pass
+//! with every check passing: the client scenarios of the suite's `client
+//! --requirements 2025-11-25` and `--requirements 2026-07-28` sets, plus
+//! `json-schema-2020-12-preservation` (run, not scored, by both sets).
+//! OAuth (`auth/*`) runs through troupe's `McpOAuth`, its browser step done
+//! headlessly by the driver.
+//! Every client scenario of both sets is run; the sets' `extension`
+//! scenarios (client credentials, DPoP, enterprise-managed authorization,
+//! workload identity), which neither set scores, are not.
 
 // Test helpers may fail loudly: a broken fixture should stop the test.
 #![allow(clippy::expect_used, clippy::panic)]
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{text, wait};
 
-/// The client scenarios run, all of which must pass.
-const SCENARIOS: [&str; 4] = [
+/// The client scenarios run at the 2025-11-25 wire, all of which must pass.
+const SESSION_ERA: [&str; 19] = [
     "initialize",
     "tools_call",
     "elicitation-sep1034-client-defaults",
     "sse-retry",
+    "json-schema-2020-12-preservation",
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+];
+
+/// The client scenarios run at the 2026-07-28 (stateless) wire, all of
+/// which must pass.
+const STATELESS_ERA: [&str; 33] = [
+    "tools_call",
+    "request-metadata",
+    "sep-2322-client-request-state",
+    "http-standard-headers",
+    "http-custom-headers",
+    "http-invalid-tool-headers",
+    "json-schema-ref-no-deref",
+    "json-schema-2020-12-preservation",
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+    "auth/iss-supported",
+    "auth/iss-not-advertised",
+    "auth/iss-supported-missing",
+    "auth/iss-wrong-issuer",
+    "auth/iss-unexpected",
+    "auth/iss-normalized",
+    "auth/metadata-issuer-mismatch",
+    "auth/authorization-server-migration",
 ];
 
 /// The suite's directory, when installed.
@@ -62,19 +119,18 @@ fn driver() -> PathBuf {
     bin
 }
 
-#[test]
-fn the_conformance_suites_client_scenarios_pass() {
-    let Some(dir) = suite() else { return };
-    let driver = driver();
+/// Runs `scenarios` at the wire of `era`: the names passed, and the
+/// failures with what the suite said.
+fn run(dir: &Path, driver: &Path, era: &str, scenarios: &[&str]) -> (Vec<String>, Vec<String>) {
     let work = tempfile::tempdir().expect("tempdir");
     let mut passed = Vec::new();
     let mut failed = Vec::new();
-    for scenario in SCENARIOS {
+    for scenario in scenarios {
         let child = Command::new(dir.join("node_modules/.bin/node"))
             .arg(dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"))
             .args(["client", "--command"])
-            .arg(&driver)
-            .args(["--scenario", scenario])
+            .arg(driver)
+            .args(["--scenario", scenario, "--spec-version", era])
             .current_dir(work.path())
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
@@ -85,16 +141,26 @@ fn the_conformance_suites_client_scenarios_pass() {
         let out = wait(child, Duration::from_secs(120));
         let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
         if out.status.success() && said.contains("OVERALL: PASSED") {
-            passed.push(scenario);
+            passed.push(scenario.to_string());
         } else {
-            failed.push(format!("{scenario}:\n{said}"));
+            failed.push(format!("{scenario} at {era}:\n{said}"));
         }
     }
     eprintln!(
-        "MCP conformance, client scenarios: {}/{} passed ({})",
+        "MCP conformance, client scenarios at {era}: {}/{} passed ({})",
         passed.len(),
-        SCENARIOS.len(),
+        scenarios.len(),
         passed.join(", ")
     );
+    (passed, failed)
+}
+
+#[test]
+fn the_conformance_suites_client_scenarios_pass_in_both_eras() {
+    let Some(dir) = suite() else { return };
+    let driver = driver();
+    let (_, mut failed) = run(&dir, &driver, "2025-11-25", &SESSION_ERA);
+    let (_, stateless_failed) = run(&dir, &driver, "2026-07-28", &STATELESS_ERA);
+    failed.extend(stateless_failed);
     assert!(failed.is_empty(), "{}", failed.join("\n\n"));
 }

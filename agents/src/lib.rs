@@ -98,9 +98,9 @@ pub use model::{
 };
 pub use structured::{AnswerRejected, StructuredOutput};
 pub use tool::{
-    ASK_USER, AgentTool, FunctionTool, MINIMAL_ENV, McpCallResult, McpClient, McpServerConfig,
-    McpTool, McpToolInfo, McpTransport, NeedsApproval, Sampler, ThreadMode, Tool, ToolContext,
-    ToolOutput, kill_mcp_servers,
+    ASK_USER, AgentTool, Authorize, Authorized, FunctionTool, MINIMAL_ENV, McpCallResult,
+    McpClient, McpOAuth, McpServerConfig, McpTool, McpToolInfo, McpTransport, NeedsApproval,
+    Sampler, ThreadMode, Tool, ToolContext, ToolOutput, kill_mcp_servers,
 };
 pub use user_proxy::{UserProxy, UserProxyHandle, UserRequest};
 

@@ -28,8 +28,8 @@ pub(crate) use function::schema_for;
 /// Stdio MCP servers that never outlive the program that started them.
 pub use mcp::reaper as mcp_reaper;
 pub use mcp::{
-    MEMORY_META_KEY, MINIMAL_ENV, McpCallResult, McpClient, McpServerConfig, McpTool, McpToolInfo,
-    McpTransport, kill_mcp_servers,
+    Authorize, Authorized, MEMORY_META_KEY, MINIMAL_ENV, McpCallResult, McpClient, McpOAuth,
+    McpServerConfig, McpTool, McpToolInfo, McpTransport, kill_mcp_servers,
 };
 pub use sampler::Sampler;
 

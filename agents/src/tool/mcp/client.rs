@@ -230,7 +230,7 @@ impl McpClient {
         let config = &self.shared.config;
         let connection = self.live("tools/list").await?;
         let tools = connection
-            .request(config, "tools/list", connection.peer.list_all_tools())
+            .request(config, "tools/list", || connection.peer.list_all_tools())
             .await?;
         if let Some(allow) = &config.allow {
             let unknown: Vec<String> = allow
@@ -313,10 +313,11 @@ impl McpClient {
                 None => tool.to_string(),
             };
             let scope = connection.handler.begin(&shown, ctx);
-            let params = params.clone();
             let run = ctx.map(|c| c.run.clone()).unwrap_or_default();
             let driven = connection
-                .request(config, &operation, drive(&connection, &scope, params, &run))
+                .request(config, &operation, || {
+                    drive(&connection, &scope, params.clone(), &run)
+                })
                 .await;
             connection.handler.end(&scope);
             match driven {

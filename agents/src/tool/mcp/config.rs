@@ -5,6 +5,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::oauth::McpOAuth;
+
 /// How to reach an MCP server.
 #[derive(Clone)]
 pub enum McpTransport {
@@ -113,6 +115,9 @@ pub struct McpServerConfig {
     /// agent's model (metered like its other calls). Default false: they
     /// are refused.
     pub sampling: bool,
+    /// OAuth with the server (HTTP only): authorized when it answers 401,
+    /// its token then sent with every request.
+    pub oauth: Option<McpOAuth>,
 }
 
 impl McpServerConfig {
@@ -126,6 +131,7 @@ impl McpServerConfig {
             startup_timeout: None,
             restarts: 1,
             sampling: false,
+            oauth: None,
         }
     }
 
@@ -247,6 +253,12 @@ impl McpServerConfig {
     /// agent's model.
     pub fn sampling(mut self, allowed: bool) -> Self {
         self.sampling = allowed;
+        self
+    }
+
+    /// Authorizes with the server by OAuth when it asks (HTTP only).
+    pub fn oauth(mut self, oauth: McpOAuth) -> Self {
+        self.oauth = Some(oauth);
         self
     }
 

@@ -14,12 +14,16 @@ use rmcp::service::{
     ClientInitializeError, ClientLifecycleMode, ClientServiceExt, Peer, RoleClient, RunningService,
     ServiceError,
 };
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClient, StreamableHttpClientTransportConfig,
+};
+use rmcp::transport::{AuthClient, AuthorizationManager, StreamableHttpClientTransport};
 use troupe_runtime::secrets;
 
 use super::config::{McpServerConfig, McpTransport};
 use super::handler::Handler;
+use super::oauth::Challenge;
+
 use super::process::{Launch, ProcessGroup, spawn};
 use crate::error::McpError;
 use crate::tool::arguments::readable;
@@ -40,6 +44,9 @@ pub(super) struct Connection {
     /// A request found the connection broken (an HTTP server that went
     /// away): it is taken for closed, and reconnected.
     broken: AtomicBool,
+    /// The OAuth client of an HTTP server that asked for authorization,
+    /// re-authorized when a request meets a new challenge.
+    oauth: Option<AuthClient<reqwest::Client>>,
 }
 
 impl Connection {
@@ -91,7 +98,7 @@ impl Connection {
                             describe_init(&e)
                         ))
                     })?;
-                Ok(Connection::new(service, Some(group), pid))
+                Ok(Connection::new(service, Some(group), pid, None))
             }
             McpTransport::Http { url, headers } => {
                 secrets::register_url(url);
@@ -111,32 +118,58 @@ impl Connection {
                     custom.insert(header, value);
                 }
                 crate::tls::ensure_crypto_provider();
-                let transport = || {
-                    StreamableHttpClientTransport::from_config(
-                        StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                            .custom_headers(custom.clone()),
-                    )
+                let http = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(custom);
+                let fail = |e: ClientInitializeError| {
+                    connect_error(format!("{}: {}", secrets::mask_url(url), describe_init(&e)))
                 };
-                // `server/discover` first; a session-era server that cannot
-                // take it without a session (an HTTP error rather than a
-                // JSON-RPC one) is asked again with `initialize`.
-                let service = match handler(config)
-                    .serve_with_lifecycle(transport(), negotiated())
+                let mut authorized = None;
+                let service = match &config.oauth {
+                    None => serve_http(config, || {
+                        StreamableHttpClientTransport::from_config(http.clone())
+                    })
                     .await
-                {
-                    Ok(service) => service,
-                    Err(first) => {
-                        tracing::debug!(server = %config.name, error = %describe_init(&first), "server/discover failed; trying initialize");
-                        handler(config).serve(transport()).await.map_err(|e| {
-                            connect_error(format!(
-                                "{}: {}",
-                                secrets::mask_url(url),
-                                describe_init(&e)
-                            ))
-                        })?
+                    .map_err(fail)?,
+                    Some(oauth) => {
+                        let oauth_error =
+                            |m: String| connect_error(format!("{}: {m}", secrets::mask_url(url)));
+                        let unauthorized = AuthorizationManager::new(url.as_str())
+                            .await
+                            .map_err(|e| oauth_error(format!("cannot start OAuth: {e}")))?;
+                        let client = AuthClient::new(reqwest::Client::new(), unauthorized);
+                        let first = serve_http(config, || {
+                            StreamableHttpClientTransport::with_client(client.clone(), http.clone())
+                        })
+                        .await;
+                        match first {
+                            Ok(service) => {
+                                authorized = Some(client);
+                                service
+                            }
+                            Err(e) => {
+                                // Authorized only when the server asks (401).
+                                let Some(challenge) = e.auth_challenge().map(str::to_string) else {
+                                    return Err(fail(e));
+                                };
+                                let manager = oauth
+                                    .run(url, Some(&challenge))
+                                    .await
+                                    .map_err(oauth_error)?;
+                                let client = AuthClient::new(reqwest::Client::new(), manager);
+                                authorized = Some(client.clone());
+                                serve_http(config, || {
+                                    StreamableHttpClientTransport::with_client(
+                                        client.clone(),
+                                        http.clone(),
+                                    )
+                                })
+                                .await
+                                .map_err(fail)?
+                            }
+                        }
                     }
                 };
-                Ok(Connection::new(service, None, None))
+                Ok(Connection::new(service, None, None, authorized))
             }
         }
     }
@@ -145,6 +178,7 @@ impl Connection {
         service: RunningService<RoleClient, Handler>,
         group: Option<ProcessGroup>,
         pid: Option<u32>,
+        oauth: Option<AuthClient<reqwest::Client>>,
     ) -> Self {
         let version = service
             .peer()
@@ -160,6 +194,7 @@ impl Connection {
             pid,
             hung: AtomicBool::new(false),
             broken: AtomicBool::new(false),
+            oauth,
         }
     }
 
@@ -177,13 +212,20 @@ impl Connection {
         self.broken.load(Ordering::SeqCst) || self.peer.is_transport_closed()
     }
 
-    /// Runs one request under the timeout, naming failures clearly.
-    pub(super) async fn request<T>(
+    /// Runs one request (made by `make`) under the timeout, naming
+    /// failures clearly. A request an OAuth server refused for want of
+    /// authorization (401, or 403 `insufficient_scope`) is made again,
+    /// once, after authorizing again.
+    pub(super) async fn request<T, F, Fut>(
         &self,
         config: &McpServerConfig,
         operation: &str,
-        request: impl Future<Output = Result<T, ServiceError>>,
-    ) -> Result<T, McpError> {
+        make: F,
+    ) -> Result<T, McpError>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T, ServiceError>>,
+    {
         let disconnected = |message: String| {
             self.broken.store(true, Ordering::SeqCst);
             McpError::Disconnected {
@@ -200,7 +242,19 @@ impl Connection {
         if self.is_closed() {
             return Err(disconnected("the connection is closed".into()));
         }
-        let answer = tokio::time::timeout(config.timeout, request).await;
+        let mut answer = tokio::time::timeout(config.timeout, make()).await;
+        if let Ok(Err(e)) = &answer
+            && let Some(challenge) = Challenge::of(e)
+            && let (Some(client), Some(oauth), McpTransport::Http { url, .. }) =
+                (&self.oauth, &config.oauth, &config.transport)
+        {
+            tracing::debug!(server = %config.name, operation, "authorizing again");
+            oauth
+                .reauthorize(url, client, challenge)
+                .await
+                .map_err(|m| refused(format!("authorizing again failed: {m}")))?;
+            answer = tokio::time::timeout(config.timeout, make()).await;
+        }
         if matches!(answer, Err(_) | Ok(Err(ServiceError::Timeout { .. }))) {
             self.hung.store(true, Ordering::SeqCst);
         }
@@ -253,6 +307,31 @@ impl Connection {
         let group = self.group.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(mut group) = group {
             group.kill();
+        }
+    }
+}
+
+/// Serves the session over the HTTP transports `transport` makes:
+/// `server/discover` first; a session-era server that cannot take it
+/// without a session (an HTTP error rather than a JSON-RPC one) is asked
+/// again with `initialize`.
+async fn serve_http<C>(
+    config: &McpServerConfig,
+    transport: impl Fn() -> StreamableHttpClientTransport<C>,
+) -> Result<RunningService<RoleClient, Handler>, ClientInitializeError>
+where
+    C: StreamableHttpClient + Send + Sync + 'static,
+{
+    match handler(config)
+        .serve_with_lifecycle(transport(), negotiated())
+        .await
+    {
+        Ok(service) => Ok(service),
+        // The server asks for authorization: the caller authorizes first.
+        Err(first) if first.auth_challenge().is_some() => Err(first),
+        Err(first) => {
+            tracing::debug!(server = %config.name, error = %describe_init(&first), "server/discover failed; trying initialize");
+            handler(config).serve(transport()).await
         }
     }
 }

@@ -12,6 +12,7 @@
 //! - `reaper`: the helpers that kill its whole tree when the client dies;
 //! - `connection`: one session, its timeouts and its errors in words;
 //! - `client`: [`McpClient`], restarts and the allow-list;
+//! - `oauth`: [`McpOAuth`], authorizing with an OAuth-protected server;
 //! - `tool`: [`McpTool`].
 
 mod call;
@@ -21,6 +22,7 @@ mod connection;
 mod elicit;
 mod env;
 mod handler;
+mod oauth;
 mod process;
 pub mod reaper;
 mod tool;
@@ -30,6 +32,7 @@ use serde_json::Value;
 pub use client::McpClient;
 pub use config::{McpServerConfig, McpTransport};
 pub use env::MINIMAL_ENV;
+pub use oauth::{Authorize, Authorized, McpOAuth};
 pub use process::kill_mcp_servers;
 pub use tool::McpTool;
 
