@@ -10,34 +10,9 @@ use troupe::{RunResult, Thread, Workflow};
 
 use super::lease_note::Note;
 use super::run::Run;
+pub(crate) use super::start::Start;
 use super::state::Shared;
 use super::team::Team;
-
-/// What a stretch of a run starts from.
-pub(crate) enum Start {
-    /// A thread (the task, or the messages an OpenAI client sent).
-    Thread(Thread),
-    /// The next user turn of the run's session.
-    Session(String),
-    /// An answer to request `request` in the thread of a run waiting.
-    Answer {
-        /// The request's id.
-        request: String,
-        /// The answer.
-        answer: String,
-        /// The thread the run ended waiting with.
-        thread: Thread,
-    },
-    /// Run `from` carried on from `checkpoint` (`POST /runs/{id}/fork`).
-    Fork {
-        /// The run forked.
-        from: String,
-        /// Its checkpoint to carry on from.
-        checkpoint: troupe::store::CheckpointId,
-        /// What to change first.
-        edits: troupe::ForkEdits,
-    },
-}
 
 /// Runs a stretch of `run` in the background, holding a run slot.
 pub(crate) fn spawn(state: Shared, run: Arc<Run>, start: Start, slot: OwnedSemaphorePermit) {

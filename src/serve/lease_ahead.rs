@@ -14,10 +14,10 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use troupe::config::StoreKind;
 use troupe::store::RunLease;
 
-use super::drive::Start;
 use super::error::ApiError;
 use super::lease_note::Note;
 use super::run::{Run, Status};
+use super::start::Start;
 use super::state::Shared;
 
 /// The leases taken ahead, by run id.

@@ -9,8 +9,8 @@
 use serde::{Deserialize, Serialize};
 use troupe::Thread;
 
-use super::drive::Start;
 use super::run::Run;
+use super::start::Start;
 
 /// How a run can be started again from its note alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

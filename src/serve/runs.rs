@@ -1,8 +1,6 @@
 //! The runs API: the routes that start, list, show, answer and cancel
 //! runs (a run's stretch is driven by `drive.rs`).
 
-use std::sync::Arc;
-
 use axum::Json;
 use axum::extract::{Path, State as Axum};
 use axum::http::StatusCode;
@@ -12,13 +10,14 @@ use troupe::Thread;
 
 use super::board;
 use super::body::JsonBody;
-use super::drive::{Start, spawn};
+use super::drive::Start;
 use super::error::ApiError;
-use super::run::{Run, Status};
 use super::sessions::check_id;
 use super::state::Shared;
 use super::texting;
 use super::webhook::{self, Webhook};
+
+pub(crate) use super::run_control::{answer, cancel_run};
 
 /// `POST /runs`'s body.
 #[derive(Deserialize)]
@@ -128,61 +127,6 @@ pub(crate) async fn input(
     ))
 }
 
-/// Answers an open request of `run` (the oldest when none is named) and
-/// runs it on in the background (the runs API and A2A follow-ups).
-pub(crate) fn answer(
-    state: &Shared,
-    run: &Arc<Run>,
-    request_id: Option<&str>,
-    answer: String,
-) -> Result<(), ApiError> {
-    let id = &run.id;
-    let slot = state.limits.run_slot()?;
-    let start = {
-        let mut inner = run.inner();
-        if inner.status() != Status::WaitingForInput {
-            return Err(ApiError::conflict(format!(
-                "run `{id}` is {}, not waiting for input",
-                inner.status().as_str()
-            )));
-        }
-        let request = match request_id {
-            Some(r) => inner.requests.iter().find(|q| q.id == r).ok_or_else(|| {
-                ApiError::not_found(format!(
-                    "run `{id}` has no open request `{r}`; open: {}",
-                    inner
-                        .requests
-                        .iter()
-                        .map(|q| q.id.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            })?,
-            None => inner
-                .requests
-                .first()
-                .ok_or_else(|| ApiError::conflict(format!("run `{id}` has no open request")))?,
-        }
-        .id
-        .clone();
-        let Some(thread) = inner.thread.take() else {
-            return Err(ApiError::conflict(format!(
-                "run `{id}` is being answered already"
-            )));
-        };
-        inner.status = Some(Status::Running);
-        inner.requests.clear();
-        Start::Answer {
-            request,
-            answer,
-            thread,
-        }
-    };
-    run.bump();
-    spawn(state.clone(), run.clone(), start, slot);
-    Ok(())
-}
-
 /// `POST /runs/{id}/cancel`: cancels a run under way or waiting; 202.
 pub(crate) async fn cancel(
     Axum(state): Axum<Shared>,
@@ -193,34 +137,4 @@ pub(crate) async fn cancel(
         StatusCode::ACCEPTED,
         Json(json!({"id": id, "status": status})),
     ))
-}
-
-/// Cancels `run` if it is under way or waiting (the runs API and A2A's
-/// `CancelTask`); its status after (still running until the cancel lands).
-pub(crate) fn cancel_run(run: &Run) -> Result<Status, ApiError> {
-    let id = &run.id;
-    let status = {
-        let mut inner = run.inner();
-        match inner.status() {
-            Status::Running => {}
-            Status::WaitingForInput => {
-                inner.status = Some(Status::Cancelled);
-                inner.thread = None;
-                inner.requests.clear();
-            }
-            ended => {
-                return Err(ApiError::conflict(format!(
-                    "run `{id}` is {} already",
-                    ended.as_str()
-                )));
-            }
-        }
-        inner.status()
-    };
-    // Outside the lock: cancelling may emit events, which take it.
-    if status == Status::Running {
-        run.ctx.cancel();
-    }
-    run.bump();
-    Ok(status)
 }

@@ -25,7 +25,7 @@ pub(crate) struct Team {
     pub(crate) session: Session,
     /// What the workers on its PostgreSQL store share (`board/`); none on
     /// a store one process owns.
-    pub(crate) board: Option<std::sync::Arc<super::board::Board>>,
+    pub(crate) board: Option<std::sync::Arc<super::board::handle::Board>>,
 }
 
 /// Why the teams could not be loaded, and the exit code it makes.
@@ -130,7 +130,7 @@ async fn load(
     let session = Session::new(built.workflow.clone(), store.threads.clone());
     let board = match (store.kind, config.checkpoint_url()) {
         (StoreKind::Postgres, Ok(Some(url))) => Some(
-            super::board::Board::open(&url)
+            super::board::handle::Board::open(&url)
                 .await
                 .map_err(|e| LoadError {
                     message: format!("troupe serve: {}: the runs board: {e}", file.display()),

@@ -12,7 +12,7 @@ use troupe_runtime::{Agent, AgentError, Message, Reply, RunContext, Thread, Work
 use super::Core;
 use super::actions::{Action, ActionStep, render_memories, with_memory};
 use super::answer::{ActionCall, BranchStart, NextActions};
-use super::drive::{BranchAction, Loop, Seed};
+use super::copy::{BranchAction, Loop, Seed};
 use crate::groups::ActionGroups;
 use crate::plan::Plan;
 use crate::step::PlanStep;

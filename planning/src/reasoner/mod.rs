@@ -7,6 +7,7 @@
 mod actions;
 mod answer;
 mod batch;
+mod copy;
 mod drive;
 mod record;
 
@@ -23,7 +24,7 @@ use crate::error::PlanError;
 
 pub use actions::{Action, ActionResult, MEMORY_KEY, render_memories, render_results};
 pub use answer::{ANSWER_RULES, ActionCall, BranchStart, NextActions, ReasonerAnswer};
-use drive::{Loop, Seed};
+use copy::{Loop, Seed};
 
 /// Metadata key of the reasoner's reply messages: `answer` on each
 /// iteration's instant response, `results` on each batch's results,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use tokio::sync::broadcast::error::RecvError;
 use troupe::store::{HEARTBEAT, Notice};
 
-use super::super::runs::cancel_run;
+use super::super::run_control::cancel_run;
 use super::super::say;
 use super::super::state::Shared;
 use super::Board;

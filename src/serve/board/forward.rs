@@ -26,7 +26,7 @@ use troupe::store::{Ask, AskState, LeaseHolder, Notice};
 
 use super::super::error::ApiError;
 use super::super::run::{Run, Status};
-use super::super::runs;
+use super::super::run_control;
 use super::super::say;
 use super::super::state::Shared;
 use super::super::texting;
@@ -49,7 +49,7 @@ pub(crate) async fn answer(
 ) -> Result<(Arc<Run>, usize), ApiError> {
     if let Ok(run) = state.runs.get(id) {
         let from = run.inner().events.len();
-        runs::answer(state, &run, request_id, text)?;
+        run_control::answer(state, &run, request_id, text)?;
         return Ok((run, from));
     }
     let run = find(state, id).await?;
@@ -285,7 +285,7 @@ async fn carry_out(
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_string();
-            runs::answer(state, run, request, text)?;
+            run_control::answer(state, run, request, text)?;
             // Recorded (by the run's publisher) before the reply: the
             // asker never reads it waiting still.
             recorded(board, &run.id, |s| s != Status::WaitingForInput.as_str()).await;

@@ -34,17 +34,16 @@
 
 mod controls;
 mod forward;
+pub(crate) mod handle;
 mod mirror;
 mod orphan;
 mod publish;
 mod session;
 mod tasks;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use serde_json::Value;
-use troupe::store::{BoardRun, RunBoard};
 
 use super::error::ApiError;
 use super::run::{Run, summary_of};
@@ -53,60 +52,9 @@ use super::state::Shared;
 use super::webhook::{self, Webhook};
 
 pub(crate) use forward::{answer, waiting_elsewhere};
+pub(crate) use handle::Board;
 pub(crate) use session::admit;
 pub(crate) use tasks::all_runs;
-
-/// A team's board, and the runs of other workers followed here.
-pub(crate) struct Board {
-    /// The shared record.
-    pub(crate) shared: Arc<dyn RunBoard>,
-    mirrors: Mutex<HashMap<String, Arc<Run>>>,
-}
-
-impl Board {
-    /// The board of the PostgreSQL database at `url`.
-    pub(crate) async fn open(url: &str) -> Result<Arc<Board>, String> {
-        let shared = open_shared(url).await?;
-        Ok(Arc::new(Board {
-            shared,
-            mirrors: Mutex::default(),
-        }))
-    }
-
-    fn mirrors(&self) -> MutexGuard<'_, HashMap<String, Arc<Run>>> {
-        self.mirrors.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// `run`'s record as this worker writes it.
-    pub(crate) fn record(&self, run: &Run) -> BoardRun {
-        let detail = run.detail();
-        let inner = run.inner();
-        BoardRun {
-            id: run.id.clone(),
-            team: run.team.clone(),
-            session: run.session.clone(),
-            worker: self.shared.worker().to_string(),
-            status: inner.status().as_str().to_string(),
-            started_ms: run.started_ms(),
-            detail,
-            webhook: inner.webhook.clone(),
-            alive: true,
-        }
-    }
-}
-
-#[cfg(feature = "postgres")]
-async fn open_shared(url: &str) -> Result<Arc<dyn RunBoard>, String> {
-    let board = troupe::store::PostgresBoard::connect(url)
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(Arc::new(board))
-}
-
-#[cfg(not(feature = "postgres"))]
-async fn open_shared(_url: &str) -> Result<Arc<dyn RunBoard>, String> {
-    Err("this troupe was built without the `postgres` feature".into())
-}
 
 /// Starts what every board needs: a publisher for each new run, and the
 /// loop taking requests for this worker's runs.
@@ -211,7 +159,7 @@ pub(crate) async fn list(state: &Shared) -> Result<Vec<Value>, ApiError> {
 pub(crate) async fn cancel(state: &Shared, id: &str) -> Result<(String, &'static str), ApiError> {
     let run = find(state, id).await?;
     if state.runs.get(id).is_ok() {
-        let status = super::runs::cancel_run(&run)?;
+        let status = super::run_control::cancel_run(&run)?;
         return Ok((run.id.clone(), status.as_str()));
     }
     let status = run.inner().status();

@@ -19,13 +19,9 @@ use tokio_postgres::Row;
 use super::super::board::{Ask, AskState, BoardRun, Control, Notice, RunBoard};
 use super::super::error::StoreError;
 use super::super::lease::{STALE_AFTER, this_host};
+use super::board_listen::{CONTROL_CHANNEL, RUN_CHANNEL};
 use super::connect::{self, CONNECT_TIMEOUT, pg_error, pool_error};
 use super::migrate;
-
-/// The channel a run's new events and status are told on.
-pub(super) const RUN_CHANNEL: &str = "troupe_serve_run";
-/// The channel requests to workers are told on.
-pub(super) const CONTROL_CHANNEL: &str = "troupe_serve_control";
 
 /// The columns a record is read from, in [`record`]'s order.
 const COLUMNS: &str = "r.run_id, r.team, r.session, r.worker, r.status, r.started_ms, r.detail::text, \
@@ -360,27 +356,27 @@ impl RunBoard for PostgresBoard {
     }
 
     async fn ask(&self, run_id: &str, kind: &str, payload: &Value) -> Result<i64, StoreError> {
-        super::board_asks::ask(self, run_id, kind, payload).await
+        self.ask_row(run_id, kind, payload).await
     }
 
     async fn take_asks(&self, run_ids: &[String]) -> Result<Vec<Ask>, StoreError> {
-        super::board_asks::take(self, run_ids).await
+        self.take_asks(run_ids).await
     }
 
     async fn reply(&self, id: i64, run_id: &str, reply: &Value) -> Result<(), StoreError> {
-        super::board_asks::reply(self, id, run_id, reply).await
+        self.reply_row(id, run_id, reply).await
     }
 
     async fn ask_state(&self, id: i64) -> Result<AskState, StoreError> {
-        super::board_asks::state(self, id).await
+        self.ask_state(id).await
     }
 
     async fn withdraw(&self, id: i64) -> Result<bool, StoreError> {
-        super::board_asks::withdraw(self, id).await
+        self.withdraw_ask(id).await
     }
 
     async fn push_configs(&self, task_ids: &[String]) -> Result<Vec<(String, Value)>, StoreError> {
-        super::board_push::configs(self, task_ids).await
+        self.push_configs(task_ids).await
     }
 
     async fn save_push(
@@ -389,11 +385,11 @@ impl RunBoard for PostgresBoard {
         config_id: &str,
         config: &Value,
     ) -> Result<(), StoreError> {
-        super::board_push::save(self, task_id, config_id, Some(config)).await
+        self.save_push(task_id, config_id, Some(config)).await
     }
 
     async fn delete_push(&self, task_id: &str, config_id: &str) -> Result<(), StoreError> {
-        super::board_push::save(self, task_id, config_id, None).await
+        self.save_push(task_id, config_id, None).await
     }
 
     async fn beat(&self) -> Result<(), StoreError> {

@@ -7,12 +7,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The channel a run's new events and status are told on.
+pub(super) const RUN_CHANNEL: &str = "troupe_serve_run";
+/// The channel requests to workers are told on.
+pub(super) const CONTROL_CHANNEL: &str = "troupe_serve_control";
+
 use tokio::sync::broadcast;
 use tokio_postgres::{AsyncMessage, Config};
 
 use super::super::board::Notice;
 use super::super::error::StoreError;
-use super::board::{CONTROL_CHANNEL, RUN_CHANNEL};
 use super::connect;
 
 /// How long to wait before connecting again.

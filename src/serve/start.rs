@@ -1,0 +1,31 @@
+//! What a stretch of a served run starts from: its own file, below
+//! `drive.rs` (which runs it) and the lease files (which note it), so
+//! neither imports the other for it.
+
+use troupe::Thread;
+
+/// What a stretch of a run starts from.
+pub(crate) enum Start {
+    /// A thread (the task, or the messages an OpenAI client sent).
+    Thread(Thread),
+    /// The next user turn of the run's session.
+    Session(String),
+    /// An answer to request `request` in the thread of a run waiting.
+    Answer {
+        /// The request's id.
+        request: String,
+        /// The answer.
+        answer: String,
+        /// The thread the run ended waiting with.
+        thread: Thread,
+    },
+    /// Run `from` carried on from `checkpoint` (`POST /runs/{id}/fork`).
+    Fork {
+        /// The run forked.
+        from: String,
+        /// Its checkpoint to carry on from.
+        checkpoint: troupe::store::CheckpointId,
+        /// What to change first.
+        edits: troupe::ForkEdits,
+    },
+}
