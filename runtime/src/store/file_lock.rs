@@ -144,6 +144,11 @@ fn read_holder(file: &mut File) -> Option<LeaseHolder> {
     let mut text = String::new();
     file.seek(SeekFrom::Start(0)).ok()?;
     file.take(4096).read_to_string(&mut text).ok()?;
+    // A holder being written may be read half-way (`since=17` of ten
+    // digits): only a record whose last line is ended is whole.
+    if !text.ends_with('\n') {
+        return None;
+    }
     let field = |name: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(name)?.strip_prefix('='))
