@@ -10,9 +10,7 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tokio::sync::broadcast::error::RecvError;
 use troupe::agents::a2a::types::code;
-use troupe::store::{HEARTBEAT, Notice};
 
 use super::super::board::{self, Board};
 use super::super::run::Run;
@@ -103,18 +101,7 @@ pub(crate) fn start(state: &Shared) {
         let mut notices = board.shared.notices();
         tokio::spawn(async move {
             loop {
-                let _ = tokio::time::timeout(HEARTBEAT, async {
-                    loop {
-                        match notices.recv().await {
-                            Ok(Notice::Control | Notice::Resync) | Err(RecvError::Lagged(_)) => {
-                                return;
-                            }
-                            Ok(Notice::Run(_)) => {}
-                            Err(RecvError::Closed) => std::future::pending::<()>().await,
-                        }
-                    }
-                })
-                .await;
+                board::control_or_heartbeat(&mut notices).await;
                 let Some(state) = weak.upgrade() else {
                     return;
                 };

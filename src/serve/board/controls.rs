@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::RecvError;
 use troupe::store::{HEARTBEAT, Notice};
 
@@ -21,18 +22,7 @@ pub(super) fn start(state: &Shared, board: Arc<Board>) {
     let mut notices = board.shared.notices();
     tokio::spawn(async move {
         loop {
-            let _ = tokio::time::timeout(HEARTBEAT, async {
-                loop {
-                    match notices.recv().await {
-                        Ok(Notice::Control | Notice::Resync) | Err(RecvError::Lagged(_)) => {
-                            return;
-                        }
-                        Ok(Notice::Run(_)) => {}
-                        Err(RecvError::Closed) => std::future::pending::<()>().await,
-                    }
-                }
-            })
-            .await;
+            control_or_heartbeat(&mut notices).await;
             let Some(state) = state.upgrade() else {
                 return;
             };
@@ -77,4 +67,20 @@ async fn take(state: &Shared, board: &Arc<Board>) {
             )),
         }
     }
+}
+
+/// Waits for the next request for some worker (a control notice, or a
+/// resync after notices were missed), or [`HEARTBEAT`] should one be
+/// missed: when to look at the board's requests again.
+pub(crate) async fn control_or_heartbeat(notices: &mut Receiver<Notice>) {
+    let _ = tokio::time::timeout(HEARTBEAT, async {
+        loop {
+            match notices.recv().await {
+                Ok(Notice::Control | Notice::Resync) | Err(RecvError::Lagged(_)) => return,
+                Ok(Notice::Run(_)) => {}
+                Err(RecvError::Closed) => std::future::pending::<()>().await,
+            }
+        }
+    })
+    .await;
 }

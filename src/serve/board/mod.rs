@@ -51,6 +51,7 @@ use super::say;
 use super::state::Shared;
 use super::webhook::{self, Webhook};
 
+pub(crate) use controls::control_or_heartbeat;
 pub(crate) use forward::{answer, waiting_elsewhere};
 pub(crate) use handle::Board;
 pub(crate) use session::admit;
