@@ -17,46 +17,57 @@
 //! actor found dead (its runtime shut down) is replaced. The pool stops the
 //! actors it holds when the workflow's last clone is dropped.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use ractor::{ActorRef, ActorStatus};
 
+use super::agent_gate::AgentGate;
 use super::protocol::AgentMsg;
+
+/// A participant's agent actor and the gate it shares with the runs
+/// (`agent_gate`).
+#[derive(Clone)]
+pub(crate) struct AgentHandle {
+    /// The actor: the participant's ordering point.
+    pub(crate) actor: ActorRef<AgentMsg>,
+    /// Who may poll a turn of the participant now.
+    pub(crate) gate: Arc<AgentGate>,
+}
 
 /// The shared agent actors, by participant index.
 #[derive(Default)]
 pub(crate) struct ActorPool {
-    actors: Mutex<Vec<Option<ActorRef<AgentMsg>>>>,
+    actors: Mutex<Vec<Option<AgentHandle>>>,
 }
 
 impl ActorPool {
-    fn actors(&self) -> std::sync::MutexGuard<'_, Vec<Option<ActorRef<AgentMsg>>>> {
+    fn actors(&self) -> std::sync::MutexGuard<'_, Vec<Option<AgentHandle>>> {
         // A list of handles stays consistent whatever panicked while it was
         // locked.
         self.actors.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Participant `index`'s shared actor, if one is up.
-    pub(crate) fn get(&self, index: usize) -> Option<ActorRef<AgentMsg>> {
+    pub(crate) fn get(&self, index: usize) -> Option<AgentHandle> {
         self.actors()
             .get(index)
             .and_then(Option::as_ref)
-            .filter(|a| alive(a))
+            .filter(|a| alive(&a.actor))
             .cloned()
     }
 
     /// Shares `actor`, just spawned, as participant `index`'s; returns the
     /// actor to use: `actor`, or the one another run shared first (then
     /// `actor` is stopped).
-    pub(crate) fn share(&self, index: usize, actor: ActorRef<AgentMsg>) -> ActorRef<AgentMsg> {
+    pub(crate) fn share(&self, index: usize, actor: AgentHandle) -> AgentHandle {
         let mut actors = self.actors();
         if actors.len() <= index {
             actors.resize(index + 1, None);
         }
-        if let Some(kept) = actors[index].as_ref().filter(|a| alive(a)) {
+        if let Some(kept) = actors[index].as_ref().filter(|a| alive(&a.actor)) {
             let kept = kept.clone();
             drop(actors);
-            actor.stop(None);
+            actor.actor.stop(None);
             return kept;
         }
         actors[index] = Some(actor.clone());
@@ -68,7 +79,9 @@ impl ActorPool {
     pub(crate) fn evict(&self, index: usize, actor: &ActorRef<AgentMsg>) {
         let mut actors = self.actors();
         if let Some(slot) = actors.get_mut(index)
-            && slot.as_ref().is_some_and(|a| a.get_id() == actor.get_id())
+            && slot
+                .as_ref()
+                .is_some_and(|a| a.actor.get_id() == actor.get_id())
         {
             *slot = None;
         }
@@ -85,8 +98,8 @@ fn alive(actor: &ActorRef<AgentMsg>) -> bool {
 
 impl Drop for ActorPool {
     fn drop(&mut self) {
-        for actor in self.actors().drain(..).flatten() {
-            actor.stop(None);
+        for handle in self.actors().drain(..).flatten() {
+            handle.actor.stop(None);
         }
     }
 }

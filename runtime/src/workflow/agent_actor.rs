@@ -16,8 +16,11 @@ use std::task::Poll;
 use futures::FutureExt;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
+use super::agent_gate::AgentGate;
 use super::protocol::{AgentMsg, PendingTurn, TurnOutcome};
 use crate::agent::Agent;
+use crate::context::RunContext;
+use crate::thread::Thread;
 
 /// The actor hosting one participant (see the module's documentation).
 pub(crate) struct AgentActor;
@@ -26,6 +29,8 @@ pub(crate) struct AgentActor;
 pub(crate) struct AgentArgs {
     /// The participant's agent.
     pub(crate) agent: Arc<dyn Agent>,
+    /// The gate it shares with the runs (see `agent_gate`).
+    pub(crate) gate: Arc<AgentGate>,
 }
 
 impl Actor for AgentActor {
@@ -52,25 +57,40 @@ impl Actor for AgentActor {
             ctx,
             mut ticket,
         } = message;
+        // A run may be polling a turn of this agent inline: ours waits,
+        // and the inbox's next message with it.
+        state.gate.claim_queued().await;
         ticket.start();
         // The context's cancellation is the run's turns'.
-        if ctx.cancellation().is_cancelled() {
-            ticket.back(Ok(TurnOutcome::Cancelled));
-            return Ok(());
-        }
-        // In its `invoke_agent` span, a child of the span the supervisor
-        // put in the turn's context.
-        let turn = crate::telemetry::agent_turn(state.agent.clone(), thread, ctx);
-        let mut turn = Box::pin(AssertUnwindSafe(turn).catch_unwind());
-        // Most turns of function agents finish on their first poll: those
-        // go back ended. A turn that waits goes back as it is, and its run
-        // polls it on with its own waker, so this actor stays responsive
-        // (and serves other runs meanwhile).
-        let back = match futures::poll!(&mut turn) {
-            Poll::Ready(result) => Ok(TurnOutcome::of(result)),
-            Poll::Pending => Err(turn as PendingTurn),
+        let back = if ctx.cancellation().is_cancelled() {
+            Ok(TurnOutcome::Cancelled)
+        } else {
+            first_poll(state.agent.clone(), thread, ctx).await
         };
+        state.gate.polled();
         ticket.back(back);
         Ok(())
+    }
+}
+
+/// Starts a turn of `agent` and polls it once, on the caller's task (the
+/// agent actor's, or a run's that claimed the agent's gate): ended (most
+/// turns of function agents, a panic included), or still waiting, to be
+/// polled on by its run.
+pub(crate) async fn first_poll(
+    agent: Arc<dyn Agent>,
+    thread: Arc<Thread>,
+    ctx: RunContext,
+) -> Result<TurnOutcome, PendingTurn> {
+    // In its `invoke_agent` span, a child of the span the supervisor put
+    // in the turn's context.
+    let turn = crate::telemetry::agent_turn(agent, thread, ctx);
+    let mut turn = Box::pin(AssertUnwindSafe(turn).catch_unwind());
+    // A turn that waits goes back as it is, and its run polls it on with
+    // its own waker, so an actor stays responsive (and serves other runs
+    // meanwhile).
+    match futures::poll!(&mut turn) {
+        Poll::Ready(result) => Ok(TurnOutcome::of(result)),
+        Poll::Pending => Err(turn as PendingTurn),
     }
 }

@@ -23,6 +23,7 @@
 
 mod actor_pool;
 mod agent_actor;
+mod agent_gate;
 mod answer;
 mod api;
 mod builder;

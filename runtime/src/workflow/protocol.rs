@@ -191,7 +191,7 @@ pub(crate) struct TurnEnd {
 }
 
 /// How long since `started` (zero when not measured).
-fn elapsed_since(started: Option<Instant>) -> Duration {
+pub(crate) fn elapsed_since(started: Option<Instant>) -> Duration {
     started.map(|s| s.elapsed()).unwrap_or_default()
 }
 
@@ -205,6 +205,16 @@ pub(crate) struct WaitingTurn {
 }
 
 impl WaitingTurn {
+    /// Participant `index`'s turn, started at `started` (when timed) and
+    /// still waiting after its first poll on its run's task.
+    pub(crate) fn new(index: usize, started: Option<Instant>, turn: PendingTurn) -> Self {
+        WaitingTurn {
+            index,
+            started,
+            turn,
+        }
+    }
+
     /// The turn ended without finishing: the run's turns were cancelled
     /// (the run drops the turn here).
     pub(crate) fn cancelled(self) -> TurnEnd {

@@ -115,6 +115,9 @@ pub(crate) struct RunState {
     restart: Vec<usize>,
     /// Turns under way that came back waiting, polled by the run.
     waiting: Waiting,
+    /// Turns polled inline (on this task) that ended on their first poll,
+    /// taken in after the drive that started them (`settle`).
+    ended: Vec<TurnEnd>,
     /// The run's span, the parent of its supersteps and turns; closed
     /// when the result is handed back.
     span: tracing::Span,
@@ -161,6 +164,7 @@ impl RunTask {
             mailbox,
         } = &mut self;
         state.drive(addr).await;
+        state.settle(addr, mailbox).await;
         while state.reply.is_some() {
             // Messages first: what a turn sent before it ended (a nested
             // run's progress) is taken in before its end.
@@ -209,11 +213,41 @@ impl RunTask {
                 }
             }
             state.drive(addr).await;
+            state.settle(addr, mailbox).await;
         }
     }
 }
 
 impl RunState {
+    /// Takes in the turns the last drive ran inline to their end, and
+    /// drives again, until a drive ends none: as if each had come back
+    /// through the mailbox — what it sent before it ended (a nested run's
+    /// progress) is taken in first.
+    async fn settle(&mut self, myself: &RunAddr, mailbox: &mut mpsc::UnboundedReceiver<RunMsg>) {
+        while !self.ended.is_empty() {
+            while let Ok(message) = mailbox.try_recv() {
+                self.take_in(message, myself);
+            }
+            let mut ended = std::mem::take(&mut self.ended);
+            for mut end in ended.drain(..) {
+                // Once the run's turns are cancelled, a turn ends
+                // cancelled, whatever it did.
+                if self.parts.turns_cancelled() {
+                    end.outcome = TurnOutcome::Cancelled;
+                }
+                self.turn_done(end, myself);
+            }
+            // Kept for the next drive's turns (taking them in starts none).
+            self.ended = ended;
+            if self.parts.turns_cancelled() && !self.waiting.is_empty() {
+                for end in self.waiting.cancel_all() {
+                    self.turn_done(end, myself);
+                }
+            }
+            self.drive(myself).await;
+        }
+    }
+
     /// Takes in one message: a turn back from its actor, a nested run's
     /// progress, a wake-up, a retry's end of backoff, or news from the
     /// watcher. Returns whether the run may have changed (a turn come back

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use ractor::{Actor, ActorRef};
+use ractor::Actor;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::RunContext;
@@ -13,8 +13,10 @@ use crate::progress::Progress;
 use crate::state::StateSnapshot;
 use crate::stats::Meter;
 use crate::thread::Thread;
+use crate::workflow::actor_pool::AgentHandle;
 use crate::workflow::agent_actor::{AgentActor, AgentArgs};
-use crate::workflow::protocol::{AgentMsg, RunAddr, RunMsg, TurnTicket};
+use crate::workflow::agent_gate::AgentGate;
+use crate::workflow::protocol::{RunAddr, RunMsg};
 use crate::workflow::spec::Spec;
 
 /// Where one participant's turn stands.
@@ -46,7 +48,7 @@ impl TurnState {
 }
 
 struct Participant {
-    actor: Option<ActorRef<AgentMsg>>,
+    actor: Option<AgentHandle>,
     state: TurnState,
     /// Failed attempts of the current turn.
     attempts: u32,
@@ -267,18 +269,18 @@ impl Participants {
         }
     }
 
-    /// The message lending participant `i` `thread` for a new turn of run
+    /// The context of participant `i`'s new turn on `thread` in run
     /// `run`, seeing run state `state` (with a progress hook if the run
     /// hands them out), its span a child of `parent`.
     #[inline]
     pub(super) fn turn(
         &mut self,
         i: usize,
-        thread: Arc<Thread>,
+        thread: &Arc<Thread>,
         run: &RunAddr,
         state: &StateSnapshot,
         parent: &tracing::Span,
-    ) -> AgentMsg {
+    ) -> RunContext {
         // The context is made again only when the state changed.
         if !self.parts[i].ctx.state().same_as(state) {
             self.parts[i].ctx = self.parts[i].ctx.with_state(state.clone());
@@ -292,34 +294,27 @@ impl Participants {
         let ctx = if self.hooks {
             let run = run.clone();
             let meter = part.ctx.meter().cloned();
-            part.ctx
-                .with_progress(Progress::new(&thread, move |thread| {
-                    // What the turn spent so far travels with the report
-                    // (taken on the reporting task, right as it reports):
-                    // a checkpoint holding the report counts it exactly.
-                    let spent = meter
-                        .as_ref()
-                        .map(Meter::take)
-                        .filter(|s| !s.total.is_empty())
-                        .map(Box::new);
-                    // The run may be over; then nobody needs the report.
-                    run.send(RunMsg::Progress {
-                        index: i,
-                        seq,
-                        thread: Box::new(thread),
-                        spent,
-                    });
-                }))
+            part.ctx.with_progress(Progress::new(thread, move |thread| {
+                // What the turn spent so far travels with the report
+                // (taken on the reporting task, right as it reports):
+                // a checkpoint holding the report counts it exactly.
+                let spent = meter
+                    .as_ref()
+                    .map(Meter::take)
+                    .filter(|s| !s.total.is_empty())
+                    .map(Box::new);
+                // The run may be over; then nobody needs the report.
+                run.send(RunMsg::Progress {
+                    index: i,
+                    seq,
+                    thread: Box::new(thread),
+                    spent,
+                });
+            }))
         } else {
             part.ctx.clone()
         };
-        let ctx = crate::telemetry::with_parent(ctx, parent);
-        let timed = ctx.events_enabled();
-        AgentMsg::Turn {
-            thread,
-            ctx,
-            ticket: TurnTicket::new(run.clone(), i, timed),
-        }
+        crate::telemetry::with_parent(ctx, parent)
     }
 
     /// Participant `i`'s actor: the one its workflow shares between its
@@ -327,7 +322,7 @@ impl Participants {
     /// actors — one of this run's own, stopped when the run ends. Either
     /// way the run supervises its turns through their tickets, not the
     /// actor.
-    pub(super) async fn actor_for(&mut self, i: usize) -> Result<ActorRef<AgentMsg>, String> {
+    pub(super) async fn actor_for(&mut self, i: usize) -> Result<AgentHandle, String> {
         if let Some(a) = &self.parts[i].actor {
             return Ok(a.clone());
         }
@@ -335,8 +330,10 @@ impl Participants {
         let actor = match shared.and_then(|p| p.get(i)) {
             Some(up) => up,
             None => {
+                let gate = Arc::new(AgentGate::default());
                 let args = AgentArgs {
                     agent: self.spec.agents[i].clone(),
+                    gate: gate.clone(),
                 };
                 // Boxed, as the other rare awaits of a turn's path: every
                 // future awaited here is part of the supervisor's drive,
@@ -344,6 +341,7 @@ impl Participants {
                 let (actor, _) = Box::pin(Actor::spawn(None, AgentActor, args))
                     .await
                     .map_err(|e| format!("cannot start its actor: {e}"))?;
+                let actor = AgentHandle { actor, gate };
                 match shared {
                     Some(pool) => pool.share(i, actor),
                     None => actor,
@@ -360,7 +358,7 @@ impl Participants {
         if let Some(actor) = self.parts[i].actor.take()
             && let Some(pool) = &self.spec.pool
         {
-            pool.evict(i, &actor);
+            pool.evict(i, &actor.actor);
         }
     }
 
@@ -373,7 +371,7 @@ impl Participants {
             if let Some(actor) = part.actor.take()
                 && own
             {
-                actor.stop(None);
+                actor.actor.stop(None);
             }
         }
     }

@@ -94,6 +94,7 @@ impl RunState {
             watcher: Watcher::default(),
             restart: Vec::new(),
             waiting: Default::default(),
+            ended: Vec::new(),
             reply: Some(reply),
             spec,
             ctx,

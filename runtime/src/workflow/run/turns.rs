@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use tokio::time::Instant;
+
 use troupe_router::Readiness;
 
 use super::RunState;
@@ -16,7 +18,10 @@ use crate::message::Message;
 use crate::resumable::status::RunStatus;
 use crate::stats::RunStats;
 use crate::stop::Trigger;
-use crate::workflow::protocol::{RunAddr, RunMsg, TurnEnd, TurnOutcome};
+use crate::workflow::agent_actor::first_poll;
+use crate::workflow::protocol::{
+    AgentMsg, RunAddr, RunMsg, TurnEnd, TurnOutcome, TurnTicket, WaitingTurn, elapsed_since,
+};
 
 impl RunState {
     /// Takes what participant `i` reads this turn — a full batch, or with
@@ -54,7 +59,7 @@ impl RunState {
         batch: Vec<Arc<Message>>,
         myself: &RunAddr,
     ) {
-        let actor = match self.parts.actor_for(i).await {
+        let handle = match self.parts.actor_for(i).await {
             Ok(a) => a,
             Err(reason) => {
                 let agent = self.agent_path(i);
@@ -75,17 +80,56 @@ impl RunState {
             .graph()
             .and_then(|g| g.superstep_span())
             .unwrap_or(&self.span);
-        let turn = self
-            .parts
-            .turn(i, self.threads.slot(slot).clone(), myself, state, parent);
-        if let Err(e) = actor.cast(turn) {
+        let thread = self.threads.slot(slot).clone();
+        let ctx = self.parts.turn(i, &thread, myself, state, parent);
+        let timed = ctx.events_enabled();
+        // The agent's actor idle (nothing in its inbox, not polling a turn
+        // of another run): the turn is polled here, on the run's task, as
+        // the actor would have — no hop there and back. Its end is taken
+        // in after this drive (`settle`); a turn still waiting is polled on
+        // beside the mailbox, as one sent back by the actor is.
+        if let Some(claim) = handle.gate.try_inline() {
+            self.parts.set(i, TurnState::Running);
+            self.emit_started(i, taken);
+            let started = timed.then(Instant::now);
+            let back = if ctx.cancellation().is_cancelled() {
+                Ok(TurnOutcome::Cancelled)
+            } else {
+                first_poll(self.spec.agents[i].clone(), thread, ctx).await
+            };
+            drop(claim);
+            match back {
+                Ok(outcome) => self.ended.push(TurnEnd {
+                    index: i,
+                    outcome,
+                    elapsed: elapsed_since(started),
+                }),
+                Err(turn) => self.waiting.push(WaitingTurn::new(i, started, turn)),
+            }
+            return;
+        }
+        let turn = AgentMsg::Turn {
+            thread,
+            ctx,
+            ticket: TurnTicket::new(myself.clone(), i, timed),
+        };
+        handle.gate.queue();
+        if let Err(e) = handle.actor.cast(turn) {
+            handle.gate.unqueue();
             // A kept actor may have died with the runtime that ran it (a
             // workflow reused under another runtime): the same turn, given
             // back by the failed send, goes to one fresh spawn.
             self.parts.forget_actor(i);
             let sent = match e {
                 ractor::MessagingErr::SendErr(turn) => match self.parts.actor_for(i).await {
-                    Ok(fresh) => fresh.cast(turn).is_ok(),
+                    Ok(fresh) => {
+                        fresh.gate.queue();
+                        let sent = fresh.actor.cast(turn).is_ok();
+                        if !sent {
+                            fresh.gate.unqueue();
+                        }
+                        sent
+                    }
                     Err(_) => false,
                 },
                 _ => false,
@@ -100,9 +144,15 @@ impl RunState {
             }
         }
         self.parts.set(i, TurnState::Running);
+        self.emit_started(i, taken);
+    }
+
+    /// Tells the event sink participant `i` started a turn on `batch`
+    /// messages.
+    fn emit_started(&self, i: usize, batch: usize) {
         self.ctx.emit_with(|| Event::AgentStarted {
             path: self.parts.ctx(i).path().clone(),
-            batch: taken,
+            batch,
         });
     }
 
