@@ -160,3 +160,44 @@ async fn a_panic_in_an_inline_turn_is_retried_then_reported_as_before() {
     let next = guard(wf.run_task("again", &RunContext::new())).await;
     assert_eq!(next.unwrap().final_text(), "mended");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fan_out_on_a_multi_threaded_runtime_runs_on_its_actors() {
+    // The source runs alone (inline, on the run's task); its four branches
+    // start together, so they go to their actors, to run in parallel.
+    let tasks = Arc::new(Mutex::new(Vec::new()));
+    let node = |name: String| {
+        let tasks = tasks.clone();
+        FnAgent::sync(name.clone(), move |_: &Thread| {
+            tasks
+                .lock()
+                .unwrap()
+                .push((name.clone(), tokio::task::id()));
+            Ok(name.clone())
+        })
+    };
+    let mut graph = Graph::builder()
+        .start("source")
+        .add_agent(node("source".into()));
+    for b in 0..4 {
+        graph = graph
+            .add_agent(node(format!("b{b}")))
+            .add_edge("source", format!("b{b}"));
+    }
+    let wf = Workflow::builder()
+        .name("fan")
+        .graph(graph.build().unwrap())
+        .build()
+        .unwrap();
+    let result = guard(wf.run_task("go", &RunContext::new())).await.unwrap();
+    assert_eq!(result.turns, 5);
+    let tasks = tasks.lock().unwrap();
+    let source = tasks.iter().find(|(n, _)| n == "source").unwrap().1;
+    let branches: HashSet<_> = tasks
+        .iter()
+        .filter(|(n, _)| n != "source")
+        .map(|(_, t)| *t)
+        .collect();
+    assert_eq!(branches.len(), 4, "each branch on its own actor's task");
+    assert!(!branches.contains(&source), "none on the run's task");
+}

@@ -8,6 +8,12 @@
 //! never waits on a turn and serves many runs of its workflow at once. A
 //! ticket dropped unused (this actor stopped with the turn in its inbox)
 //! reports the turn lost.
+//!
+//! A run whose turn finds the actor idle polls it itself, the same way
+//! ([`first_poll`]), through the gate the actor shares with the runs
+//! (`agent_gate`): the actor claims that gate for each turn it polls, so
+//! the agent's first polls never overlap and a turn queued here is never
+//! overtaken.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;

@@ -111,10 +111,7 @@ impl GraphRun {
         // again whole) is found in one pass, not one scan per node.
         replies.sort_by_key(|(i, _)| *i);
         let short = replies.len() != self.current.len()
-            || replies
-                .iter()
-                .zip(&self.current)
-                .any(|((j, _), i)| j != i);
+            || replies.iter().zip(&self.current).any(|((j, _), i)| j != i);
         if interrupted || short {
             // What finished is not run again: kept for when it does.
             self.restored.append(&mut replies);

@@ -118,6 +118,12 @@ pub(crate) struct RunState {
     /// Turns polled inline (on this task) that ended on their first poll,
     /// taken in after the drive that started them (`settle`).
     ended: Vec<TurnEnd>,
+    /// Whether the run's runtime has more than one worker thread.
+    parallel: bool,
+    /// Set while a superstep (or a dataflow step) starts several turns on
+    /// a `parallel` runtime: those go to their actors, to run in parallel,
+    /// rather than one after another on this task.
+    fanning: bool,
     /// The run's span, the parent of its supersteps and turns; closed
     /// when the result is handed back.
     span: tracing::Span,

@@ -155,6 +155,7 @@ impl RunState {
                 .map(|&i| self.spec.names[i].to_string())
                 .collect(),
         });
+        self.fanning = self.parallel && nodes.len() > 1;
         for &i in &nodes {
             // A turn that finished before the run resumed has its reply.
             if self
@@ -167,6 +168,7 @@ impl RunState {
             let batch = self.take_batch(i, true);
             self.start_turn(i, batch, myself).await;
         }
+        self.fanning = false;
         if let Some(run) = self.scheduling.graph_mut() {
             run.recycle_nodes(nodes);
         }
@@ -196,9 +198,11 @@ impl RunState {
                 run.cursor.take_one(i);
             }
         }
+        self.fanning = self.parallel && ready.len() > 1;
         for i in ready {
             let batch = self.take_batch(i, true);
             self.start_turn(i, batch, myself).await;
         }
+        self.fanning = false;
     }
 }

@@ -95,6 +95,9 @@ impl RunState {
             restart: Vec::new(),
             waiting: Default::default(),
             ended: Vec::new(),
+            parallel: tokio::runtime::Handle::try_current()
+                .is_ok_and(|h| h.runtime_flavor() != tokio::runtime::RuntimeFlavor::CurrentThread),
+            fanning: false,
             reply: Some(reply),
             spec,
             ctx,

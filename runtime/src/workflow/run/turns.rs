@@ -87,8 +87,12 @@ impl RunState {
         // of another run): the turn is polled here, on the run's task, as
         // the actor would have — no hop there and back. Its end is taken
         // in after this drive (`settle`); a turn still waiting is polled on
-        // beside the mailbox, as one sent back by the actor is.
-        if let Some(claim) = handle.gate.try_inline() {
+        // beside the mailbox, as one sent back by the actor is. (Not the
+        // turns of a fan-out on a multi-threaded runtime: on their actors'
+        // tasks they run in parallel.)
+        if !self.fanning
+            && let Some(claim) = handle.gate.try_inline()
+        {
             self.parts.set(i, TurnState::Running);
             self.emit_started(i, taken);
             let started = timed.then(Instant::now);
