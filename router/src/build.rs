@@ -57,7 +57,7 @@ fn build<S: AsRef<str>>(builder: RouterBuilder, participants: &[S]) -> Result<Ro
     let (senders, targets) = deliveries.table();
     Ok(Router::from_inner(Inner {
         participants: plan.names,
-        configs,
+        configs: configs.into_iter().map(std::sync::Arc::new).collect(),
         self_routes,
         senders,
         targets,

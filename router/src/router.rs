@@ -30,7 +30,8 @@ pub struct Router {
 /// Everything precomputed by `build`, shared by clones.
 pub(crate) struct Inner {
     pub(crate) participants: Vec<String>,
-    pub(crate) configs: Vec<InboxConfig>,
+    /// Shared with the inboxes made from them (see [`Router::inbox`]).
+    pub(crate) configs: Vec<Arc<InboxConfig>>,
     /// Whether each participant's routes name it as its own source.
     pub(crate) self_routes: Vec<bool>,
     /// Every participant and entry, by name.
@@ -85,13 +86,15 @@ impl Router {
 
     /// The options of participant `target`'s inbox; `None` if out of range.
     pub fn inbox_config(&self, target: usize) -> Option<&InboxConfig> {
-        self.inner.configs.get(target)
+        self.inner.configs.get(target).map(|c| &**c)
     }
 
     /// A new, empty inbox for participant `target`; `None` if out of range.
     pub fn inbox<M: Envelope>(&self, target: usize) -> Option<Inbox<M>> {
-        self.inbox_config(target)
-            .map(|config| Inbox::from_valid(config.clone()))
+        self.inner
+            .configs
+            .get(target)
+            .map(|config| Inbox::from_valid(Arc::clone(config)))
     }
 
     /// The participants whose inboxes accept messages from `sender`, by

@@ -84,7 +84,28 @@ struct Inner {
     meter: Option<Meter>,
     /// The tracing span what this context starts is parented under (see
     /// `telemetry`): carried explicitly, as runs and turns go on other tasks.
-    span: tracing::Span,
+    span: ParentSpan,
+}
+
+/// A context's span: boxed, and not even that when it is no span at all
+/// (tracing off, as it mostly is) — a span is 40 bytes, a fifth of every
+/// context, and a run makes one context per participant.
+#[derive(Clone)]
+struct ParentSpan(Option<Box<tracing::Span>>);
+
+impl ParentSpan {
+    fn new(span: tracing::Span) -> Self {
+        if span.is_none() && span.metadata().is_none() {
+            ParentSpan(None)
+        } else {
+            ParentSpan(Some(Box::new(span)))
+        }
+    }
+
+    fn get(&self) -> &tracing::Span {
+        static NONE: tracing::Span = tracing::Span::none();
+        self.0.as_deref().unwrap_or(&NONE)
+    }
 }
 
 /// What a run (and every agent turn in it) is given: the event sink,
@@ -160,7 +181,7 @@ impl RunContext {
                 progress: None,
                 state: StateSnapshot::default(),
                 meter: None,
-                span: tracing::Span::current(),
+                span: ParentSpan::new(tracing::Span::current()),
             }),
         }
     }
@@ -197,6 +218,22 @@ impl RunContext {
         self.with(|inner| inner.run_id = run_id)
     }
 
+    /// This context naming the run (as [`RunContext::with_run_id`]),
+    /// changed in place when no one else holds it: a run's own context,
+    /// made for it, is not copied once more just to be named.
+    pub(crate) fn into_run_id(mut self, run_id: impl Into<Arc<str>>) -> Self {
+        let run_id = run_id.into();
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => {
+                // As `with` leaves it: a turn's hook stays with the turn.
+                inner.progress = None;
+                inner.run_id = run_id;
+                self
+            }
+            None => self.with(|inner| inner.run_id = run_id),
+        }
+    }
+
     /// A copy of this context changed by `edit` (sharing its tokens unless
     /// `edit` replaces them).
     fn with(&self, edit: impl FnOnce(&mut Inner)) -> Self {
@@ -214,14 +251,14 @@ impl RunContext {
     /// given with [`RunContext::with_span`] (a run's supervisor gives each
     /// turn its run's or superstep's span).
     pub fn span(&self) -> &tracing::Span {
-        &self.inner.span
+        self.inner.span.get()
     }
 
     /// The same context parenting what it starts under `span` (a turn's
     /// context keeps its progress hook: it is still the same turn's).
     pub fn with_span(&self, span: tracing::Span) -> Self {
         let mut inner = (*self.inner).clone();
-        inner.span = span;
+        inner.span = ParentSpan::new(span);
         RunContext {
             inner: Arc::new(inner),
         }

@@ -216,7 +216,10 @@ pub(crate) struct Meter {
 #[derive(Debug, Default)]
 struct Spent {
     own: AgentStats,
-    others: RunStats,
+    /// What agents under the participant spent (as tools, in nested
+    /// runs): boxed on first need, as most participants have none — every
+    /// participant of every run holds a meter.
+    others: Option<Box<RunStats>>,
     /// A nested run handed its spend through the meter (see
     /// [`Meter::record_all`]), even none at all.
     by_run: bool,
@@ -245,7 +248,7 @@ impl Meter {
         if own {
             spent.own += stats;
         } else {
-            spent.others.add(path, stats);
+            spent.others.get_or_insert_default().add(path, stats);
         }
     }
 
@@ -279,9 +282,11 @@ impl Meter {
 
     /// [`Meter::drain`] with the lock held.
     fn drain_locked(spent: &mut Spent, mut f: impl FnMut(&str, AgentStats)) -> AgentStats {
-        if !spent.others.total.is_empty() {
-            spent.others.total = AgentStats::default();
-            for (path, stats) in spent.others.agents.iter_mut() {
+        if let Some(others) = spent.others.as_mut()
+            && !others.total.is_empty()
+        {
+            others.total = AgentStats::default();
+            for (path, stats) in others.agents.iter_mut() {
                 let stats = std::mem::take(stats);
                 if !stats.is_empty() {
                     f(path, stats);

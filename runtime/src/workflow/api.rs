@@ -3,6 +3,7 @@
 //! [`Agent`] of another.
 
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -242,7 +243,10 @@ impl Workflow {
         task: impl Into<String>,
         ctx: &RunContext,
     ) -> Result<RunResult, RunError> {
-        self.run(Thread::from_messages([Message::user(task)]), ctx)
+        // Not through `run`: its future would keep the thread it is given
+        // for the whole run.
+        let thread = Thread::from_messages([Message::user(task)]);
+        self.execute(thread, ctx.child(&self.spec.name), true, None, None)
             .await
     }
 
@@ -263,14 +267,48 @@ impl Workflow {
     /// Runs with `ctx` already carrying this run's path. Only a top-level
     /// run saves checkpoints: a nested run's state rides in its parent's,
     /// to which it reports its progress through `progress`, if given.
-    pub(super) async fn execute(
+    ///
+    /// The run is started when this is called (its callers await it at
+    /// once, from their own poll), and what is returned only waits for its
+    /// result: an `async fn` would keep its arguments — a thread, a
+    /// checkpoint to resume from — in the caller's future for the whole
+    /// run, dead bytes in every run waiting on its models.
+    pub(super) fn execute(
         &self,
         thread: Thread,
         ctx: RunContext,
         top_level: bool,
         resumed: Option<Resumed>,
         progress: Option<Progress>,
-    ) -> Result<RunResult, RunError> {
+    ) -> impl Future<Output = Result<RunResult, RunError>> + Send + 'static {
+        let started = self.start_run(thread, ctx, top_level, resumed, progress);
+        async move {
+            let (rx, run_path, guard) = started?;
+            let result = rx.await.map_or_else(
+                |_| {
+                    Err(RunError::Runtime {
+                        workflow: run_path,
+                        reason: "the run's supervisor stopped without a result".into(),
+                    })
+                },
+                |result| *result,
+            );
+            guard.disarm();
+            result
+        }
+    }
+
+    /// Starts a run (see [`Workflow::execute`]): where its result comes,
+    /// its path (for an error), and the guard that cancels it if its
+    /// caller stops waiting.
+    fn start_run(
+        &self,
+        thread: Thread,
+        ctx: RunContext,
+        top_level: bool,
+        resumed: Option<Resumed>,
+        progress: Option<Progress>,
+    ) -> Result<Started, RunError> {
         // A checkpoint's state was checked when it was loaded; a thread's
         // is checked here, before anything of it is used.
         if let Some(state) = thread.state() {
@@ -298,25 +336,29 @@ impl Workflow {
             span,
         };
         // The run's supervisor is a plain task (see `RunAddr`).
-        let spawned = RunTask::start(args).map(|task| {
-            tokio::spawn(task.run());
-        });
-        let result = match spawned {
-            Ok(()) => rx.await.unwrap_or_else(|_| {
+        match RunTask::start(args) {
+            Ok(task) => {
+                tokio::spawn(task.run());
+                Ok((rx, run_path, guard))
+            }
+            Err(e) => {
+                guard.disarm();
                 Err(RunError::Runtime {
                     workflow: run_path,
-                    reason: "the run's supervisor stopped without a result".into(),
+                    reason: format!("cannot start the run's supervisor: {e}"),
                 })
-            }),
-            Err(e) => Err(RunError::Runtime {
-                workflow: run_path,
-                reason: format!("cannot start the run's supervisor: {e}"),
-            }),
-        };
-        guard.disarm();
-        result
+            }
+        }
     }
 }
+
+/// A run started: where its result comes, its path, and the guard that
+/// cancels it if its caller stops waiting.
+type Started = (
+    oneshot::Receiver<Box<Result<RunResult, RunError>>>,
+    String,
+    tokio_util::sync::DropGuard,
+);
 
 #[async_trait]
 impl Agent for Workflow {

@@ -383,6 +383,13 @@ impl WorkflowBuilder {
                 slot_of[i] = slot;
             }
         }
+        let mut slot_used = vec![false; slot_names.len()];
+        for &s in &slot_of {
+            slot_used[s] = true;
+        }
+        let mut slots_by_name: Vec<usize> =
+            (0..slot_used.len()).filter(|&s| slot_used[s]).collect();
+        slots_by_name.sort_unstable_by(|&a, &b| slot_names[a].cmp(&slot_names[b]));
         let topology = format!(
             "name={name};participants={names:?};slots={slot_of:?}/{slot_names:?};routes={:?};graph={}",
             router.routes(),
@@ -404,6 +411,8 @@ impl WorkflowBuilder {
                 router,
                 slot_of,
                 slot_names,
+                slot_used,
+                slots_by_name,
                 stop: self.stop,
                 retries,
                 inputs,

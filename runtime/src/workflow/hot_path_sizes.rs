@@ -9,6 +9,7 @@
 use std::mem::size_of;
 
 use super::protocol::{AgentMsg, PendingTurn, RunMsg, TurnBack, TurnEnd, TurnOutcome, WaitingTurn};
+use super::run::RunState;
 use crate::agent::Reply;
 use crate::context::RunContext;
 use crate::message::{Message, MessageId};
@@ -94,5 +95,36 @@ fn the_values_every_turn_copies_stay_small() {
     at_most::<Thread>(
         192,
         "a thread travels in every reply and nested run; its scheduler state is one pointer",
+    );
+}
+
+#[cfg(target_pointer_width = "64")]
+#[test]
+fn what_a_run_waiting_on_its_models_holds_stays_small() {
+    // Issue 44 item 3: thousands of runs wait at once, each holding these
+    // for its whole life; RSS per run at K = 100,000 is the figure.
+    at_most::<RunState>(
+        1792,
+        "a run's state is one allocation, in mimalloc's 1,792-byte size class (it was \
+         2,048): what only some runs use is boxed when first used (the checkpoint \
+         writer, the stats a resumed run started from), what every run of a workflow \
+         has alike is in its Spec (which thread slots are used)",
+    );
+    at_most::<troupe_router::Inbox<std::sync::Arc<Message>>>(
+        56,
+        "each run has an inbox per participant; its config is the router's, shared (an \
+         Arc), not a copy of ~140 bytes each",
+    );
+    let wf = crate::Workflow::builder()
+        .participant(crate::FnAgent::sync("a", |_: &Thread| Ok("")))
+        .build()
+        .expect("a workflow of one agent");
+    let ctx = RunContext::new();
+    let run = wf.run_task("go", &ctx);
+    let size = std::mem::size_of_val(&run);
+    assert!(
+        size <= 256,
+        "Workflow::run_task's future is {size} bytes: the caller's task holds it for the \
+         whole run, so it holds no thread nor checkpoint it was given (see `execute`)"
     );
 }

@@ -23,6 +23,12 @@ pub(crate) struct Spec {
     pub(crate) slot_of: Vec<usize>,
     /// Thread slot → key in the run thread's children.
     pub(crate) slot_names: Vec<String>,
+    /// By thread slot: whether some participant uses it (only those
+    /// become children of the run thread). Made once here, not by every
+    /// run.
+    pub(crate) slot_used: Vec<bool>,
+    /// The used slots, in name order.
+    pub(crate) slots_by_name: Vec<usize>,
     pub(crate) stop: Option<StopCondition>,
     /// Retry policy by participant.
     pub(crate) retries: Vec<Option<RetryPolicy>>,

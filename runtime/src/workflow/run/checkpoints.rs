@@ -46,8 +46,10 @@ pub(super) struct Checkpointer {
     /// The last checkpoint records how the run ended (so `troupe runs`
     /// sees the status without a checkpoint of its own).
     ended: bool,
-    /// What the checkpoints so far hold, so the next is a delta.
-    writer: DeltaWriter,
+    /// What the checkpoints so far hold, so the next is a delta. Made at
+    /// the first checkpoint: most runs take none, and every run's state
+    /// held one.
+    writer: Option<Box<DeltaWriter>>,
     /// Checkpoints are saved only when the run stops ([`Durability::Exit`]).
     at_exit_only: bool,
 }
@@ -67,7 +69,7 @@ impl Checkpointer {
             .as_ref()
             .is_some_and(|s| durability.unwrap_or_else(|| s.durability()) == Durability::Exit);
         Checkpointer {
-            writer: DeltaWriter::default(),
+            writer: None,
             at_exit_only,
             store,
             progress,
@@ -186,7 +188,7 @@ impl Checkpointer {
         self.delivered_at = delivered;
         self.changed = false;
         self.ended = counters.status.is_some();
-        let saved = match self.writer.encode(tree, counters) {
+        let saved = match self.writer.get_or_insert_default().encode(tree, counters) {
             Ok((payload, _delta)) => {
                 let bytes = payload.len();
                 let cp = Checkpoint::new(
@@ -215,7 +217,9 @@ impl Checkpointer {
                 });
             }
             Err(error) => {
-                self.writer.reset();
+                if let Some(writer) = self.writer.as_mut() {
+                    writer.reset();
+                }
                 if store.save_errors() == SaveErrors::Fail {
                     return Err(NotSaved {
                         run_id: self.run_id.clone(),

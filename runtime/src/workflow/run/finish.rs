@@ -162,8 +162,8 @@ impl RunState {
     fn report(&mut self, thread: Thread) {
         if let Some(meter) = self.ctx.meter() {
             let stats = self.tally.stats();
-            meter.record_all(&stats.since(&self.tally.base));
-            self.tally.base = stats;
+            meter.record_all(&self.tally.since_base(&stats));
+            self.tally.set_base(stats);
         }
         self.checkpoints.report(thread, self.inboxes.delivered());
     }
@@ -274,7 +274,7 @@ impl RunState {
         // What this run spent reaches the turn it runs under (a nested
         // run's, failed or not) before that turn ends.
         if let Some(meter) = self.ctx.meter() {
-            meter.record_all(&self.tally.stats().since(&self.tally.base));
+            meter.record_all(&self.tally.since_base(&self.tally.stats()));
         }
         // The run's span ends before the caller hears of it, so whoever
         // flushes spans next finds it closed.
@@ -291,7 +291,7 @@ impl RunState {
         }
         self.span = tracing::Span::none();
         // The caller may have stopped waiting; then the result has no taker.
-        let _ = reply.send(result);
+        let _ = reply.send(Box::new(result));
         // Shared actors serve the workflow's other runs on; the run's own
         // stop with it.
         self.parts.release_actors();

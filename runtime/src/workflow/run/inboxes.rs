@@ -23,9 +23,14 @@ pub(super) struct Inboxes {
     queued: usize,
     /// Per inbox, messages held back by a full inbox under
     /// `overflow: reject`, oldest first; they enter as turns take room.
+    /// Empty (no inbox's) until something is first held: most runs hold
+    /// nothing, and every run made these.
     held: Vec<VecDeque<Arc<Message>>>,
     /// Inboxes that received something since the scheduler last looked.
     dirty: Vec<usize>,
+    /// By inbox, whether it is in `dirty`; empty in a graph run, whose
+    /// scheduler does not go by the inboxes: nothing is marked there, nor
+    /// made for it.
     is_dirty: Vec<bool>,
     /// Deliveries accepted over the run.
     delivered: u64,
@@ -54,15 +59,17 @@ impl Inboxes {
         let timed = inboxes
             .iter()
             .any(|b| b.config().ttl.is_some() || b.config().max_wait.is_some());
+        // Only the router's scheduler looks at which inboxes changed.
+        let marks = if spec.graph.is_none() { n } else { 0 };
         let mut by_name: Vec<usize> = (0..n).collect();
         by_name.sort_unstable_by(|&a, &b| spec.names[a].cmp(&spec.names[b]));
         Ok(Inboxes {
             by_name,
             inboxes,
             queued: 0,
-            held: (0..n).map(|_| VecDeque::new()).collect(),
-            dirty: Vec::with_capacity(n),
-            is_dirty: vec![false; n],
+            held: Vec::new(),
+            dirty: Vec::with_capacity(marks),
+            is_dirty: vec![false; marks],
             delivered: 0,
             timed,
         })
@@ -104,7 +111,7 @@ impl Inboxes {
             self.purge(spec, ctx, target, now);
             self.refill(spec, ctx, target, now);
         }
-        if self.held[target].is_empty() {
+        if self.held(target).is_empty() {
             self.place(spec, ctx, target, m, now, routed);
             return;
         }
@@ -113,6 +120,13 @@ impl Inboxes {
             return;
         }
         self.hold(spec, ctx, target, m);
+    }
+
+    /// The messages held back for `target`'s inbox (see `held`).
+    #[inline]
+    fn held(&self, target: usize) -> &VecDeque<Arc<Message>> {
+        static NONE: VecDeque<Arc<Message>> = VecDeque::new();
+        self.held.get(target).unwrap_or(&NONE)
     }
 
     /// Whether `target`'s inbox is at its capacity.
@@ -134,7 +148,7 @@ impl Inboxes {
     /// Moves held messages into `target`'s inbox while it has room.
     fn refill(&mut self, spec: &Spec, ctx: &RunContext, target: usize, now: SystemTime) {
         while !self.is_full(target) {
-            let Some(m) = self.held[target].pop_front() else {
+            let Some(m) = self.held.get_mut(target).and_then(VecDeque::pop_front) else {
                 break;
             };
             self.place(spec, ctx, target, m, now, false);
@@ -150,6 +164,9 @@ impl Inboxes {
             to: spec.names[target].to_string(),
             capacity,
         });
+        if self.held.is_empty() {
+            self.held = (0..self.inboxes.len()).map(|_| VecDeque::new()).collect();
+        }
         self.held[target].push_back(m);
     }
 
@@ -252,7 +269,7 @@ impl Inboxes {
         for d in &batch.dropped {
             emit_dropped(ctx, spec, i, d.message.id, d.reason.to_string());
         }
-        if !self.held[i].is_empty() {
+        if !self.held(i).is_empty() {
             self.refill(spec, ctx, i, now);
         }
         batch.messages
@@ -283,11 +300,14 @@ impl Inboxes {
         self.delivered
     }
 
-    /// Marks participant `i`'s inbox for the scheduler to look at.
+    /// Marks participant `i`'s inbox for the scheduler to look at (in a
+    /// run without a graph).
     #[inline]
     pub(super) fn mark_dirty(&mut self, i: usize) {
-        if !self.is_dirty[i] {
-            self.is_dirty[i] = true;
+        if let Some(marked) = self.is_dirty.get_mut(i)
+            && !*marked
+        {
+            *marked = true;
             self.dirty.push(i);
         }
     }
@@ -326,7 +346,7 @@ impl Inboxes {
             .enumerate()
             .filter(|(_, inbox)| !inbox.is_empty())
             .map(|(i, inbox)| {
-                let held = self.held[i].iter();
+                let held = self.held(i).iter();
                 (
                     spec.names[i].to_string(),
                     inbox.iter().chain(held).cloned().collect(),
@@ -354,7 +374,7 @@ impl Inboxes {
             }
             let from = waiting.len();
             waiting.extend(inbox.iter());
-            waiting.extend(&self.held[i]);
+            waiting.extend(self.held(i));
             pending.push((&*spec.names[i], from..waiting.len()));
         }
     }

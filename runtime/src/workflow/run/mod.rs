@@ -79,8 +79,8 @@ pub(crate) struct RunArgs {
     pub(crate) thread: Thread,
     /// The run's context, its path already the run's.
     pub(crate) ctx: RunContext,
-    /// Where the result goes.
-    pub(crate) reply: oneshot::Sender<Result<RunResult, RunError>>,
+    /// Where the result goes (see [`RunReply`]).
+    pub(crate) reply: RunReply,
     /// Only a top-level run checkpoints: a nested run's state rides in its
     /// parent's.
     pub(crate) top_level: bool,
@@ -93,12 +93,18 @@ pub(crate) struct RunArgs {
     pub(crate) span: tracing::Span,
 }
 
+/// Where a run's result goes: its result boxed, as the channel keeps
+/// room for its value from the start — a `RunResult` inline was ~500
+/// bytes held by every run waiting on its models, for the one moment at
+/// its end.
+pub(crate) type RunReply = oneshot::Sender<Box<Result<RunResult, RunError>>>;
+
 /// The state of one run, by owner.
 pub(crate) struct RunState {
     spec: Arc<Spec>,
     ctx: RunContext,
     /// Taken when the result is sent: the run is over.
-    reply: Option<oneshot::Sender<Result<RunResult, RunError>>>,
+    reply: Option<RunReply>,
     parts: Participants,
     inboxes: Inboxes,
     wake: Wake,

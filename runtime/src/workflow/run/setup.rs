@@ -62,7 +62,7 @@ impl RunState {
         // Every event of the run (and of the runs nested in it) carries
         // its id.
         let ctx = if ctx.run_id().is_none() {
-            ctx.with_run_id(run_id.as_str())
+            ctx.into_run_id(run_id.as_str())
         } else {
             ctx
         };
@@ -187,7 +187,7 @@ impl RunState {
         }
         let root = self.threads.root();
         let tally = &mut self.tally;
-        tally.base = counters.stats.clone();
+        tally.set_base(counters.stats.clone());
         tally.stats = counters.stats;
         if let Some(t) = self.tracker.as_mut() {
             t.set_spent(tally.stats.total);

@@ -49,10 +49,6 @@ pub(super) struct ThreadSlots {
     /// were.
     foreign: BTreeMap<String, Thread>,
     slots: Vec<Arc<Thread>>,
-    /// Slots some participant uses (only those become children).
-    used: Vec<bool>,
-    /// The used slots, in name order.
-    used_by_name: Vec<usize>,
     /// The workflow state, its scheduling part taken out.
     state: WorkflowState,
     /// The run's state values, changed by the replies it applies.
@@ -65,10 +61,6 @@ impl ThreadSlots {
     pub(super) fn take_apart(spec: &Spec, mut thread: Thread) -> (Self, Scheduling) {
         let mut children = std::mem::take(thread.children_mut());
         let mut state = thread.state_mut().take().unwrap_or_default();
-        let mut used = vec![false; spec.slot_names.len()];
-        for &s in &spec.slot_of {
-            used[s] = true;
-        }
         let slots = spec
             .slot_names
             .iter()
@@ -87,14 +79,10 @@ impl ThreadSlots {
             progress: Vec::new(),
             held: carried.held,
         };
-        let mut used_by_name: Vec<usize> = (0..used.len()).filter(|&s| used[s]).collect();
-        used_by_name.sort_unstable_by(|&a, &b| spec.slot_names[a].cmp(&spec.slot_names[b]));
         let slots = ThreadSlots {
             root: thread,
             foreign: children,
             slots,
-            used,
-            used_by_name,
             state,
             values: carried.values,
         };
@@ -109,7 +97,7 @@ impl ThreadSlots {
             self.root.clone(),
             self.foreign.clone(),
             self.slots.iter().cloned(),
-            &self.used,
+            &spec.slot_used,
             with_values(self.state.clone(), self.values.clone()),
             scheduling,
         )
@@ -124,9 +112,9 @@ impl ThreadSlots {
         progress: &'a [(usize, Arc<Thread>)],
     ) -> Vec<(&'a str, &'a Thread)> {
         // Both in name order: merged.
-        let mut children = Vec::with_capacity(self.foreign.len() + self.used_by_name.len());
+        let mut children = Vec::with_capacity(self.foreign.len() + spec.slots_by_name.len());
         let mut foreign = self.foreign.iter().peekable();
-        for &s in &self.used_by_name {
+        for &s in &spec.slots_by_name {
             let name = spec.slot_names[s].as_str();
             while let Some((n, t)) = foreign.next_if(|(n, _)| n.as_str() < name) {
                 children.push((n.as_str(), t));
@@ -178,7 +166,7 @@ impl ThreadSlots {
             self.root,
             self.foreign,
             self.slots,
-            &self.used,
+            &spec.slot_used,
             with_values(self.state, self.values),
             scheduling,
         )

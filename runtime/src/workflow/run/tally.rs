@@ -37,7 +37,8 @@ pub(super) struct Tally {
     /// What `stats` held when this run started (counted on from a
     /// checkpoint or an unfinished run): a nested run hands the run
     /// above only what it spent itself.
-    pub(super) base: RunStats,
+    /// Boxed, `None` for nothing (a run started afresh: most runs).
+    base: Option<Box<RunStats>>,
     /// Turns taken (with a reply).
     pub(super) turns: u64,
     /// Questions asked of the caller in this run.
@@ -59,7 +60,7 @@ impl Default for Tally {
             stats: RunStats::default(),
             own: Vec::new(),
             own_by_path: Vec::new(),
-            base: RunStats::default(),
+            base: None,
             turns: 0,
             waiting: Vec::new(),
             start_len: 0,
@@ -181,6 +182,20 @@ impl Tally {
                 .filter_map(|&i| self.own[i].as_ref())
                 .map(|(path, own)| (&**path, *own)),
         )
+    }
+
+    /// What `stats` holds on top of what this run started with (see
+    /// `base`).
+    pub(super) fn since_base(&self, stats: &RunStats) -> RunStats {
+        match &self.base {
+            Some(base) => stats.since(base),
+            None => stats.since(&RunStats::default()),
+        }
+    }
+
+    /// Counts on from `stats` (see `base`).
+    pub(super) fn set_base(&mut self, stats: RunStats) {
+        self.base = Some(Box::new(stats));
     }
 
     /// What the run spent, per agent and in total.

@@ -3,6 +3,7 @@
 //! external stop handle — into messages to the run's supervisor.
 
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::context::RunContext;
 use crate::stop::{StopCondition, StopHandle};
@@ -25,6 +26,11 @@ impl Watcher {
         let mut handles: Vec<StopHandle> = Vec::new();
         if let Some(s) = stop {
             s.external_handles(&mut handles);
+        }
+        if timeout.is_none() && deadline.is_none() && handles.is_empty() {
+            return Watcher {
+                task: Some(tokio::spawn(watch_stops(cancel, graceful, myself))),
+            };
         }
         let task = tokio::spawn(async move {
             let timeout = async {
@@ -78,8 +84,46 @@ impl Watcher {
     }
 }
 
+/// The watcher of a run with nothing to watch but its context's
+/// cancellation and graceful stop (no timeout, deadline or stop handle:
+/// most runs). Its own task, much smaller than the general one's (which
+/// keeps room for two timers and the handles' futures): thousands of
+/// runs waiting at once each hold one.
+async fn watch_stops(cancel: CancellationToken, graceful: RunContext, myself: RunAddr) {
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => {}
+        _ = graceful.stopping() => {
+            if !myself.send(RunMsg::GracefulStop) {
+                return;
+            }
+            cancel.cancelled().await;
+        }
+    }
+    myself.send(RunMsg::Cancel);
+}
+
 impl Drop for Watcher {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(target_pointer_width = "64")]
+    #[test]
+    fn a_run_that_watches_only_its_context_holds_a_small_watcher() {
+        let (addr, _mailbox) = RunAddr::new();
+        let ctx = RunContext::new();
+        let size = std::mem::size_of_val(&watch_stops(ctx.cancellation().clone(), ctx, addr));
+        // Debug builds lay futures out more loosely than release ones.
+        assert!(
+            size <= 240,
+            "the watcher of a run without timeout, deadline or stop handle is {size} bytes: \
+             every run waiting on its models holds one"
+        );
     }
 }
