@@ -400,10 +400,10 @@ async fn coord_kill(retry: bool) {
             let (kind, node_name) = match &e {
                 RunError::AgentFailed { source, .. } => (
                     format!("{:?}", source.kind()),
-                    match source {
-                        troupe_runtime::AgentError::Node { node, .. } => node.clone(),
-                        _ => String::new(),
-                    },
+                    source
+                        .downcast_source::<troupe_cluster::NodeLost>()
+                        .map(|lost| lost.node().to_string())
+                        .unwrap_or_default(),
                 ),
                 other => (format!("{other:?}"), String::new()),
             };

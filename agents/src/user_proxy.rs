@@ -250,14 +250,14 @@ impl UserProxy {
     /// answer comes in its thread: see [`UserProxy::ask_turn`].)
     async fn answer(&self, thread: Arc<Thread>) -> Result<Option<String>, AgentError> {
         match &self.source {
-            Source::Ask => Err(AgentError::Failed(format!(
+            Source::Ask => Err(AgentError::failed(format!(
                 "'{}' asks through the workflow's input requests, not here",
                 self.name
             ))),
             Source::Callback(f) => f(thread).await.map(Some),
             Source::Channel(tx) => {
                 let (answer, rx) = oneshot::channel();
-                let gone = || AgentError::Failed(format!("nobody answers for '{}'", self.name));
+                let gone = || AgentError::failed(format!("nobody answers for '{}'", self.name));
                 tx.send(UserRequest { thread, answer })
                     .await
                     .map_err(|_| gone())?;
@@ -274,7 +274,7 @@ impl UserProxy {
                         .unwrap_or_default(),
                 };
                 let io_error = |e: std::io::Error| {
-                    AgentError::Failed(format!("'{}' cannot talk to the user: {e}", self.name))
+                    AgentError::failed(format!("'{}' cannot talk to the user: {e}", self.name))
                         .with_source(e)
                 };
                 output
@@ -311,13 +311,13 @@ impl Agent for UserProxy {
             match self.timeout {
                 Some(after) => tokio::time::timeout(after, self.answer(thread))
                     .await
-                    .map_err(|_| AgentError::Timeout(after))?,
+                    .map_err(|_| AgentError::timeout(after))?,
                 None => self.answer(thread).await,
             }
         };
         let answer = tokio::select! {
             biased;
-            _ = ctx.cancelled() => return Err(AgentError::Failed(format!("'{}' was cancelled", self.name))),
+            _ = ctx.cancelled() => return Err(AgentError::failed(format!("'{}' was cancelled", self.name))),
             answer = answer => answer?,
         };
         Ok(match answer {
@@ -366,7 +366,7 @@ mod tests {
             .run(Arc::new(Thread::new()), RunContext::new())
             .await
             .unwrap_err();
-        assert!(matches!(e, AgentError::Timeout(_)), "{e}");
+        assert_eq!(e.kind(), troupe_runtime::ErrorKind::Timeout, "{e}");
         drop(handle);
         let e = proxy
             .run(Arc::new(Thread::new()), RunContext::new())

@@ -324,12 +324,12 @@ impl Agent for PlanningAgent {
             .workflow
             .run_relayed(input, &ctx, relay)
             .await
-            .map_err(|e| AgentError::Workflow(Box::new(e)))?;
+            .map_err(|e| AgentError::workflow(e))?;
         // Stopped gracefully with the run above: this turn is cut short
         // (its plan's run reported where it stopped), and goes on from
         // there when that run resumes.
         if result.status == RunStatus::Interrupted {
-            return Err(AgentError::Cancelled);
+            return Err(AgentError::cancelled());
         }
 
         let mut messages = vec![

@@ -374,7 +374,7 @@ impl SelectorAgent {
             // Metered and priced as any agent's call: events, usage, cost.
             let response = complete_metered(model, &ChatRequest::new(messages.clone()), ctx)
                 .await
-                .map_err(|e| AgentError::Model(e.to_string()).with_source(e))?;
+                .map_err(|e| AgentError::model(e.to_string()).with_source(e))?;
             let answer = response.text_content().to_string();
             let found = parse_speaker(&answer, candidates);
             if let SpeakerMatch::One(one) = found {

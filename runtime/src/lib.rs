@@ -99,7 +99,7 @@ pub use message::{Content, Handoff, Message, MessageId, ToolCall, ToolResult, US
 pub use panic::panic_text;
 pub use resumable::{InputRequest, RunStatus, SchedulerState, SchedulerStateError};
 pub use retry::{Backoff, ErrorPattern, RetryPolicy};
-pub use run_error::{AgentError, BoxError, ErrorKind, RunError, Sourced};
+pub use run_error::{AgentError, BoxError, ErrorKind, RunError};
 pub use session::{Session, SessionError, SessionStream};
 pub use sink::{ConsoleLines, EventOutput, EventSink, EventWriter, JsonLines};
 pub use state::{StateDelta, StateSnapshot};

@@ -35,7 +35,7 @@ fn spender(name: &str, calls: u64, fail: bool) -> FnAgent {
                 ctx.record_tool_call();
             }
             if fail {
-                Err(AgentError::Model("the server went away".into()))
+                Err(AgentError::model("the server went away"))
             } else {
                 Ok(Reply::text(format!("{name} done")))
             }

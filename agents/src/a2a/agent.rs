@@ -221,7 +221,7 @@ impl Agent for A2aAgent {
         let mut exchange = Exchange::start(self.client.clone(), request, ctx.clone());
         tokio::select! {
             biased;
-            _ = ctx.cancelled() => Err(AgentError::Cancelled),
+            _ = ctx.cancelled() => Err(AgentError::cancelled()),
             seen = exchange.finish() => Ok(self.reply(seen?)?),
         }
     }

@@ -290,7 +290,7 @@ impl ChatAgent {
     }
 
     fn cancelled(&self) -> AgentError {
-        AgentError::Cancelled
+        AgentError::cancelled()
     }
 }
 
@@ -342,8 +342,8 @@ fn asked_again(problem: &str, e: AgentError) -> AgentError {
     let text = format!("{problem}; asked again, the model failed: {e}");
     let error = match e.kind() {
         troupe_runtime::ErrorKind::Cancelled => return e,
-        troupe_runtime::ErrorKind::Transient => AgentError::Transient(text),
-        _ => AgentError::Model(text),
+        troupe_runtime::ErrorKind::Transient => AgentError::transient(text),
+        _ => AgentError::model(text),
     };
     error.with_source(e)
 }
@@ -439,7 +439,7 @@ impl Agent for ChatAgent {
                         .iter()
                         .map(|c| c.name.as_str())
                         .collect();
-                    return Err(AgentError::Failed(format!(
+                    return Err(AgentError::failed(format!(
                         "'{}' used all {} tool iterations and the model still asks for tools ({})",
                         self.name,
                         self.max_tool_iterations,
@@ -531,7 +531,7 @@ impl Agent for ChatAgent {
                         continue;
                     }
                     Err(why) => {
-                        return Err(AgentError::Model(format!(
+                        return Err(AgentError::model(format!(
                             "'{}' gave no valid structured output: {why}",
                             self.name
                         )));

@@ -269,10 +269,7 @@ impl ChatAgent {
                 memory: output.memory,
             })),
             Ok(Err(ToolError::NeedsInput(question))) => Ok(Ran::Asks(question)),
-            Ok(Err(ToolError::Fatal(message))) => Err(AgentError::Tool {
-                name: call.name.clone(),
-                message,
-            }),
+            Ok(Err(ToolError::Fatal(message))) => Err(AgentError::tool(&call.name, message)),
             Ok(Err(e)) => {
                 tracing::debug!(agent = %self.name, tool = %call.name, error = %e, "tool call failed");
                 Ok(Ran::Done(error_result(call, e)))

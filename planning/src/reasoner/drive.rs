@@ -89,7 +89,7 @@ impl Loop<'_> {
         let mut at_ceiling = false;
         loop {
             if ctx.is_cancelled() {
-                return Err(AgentError::Cancelled);
+                return Err(AgentError::cancelled());
             }
             let pending = match records.last() {
                 Some(Record::Stopped { .. }) => break,
@@ -124,7 +124,7 @@ impl Loop<'_> {
                 break;
             }
             if ctx.is_stopping() {
-                return Err(AgentError::Cancelled);
+                return Err(AgentError::cancelled());
             }
             let answer = self.ask(&own, &records, ctx).await?;
             ctx.emit_with(|| Event::Custom {
@@ -290,9 +290,9 @@ impl Loop<'_> {
             .workflow
             .run_relayed(input, ctx, relay)
             .await
-            .map_err(|e| AgentError::Workflow(Box::new(e)))?;
+            .map_err(|e| AgentError::workflow(e))?;
         if result.status == RunStatus::Interrupted {
-            return Err(AgentError::Cancelled);
+            return Err(AgentError::cancelled());
         }
         let mut results = Vec::new();
         for id in compiled.plan.order() {

@@ -448,7 +448,7 @@ impl Turn<'_> {
         // Metered and priced as any agent's call: events, usage, cost.
         let response = complete_metered(&*self.m.model, &request, self.ctx)
             .await
-            .map_err(|e| AgentError::Model(e.to_string()).with_source(e))?;
+            .map_err(|e| AgentError::model(e.to_string()).with_source(e))?;
         Ok(response.text_content().to_string())
     }
 

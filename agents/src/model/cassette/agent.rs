@@ -113,7 +113,7 @@ impl Agent for CassetteAgent {
         let tape = self
             .cassette
             .tape(ctx.run_id().map(|r| &**r))
-            .map_err(|e| AgentError::Failed(e.to_string()))?;
+            .map_err(|e| AgentError::failed(e.to_string()))?;
         let call = tape.take_index(Kind::Agents, &path);
         let request = self.cassette.redact(request_of(self.inner.name(), &thread));
         if let Some((mode, recorded)) = &self.cassette.replay {
@@ -127,9 +127,9 @@ impl Agent for CassetteAgent {
                     &request,
                     *mode,
                 )
-                .map_err(AgentError::Failed)?;
+                .map_err(AgentError::failed)?;
             if let Some(e) = &entry.error {
-                return Err(AgentError::Failed(e.clone()));
+                return Err(AgentError::failed(e.clone()));
             }
             let mut reply = Reply::messages(entry.messages.iter().cloned().map(fresh).collect());
             reply.private = entry.private.iter().cloned().map(fresh).collect();
@@ -139,7 +139,7 @@ impl Agent for CassetteAgent {
         let t0 = Instant::now();
         let result = self.inner.run(thread, ctx).await;
         // A cancelled turn runs again on resume: nothing to record.
-        if matches!(result, Err(AgentError::Cancelled)) {
+        if matches!(&result, Err(e) if e.kind() == troupe_runtime::ErrorKind::Cancelled) {
             return result;
         }
         let entry = AgentEntry {
@@ -159,7 +159,7 @@ impl Agent for CassetteAgent {
             error: result.as_ref().err().map(ToString::to_string),
         };
         tape.append(Kind::Agents, &entry, &self.cassette.secrets())
-            .map_err(|e| AgentError::Failed(e.to_string()))?;
+            .map_err(|e| AgentError::failed(e.to_string()))?;
         result
     }
 }
