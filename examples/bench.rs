@@ -351,10 +351,10 @@ async fn rpc(n: u64) -> Result<Value, BoxError> {
 
 async fn publish(n: u64) -> Result<Value, BoxError> {
     let publisher = FnAgent::sync("publisher", move |_: &Thread| {
-        Ok(Reply::messages(
+        Ok(Reply::from(
             (0..n)
                 .map(|i| troupe::Message::text("publisher", format!("event {i}")))
-                .collect(),
+                .collect::<Vec<_>>(),
         ))
     });
     let subscriber = FnAgent::sync("subscriber", |_: &Thread| Ok(Reply::empty()));

@@ -95,7 +95,7 @@ enum Source {
 /// });
 /// let thread = Arc::new(Thread::from_messages([Message::text("bot", "Ship it?")]));
 /// let reply = proxy.run(thread, RunContext::new()).await?;
-/// assert_eq!(reply.messages[0].text_content(), "yes to 'Ship it?'");
+/// assert_eq!(reply.messages()[0].text_content(), "yes to 'Ship it?'");
 /// # Ok(()) }
 /// ```
 pub struct UserProxy {
@@ -338,9 +338,9 @@ mod tests {
         let proxy = UserProxy::lines("me", &b"first answer\r\n"[..], out_tx);
         let thread = Arc::new(Thread::from_messages([Message::text("bot", "Question?")]));
         let reply = proxy.run(thread.clone(), RunContext::new()).await.unwrap();
-        assert_eq!(reply.messages[0].text_content(), "first answer");
+        assert_eq!(reply.messages()[0].text_content(), "first answer");
         let reply = proxy.run(thread, RunContext::new()).await.unwrap();
-        assert!(matches!(reply.messages[0].content, Content::Stop(_)));
+        assert!(matches!(reply.messages()[0].content, Content::Stop(_)));
         drop(proxy);
         let mut shown = String::new();
         tokio::io::AsyncReadExt::read_to_string(&mut out_rx, &mut shown)
@@ -358,7 +358,7 @@ mod tests {
             .run(Arc::new(Thread::new()), RunContext::new())
             .await
             .unwrap();
-        assert_eq!(reply.messages[0].text_content(), "0 seen");
+        assert_eq!(reply.messages()[0].text_content(), "0 seen");
 
         let (proxy, handle) = UserProxy::channel("slow");
         let proxy = proxy.with_timeout(Duration::from_millis(20));
@@ -384,16 +384,16 @@ mod tests {
             .run(Arc::new(thread.clone()), RunContext::new())
             .await
             .unwrap();
-        assert_eq!(reply.request.as_deref(), Some("Which day?"));
-        assert!(reply.messages.is_empty());
+        assert_eq!(reply.request().as_deref(), Some("Which day?"));
+        assert!(reply.messages().is_empty());
 
         thread.push(answer);
         let reply = proxy
             .run(Arc::new(thread.clone()), RunContext::new())
             .await
             .unwrap();
-        assert_eq!(reply.request, None);
-        assert_eq!(reply.messages[0].text_content(), "Friday");
+        assert_eq!(reply.request(), None);
+        assert_eq!(reply.messages()[0].text_content(), "Friday");
 
         // Its own word came after that answer: the next turn asks again.
         thread.push(Message::text("me", "Friday"));
@@ -403,6 +403,6 @@ mod tests {
             .run(Arc::new(thread), RunContext::new())
             .await
             .unwrap();
-        assert_eq!(reply.request.as_deref(), Some("Your answer?"));
+        assert_eq!(reply.request().as_deref(), Some("Your answer?"));
     }
 }

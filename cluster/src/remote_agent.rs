@@ -374,13 +374,12 @@ impl RemoteAgent {
         flight.reported(reply.load);
         emit_events(ctx, &reply.events);
         match reply.outcome {
-            Outcome::Done(wire) => {
-                let mut reply = Reply::from(*wire);
-                for m in reply.messages.iter_mut().chain(reply.private.iter_mut()) {
+            Outcome::Done(mut wire) => {
+                for m in wire.messages.iter_mut().chain(wire.private.iter_mut()) {
                     m.metadata
                         .insert(NODE_METADATA.to_string(), node.to_string());
                 }
-                Ok(reply)
+                Ok(Reply::from(*wire))
             }
             Outcome::Failed(e) => Err(e.into_agent(node)),
             Outcome::Refused(reason) => Err(AgentError::failed(format!(

@@ -11,7 +11,8 @@ use ractor::message::{BoxedDowncastErr, SerializedMessage};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use troupe_runtime::{
-    AgentError, ErrorKind, InputRequest, Message, Reply, RunError, StateDelta, Thread, codec,
+    AgentError, ErrorKind, InputRequest, Message, Reply, ReplyParts, RunError, StateDelta, Thread,
+    codec,
 };
 
 use crate::node_lost::NodeLost;
@@ -127,6 +128,7 @@ pub(crate) struct WireReply {
 
 impl From<Reply> for WireReply {
     fn from(r: Reply) -> Self {
+        let r = r.into_parts();
         WireReply {
             messages: r.messages,
             thread: r.thread,
@@ -141,15 +143,16 @@ impl From<Reply> for WireReply {
 
 impl From<WireReply> for Reply {
     fn from(r: WireReply) -> Self {
-        Reply {
-            messages: r.messages,
-            thread: r.thread,
-            next: r.next,
-            request: r.request,
-            private: r.private,
-            inner_requests: r.inner_requests,
-            state: r.state,
-        }
+        // `ReplyParts` may grow: start from its default, set every field.
+        let mut parts = ReplyParts::default();
+        parts.messages = r.messages;
+        parts.thread = r.thread;
+        parts.next = r.next;
+        parts.request = r.request;
+        parts.private = r.private;
+        parts.inner_requests = r.inner_requests;
+        parts.state = r.state;
+        Reply::from_parts(parts)
     }
 }
 

@@ -95,7 +95,7 @@ pub struct Planned {
 /// let planner = PlanningAgent::builder("planner").model(model).agent(worker).build()?;
 /// let thread = Arc::new(Thread::from_messages([Message::user("cook dinner")]));
 /// let reply = planner.run(thread, RunContext::new()).await?;
-/// let texts: Vec<String> = reply.messages.iter().map(|m| m.text_content().into_owned()).collect();
+/// let texts: Vec<String> = reply.messages().iter().map(|m| m.text_content().into_owned()).collect();
 /// assert!(texts[0].starts_with("STEPS:"));
 /// assert_eq!(texts[1..], ["did: find a recipe", "did: buy what it needs"]);
 /// # Ok(()) }
@@ -372,9 +372,11 @@ impl Agent for PlanningAgent {
         }
         // A turn that went on from its progress leaves this agent's thread
         // as it was before the plan.
-        let mut reply = Reply::messages(messages);
-        reply.thread = own;
-        Ok(reply)
+        let reply = Reply::from(messages);
+        Ok(match own {
+            Some(own) => reply.with_thread(own),
+            None => reply,
+        })
     }
 }
 

@@ -320,9 +320,7 @@ impl Agent for SelectorAgent {
         // routed): its next request shows them, so the conversation it
         // is asked in is a function of the run's state, as every other
         // agent's is (a resumed run asks the same questions).
-        let mut reply = Reply::select([choice.clone()]);
-        reply.private.push(Message::text(SELECTOR, choice));
-        Ok(reply)
+        Ok(Reply::select([choice.clone()]).with_private(vec![Message::text(SELECTOR, choice)]))
     }
 }
 

@@ -83,7 +83,7 @@ mod thread;
 mod until_cancelled;
 mod workflow;
 
-pub use agent::{Agent, Renamed, Reply};
+pub use agent::{Agent, Renamed, Reply, ReplyParts};
 pub use async_trait::async_trait;
 pub use checkpoint::codec;
 pub use clock::RunClock;

@@ -53,7 +53,7 @@ pub const WAITING_KEY: &str = "a2a.input_required";
 /// let remote = A2aAgent::new("remote", client);
 /// let thread = Arc::new(Thread::from_messages([Message::user("hello")]));
 /// let reply = remote.run(thread, RunContext::new()).await?;
-/// println!("{}", reply.messages[0].text_content());
+/// println!("{}", reply.messages()[0].text_content());
 /// # Ok(()) }
 /// ```
 #[derive(Debug)]

@@ -115,7 +115,7 @@ pub enum ToolMessages {
 ///     .build()?;
 /// let thread = Arc::new(Thread::from_messages([Message::user("hi")]));
 /// let reply = agent.run(thread, RunContext::new()).await?;
-/// assert_eq!(reply.messages.last().unwrap().text_content(), "Hello there!");
+/// assert_eq!(reply.messages().last().unwrap().text_content(), "Hello there!");
 /// # Ok(()) }
 /// ```
 pub struct ChatAgent {
@@ -273,7 +273,7 @@ impl ChatAgent {
         match self.tool_messages {
             ToolMessages::Reply => {
                 internal.push(answer);
-                Reply::messages(internal)
+                Reply::from(internal)
             }
             ToolMessages::Private => {
                 let mut answer = answer;

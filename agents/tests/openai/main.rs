@@ -447,11 +447,11 @@ async fn a_chat_agent_runs_its_tool_loop_against_the_server() {
             .unwrap();
         let thread = Arc::new(Thread::from_messages([Message::user("What is troupe?")]));
         let reply = agent.run(thread, RunContext::new()).await.unwrap();
-        assert_eq!(reply.messages.len(), 1);
-        assert_eq!(reply.messages[0].text_content(), "troupe is a runtime.");
-        assert_eq!(reply.messages[0].usage.map(|u| u.total()), Some(15 + 34), "both calls' usage");
+        assert_eq!(reply.messages().len(), 1);
+        assert_eq!(reply.messages()[0].text_content(), "troupe is a runtime.");
+        assert_eq!(reply.messages()[0].usage.map(|u| u.total()), Some(15 + 34), "both calls' usage");
         // The tool call and its result stay in the agent's own thread.
-        assert!(matches!(&reply.private[1].content, Content::ToolResults(r) if r[0].content.contains("Rust runtime")));
+        assert!(matches!(&reply.private()[1].content, Content::ToolResults(r) if r[0].content.contains("Rust runtime")));
 
         let second = &server.requests()[1].body;
         let messages = second["messages"].as_array().unwrap();

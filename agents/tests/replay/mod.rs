@@ -89,12 +89,12 @@ pub fn researcher(model: impl ChatModel) -> ChatAgent {
 /// tool's result stayed in its own thread.
 pub async fn ask_researcher(agent: &ChatAgent) -> troupe_runtime::Message {
     let thread = Arc::new(Thread::from_messages([Message::user("What is troupe?")]));
-    let mut reply = agent.run(thread, RunContext::new()).await.unwrap();
+    let reply = agent.run(thread, RunContext::new()).await.unwrap();
     assert!(
-        matches!(&reply.private[1].content, Content::ToolResults(r) if r[0].content.contains("Rust runtime"))
+        matches!(&reply.private()[1].content, Content::ToolResults(r) if r[0].content.contains("Rust runtime"))
     );
-    assert_eq!(reply.messages.len(), 1);
-    reply.messages.remove(0)
+    assert_eq!(reply.messages().len(), 1);
+    reply.into_messages().remove(0)
 }
 
 /// Checks a model's errors against a server scripted with three transient

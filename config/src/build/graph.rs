@@ -158,7 +158,7 @@ impl Agent for Block {
     async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
         let before = thread.len();
         let mut reply = Agent::run(&self.0, thread, ctx).await?;
-        let (Some(inner), [_]) = (&reply.thread, reply.messages.as_slice()) else {
+        let (Some(inner), [_]) = (reply.thread(), reply.messages()) else {
             return Ok(reply);
         };
         // The inner thread: the input, what the steps produced, then the
@@ -181,8 +181,8 @@ impl Agent for Block {
             .collect();
         if produced.len() > 1 {
             produced.pop();
-            produced.append(&mut reply.messages);
-            reply.messages = produced;
+            produced.append(reply.messages_mut());
+            *reply.messages_mut() = produced;
         }
         Ok(reply)
     }

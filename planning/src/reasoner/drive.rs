@@ -232,7 +232,7 @@ impl Loop<'_> {
         let reply = reasoner
             .run(Arc::new(Thread::from_messages(chat)), ctx.with_state(state))
             .await?;
-        let Some(last) = reply.messages.last() else {
+        let Some(last) = reply.messages().last() else {
             return Err(AgentError::failed(format!(
                 "{}: the reasoner gave no answer",
                 self.core.name

@@ -178,7 +178,7 @@ impl Agent for ReasonerAgent {
         }
         let last = done.last_results();
         let states = me.states(&done.records);
-        let mut reply = Reply::messages(messages).with_state_delta(
+        let mut reply = Reply::from(messages).with_state_delta(
             StateDelta::new()
                 .set(
                     TASK_STATES_KEY,
@@ -188,7 +188,7 @@ impl Agent for ReasonerAgent {
                 .set(ACTION_MEMORY_KEY, render_memories(&last)),
         );
         if done.resumed {
-            reply.thread = Some(done.own);
+            reply = reply.with_thread(done.own);
         }
         Ok(reply)
     }

@@ -131,10 +131,19 @@ impl Agent for CassetteAgent {
             if let Some(e) = &entry.error {
                 return Err(AgentError::failed(e.clone()));
             }
-            let mut reply = Reply::messages(entry.messages.iter().cloned().map(fresh).collect());
-            reply.private = entry.private.iter().cloned().map(fresh).collect();
-            reply.request = entry.question.clone();
-            return Ok(reply);
+            let reply = Reply::from(
+                entry
+                    .messages
+                    .iter()
+                    .cloned()
+                    .map(fresh)
+                    .collect::<Vec<_>>(),
+            )
+            .with_private(entry.private.iter().cloned().map(fresh).collect());
+            return Ok(match &entry.question {
+                Some(question) => reply.with_request(question.clone()),
+                None => reply,
+            });
         }
         let t0 = Instant::now();
         let result = self.inner.run(thread, ctx).await;
@@ -149,13 +158,16 @@ impl Agent for CassetteAgent {
             request,
             messages: result
                 .as_ref()
-                .map(|r| r.messages.clone())
+                .map(|r| r.messages().to_vec())
                 .unwrap_or_default(),
             private: result
                 .as_ref()
-                .map(|r| r.private.clone())
+                .map(|r| r.private().to_vec())
                 .unwrap_or_default(),
-            question: result.as_ref().ok().and_then(|r| r.request.clone()),
+            question: result
+                .as_ref()
+                .ok()
+                .and_then(|r| r.request().map(str::to_string)),
             error: result.as_ref().err().map(ToString::to_string),
         };
         tape.append(Kind::Agents, &entry, &self.cassette.secrets())
