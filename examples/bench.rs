@@ -55,7 +55,8 @@ use serde_json::{Value, json};
 use troupe::agents::{ChatAgent, ContextPolicy, ScriptedModel, ScriptedReply};
 use troupe::presets::{MapReduce, RoundRobinGroupChat, SelectorGroupChat, Swarm};
 use troupe::{
-    FnAgent, Graph, Join, Reply, Router, RunContext, RunResult, StopCondition, Thread, Workflow,
+    FnAgent, Graph, Reply, Router, RunContext, RunResult, StopCondition, Thread, Workflow,
+    graph::Join,
 };
 
 #[path = "bench/args.rs"]

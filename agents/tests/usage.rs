@@ -12,7 +12,7 @@ use troupe_agents::schemars::JsonSchema;
 use troupe_agents::{
     ChatAgent, ChatResponse, FinishReason, FunctionTool, Pricing, ScriptedModel, ScriptedReply,
 };
-use troupe_runtime::{Event, FinalStatus, RunContext, RunError, ToolCall, Usage, Workflow};
+use troupe_runtime::{Event, RunContext, RunError, ToolCall, Usage, Workflow, event::FinalStatus};
 
 #[derive(Deserialize, JsonSchema)]
 struct Pair {

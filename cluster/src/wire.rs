@@ -11,8 +11,8 @@ use ractor::message::{BoxedDowncastErr, SerializedMessage};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use troupe_runtime::{
-    AgentError, ErrorKind, InputRequest, Message, Reply, ReplyParts, RunError, StateDelta, Thread,
-    codec,
+    AgentError, ErrorKind, InputRequest, Message, Reply, ReplyParts, RunError, Thread, codec,
+    state::StateDelta,
 };
 
 use crate::node_lost::NodeLost;

@@ -17,8 +17,8 @@ use troupe_planning::{
 };
 use troupe_presets::Sequential;
 use troupe_runtime::{
-    Agent, AgentError, Content, Event, FnAgent, Isolation, Message, Reply, RunContext, RunStatus,
-    Scheduler, Thread,
+    Agent, AgentError, Content, Event, FnAgent, Message, Reply, RunContext, RunStatus, Thread,
+    graph::Isolation, graph::Scheduler,
 };
 
 async fn guard<T>(f: impl std::future::Future<Output = T>) -> T {

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use troupe_runtime::{
-    Agent, AgentError, Content, Graph, Isolation, Message, Renamed, Reply, Router, RunContext,
-    StopCondition, Thread, Workflow,
+    Agent, AgentError, Content, Graph, Message, Renamed, Reply, Router, RunContext, StopCondition,
+    Thread, Workflow, graph::Isolation,
 };
 
 use crate::error::PresetError;

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use troupe_agents::{ChatMessage, ChatModel, ChatRequest, complete_metered};
 use troupe_runtime::{
-    Agent, AgentError, Condition, Event, Graph, Message, Reply, RouterBuilder, RunContext, Thread,
-    Workflow,
+    Agent, AgentError, Event, Graph, Message, Reply, RouterBuilder, RunContext, Thread, Workflow,
+    graph::Condition,
 };
 
 use crate::error::PresetError;

@@ -115,7 +115,7 @@ pub struct ReplyParts {
     /// appended). Workflows use it to keep their children and state.
     pub thread: Option<Thread>,
     /// The node(s) the agent chose to run next, for graph transitions with
-    /// [`Condition::Selected`](crate::Condition::Selected): how a selector
+    /// [`Condition::Selected`](crate::graph::Condition::Selected): how a selector
     /// steers a group chat without adding to the conversation.
     pub next: Option<Vec<String>>,
     /// A question for the caller: the run ends waiting for input (with a
@@ -167,7 +167,7 @@ impl Reply {
     }
 
     /// Chooses the node(s) to run next, for graph transitions with
-    /// [`Condition::Selected`](crate::Condition::Selected).
+    /// [`Condition::Selected`](crate::graph::Condition::Selected).
     pub fn with_next<S: Into<String>>(mut self, next: impl IntoIterator<Item = S>) -> Self {
         self.next = Some(next.into_iter().map(Into::into).collect());
         self

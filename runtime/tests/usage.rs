@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use troupe_runtime::store::{CheckpointStore, MemoryStore};
 use troupe_runtime::{
-    Agent, AgentError, Event, FinalStatus, FnAgent, Graph, Message, Reply, RunContext, RunError,
-    RunStatus, StopCondition, Thread, Usage, Workflow,
+    Agent, AgentError, Event, FnAgent, Graph, Message, Reply, RunContext, RunError, RunStatus,
+    StopCondition, Thread, Usage, Workflow, event::FinalStatus,
 };
 
 mod common;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use troupe_runtime::{
     AgentError, Event, FnAgent, InboxConfig, Message, Router, RunContext, RunError, RunStatus,
-    StopCondition, StopHandle, Thread, Workflow,
+    StopCondition, Thread, Workflow, stop::StopHandle,
 };
 
 fn last_text(t: &Thread) -> String {

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use axum::response::sse::{Event as Sse, KeepAlive};
 use serde_json::{Value, json};
 use tokio::sync::watch;
-use troupe::{Event, EventRecord};
+use troupe::{Event, event::EventRecord};
 
 use super::error::ApiError;
 use super::run::{Run, Status, usage_json};

@@ -7,8 +7,8 @@ use std::time::SystemTime;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use troupe::{
-    EventOutput, EventRecord, EventSink, InputRequest, JsonLines, RunContext, RunResult, RunStatus,
-    Thread, Workflow,
+    InputRequest, RunContext, RunResult, RunStatus, Thread, Workflow, event::EventRecord,
+    sink::EventOutput, sink::EventSink, sink::JsonLines,
 };
 
 /// Where a run stands.

@@ -186,7 +186,7 @@ impl ChatAgent {
         produced: &[Message],
         corrections: &[ChatMessage],
         tools_allowed: bool,
-        state: &troupe_runtime::StateSnapshot,
+        state: &troupe_runtime::state::StateSnapshot,
     ) -> ChatRequest {
         // The instructions with their placeholders filled for this call
         // (`None`: they hold none, and are used as written).

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use troupe_agents::{AgentTool, ChatAgent, ModelRetryPolicy, OpenAiClient};
-use troupe_runtime::{Event, EventRecord, Message, RunContext, Thread, Workflow};
+use troupe_runtime::{Event, Message, RunContext, Thread, Workflow, event::EventRecord};
 
 use super::bounded;
 use super::fake_server::{Answer, FakeOpenAi, Piece};

@@ -9,7 +9,7 @@ use troupe_agents::placeholders::{
     TaskStatus,
 };
 use troupe_runtime::{
-    AgentError, Content, Event, Message, RunContext, RunStatus, StateDelta, Thread, USER,
+    AgentError, Content, Event, Message, RunContext, RunStatus, Thread, USER, state::StateDelta,
 };
 
 use super::actions::{ActionResult, memory_of, render_memories, render_results};

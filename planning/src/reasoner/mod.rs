@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use troupe_agents::placeholders::{ACTION_MEMORY_KEY, ACTION_RESULT_KEY, TASK_STATES_KEY};
-use troupe_runtime::{Agent, AgentError, Message, Reply, RunContext, StateDelta, Thread};
+use troupe_runtime::{Agent, AgentError, Message, Reply, RunContext, Thread, state::StateDelta};
 
 use crate::compile::CompileOptions;
 use crate::error::PlanError;
