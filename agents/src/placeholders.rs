@@ -6,7 +6,7 @@
 //! [`ChatAgent`]: crate::ChatAgent
 
 use serde::{Deserialize, Serialize};
-use troupe_runtime::{Content, Thread, USER, state::StateSnapshot};
+use troupe_runtime::{Content, Thread, message::USER, state::StateSnapshot};
 
 /// Run-state key of `{action_result}`: the latest actions' results.
 pub const ACTION_RESULT_KEY: &str = "action_result";

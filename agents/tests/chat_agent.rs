@@ -20,7 +20,7 @@ use troupe_agents::{
 };
 use troupe_runtime::{
     Agent, AgentError, Content, Event, FnAgent, Message, Reply, Router, RunContext, Thread,
-    ToolCall, ToolResult, Workflow,
+    Workflow, message::ToolCall, message::ToolResult,
 };
 
 async fn bounded<T>(f: impl std::future::Future<Output = T>) -> T {

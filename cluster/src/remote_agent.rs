@@ -12,7 +12,9 @@ use futures::future::{BoxFuture, Fuse, FusedFuture};
 use ractor::ActorRef;
 use ractor::rpc::CallResult;
 use tokio::time::{Instant, sleep, sleep_until};
-use troupe_runtime::{Agent, AgentError, ErrorKind, Event, MessageId, Reply, RunContext, Thread};
+use troupe_runtime::{
+    Agent, AgentError, ErrorKind, Event, Reply, RunContext, Thread, message::MessageId,
+};
 
 use crate::call::{CallOptions, CancelOnDrop, emit_events, request_key, status, suspect_time};
 use crate::node::max_frame;

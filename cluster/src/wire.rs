@@ -334,7 +334,7 @@ mod tests {
     use super::*;
     use ractor::Message as _;
     use std::time::Duration;
-    use troupe_runtime::{Content, ToolCall};
+    use troupe_runtime::{Content, message::ToolCall};
 
     fn thread() -> Thread {
         let mut t = Thread::from_messages([

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use troupe_agents::{ChatMessage, ChatModel, ChatRequest, complete_metered};
 use troupe_runtime::{
     Agent, AgentError, BuildError, Content, Event, Message, ProgressRelay, Reply, RunContext,
-    RunStatus, Thread, USER, Usage, Workflow,
+    RunStatus, Thread, Workflow, message::USER, message::Usage,
 };
 
 use crate::answer::{AnswerError, PlanFormat, PlanSpec, structured_output};

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use troupe_runtime::store::{CheckpointStore, MemoryStore};
 use troupe_runtime::{
     Agent, AgentError, Event, FnAgent, Graph, Message, Reply, RunContext, RunError, RunStatus,
-    StopCondition, Thread, Usage, Workflow, event::FinalStatus,
+    StopCondition, Thread, Workflow, event::FinalStatus, message::Usage,
 };
 
 mod common;

@@ -4,7 +4,7 @@
 
 use schemars::JsonSchema;
 use serde::Serialize;
-use troupe::{InputRequest, Usage, event::FinalStatus, stats::RunStats};
+use troupe::{InputRequest, event::FinalStatus, message::Usage, stats::RunStats};
 
 /// The line that ends a run's JSON lines.
 #[derive(Debug, Serialize, JsonSchema)]

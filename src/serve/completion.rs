@@ -75,7 +75,7 @@ pub(crate) async fn settle(run: &Run) -> Result<Answer, ApiError> {
 fn settled(run: &Run) -> Option<Result<Answer, ApiError>> {
     let inner = run.inner();
     let usage = inner.usage.map(usage_json).unwrap_or_else(|| {
-        usage_json(troupe::Usage {
+        usage_json(troupe::message::Usage {
             prompt_tokens: 0,
             completion_tokens: 0,
         })

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use troupe_runtime::{
-    Agent, AgentError, Content, Message, MessageId, Reply, RunContext, Thread, USER,
+    Agent, AgentError, Content, Message, Reply, RunContext, Thread, message::MessageId,
+    message::USER,
 };
 
 use super::client::A2aClient;

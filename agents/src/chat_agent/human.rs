@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use troupe_runtime::{
-    AgentError, Content, Event, Message, Reply, RunContext, Thread, ToolCall, ToolResult,
+    AgentError, Content, Event, Message, Reply, RunContext, Thread, message::ToolCall,
+    message::ToolResult,
 };
 
 use super::tool_round::Ran;

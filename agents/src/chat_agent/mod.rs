@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use troupe_runtime::{
-    Agent, AgentError, Content, Event, Message, Reply, RunContext, Thread, ToolCall, ToolResult,
-    Usage,
+    Agent, AgentError, Content, Event, Message, Reply, RunContext, Thread, message::ToolCall,
+    message::ToolResult, message::Usage,
 };
 
 use crate::context_policy::ContextPolicy;
@@ -63,7 +63,7 @@ pub enum ToolMessages {
 /// model its error text as the result; it does not fail the turn.
 ///
 /// **Handoffs**: every allowed target becomes a `transfer_to_<name>` tool;
-/// calling it ends the turn with a [`Handoff`](troupe_runtime::Handoff)
+/// calling it ends the turn with a [`Handoff`](troupe_runtime::message::Handoff)
 /// message. If one answer calls several, the first in the model's order
 /// wins and the others are answered "not transferred"; ordinary tool calls
 /// of the same answer still run.

@@ -8,7 +8,8 @@ use std::time::Instant;
 use futures::FutureExt;
 use tracing::Instrument;
 use troupe_runtime::{
-    AgentError, Event, Handoff, Message, RunContext, Thread, ToolCall, ToolResult,
+    AgentError, Event, Message, RunContext, Thread, message::Handoff, message::ToolCall,
+    message::ToolResult,
 };
 
 use super::ChatAgent;

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use troupe_runtime::{
-    Agent, AgentError, Graph, Message, MessageId, Reply, RouterBuilder, RunContext, Thread, USER,
-    Workflow, graph::NodeInput, graph::Scheduler,
+    Agent, AgentError, Graph, Message, Reply, RouterBuilder, RunContext, Thread, Workflow,
+    graph::NodeInput, graph::Scheduler, message::MessageId, message::USER,
 };
 
 use super::ctx::{Ctx, build_error};

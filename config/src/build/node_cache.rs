@@ -17,7 +17,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use troupe_runtime::store::{ResultCache, stable_hash};
-use troupe_runtime::{Agent, AgentError, Message, MessageId, Reply, RunContext, Thread};
+use troupe_runtime::{Agent, AgentError, Message, Reply, RunContext, Thread, message::MessageId};
 
 use super::ctx::build_error;
 use crate::error::ConfigError;

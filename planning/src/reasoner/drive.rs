@@ -9,7 +9,8 @@ use troupe_agents::placeholders::{
     TaskStatus,
 };
 use troupe_runtime::{
-    AgentError, Content, Event, Message, RunContext, RunStatus, Thread, USER, state::StateDelta,
+    AgentError, Content, Event, Message, RunContext, RunStatus, Thread, message::USER,
+    state::StateDelta,
 };
 
 use super::actions::{ActionResult, memory_of, render_memories, render_results};

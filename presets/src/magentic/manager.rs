@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use troupe_agents::{ChatMessage, ChatModel, ChatRequest, StructuredOutput, complete_metered};
 use troupe_runtime::{
-    Agent, AgentError, Event, Message, Reply, RunContext, Thread, USER, event::LedgerKind,
+    Agent, AgentError, Event, Message, Reply, RunContext, Thread, event::LedgerKind, message::USER,
 };
 
 use super::history::{

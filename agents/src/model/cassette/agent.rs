@@ -10,7 +10,7 @@ use std::time::{Instant, SystemTime};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use troupe_runtime::{Agent, AgentError, Message, MessageId, Reply, RunContext, Thread};
+use troupe_runtime::{Agent, AgentError, Message, Reply, RunContext, Thread, message::MessageId};
 
 use super::Cassette;
 use super::matching::Recorded;
