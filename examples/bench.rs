@@ -55,7 +55,8 @@ use serde_json::{Value, json};
 use troupe::agents::{ChatAgent, ContextPolicy, ScriptedModel, ScriptedReply};
 use troupe::presets::{MapReduce, RoundRobinGroupChat, SelectorGroupChat, Swarm};
 use troupe::{
-    FnAgent, Graph, Join, Reply, Router, RunContext, RunResult, StopCondition, Thread, Workflow,
+    FnAgent, Graph, Reply, Router, RunContext, RunResult, StopCondition, Thread, Workflow,
+    graph::Join,
 };
 
 #[path = "bench/args.rs"]
@@ -351,10 +352,10 @@ async fn rpc(n: u64) -> Result<Value, BoxError> {
 
 async fn publish(n: u64) -> Result<Value, BoxError> {
     let publisher = FnAgent::sync("publisher", move |_: &Thread| {
-        Ok(Reply::messages(
+        Ok(Reply::from(
             (0..n)
                 .map(|i| troupe::Message::text("publisher", format!("event {i}")))
-                .collect(),
+                .collect::<Vec<_>>(),
         ))
     });
     let subscriber = FnAgent::sync("subscriber", |_: &Thread| Ok(Reply::empty()));

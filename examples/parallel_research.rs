@@ -32,7 +32,9 @@ use std::error::Error;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use troupe::{AgentError, FnAgent, Graph, Join, NodeInput, RunContext, Thread, Workflow};
+use troupe::{
+    AgentError, FnAgent, Graph, RunContext, Thread, Workflow, graph::Join, graph::NodeInput,
+};
 
 fn last_text(t: &Thread) -> String {
     t.last()

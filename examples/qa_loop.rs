@@ -27,7 +27,7 @@
 
 use std::error::Error;
 
-use troupe::{Condition, FnAgent, Graph, Isolation, RunContext, Thread, Workflow};
+use troupe::{FnAgent, Graph, RunContext, Thread, Workflow, graph::Condition, graph::Isolation};
 
 /// The translator's dictionary. It lacks "hello" and "thanks" on purpose:
 /// that is what QA will catch.

@@ -133,10 +133,10 @@ async fn router(n: u64, history: Option<usize>) -> Result<serde_json::Value, Box
     let (p1, p2) = (probe.clone(), probe.clone());
     let client = FnAgent::sync("client", move |_: &Thread| {
         p1.tick(3);
-        Ok(Reply::messages(
+        Ok(Reply::from(
             (0..3)
                 .map(|i| Message::text("client", format!("ping {i}")))
-                .collect(),
+                .collect::<Vec<_>>(),
         ))
     });
     let server = FnAgent::sync("server", move |_: &Thread| {

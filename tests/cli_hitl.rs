@@ -15,7 +15,7 @@ use common::{
 
 use std::path::Path;
 
-use troupe::{Content, Thread, ToolResult};
+use troupe::{Content, Thread, message::ToolResult};
 
 /// The tool results agent `path` (`survey/alice`: a nested one) keeps in
 /// its own thread: what its model is shown after its calls.

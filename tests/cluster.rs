@@ -303,7 +303,7 @@ async fn coord_reconnect() {
     };
     println!(
         "FIRST {}",
-        turn("one").await.unwrap().messages[0].text_content()
+        turn("one").await.unwrap().messages()[0].text_content()
     );
     let deadline = Instant::now() + Duration::from_secs(10);
     while !worker.replica_nodes().is_empty() {
@@ -316,7 +316,7 @@ async fn coord_reconnect() {
         .await
         .unwrap();
     let second = turn("two").await.unwrap();
-    result(json!({ "second": second.messages[0].text_content() }));
+    result(json!({ "second": second.messages()[0].text_content() }));
     node.shutdown().await;
 }
 
@@ -400,10 +400,10 @@ async fn coord_kill(retry: bool) {
             let (kind, node_name) = match &e {
                 RunError::AgentFailed { source, .. } => (
                     format!("{:?}", source.kind()),
-                    match source {
-                        troupe_runtime::AgentError::Node { node, .. } => node.clone(),
-                        _ => String::new(),
-                    },
+                    source
+                        .downcast_source::<troupe_cluster::NodeLost>()
+                        .map(|lost| lost.node().to_string())
+                        .unwrap_or_default(),
                 ),
                 other => (format!("{other:?}"), String::new()),
             };

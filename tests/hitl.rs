@@ -14,7 +14,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use troupe::config::{BuildOptions, Config};
-use troupe::{Content, RunContext, RunStatus, ToolResult};
+use troupe::{Content, RunContext, RunStatus, message::ToolResult};
 
 const TROUPE: &str = env!("CARGO_BIN_EXE_troupe");
 

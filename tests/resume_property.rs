@@ -347,7 +347,15 @@ fn no_id_twice(thread: &Thread) {
 
 /// What a run's end is compared by: its status, final response, turns,
 /// template values and what it spent, agent by agent.
-fn outcome(r: &RunResult) -> (String, String, u64, Vec<(String, String)>, troupe::RunStats) {
+fn outcome(
+    r: &RunResult,
+) -> (
+    String,
+    String,
+    u64,
+    Vec<(String, String)>,
+    troupe::stats::RunStats,
+) {
     let state = r.state();
     (
         r.status.to_string(),

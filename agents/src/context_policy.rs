@@ -226,7 +226,7 @@ fn within_budget(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use troupe_runtime::{ToolCall, ToolResult};
+    use troupe_runtime::{message::ToolCall, message::ToolResult};
 
     fn tool_round(me: &str, id: &str, content: &str, memory: Option<&str>) -> [Message; 2] {
         [

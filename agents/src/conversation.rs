@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 
-use troupe_runtime::{Content, Message, USER};
+use troupe_runtime::{Content, Message, message::USER};
 
 use crate::model::ChatMessage;
 use crate::tool::sanitize_tool_name;
@@ -190,7 +190,7 @@ pub(crate) fn pair_tool_calls(messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use troupe_runtime::{ToolCall, ToolResult};
+    use troupe_runtime::{message::ToolCall, message::ToolResult};
 
     fn call(id: &str) -> ToolCall {
         ToolCall {

@@ -143,9 +143,9 @@ impl ModelError {
 }
 
 /// A failure that may pass (retried and still failing, rate limits, lost
-/// connections) becomes [`AgentError::Transient`], so a workflow's retry
+/// connections) becomes [`ErrorKind::Transient`](troupe_runtime::ErrorKind::Transient), so a workflow's retry
 /// policy can try the turn again later; anything else is
-/// [`AgentError::Model`]. Either way the `ModelError` itself is kept as the
+/// [`ErrorKind::Model`](troupe_runtime::ErrorKind::Model). Either way the `ModelError` itself is kept as the
 /// error's source, `Retry-After` and all:
 ///
 /// ```
@@ -174,9 +174,9 @@ impl From<ModelError> for AgentError {
             other => other.is_retryable(),
         };
         let error = if passing {
-            AgentError::Transient(format!("model call failed: {e}"))
+            AgentError::transient(format!("model call failed: {e}"))
         } else {
-            AgentError::Model(e.to_string())
+            AgentError::model(e.to_string())
         };
         error.with_source(e)
     }

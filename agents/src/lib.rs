@@ -55,9 +55,9 @@
 //! let reply = agent.run(thread, RunContext::new()).await?;
 //! // The reply is the answer; the tool call and its result are private:
 //! // they go to the agent's own thread only (the one a workflow keeps for it).
-//! assert_eq!(reply.messages.len(), 1);
-//! assert_eq!(reply.messages[0].text_content(), "It is sunny in Oslo.");
-//! assert!(matches!(&reply.private[1].content, Content::ToolResults(r) if r[0].content == "sunny in Oslo"));
+//! assert_eq!(reply.messages().len(), 1);
+//! assert_eq!(reply.messages()[0].text_content(), "It is sunny in Oslo.");
+//! assert!(matches!(&reply.private()[1].content, Content::ToolResults(r) if r[0].content == "sunny in Oslo"));
 //! # Ok(()) }
 //! ```
 

@@ -8,7 +8,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use troupe_runtime::{Event, RunContext, Usage};
+use troupe_runtime::{Event, RunContext, message::Usage};
 
 use crate::context_policy::estimate_tokens;
 use crate::error::ModelError;

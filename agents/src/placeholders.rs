@@ -6,7 +6,7 @@
 //! [`ChatAgent`]: crate::ChatAgent
 
 use serde::{Deserialize, Serialize};
-use troupe_runtime::{Content, StateSnapshot, Thread, USER};
+use troupe_runtime::{Content, Thread, message::USER, state::StateSnapshot};
 
 /// Run-state key of `{action_result}`: the latest actions' results.
 pub const ACTION_RESULT_KEY: &str = "action_result";
@@ -195,7 +195,7 @@ pub fn fill(template: &str, me: &str, thread: &Thread, state: &StateSnapshot) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use troupe_runtime::{Message, StateDelta};
+    use troupe_runtime::{Message, state::StateDelta};
 
     #[test]
     fn placeholders_come_from_the_state_and_the_thread() {

@@ -15,7 +15,7 @@ use tracing::field::Empty;
 use troupe_runtime::telemetry::{
     capture_content, error_type, record_failure, record_status_error, span_name,
 };
-use troupe_runtime::{AgentError, RunContext, ToolCall, ToolResult};
+use troupe_runtime::{AgentError, RunContext, message::ToolCall, message::ToolResult};
 
 use crate::error::ModelError;
 use crate::model::{ChatModel, ChatRequest, ChatResponse, FinishReason};

@@ -95,7 +95,7 @@ enum Source {
 /// });
 /// let thread = Arc::new(Thread::from_messages([Message::text("bot", "Ship it?")]));
 /// let reply = proxy.run(thread, RunContext::new()).await?;
-/// assert_eq!(reply.messages[0].text_content(), "yes to 'Ship it?'");
+/// assert_eq!(reply.messages()[0].text_content(), "yes to 'Ship it?'");
 /// # Ok(()) }
 /// ```
 pub struct UserProxy {
@@ -250,14 +250,14 @@ impl UserProxy {
     /// answer comes in its thread: see [`UserProxy::ask_turn`].)
     async fn answer(&self, thread: Arc<Thread>) -> Result<Option<String>, AgentError> {
         match &self.source {
-            Source::Ask => Err(AgentError::Failed(format!(
+            Source::Ask => Err(AgentError::failed(format!(
                 "'{}' asks through the workflow's input requests, not here",
                 self.name
             ))),
             Source::Callback(f) => f(thread).await.map(Some),
             Source::Channel(tx) => {
                 let (answer, rx) = oneshot::channel();
-                let gone = || AgentError::Failed(format!("nobody answers for '{}'", self.name));
+                let gone = || AgentError::failed(format!("nobody answers for '{}'", self.name));
                 tx.send(UserRequest { thread, answer })
                     .await
                     .map_err(|_| gone())?;
@@ -274,7 +274,7 @@ impl UserProxy {
                         .unwrap_or_default(),
                 };
                 let io_error = |e: std::io::Error| {
-                    AgentError::Failed(format!("'{}' cannot talk to the user: {e}", self.name))
+                    AgentError::failed(format!("'{}' cannot talk to the user: {e}", self.name))
                         .with_source(e)
                 };
                 output
@@ -311,13 +311,13 @@ impl Agent for UserProxy {
             match self.timeout {
                 Some(after) => tokio::time::timeout(after, self.answer(thread))
                     .await
-                    .map_err(|_| AgentError::Timeout(after))?,
+                    .map_err(|_| AgentError::timeout(after))?,
                 None => self.answer(thread).await,
             }
         };
         let answer = tokio::select! {
             biased;
-            _ = ctx.cancelled() => return Err(AgentError::Failed(format!("'{}' was cancelled", self.name))),
+            _ = ctx.cancelled() => return Err(AgentError::failed(format!("'{}' was cancelled", self.name))),
             answer = answer => answer?,
         };
         Ok(match answer {
@@ -338,9 +338,9 @@ mod tests {
         let proxy = UserProxy::lines("me", &b"first answer\r\n"[..], out_tx);
         let thread = Arc::new(Thread::from_messages([Message::text("bot", "Question?")]));
         let reply = proxy.run(thread.clone(), RunContext::new()).await.unwrap();
-        assert_eq!(reply.messages[0].text_content(), "first answer");
+        assert_eq!(reply.messages()[0].text_content(), "first answer");
         let reply = proxy.run(thread, RunContext::new()).await.unwrap();
-        assert!(matches!(reply.messages[0].content, Content::Stop(_)));
+        assert!(matches!(reply.messages()[0].content, Content::Stop(_)));
         drop(proxy);
         let mut shown = String::new();
         tokio::io::AsyncReadExt::read_to_string(&mut out_rx, &mut shown)
@@ -358,7 +358,7 @@ mod tests {
             .run(Arc::new(Thread::new()), RunContext::new())
             .await
             .unwrap();
-        assert_eq!(reply.messages[0].text_content(), "0 seen");
+        assert_eq!(reply.messages()[0].text_content(), "0 seen");
 
         let (proxy, handle) = UserProxy::channel("slow");
         let proxy = proxy.with_timeout(Duration::from_millis(20));
@@ -366,7 +366,7 @@ mod tests {
             .run(Arc::new(Thread::new()), RunContext::new())
             .await
             .unwrap_err();
-        assert!(matches!(e, AgentError::Timeout(_)), "{e}");
+        assert_eq!(e.kind(), troupe_runtime::ErrorKind::Timeout, "{e}");
         drop(handle);
         let e = proxy
             .run(Arc::new(Thread::new()), RunContext::new())
@@ -384,16 +384,16 @@ mod tests {
             .run(Arc::new(thread.clone()), RunContext::new())
             .await
             .unwrap();
-        assert_eq!(reply.request.as_deref(), Some("Which day?"));
-        assert!(reply.messages.is_empty());
+        assert_eq!(reply.request().as_deref(), Some("Which day?"));
+        assert!(reply.messages().is_empty());
 
         thread.push(answer);
         let reply = proxy
             .run(Arc::new(thread.clone()), RunContext::new())
             .await
             .unwrap();
-        assert_eq!(reply.request, None);
-        assert_eq!(reply.messages[0].text_content(), "Friday");
+        assert_eq!(reply.request(), None);
+        assert_eq!(reply.messages()[0].text_content(), "Friday");
 
         // Its own word came after that answer: the next turn asks again.
         thread.push(Message::text("me", "Friday"));
@@ -403,6 +403,6 @@ mod tests {
             .run(Arc::new(thread), RunContext::new())
             .await
             .unwrap();
-        assert_eq!(reply.request.as_deref(), Some("Your answer?"));
+        assert_eq!(reply.request().as_deref(), Some("Your answer?"));
     }
 }

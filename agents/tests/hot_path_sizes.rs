@@ -37,5 +37,5 @@ async fn a_chat_agents_turn_future_stays_small() {
     );
     // The future measured is the one that answers.
     let reply = turn.await.unwrap();
-    assert_eq!(reply.messages[0].text_content(), "hi");
+    assert_eq!(reply.messages()[0].text_content(), "hi");
 }

@@ -416,7 +416,7 @@ async fn an_agent_called_as_a_tool_cannot_ask() {
         )
         .await
         .unwrap();
-        assert_eq!(reply.messages[0].text_content(), "Could not.");
+        assert_eq!(reply.messages()[0].text_content(), "Could not.");
         let results = tool_messages(&model.requests()[1]);
         assert!(
             results[0].1.contains("wants to ask the user"),

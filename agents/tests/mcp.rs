@@ -300,9 +300,9 @@ async fn a_chat_agent_uses_mcp_tools() {
     assert_eq!(model.requests().len(), 0);
     let thread = Arc::new(Thread::from_messages([Message::user("19 + 23?")]));
     let reply = agent.run(thread, RunContext::new()).await.unwrap();
-    assert_eq!(reply.messages[0].text_content(), "19 + 23 = 42");
+    assert_eq!(reply.messages()[0].text_content(), "19 + 23 = 42");
     // The tool call and its results stay in the agent's own thread.
-    match &reply.private[1].content {
+    match &reply.private()[1].content {
         Content::ToolResults(r) => {
             assert_eq!((r[0].content.as_str(), r[0].is_error), ("42", false));
             assert_eq!(

@@ -99,7 +99,7 @@ fn client(base_url: &str, model: &str, limit: RateLimit) -> OpenAiClient {
 async fn ask(agent: &ChatAgent, ctx: RunContext) -> Result<String, AgentError> {
     let thread = Arc::new(Thread::from_messages([Message::user("go")]));
     let reply = agent.run(thread, ctx).await?;
-    Ok(reply.messages.last().unwrap().text_content().to_string())
+    Ok(reply.messages().last().unwrap().text_content().to_string())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -80,6 +80,6 @@ async fn a_model_that_answers_after_a_correction_is_not_an_error() {
         .build()
         .unwrap();
     let reply = agent.run(ask("help"), RunContext::new()).await.unwrap();
-    let last = reply.messages.last().unwrap();
+    let last = reply.messages().last().unwrap();
     assert_eq!(last.text_content(), "I will answer myself.");
 }

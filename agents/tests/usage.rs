@@ -12,7 +12,9 @@ use troupe_agents::schemars::JsonSchema;
 use troupe_agents::{
     ChatAgent, ChatResponse, FinishReason, FunctionTool, Pricing, ScriptedModel, ScriptedReply,
 };
-use troupe_runtime::{Event, FinalStatus, RunContext, RunError, ToolCall, Usage, Workflow};
+use troupe_runtime::{
+    Event, RunContext, RunError, Workflow, event::FinalStatus, message::ToolCall, message::Usage,
+};
 
 #[derive(Deserialize, JsonSchema)]
 struct Pair {

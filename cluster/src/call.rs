@@ -16,13 +16,13 @@ use crate::wire::{CancelRequest, HostMsg, StatusReply, StatusRequest, pack, unpa
 pub struct CallOptions {
     /// A node that answers nothing (no reply, no heartbeat) for this long
     /// is taken for lost: the step fails with
-    /// [`AgentError::Node`](troupe_runtime::AgentError::Node). Default 5 s.
+    /// an [`AgentError`](troupe_runtime::AgentError) of kind [`ErrorKind::Node`](troupe_runtime::ErrorKind::Node). Default 5 s.
     pub node_timeout: Duration,
     /// How often the caller asks the host about a turn under way (and
     /// collects its events). Default 1 s.
     pub heartbeat: Duration,
     /// A turn that takes longer fails with
-    /// [`AgentError::Timeout`](troupe_runtime::AgentError::Timeout), however alive
+    /// an error of kind [`ErrorKind::Timeout`](troupe_runtime::ErrorKind::Timeout), however alive
     /// its node. Default none: model calls can be slow.
     pub turn_timeout: Option<Duration>,
     /// How long a turn waits for a replica to show up (a node starting or

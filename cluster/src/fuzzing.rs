@@ -20,7 +20,7 @@ pub fn wire(data: &[u8]) {
         match reply.outcome {
             Outcome::Done(reply) => {
                 let reply: troupe_runtime::Reply = (*reply).into();
-                let _ = reply.messages.len();
+                let _ = reply.messages().len();
             }
             Outcome::Failed(e) => {
                 let _ = e.into_agent("fuzz").to_string();

@@ -17,7 +17,7 @@ use futures::FutureExt;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, Span};
-use troupe_runtime::{Agent, EventSink, RunContext, panic_text, telemetry};
+use troupe_runtime::{Agent, RunContext, panic_text, sink::EventSink, telemetry};
 
 use crate::trace_context;
 use crate::wire::{

@@ -70,7 +70,7 @@
 //! - **Liveness.** While a remote turn runs, the caller asks the host about
 //!   it every [`CallOptions::heartbeat`]; a node that answers nothing for
 //!   [`CallOptions::node_timeout`] (default 5 s) fails the step with
-//!   [`AgentError::Node`](troupe_runtime::AgentError::Node) naming the node and the
+//!   an error of kind [`ErrorKind::Node`](troupe_runtime::ErrorKind::Node) (cause [`NodeLost`]) naming the node and the
 //!   agent. A node that dies closes its sockets, which fails the step at
 //!   once. Either way nothing hangs.
 //! - **Retries.** A failed remote step is retried by the step's
@@ -105,6 +105,7 @@ mod error;
 pub mod fuzzing;
 mod host;
 mod node;
+mod node_lost;
 mod placement;
 pub mod prelude;
 mod remote_agent;
@@ -117,6 +118,7 @@ pub use builder::{NodeBuilder, Tls};
 pub use call::CallOptions;
 pub use error::ClusterError;
 pub use node::Node;
+pub use node_lost::NodeLost;
 pub use placement::{Placement, Selection};
 pub use remote_agent::{NODE_METADATA, RemoteAgent, spread};
 pub use serve::{NodeSettings, serve};

@@ -12,13 +12,15 @@ use futures::future::{BoxFuture, Fuse, FusedFuture};
 use ractor::ActorRef;
 use ractor::rpc::CallResult;
 use tokio::time::{Instant, sleep, sleep_until};
-use troupe_runtime::{Agent, AgentError, ErrorKind, Event, MessageId, Reply, RunContext, Thread};
+use troupe_runtime::{
+    Agent, AgentError, ErrorKind, Event, Reply, RunContext, Thread, message::MessageId,
+};
 
 use crate::call::{CallOptions, CancelOnDrop, emit_events, request_key, status, suspect_time};
 use crate::node::max_frame;
 use crate::placement::{InFlight, Placement, Replica, Selection, choose, replicas};
 use crate::wire::{CallReply, CallRequestRef, HostMsg, Outcome, StatusReply, pack, unpack};
-use crate::{ClusterError, check_name};
+use crate::{ClusterError, NodeLost, check_name};
 
 /// The metadata key under which a remote turn's messages record the node
 /// that produced them.
@@ -31,8 +33,8 @@ pub const NODE_METADATA: &str = "troupe.node";
 /// asking the host about the turn every [`CallOptions::heartbeat`]. A node
 /// that dies fails the turn at once; one that stops answering fails it
 /// after [`CallOptions::node_timeout`]; the error
-/// ([`AgentError::Node`](troupe_runtime::AgentError::Node), kind
-/// [`ErrorKind::Node`](troupe_runtime::ErrorKind::Node)) names the node and the
+/// (kind [`ErrorKind::Node`](troupe_runtime::ErrorKind::Node), caused by
+/// [`NodeLost`](crate::NodeLost)) names the node and the
 /// agent, so a [`RetryPolicy`](troupe_runtime::RetryPolicy) can re-run the step —
 /// on another replica, since nodes that just failed are avoided.
 ///
@@ -224,20 +226,19 @@ impl RemoteAgent {
                 return Ok(r);
             }
             if Instant::now() >= until {
-                return Err(AgentError::Node {
-                    node: self.node_label(),
-                    message: format!(
-                        "no live node hosts agent '{}'{} (waited {:?})",
-                        self.agent,
-                        self.pinned()
-                            .map(|n| format!(" on node '{n}'"))
-                            .unwrap_or_default(),
-                        self.options.discovery
-                    ),
-                });
+                let node = self.node_label();
+                let message = format!(
+                    "no live node hosts agent '{}'{} (waited {:?})",
+                    self.agent,
+                    self.pinned()
+                        .map(|n| format!(" on node '{n}'"))
+                        .unwrap_or_default(),
+                    self.options.discovery
+                );
+                return Err(AgentError::node(&node, message).with_source(NodeLost::new(node)));
             }
             tokio::select! {
-                _ = ctx.cancelled() => return Err(AgentError::Cancelled),
+                _ = ctx.cancelled() => return Err(AgentError::cancelled()),
                 _ = sleep(Duration::from_millis(25)) => {}
             }
         }
@@ -252,10 +253,8 @@ impl RemoteAgent {
         replica: &Replica,
     ) -> Result<Reply, AgentError> {
         let node = replica.node.as_str();
-        let lost = |message: String| AgentError::Node {
-            node: node.to_string(),
-            message,
-        };
+        let lost =
+            |message: String| AgentError::node(node, message).with_source(NodeLost::new(node));
         let attempt = MessageId::new().0;
         let request = CallRequestRef {
             key,
@@ -305,7 +304,7 @@ impl RemoteAgent {
             let silent_until = last_heard + opts.node_timeout;
             tokio::select! {
                 biased;
-                _ = ctx.cancelled() => return Err(AgentError::Cancelled),
+                _ = ctx.cancelled() => return Err(AgentError::cancelled()),
                 r = &mut call => {
                     guard.disarm();
                     return match r {
@@ -354,7 +353,7 @@ impl RemoteAgent {
                     )));
                 }
                 _ = sleep_until(turn_deadline.unwrap_or(silent_until)), if turn_deadline.is_some() => {
-                    return Err(AgentError::Timeout(opts.turn_timeout.unwrap_or_default()));
+                    return Err(AgentError::timeout(opts.turn_timeout.unwrap_or_default()));
                 }
             }
         }
@@ -377,13 +376,12 @@ impl RemoteAgent {
         flight.reported(reply.load);
         emit_events(ctx, &reply.events);
         match reply.outcome {
-            Outcome::Done(wire) => {
-                let mut reply = Reply::from(*wire);
-                for m in reply.messages.iter_mut().chain(reply.private.iter_mut()) {
+            Outcome::Done(mut wire) => {
+                for m in wire.messages.iter_mut().chain(wire.private.iter_mut()) {
                     m.metadata
                         .insert(NODE_METADATA.to_string(), node.to_string());
                 }
-                Ok(reply)
+                Ok(Reply::from(*wire))
             }
             Outcome::Failed(e) => Err(e.into_agent(node)),
             Outcome::Refused(reason) => Err(AgentError::failed(format!(

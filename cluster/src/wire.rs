@@ -11,8 +11,11 @@ use ractor::message::{BoxedDowncastErr, SerializedMessage};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use troupe_runtime::{
-    AgentError, ErrorKind, InputRequest, Message, Reply, RunError, StateDelta, Thread, codec,
+    AgentError, ErrorKind, InputRequest, Message, Reply, ReplyParts, RunError, Thread, codec,
+    state::StateDelta,
 };
+
+use crate::node_lost::NodeLost;
 
 /// Version of the wire layout; bump it when a type below (or the
 /// encoded `Message`/`Thread`) changes shape.
@@ -21,7 +24,9 @@ use troupe_runtime::{
 /// change to the run's state; a thread's scheduler state the counters of a
 /// run not finished and the run's state values.
 /// 3: a turn carries the caller's W3C trace context (`traceparent`).
-pub(crate) const WIRE_VERSION: u32 = 3;
+/// 4: an agent's error crosses as its kind and text (`AgentError` became one
+/// struct), with the node a lost node error names.
+pub(crate) const WIRE_VERSION: u32 = 4;
 
 /// A turn for the agent host.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -123,6 +128,7 @@ pub(crate) struct WireReply {
 
 impl From<Reply> for WireReply {
     fn from(r: Reply) -> Self {
+        let r = r.into_parts();
         WireReply {
             messages: r.messages,
             thread: r.thread,
@@ -137,66 +143,54 @@ impl From<Reply> for WireReply {
 
 impl From<WireReply> for Reply {
     fn from(r: WireReply) -> Self {
-        Reply {
-            messages: r.messages,
-            thread: r.thread,
-            next: r.next,
-            request: r.request,
-            private: r.private,
-            inner_requests: r.inner_requests,
-            state: r.state,
-        }
+        // `ReplyParts` may grow: start from its default, set every field.
+        let mut parts = ReplyParts::default();
+        parts.messages = r.messages;
+        parts.thread = r.thread;
+        parts.next = r.next;
+        parts.request = r.request;
+        parts.private = r.private;
+        parts.inner_requests = r.inner_requests;
+        parts.state = r.state;
+        Reply::from_parts(parts)
     }
 }
 
 /// An [`AgentError`] on the wire, keeping its kind for retry policies.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum WireError {
+    /// The host could not run the turn (its own words).
     Failed(String),
-    Transient(String),
-    Timeout { ms: u64 },
-    Model(String),
-    Tool { name: String, message: String },
-    Workflow { workflow: String, message: String },
+    /// The turn was cancelled on the host.
     Cancelled,
-    Node { node: String, message: String },
+    /// The agent panicked on the host.
     Panicked(String),
+    /// A nested workflow's run failed: its text crosses, not its thread.
+    Workflow { workflow: String, message: String },
+    /// The agent's error: its kind and text, and the node a lost node
+    /// error names ([`NodeLost`]). An attached cause stays on the host.
+    Agent {
+        kind: ErrorKind,
+        message: String,
+        lost_node: Option<String>,
+    },
 }
 
 impl WireError {
     /// The error as sent by a host whose agent's turn returned `e`.
     pub(crate) fn from_agent(e: &AgentError, path: &str) -> Self {
-        match e {
-            AgentError::Failed(m) => WireError::Failed(m.clone()),
-            AgentError::Transient(m) => WireError::Transient(m.clone()),
-            AgentError::Timeout(d) => WireError::Timeout {
-                ms: u64::try_from(d.as_millis()).unwrap_or(u64::MAX),
-            },
-            AgentError::Model(m) => WireError::Model(m.clone()),
-            AgentError::Tool { name, message } => WireError::Tool {
-                name: name.clone(),
-                message: message.clone(),
-            },
-            AgentError::Workflow(run) => WireError::Workflow {
+        match e.kind() {
+            ErrorKind::Cancelled => WireError::Cancelled,
+            ErrorKind::Workflow => WireError::Workflow {
                 workflow: path.to_string(),
-                message: run.to_string(),
+                message: e.message().to_string(),
             },
-            AgentError::Cancelled => WireError::Cancelled,
-            AgentError::Node { node, message } => WireError::Node {
-                node: node.clone(),
-                message: message.clone(),
-            },
-            // An attached cause stays on this node; its error's kind and
-            // text cross the wire.
-            AgentError::WithSource(sourced) => WireError::from_agent(sourced.error(), path),
-            // `AgentError` is non-exhaustive: a variant added later crosses
-            // as its text, keeping its kind where the wire has one (so retry
-            // policies still see a transient failure as transient).
-            other => match other.kind() {
-                ErrorKind::Transient => WireError::Transient(other.to_string()),
-                ErrorKind::Model => WireError::Model(other.to_string()),
-                ErrorKind::Cancelled => WireError::Cancelled,
-                _ => WireError::Failed(other.to_string()),
+            kind => WireError::Agent {
+                kind,
+                message: e.message().to_string(),
+                lost_node: e
+                    .downcast_source::<NodeLost>()
+                    .map(|lost| lost.node().to_string()),
             },
         }
     }
@@ -204,22 +198,26 @@ impl WireError {
     /// The error as the caller's turn returns it; `node` is where it ran.
     pub(crate) fn into_agent(self, node: &str) -> AgentError {
         match self {
-            WireError::Failed(m) => AgentError::Failed(m),
-            WireError::Transient(m) => AgentError::Transient(m),
-            WireError::Timeout { ms } => AgentError::Timeout(std::time::Duration::from_millis(ms)),
-            WireError::Model(m) => AgentError::Model(m),
-            WireError::Tool { name, message } => AgentError::Tool { name, message },
+            WireError::Failed(m) => AgentError::failed(m),
+            WireError::Cancelled => AgentError::cancelled(),
+            WireError::Panicked(m) => AgentError::failed(format!("panicked on node '{node}': {m}")),
             // The inner run's error does not cross the wire whole (its
             // thread would be large); its text and its kind do.
-            WireError::Workflow { workflow, message } => {
-                AgentError::Workflow(Box::new(RunError::Runtime {
-                    workflow,
-                    reason: message,
-                }))
+            WireError::Workflow { workflow, message } => AgentError::workflow(RunError::Runtime {
+                workflow,
+                reason: message,
+            }),
+            WireError::Agent {
+                kind,
+                message,
+                lost_node,
+            } => {
+                let error = AgentError::new(kind, message);
+                match lost_node {
+                    Some(lost) => error.with_source(NodeLost::new(lost)),
+                    None => error,
+                }
             }
-            WireError::Cancelled => AgentError::Cancelled,
-            WireError::Node { node, message } => AgentError::Node { node, message },
-            WireError::Panicked(m) => AgentError::Failed(format!("panicked on node '{node}': {m}")),
         }
     }
 }
@@ -336,7 +334,7 @@ mod tests {
     use super::*;
     use ractor::Message as _;
     use std::time::Duration;
-    use troupe_runtime::{Content, ToolCall};
+    use troupe_runtime::{Content, message::ToolCall};
 
     fn thread() -> Thread {
         let mut t = Thread::from_messages([
@@ -404,21 +402,20 @@ mod tests {
 
         let errors = [
             WireError::Failed("f".into()),
-            WireError::Transient("t".into()),
-            WireError::Timeout { ms: 5 },
-            WireError::Model("m".into()),
-            WireError::Tool {
-                name: "n".into(),
-                message: "m".into(),
+            WireError::Agent {
+                kind: ErrorKind::Transient,
+                message: "t".into(),
+                lost_node: None,
             },
             WireError::Workflow {
                 workflow: "w".into(),
                 message: "m".into(),
             },
             WireError::Cancelled,
-            WireError::Node {
-                node: "b".into(),
+            WireError::Agent {
+                kind: ErrorKind::Node,
                 message: "m".into(),
+                lost_node: Some("b".into()),
             },
             WireError::Panicked("p".into()),
         ];
@@ -452,25 +449,24 @@ mod tests {
         let cases = [
             AgentError::failed("x"),
             AgentError::transient("x"),
-            AgentError::Timeout(Duration::from_millis(20)),
-            AgentError::Model("x".into()),
-            AgentError::Tool {
-                name: "t".into(),
-                message: "x".into(),
-            },
-            AgentError::Workflow(Box::new(RunError::Runtime {
+            AgentError::timeout(Duration::from_millis(20)),
+            AgentError::model("x"),
+            AgentError::tool("t", "x"),
+            AgentError::workflow(RunError::Runtime {
                 workflow: "w".into(),
                 reason: "x".into(),
-            })),
-            AgentError::Cancelled,
-            AgentError::Node {
-                node: "c".into(),
-                message: "x".into(),
-            },
+            }),
+            AgentError::cancelled(),
+            AgentError::node("c", "x").with_source(NodeLost::new("c")),
         ];
         for e in cases {
             let back = WireError::from_agent(&e, "p").into_agent("b");
             assert_eq!(back.kind(), e.kind(), "{e}");
+            assert_eq!(back.to_string(), e.to_string());
+            assert_eq!(
+                back.downcast_source::<NodeLost>().map(NodeLost::node),
+                e.downcast_source::<NodeLost>().map(NodeLost::node)
+            );
         }
     }
 

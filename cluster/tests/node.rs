@@ -52,9 +52,9 @@ async fn a_node_hosts_an_agent_its_own_process_can_call() {
     let remote = RemoteAgent::parse("echo@solo").unwrap();
     let thread = Arc::new(Thread::from_messages([Message::user("hi")]));
     let reply = remote.run(thread, ctx).await.unwrap();
-    assert_eq!(reply.messages[0].text_content(), "echo: hi");
+    assert_eq!(reply.messages()[0].text_content(), "echo: hi");
     assert_eq!(
-        reply.messages[0]
+        reply.messages()[0]
             .metadata
             .get(NODE_METADATA)
             .map(String::as_str),

@@ -39,7 +39,7 @@ async fn a_remote_turn_is_a_child_of_the_callers_span() {
     let remote = RemoteAgent::parse("echo@solo").unwrap();
     let thread = Arc::new(Thread::from_messages([Message::user("hi")]));
     let reply = remote.run(thread, ctx).await.unwrap();
-    assert_eq!(reply.messages[0].text_content(), "echoed");
+    assert_eq!(reply.messages()[0].text_content(), "echoed");
     drop(caller);
     node.shutdown().await;
     provider.force_flush().unwrap();

@@ -150,7 +150,7 @@ fn draw(c: &mut Chart, config: &Config, w: &WorkflowSpec, user: &str) {
                 .map(|a| a.handoffs.clone())
                 .unwrap_or_default()
             {
-                if target == troupe_runtime::USER {
+                if target == troupe_runtime::message::USER {
                     c.edge(&from, user, "handoff to user", true);
                 } else if t.participants.iter().any(|p| ref_id(p) == target) {
                     let to = node_id(&target);
@@ -230,7 +230,7 @@ fn draw(c: &mut Chart, config: &Config, w: &WorkflowSpec, user: &str) {
                         let f = c.node(m, &label_of(m), false);
                         c.edge(&f, &to, &text, dashed);
                     }
-                } else if from == troupe_runtime::USER {
+                } else if from == troupe_runtime::message::USER {
                     c.edge(user, &to, &text, dashed);
                 } else {
                     let f = c.node(from, &label_of(from), false);

@@ -9,7 +9,9 @@
 use std::time::Duration;
 
 use troupe_config::{BuildOptions, Built, Config};
-use troupe_runtime::{Content, InputRequest, RunContext, RunResult, RunStatus, Thread, ToolResult};
+use troupe_runtime::{
+    Content, InputRequest, RunContext, RunResult, RunStatus, Thread, message::ToolResult,
+};
 
 async fn build(yaml: &str, path: &std::path::Path) -> Built {
     let config = Config::parse(yaml, path).unwrap_or_else(|e| panic!("{e}"));
@@ -244,7 +246,7 @@ fn tempfile_dir() -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!(
         "troupe-hitl-{}-{}",
         std::process::id(),
-        troupe_runtime::MessageId::new()
+        troupe_runtime::message::MessageId::new()
     ));
     std::fs::create_dir_all(&dir).unwrap();
     dir

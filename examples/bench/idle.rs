@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use troupe::{FnAgent, Graph, Join, Reply, Router, RunContext, Thread, Workflow};
+use troupe::{FnAgent, Graph, Reply, Router, RunContext, Thread, Workflow, graph::Join};
 
 use super::{BoxError, current_rss_kib, round1};
 

@@ -70,7 +70,7 @@ fuzz_target!(|data: &[u8]| {
                 let _ = store.load("r", &meta.id).await;
             }
         }
-        let _ = troupe_runtime::summarize_runs(store).await;
+        let _ = troupe_runtime::history::summarize_runs(store).await;
         let _ = store.load_thread("c").await;
     });
 });

@@ -23,7 +23,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use troupe_runtime::{Graph, Isolation, Join, RetryPolicy, Scheduler, StopCondition, Workflow};
+use troupe_runtime::{
+    Graph, RetryPolicy, StopCondition, Workflow, graph::Isolation, graph::Join, graph::Scheduler,
+};
 
 use crate::error::PlanError;
 use crate::flags::StopFlag;
@@ -36,7 +38,7 @@ use crate::summarizer::Summarizer;
 ///
 /// ```
 /// use troupe_planning::{CompileOptions, ResultPassing, ResultScope};
-/// use troupe_runtime::Scheduler;
+/// use troupe_runtime::graph::Scheduler;
 ///
 /// let options = CompileOptions::new()
 ///     .name("errands")

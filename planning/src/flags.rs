@@ -7,7 +7,7 @@
 //! `Stopped`. An abort is an error the step's turn returns; the run fails
 //! with it, keeping the thread up to the failure.
 
-use troupe_runtime::{AgentError, Content, Message, RunError, RunResult, StopCondition};
+use troupe_runtime::{AgentError, Content, ErrorKind, Message, RunError, RunResult, StopCondition};
 
 /// The name of the stop condition every compiled plan carries.
 pub const PLAN_STOP: &str = "plan_stop";
@@ -59,7 +59,7 @@ impl StopFlag {
     /// A step retry policy that retries [`ErrorKind::Failed`](troupe_runtime::ErrorKind)
     /// retries aborts too; give such policies a `retry_on` list without it.
     pub fn abort_error(reason: impl Into<String>) -> AgentError {
-        AgentError::Failed(format!("{ABORT_PREFIX}{}", reason.into()))
+        AgentError::failed(format!("{ABORT_PREFIX}{}", reason.into()))
     }
 
     /// The stop condition a compiled plan carries: it holds for a
@@ -87,15 +87,19 @@ impl StopFlag {
         let RunError::AgentFailed { agent, source, .. } = error else {
             return None;
         };
-        match source {
-            AgentError::Failed(text) => {
-                text.strip_prefix(ABORT_PREFIX)
+        match source.kind() {
+            ErrorKind::Failed => {
+                source
+                    .message()
+                    .strip_prefix(ABORT_PREFIX)
                     .map(|reason| StopFlag::Abort {
                         step: agent.rsplit('/').next().unwrap_or(agent).to_string(),
                         reason: reason.to_string(),
                     })
             }
-            AgentError::Workflow(inner) => StopFlag::of_error(inner),
+            ErrorKind::Workflow => source
+                .downcast_source::<RunError>()
+                .and_then(StopFlag::of_error),
             _ => None,
         }
     }

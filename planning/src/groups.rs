@@ -3,7 +3,7 @@
 //! its steps in parallel, each branch on its own thread, and a
 //! [`Summarizer`] merges them before the next group starts.
 
-use troupe_runtime::Isolation;
+use troupe_runtime::graph::Isolation;
 
 use crate::error::PlanError;
 use crate::passing::ResultScope;

@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use troupe_runtime::{Message, USER};
+use troupe_runtime::{Message, message::USER};
 
 /// Metadata key marking the message that renders earlier results as
 /// attachments: the engine's own, which `NodeInput::Attachments` uses.

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
-use troupe_runtime::{Isolation, USER};
+use troupe_runtime::{graph::Isolation, message::USER};
 
 use crate::error::PlanError;
 use crate::passing::ResultScope;

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use troupe_agents::{ChatMessage, ChatModel, ChatRequest, complete_metered};
 use troupe_runtime::{
     Agent, AgentError, BuildError, Content, Event, Message, ProgressRelay, Reply, RunContext,
-    RunStatus, Thread, USER, Usage, Workflow,
+    RunStatus, Thread, Workflow, message::USER, message::Usage,
 };
 
 use crate::answer::{AnswerError, PlanFormat, PlanSpec, structured_output};
@@ -95,7 +95,7 @@ pub struct Planned {
 /// let planner = PlanningAgent::builder("planner").model(model).agent(worker).build()?;
 /// let thread = Arc::new(Thread::from_messages([Message::user("cook dinner")]));
 /// let reply = planner.run(thread, RunContext::new()).await?;
-/// let texts: Vec<String> = reply.messages.iter().map(|m| m.text_content().into_owned()).collect();
+/// let texts: Vec<String> = reply.messages().iter().map(|m| m.text_content().into_owned()).collect();
 /// assert!(texts[0].starts_with("STEPS:"));
 /// assert_eq!(texts[1..], ["did: find a recipe", "did: buy what it needs"]);
 /// # Ok(()) }
@@ -324,12 +324,12 @@ impl Agent for PlanningAgent {
             .workflow
             .run_relayed(input, &ctx, relay)
             .await
-            .map_err(|e| AgentError::Workflow(Box::new(e)))?;
+            .map_err(|e| AgentError::workflow(e))?;
         // Stopped gracefully with the run above: this turn is cut short
         // (its plan's run reported where it stopped), and goes on from
         // there when that run resumes.
         if result.status == RunStatus::Interrupted {
-            return Err(AgentError::Cancelled);
+            return Err(AgentError::cancelled());
         }
 
         let mut messages = vec![
@@ -372,9 +372,11 @@ impl Agent for PlanningAgent {
         }
         // A turn that went on from its progress leaves this agent's thread
         // as it was before the plan.
-        let mut reply = Reply::messages(messages);
-        reply.thread = own;
-        Ok(reply)
+        let reply = Reply::from(messages);
+        Ok(match own {
+            Some(own) => reply.with_thread(own),
+            None => reply,
+        })
     }
 }
 

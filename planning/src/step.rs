@@ -210,13 +210,13 @@ impl Agent for StepAgent {
             Body::Summarize(f) => Ok(Reply::text(f(&input.results))),
             Body::Agent(agent) => {
                 let view = Thread::from_messages(input.view(&self.passing));
-                let mut reply = agent.run(Arc::new(view), ctx).await?;
+                let mut parts = agent.run(Arc::new(view), ctx).await?.into_parts();
                 // The node's thread is the engine's (it holds what later
                 // steps inherit); the agent's own thread and steering stay
                 // inside the step.
-                reply.thread = None;
-                reply.next = None;
-                Ok(reply)
+                parts.thread = None;
+                parts.next = None;
+                Ok(Reply::from_parts(parts))
             }
         }
     }

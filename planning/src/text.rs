@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
-use troupe_runtime::USER;
+use troupe_runtime::message::USER;
 
 use crate::error::PlanError;
 

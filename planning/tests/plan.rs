@@ -17,8 +17,8 @@ use troupe_planning::{
 };
 use troupe_presets::Sequential;
 use troupe_runtime::{
-    Agent, AgentError, Content, Event, FnAgent, Isolation, Message, Reply, RunContext, RunStatus,
-    Scheduler, Thread,
+    Agent, AgentError, Content, Event, FnAgent, Message, Reply, RunContext, RunStatus, Thread,
+    graph::Isolation, graph::Scheduler,
 };
 
 async fn guard<T>(f: impl std::future::Future<Output = T>) -> T {
@@ -496,7 +496,7 @@ fn flagging(flag: &'static str) -> Arc<dyn Agent> {
     Arc::new(FnAgent::sync("flagging", move |t: &Thread| {
         let request = last_text(t);
         match (request.as_str(), flag) {
-            ("b", "stop") => Ok(Reply::messages(vec![
+            ("b", "stop") => Ok(Reply::from(vec![
                 Message::text("", "result of b"),
                 StopFlag::stop_message("nothing left to do"),
             ])),
@@ -629,7 +629,7 @@ async fn a_planning_agent_decomposes_a_task_into_four_steps_two_in_parallel() {
         .unwrap();
 
     let texts: Vec<String> = reply
-        .messages
+        .messages()
         .iter()
         .map(|m| m.text_content().into_owned())
         .collect();
@@ -647,12 +647,12 @@ async fn a_planning_agent_decomposes_a_task_into_four_steps_two_in_parallel() {
             "result of brew the coffee"
         ]
     );
-    let steps: Vec<&str> = reply.messages[1..]
+    let steps: Vec<&str> = reply.messages()[1..]
         .iter()
         .map(|m| m.metadata[STEP_KEY].as_str())
         .collect();
     assert_eq!(steps, ["FIND", "BUY_MILK", "BUY_BEANS", "BREW"]);
-    assert!(reply.messages.last().unwrap().usage.is_some());
+    assert!(reply.messages().last().unwrap().usage.is_some());
 
     // The plan is an event, reported before any step started.
     let events = events.drain_ready();
@@ -770,7 +770,7 @@ async fn a_json_plan_is_asked_with_a_schema_and_can_choose_agents() {
     let thread = Arc::new(Thread::from_messages([Message::user("coffee")]));
     let reply = guard(planner.run(thread, RunContext::new())).await.unwrap();
     let texts: Vec<String> = reply
-        .messages
+        .messages()
         .iter()
         .map(|m| m.text_content().into_owned())
         .collect();

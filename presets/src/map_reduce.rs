@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use troupe_runtime::{
-    Agent, AgentError, Content, Graph, Isolation, Message, Renamed, Reply, Router, RunContext,
-    StopCondition, Thread, Workflow,
+    Agent, AgentError, Content, Graph, Message, Renamed, Reply, Router, RunContext, StopCondition,
+    Thread, Workflow, graph::Isolation,
 };
 
 use crate::error::PresetError;
@@ -438,8 +438,8 @@ impl Agent for MapStep {
             None => ctx,
         };
         // Run as an agent so the workers' paths sit under this node's path.
-        let reply = Agent::run(&inner, input, ctx).await?;
-        let done = reply.thread.unwrap_or_default();
+        let parts = Agent::run(&inner, input, ctx).await?.into_parts();
+        let done = parts.thread.unwrap_or_default();
         // Each worker's last message, found in one pass: a search per
         // worker would make gathering quadratic in the number of workers.
         let mut last: HashMap<&str, &Arc<Message>> = HashMap::with_capacity(subtasks.len());
@@ -460,8 +460,10 @@ impl Agent for MapStep {
         // What the workers changed in the run's state goes up with the
         // results; a turn that went on from its progress leaves the node's
         // thread as it was before the workers ran.
-        let mut out = Reply::messages(results).with_state_delta(reply.state);
-        out.thread = own;
-        Ok(out)
+        let out = Reply::from(results).with_state_delta(parts.state);
+        Ok(match own {
+            Some(own) => out.with_thread(own),
+            None => out,
+        })
     }
 }

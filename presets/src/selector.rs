@@ -6,8 +6,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use troupe_agents::{ChatMessage, ChatModel, ChatRequest, complete_metered};
 use troupe_runtime::{
-    Agent, AgentError, Condition, Event, Graph, Message, Reply, RouterBuilder, RunContext, Thread,
-    Workflow,
+    Agent, AgentError, Event, Graph, Message, Reply, RouterBuilder, RunContext, Thread, Workflow,
+    graph::Condition,
 };
 
 use crate::error::PresetError;
@@ -320,9 +320,7 @@ impl Agent for SelectorAgent {
         // routed): its next request shows them, so the conversation it
         // is asked in is a function of the run's state, as every other
         // agent's is (a resumed run asks the same questions).
-        let mut reply = Reply::select([choice.clone()]);
-        reply.private.push(Message::text(SELECTOR, choice));
-        Ok(reply)
+        Ok(Reply::select([choice.clone()]).with_private(vec![Message::text(SELECTOR, choice)]))
     }
 }
 
@@ -374,7 +372,7 @@ impl SelectorAgent {
             // Metered and priced as any agent's call: events, usage, cost.
             let response = complete_metered(model, &ChatRequest::new(messages.clone()), ctx)
                 .await
-                .map_err(|e| AgentError::Model(e.to_string()).with_source(e))?;
+                .map_err(|e| AgentError::model(e.to_string()).with_source(e))?;
             let answer = response.text_content().to_string();
             let found = parse_speaker(&answer, candidates);
             if let SpeakerMatch::One(one) = found {

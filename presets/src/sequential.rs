@@ -1,6 +1,6 @@
 //! [`Sequential`]: agents one after another, each seeing the prior outputs.
 
-use troupe_runtime::{Graph, NodeInput, Router, RouterBuilder, Workflow};
+use troupe_runtime::{Graph, Router, RouterBuilder, Workflow, graph::NodeInput};
 
 use crate::error::PresetError;
 use crate::team::{Team, team_methods};

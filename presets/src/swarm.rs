@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use troupe_runtime::{Condition, Graph, RouterBuilder, USER, Workflow};
+use troupe_runtime::{Graph, RouterBuilder, Workflow, graph::Condition, message::USER};
 
 use crate::error::PresetError;
 use crate::team::{Team, team_methods};

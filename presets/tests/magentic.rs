@@ -13,7 +13,8 @@ use troupe_agents::model::ScriptPosition;
 use troupe_agents::{ScriptedModel, ScriptedReply};
 use troupe_presets::{Magentic, MagenticBuilder, ProgressLedger, SpeakerFallback, TaskLedger};
 use troupe_runtime::{
-    Event, EventRecord, FnAgent, LedgerKind, Message, RunContext, RunResult, RunStatus, Thread,
+    Event, FnAgent, Message, RunContext, RunResult, RunStatus, Thread, event::EventRecord,
+    event::LedgerKind,
 };
 
 async fn guard<T>(f: impl std::future::Future<Output = T>) -> T {

@@ -31,7 +31,8 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use tokio::runtime::Runtime;
 use troupe_runtime::{
-    Condition, FnAgent, Graph, Join, RunContext, RunResult, RunStatus, Thread, Workflow,
+    FnAgent, Graph, RunContext, RunResult, RunStatus, Thread, Workflow, graph::Condition,
+    graph::Join,
 };
 
 /// A multi-thread runtime with one worker per core of the 2-core bench

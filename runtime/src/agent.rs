@@ -73,16 +73,49 @@ impl<A: Agent + ?Sized> Agent for Arc<A> {
     }
 }
 
-/// What one turn produced.
+/// What one turn produced: new messages, the last of which is the agent's
+/// response, and what else the turn asks of the run — the node(s) to run
+/// next ([`Reply::select`]), a question for the caller ([`Reply::ask`]),
+/// messages for the agent's own thread only ([`Reply::with_private`]),
+/// changes to the run's state ([`Reply::with_state`]).
+///
+/// Build one with its constructors and `with_` methods; read it with its
+/// accessors. A crate that moves replies whole (across a wire) takes them
+/// apart with [`Reply::into_parts`] and back with [`Reply::from_parts`].
+///
+/// ```
+/// use troupe_runtime::{Message, Reply};
+///
+/// let reply = Reply::text("done").with_next(["review"]).with_state("step", "2");
+/// assert_eq!(reply.messages()[0].text_content(), "done");
+/// assert_eq!(reply.next(), Some(&["review".to_string()][..]));
+/// let many = Reply::from(vec![Message::text("", "a"), Message::text("", "b")]);
+/// assert_eq!(many.into_messages().len(), 2);
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct Reply {
+    pub(crate) messages: Vec<Message>,
+    pub(crate) thread: Option<Thread>,
+    pub(crate) next: Option<Vec<String>>,
+    pub(crate) request: Option<String>,
+    pub(crate) private: Vec<Message>,
+    pub(crate) inner_requests: Vec<InputRequest>,
+    pub(crate) state: StateDelta,
+}
+
+/// A [`Reply`] taken apart, every field public: for crates that carry a
+/// reply whole (the cluster's wire) and put it back together with
+/// [`Reply::from_parts`]. Agents build replies with [`Reply`]'s methods.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ReplyParts {
     /// New messages, in order; the last is the agent's response.
     pub messages: Vec<Message>,
     /// A replacement for the agent's thread (before the new messages are
     /// appended). Workflows use it to keep their children and state.
     pub thread: Option<Thread>,
     /// The node(s) the agent chose to run next, for graph transitions with
-    /// [`Condition::Selected`](crate::Condition::Selected): how a selector
+    /// [`Condition::Selected`](crate::graph::Condition::Selected): how a selector
     /// steers a group chat without adding to the conversation.
     pub next: Option<Vec<String>>,
     /// A question for the caller: the run ends waiting for input (with a
@@ -115,7 +148,7 @@ impl Reply {
         Self::message(Message::new("", Content::Text(text.into())))
     }
 
-    /// A reply of one message.
+    /// A reply of one message (of several: `Reply::from(vec)`).
     pub fn message(message: Message) -> Self {
         Reply {
             messages: vec![message],
@@ -123,31 +156,33 @@ impl Reply {
         }
     }
 
-    /// A reply of several messages.
-    pub fn messages(messages: Vec<Message>) -> Self {
-        Reply {
-            messages,
-            ..Default::default()
-        }
-    }
-
     /// A reply choosing the node(s) to run next, with no message.
     pub fn select<S: Into<String>>(next: impl IntoIterator<Item = S>) -> Self {
-        Reply {
-            next: Some(next.into_iter().map(Into::into).collect()),
-            ..Default::default()
-        }
+        Self::default().with_next(next)
     }
 
     /// A reply asking the caller a question (human in the loop).
     pub fn ask(prompt: impl Into<String>) -> Self {
-        Reply {
-            request: Some(prompt.into()),
-            ..Default::default()
-        }
+        Self::default().with_request(prompt)
     }
 
-    /// Adds messages for the agent's own thread only (see [`Reply::private`]).
+    /// Chooses the node(s) to run next, for graph transitions with
+    /// [`Condition::Selected`](crate::graph::Condition::Selected).
+    pub fn with_next<S: Into<String>>(mut self, next: impl IntoIterator<Item = S>) -> Self {
+        self.next = Some(next.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Asks the caller a question: the run ends waiting for input, and
+    /// resumes with the answer delivered to this agent.
+    pub fn with_request(mut self, prompt: impl Into<String>) -> Self {
+        self.request = Some(prompt.into());
+        self
+    }
+
+    /// Sets the messages for the agent's own thread only, appended before
+    /// the reply's messages: never routed, not part of the conversation (a
+    /// tool loop's calls and results, kept for the agent's later turns).
     pub fn with_private(mut self, private: Vec<Message>) -> Self {
         self.private = private;
         self
@@ -160,7 +195,7 @@ impl Reply {
     /// ```
     /// use troupe_runtime::Reply;
     /// let reply = Reply::text("drafted").with_state("draft.words", "120");
-    /// assert_eq!(reply.state.iter().collect::<Vec<_>>(), [("draft.words", Some("120"))]);
+    /// assert_eq!(reply.state().iter().collect::<Vec<_>>(), [("draft.words", Some("120"))]);
     /// ```
     pub fn with_state(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.state = std::mem::take(&mut self.state).set(key, value);
@@ -179,10 +214,84 @@ impl Reply {
         self
     }
 
-    /// Sets the replacement thread.
+    /// Sets a replacement for the agent's thread (before the new messages
+    /// are appended): how a workflow keeps its children and state.
     pub fn with_thread(mut self, thread: Thread) -> Self {
         self.thread = Some(thread);
         self
+    }
+
+    /// The new messages, in order; the last is the agent's response.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// The new messages, to change (a wrapper adding to an agent's answer).
+    pub fn messages_mut(&mut self) -> &mut Vec<Message> {
+        &mut self.messages
+    }
+
+    /// Takes the new messages out of the reply.
+    pub fn into_messages(self) -> Vec<Message> {
+        self.messages
+    }
+
+    /// The node(s) the agent chose to run next, if it chose.
+    pub fn next(&self) -> Option<&[String]> {
+        self.next.as_deref()
+    }
+
+    /// The question for the caller, if the agent asks one.
+    pub fn request(&self) -> Option<&str> {
+        self.request.as_deref()
+    }
+
+    /// The messages for the agent's own thread only.
+    pub fn private(&self) -> &[Message] {
+        &self.private
+    }
+
+    /// What the turn changes in the run's state.
+    pub fn state(&self) -> &StateDelta {
+        &self.state
+    }
+
+    /// The replacement for the agent's thread, if the turn gave one.
+    pub fn thread(&self) -> Option<&Thread> {
+        self.thread.as_ref()
+    }
+
+    /// The questions still open inside the agent (a nested workflow waiting
+    /// for input), under the ids they have there: the outer run keeps them
+    /// and ends waiting for input. Empty for a turn that is done.
+    pub fn inner_requests(&self) -> &[InputRequest] {
+        &self.inner_requests
+    }
+
+    /// The reply's parts, every one public (see [`ReplyParts`]).
+    pub fn into_parts(self) -> ReplyParts {
+        ReplyParts {
+            messages: self.messages,
+            thread: self.thread,
+            next: self.next,
+            request: self.request,
+            private: self.private,
+            inner_requests: self.inner_requests,
+            state: self.state,
+        }
+    }
+
+    /// The reply of `parts` (made by [`Reply::into_parts`]).
+    pub fn from_parts(parts: ReplyParts) -> Self {
+        Reply {
+            messages: parts.messages,
+            thread: parts.thread,
+            next: parts.next,
+            request: parts.request,
+            private: parts.private,
+            inner_requests: parts.inner_requests,
+            state: parts.state,
+        }
     }
 }
 
@@ -202,8 +311,11 @@ impl From<Message> for Reply {
     }
 }
 impl From<Vec<Message>> for Reply {
-    fn from(v: Vec<Message>) -> Self {
-        Reply::messages(v)
+    fn from(messages: Vec<Message>) -> Self {
+        Reply {
+            messages,
+            ..Default::default()
+        }
     }
 }
 impl From<()> for Reply {

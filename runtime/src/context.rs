@@ -80,7 +80,7 @@ struct Inner {
     progress: Option<Progress>,
     state: StateSnapshot,
     /// Where the turn this context runs under records what it spends
-    /// (see [`crate::RunStats`]); none outside a workflow run.
+    /// (see [`crate::stats::RunStats`]); none outside a workflow run.
     meter: Option<Meter>,
     /// The tracing span what this context starts is parented under (see
     /// `telemetry`): carried explicitly, as runs and turns go on other tasks.
@@ -567,7 +567,7 @@ impl RunContext {
     /// Records a model call that used `usage` and cost `cost` USD (when
     /// its model is priced) in the turn this context runs under, counted
     /// for this context's path whether the turn then succeeds or fails
-    /// (see [`RunStats`](crate::RunStats)). Does nothing outside a run.
+    /// (see [`RunStats`](crate::stats::RunStats)). Does nothing outside a run.
     pub fn record_model_call(&self, usage: Usage, cost: Option<f64>) {
         if let Some(meter) = &self.inner.meter {
             let mut spent = AgentStats::default();

@@ -61,59 +61,50 @@ mod checkpoint;
 mod clock;
 mod context;
 mod error;
-mod event;
+pub mod event;
 mod fn_agent;
 pub mod graph;
-mod message;
+pub mod history;
+pub mod message;
 mod panic;
 pub mod prelude;
 mod progress;
 mod resumable;
-mod retry;
+pub mod retry;
 mod run_error;
 pub mod secrets;
-mod session;
-mod sink;
-mod state;
-mod stats;
-mod stop;
+pub mod session;
+pub mod sink;
+pub mod state;
+pub mod stats;
+pub mod stop;
 pub mod store;
 pub mod telemetry;
 mod thread;
 mod until_cancelled;
 mod workflow;
 
-pub use agent::{Agent, Renamed, Reply};
+pub use agent::{Agent, Renamed, Reply, ReplyParts};
 pub use async_trait::async_trait;
 pub use checkpoint::codec;
 pub use clock::RunClock;
 pub use context::{EventStream, RunContext};
 pub use error::{BuildError, CheckpointError};
-/// The JSON Schema of an event line (see [`EventRecord`]).
-#[cfg(feature = "schema")]
-pub use event::json_schema as events_json_schema;
-pub use event::{Event, EventRecord, FinalStatus, LedgerKind};
+pub use event::Event;
 pub use fn_agent::FnAgent;
-pub use graph::{Condition, Graph, GraphBuilder, Isolation, Join, NodeInput, Scheduler};
-pub use message::{Content, Handoff, Message, MessageId, ToolCall, ToolResult, USER, Usage};
+pub use graph::Graph;
+pub use message::{Content, Message};
 pub use panic::panic_text;
 pub use resumable::{InputRequest, RunStatus, SchedulerState, SchedulerStateError};
-pub use retry::{Backoff, ErrorPattern, RetryPolicy};
-pub use run_error::{AgentError, BoxError, ErrorKind, RunError, Sourced};
-pub use session::{Session, SessionError, SessionStream};
-pub use sink::{ConsoleLines, EventOutput, EventSink, EventWriter, JsonLines};
-pub use state::{StateDelta, StateSnapshot};
-pub use stats::{AgentStats, RunStats, format_usd};
-pub use stop::{ParseStopError, STOP_KINDS, StopCondition, StopHandle, StopReason};
+pub use retry::RetryPolicy;
+pub use run_error::{AgentError, BoxError, ErrorKind, RunError};
+pub use session::Session;
+pub use stop::StopCondition;
 pub use thread::{Thread, WorkflowState};
 pub use tokio_util::sync::CancellationToken;
 pub use troupe_router::{Clock, InboxConfig, Overflow, Router, RouterBuilder};
 pub use until_cancelled::UntilCancelled;
-pub use workflow::{
-    CheckpointSummary, ForkEdits, ProgressRelay, Pruned, Retention, RunResult, RunStream,
-    RunSummary, Workflow, WorkflowBuilder, prune, summarize_checkpoints, summarize_run,
-    summarize_runs,
-};
+pub use workflow::{ForkEdits, ProgressRelay, RunResult, RunStream, Workflow, WorkflowBuilder};
 
 /// Declares a type as a local-only actor message.
 ///

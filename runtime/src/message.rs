@@ -28,7 +28,7 @@ pub const USER: &str = "user";
 /// `threads_name_their_payloads_messages_in_runs` pin them).
 ///
 /// ```
-/// use troupe_runtime::MessageId;
+/// use troupe_runtime::message::MessageId;
 ///
 /// let id = MessageId(0x0123_4567_89ab_cdef_0000_0000_0000_002a);
 /// let json = serde_json::to_string(&id).unwrap();

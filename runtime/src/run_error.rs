@@ -44,13 +44,20 @@ pub enum ErrorKind {
 /// A boxed error that caused an [`AgentError`].
 pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
 
-/// Why an agent's turn failed.
+/// Why an agent's turn failed: a [`kind`](AgentError::kind) for retry
+/// policies, a message (what it displays), and optionally the error that
+/// caused it — modelled on [`std::io::Error`].
 ///
-/// Any variant can carry the error that caused it ([`with_source`]): a
-/// model client's error with its `Retry-After`, an I/O error. It then
-/// displays and classifies as before, [`std::error::Error::source`] gives
-/// the cause, and [`downcast_source`] finds a cause of a given type. Match
-/// variants on [`without_source`], which looks through the attachment.
+/// [`AgentError::new`] takes a kind and the whole text; the constructors per
+/// kind ([`failed`](AgentError::failed), [`transient`](AgentError::transient),
+/// [`model`](AgentError::model), [`timeout`](AgentError::timeout),
+/// [`tool`](AgentError::tool), [`node`](AgentError::node),
+/// [`cancelled`](AgentError::cancelled), [`workflow`](AgentError::workflow))
+/// word it as the engine always has. [`with_source`](AgentError::with_source)
+/// attaches a cause (a model client's error with its `Retry-After`, an I/O
+/// error): [`std::error::Error::source`] gives it and
+/// [`downcast_source`](AgentError::downcast_source) finds a cause of a given
+/// type anywhere in the chain. Match on [`kind`](AgentError::kind).
 ///
 /// ```
 /// use std::error::Error;
@@ -60,97 +67,112 @@ pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
 /// let e = AgentError::transient("cannot reach the tool server").with_source(io);
 /// assert_eq!(e.to_string(), "transient failure: cannot reach the tool server");
 /// assert_eq!(e.kind(), ErrorKind::Transient);
-/// assert!(matches!(e.without_source(), AgentError::Transient(_)));
 /// let cause = e.downcast_source::<std::io::Error>().unwrap();
 /// assert_eq!(cause.kind(), std::io::ErrorKind::BrokenPipe);
 /// assert_eq!(e.source().unwrap().to_string(), "the pipe broke");
-/// ```
 ///
-/// [`with_source`]: AgentError::with_source
-/// [`downcast_source`]: AgentError::downcast_source
-/// [`without_source`]: AgentError::without_source
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum AgentError {
-    /// A failure retrying will not fix.
-    #[error("{0}")]
-    Failed(String),
-    /// A failure that may pass if tried again.
-    #[error("transient failure: {0}")]
-    Transient(String),
-    /// The turn took longer than allowed.
-    #[error("timed out after {0:?}")]
-    Timeout(Duration),
-    /// The model call failed.
-    #[error("model error: {0}")]
-    Model(String),
-    /// A tool failed in a way that ends the turn.
-    #[error("tool '{name}' failed: {message}")]
-    Tool {
-        /// The tool.
-        name: String,
-        /// What went wrong.
-        message: String,
-    },
-    /// A nested workflow's run failed.
-    #[error("{0}")]
-    Workflow(Box<RunError>),
-    /// The turn was cancelled before it finished.
-    #[error("cancelled")]
-    Cancelled,
-    /// A remote node was lost or unreachable.
-    #[error("node '{node}' lost: {message}")]
-    Node {
-        /// The node.
-        node: String,
-        /// What went wrong.
-        message: String,
-    },
-    /// Another variant with the error that caused it (made by
-    /// [`AgentError::with_source`]): it displays and classifies as that
-    /// variant, and its [`source`](std::error::Error::source) is the cause.
-    #[error(transparent)]
-    WithSource(Box<Sourced>),
+/// let own = AgentError::new(ErrorKind::Tool, "the search index is rebuilding");
+/// assert_eq!(own.to_string(), own.message());
+/// ```
+pub struct AgentError {
+    // One pointer: a turn's `Result<Reply, AgentError>` stays as small as
+    // its `Reply`, and errors are the cold path.
+    inner: Box<Inner>,
+}
+
+struct Inner {
+    kind: ErrorKind,
+    message: String,
+    source: Option<BoxError>,
 }
 
 impl AgentError {
-    /// A non-retryable failure with this text.
-    pub fn failed(text: impl Into<String>) -> Self {
-        AgentError::Failed(text.into())
+    /// An error of `kind` displaying `message` as it is.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        AgentError {
+            inner: Box::new(Inner {
+                kind,
+                message: message.into(),
+                source: None,
+            }),
+        }
     }
 
-    /// A failure worth retrying.
-    pub fn transient(text: impl Into<String>) -> Self {
-        AgentError::Transient(text.into())
+    /// A failure retrying will not fix ([`ErrorKind::Failed`]), displaying
+    /// `message`.
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Failed, message)
+    }
+
+    /// A failure worth retrying ([`ErrorKind::Transient`]): "transient
+    /// failure: `message`".
+    pub fn transient(message: impl Into<String>) -> Self {
+        Self::new(
+            ErrorKind::Transient,
+            format!("transient failure: {}", message.into()),
+        )
+    }
+
+    /// The model call failed ([`ErrorKind::Model`]): "model error: `message`".
+    pub fn model(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Model, format!("model error: {}", message.into()))
+    }
+
+    /// The turn took longer than `after` allowed ([`ErrorKind::Timeout`]):
+    /// "timed out after 30s".
+    pub fn timeout(after: Duration) -> Self {
+        Self::new(ErrorKind::Timeout, format!("timed out after {after:?}"))
+    }
+
+    /// Tool `name` failed in a way that ends the turn ([`ErrorKind::Tool`]):
+    /// "tool '`name`' failed: `message`".
+    pub fn tool(name: &str, message: impl Into<String>) -> Self {
+        Self::new(
+            ErrorKind::Tool,
+            format!("tool '{name}' failed: {}", message.into()),
+        )
+    }
+
+    /// Remote node `node` was lost or unreachable ([`ErrorKind::Node`]):
+    /// "node '`node`' lost: `message`".
+    pub fn node(node: &str, message: impl Into<String>) -> Self {
+        Self::new(
+            ErrorKind::Node,
+            format!("node '{node}' lost: {}", message.into()),
+        )
+    }
+
+    /// The turn was cancelled before it finished ([`ErrorKind::Cancelled`]).
+    pub fn cancelled() -> Self {
+        Self::new(ErrorKind::Cancelled, "cancelled")
+    }
+
+    /// A nested workflow's run failed ([`ErrorKind::Workflow`]): displays as
+    /// the run's error, which is kept as the source (find it with
+    /// [`downcast_source::<RunError>`](AgentError::downcast_source)).
+    pub fn workflow(run: RunError) -> Self {
+        Self::new(ErrorKind::Workflow, run.to_string()).with_source(run)
     }
 
     /// The same error, caused by `source` (replacing any cause it had).
-    pub fn with_source(self, source: impl Into<BoxError>) -> Self {
-        let error = match self {
-            AgentError::WithSource(sourced) => sourced.error,
-            other => other,
-        };
-        AgentError::WithSource(Box::new(Sourced {
-            error,
-            source: source.into(),
-        }))
+    pub fn with_source(mut self, source: impl Into<BoxError>) -> Self {
+        self.inner.source = Some(source.into());
+        self
     }
 
-    /// The error itself, without the cause [`with_source`](Self::with_source)
-    /// attached: what to match variants on.
-    pub fn without_source(&self) -> &AgentError {
-        match self {
-            AgentError::WithSource(sourced) => &sourced.error,
-            other => other,
-        }
+    /// The broad kind, for retry policies.
+    pub fn kind(&self) -> ErrorKind {
+        self.inner.kind
     }
 
-    /// The error and its attached cause, apart.
-    pub fn into_parts(self) -> (AgentError, Option<BoxError>) {
-        match self {
-            AgentError::WithSource(sourced) => (sourced.error, Some(sourced.source)),
-            other => (other, None),
-        }
+    /// The text the error displays.
+    pub fn message(&self) -> &str {
+        &self.inner.message
+    }
+
+    /// Takes the attached cause out of the error.
+    pub fn into_source(self) -> Option<BoxError> {
+        self.inner.source
     }
 
     /// The first error of type `E` in the chain of causes (the attached
@@ -165,53 +187,32 @@ impl AgentError {
         }
         None
     }
-
-    /// The broad kind, for retry policies.
-    pub fn kind(&self) -> ErrorKind {
-        match self.without_source() {
-            AgentError::Failed(_) => ErrorKind::Failed,
-            AgentError::Transient(_) => ErrorKind::Transient,
-            AgentError::Timeout(_) => ErrorKind::Timeout,
-            AgentError::Model(_) => ErrorKind::Model,
-            AgentError::Tool { .. } => ErrorKind::Tool,
-            AgentError::Workflow(_) => ErrorKind::Workflow,
-            AgentError::Node { .. } => ErrorKind::Node,
-            AgentError::Cancelled => ErrorKind::Cancelled,
-            // `with_source` never nests one attachment in another.
-            AgentError::WithSource(sourced) => sourced.error.kind(),
-        }
-    }
 }
 
-/// An [`AgentError`] and the error that caused it (the payload of
-/// [`AgentError::WithSource`]).
-#[derive(Debug)]
-pub struct Sourced {
-    error: AgentError,
-    source: BoxError,
-}
-
-impl Sourced {
-    /// The error.
-    pub fn error(&self) -> &AgentError {
-        &self.error
-    }
-
-    /// What caused it.
-    pub fn cause(&self) -> &(dyn StdError + Send + Sync + 'static) {
-        &*self.source
-    }
-}
-
-impl fmt::Display for Sourced {
+impl fmt::Debug for AgentError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.error, f)
+        let mut d = f.debug_struct("AgentError");
+        d.field("kind", &self.inner.kind)
+            .field("message", &self.inner.message);
+        if let Some(source) = &self.inner.source {
+            d.field("source", source);
+        }
+        d.finish()
     }
 }
 
-impl StdError for Sourced {
+impl fmt::Display for AgentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.inner.message)
+    }
+}
+
+impl StdError for AgentError {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        Some(&*self.source)
+        match &self.inner.source {
+            Some(source) => Some(&**source),
+            None => None,
+        }
     }
 }
 
@@ -221,43 +222,75 @@ mod tests {
 
     #[derive(Debug, thiserror::Error)]
     #[error("outer")]
-    struct Outer(#[source] Inner);
+    struct Outer(#[source] Inner2);
 
     #[derive(Debug, thiserror::Error)]
     #[error("inner {0}")]
-    struct Inner(u32);
+    struct Inner2(u32);
 
     #[test]
     fn a_cause_is_found_anywhere_in_the_chain() {
-        let e = AgentError::failed("no").with_source(Outer(Inner(7)));
-        assert_eq!(e.downcast_source::<Inner>().map(|i| i.0), Some(7));
+        let e = AgentError::failed("no").with_source(Outer(Inner2(7)));
+        assert_eq!(e.downcast_source::<Inner2>().map(|i| i.0), Some(7));
         assert!(e.downcast_source::<Outer>().is_some());
         assert!(e.downcast_source::<std::io::Error>().is_none());
         assert!(
             AgentError::failed("no")
-                .downcast_source::<Inner>()
+                .downcast_source::<Inner2>()
                 .is_none()
         );
     }
 
     #[test]
     fn attaching_twice_replaces_the_cause_and_keeps_the_error() {
-        let e = AgentError::Timeout(Duration::from_secs(1))
-            .with_source(Inner(1))
-            .with_source(Inner(2));
+        let e = AgentError::timeout(Duration::from_secs(1))
+            .with_source(Inner2(1))
+            .with_source(Inner2(2));
         assert_eq!(e.kind(), ErrorKind::Timeout);
         assert_eq!(e.to_string(), "timed out after 1s");
-        assert_eq!(e.downcast_source::<Inner>().map(|i| i.0), Some(2));
-        let (error, source) = e.into_parts();
-        assert!(matches!(error, AgentError::Timeout(_)));
+        assert_eq!(e.downcast_source::<Inner2>().map(|i| i.0), Some(2));
+        let source = e.into_source();
         assert_eq!(source.map(|s| s.to_string()), Some("inner 2".into()));
         // A plain string can be a cause too.
         let text = AgentError::failed("x").with_source("why");
-        assert_eq!(text.downcast_source::<Inner>().map(|i| i.0), None);
+        assert_eq!(text.downcast_source::<Inner2>().map(|i| i.0), None);
         assert_eq!(
             std::error::Error::source(&text).map(|s| s.to_string()),
             Some("why".into())
         );
+    }
+
+    #[test]
+    fn each_kind_displays_as_it_always_has() {
+        let cases = [
+            (AgentError::failed("no such file"), "no such file"),
+            (AgentError::transient("busy"), "transient failure: busy"),
+            (AgentError::model("gone"), "model error: gone"),
+            (
+                AgentError::timeout(Duration::from_millis(1500)),
+                "timed out after 1.5s",
+            ),
+            (AgentError::tool("grep", "bad"), "tool 'grep' failed: bad"),
+            (AgentError::node("b", "down"), "node 'b' lost: down"),
+            (AgentError::cancelled(), "cancelled"),
+        ];
+        for (e, text) in cases {
+            assert_eq!(e.to_string(), text);
+            assert_eq!(e.message(), text);
+        }
+        let run = RunError::Runtime {
+            workflow: "w".into(),
+            reason: "r".into(),
+        };
+        let nested = AgentError::workflow(run);
+        assert_eq!(nested.kind(), ErrorKind::Workflow);
+        assert_eq!(nested.to_string(), "workflow 'w': r");
+        assert!(nested.downcast_source::<RunError>().is_some());
+    }
+
+    #[test]
+    fn the_error_is_one_pointer() {
+        assert_eq!(size_of::<AgentError>(), size_of::<usize>());
     }
 }
 

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 /// [`Reply`](crate::Reply) as a [`StateDelta`]. Derefs to the map.
 ///
 /// ```
-/// use troupe_runtime::{StateDelta, StateSnapshot};
+/// use troupe_runtime::{state::StateDelta, state::StateSnapshot};
 ///
 /// let mut state = StateSnapshot::default();
 /// state.apply(&StateDelta::new().set("topic", "actors"));
@@ -66,7 +66,7 @@ impl StateSnapshot {
     /// `base` into it.
     ///
     /// ```
-    /// use troupe_runtime::{StateDelta, StateSnapshot};
+    /// use troupe_runtime::{state::StateDelta, state::StateSnapshot};
     ///
     /// let mut base = StateSnapshot::default();
     /// base.apply(&StateDelta::new().set("a", "1").set("b", "2"));

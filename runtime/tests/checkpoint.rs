@@ -12,8 +12,8 @@ use std::time::Duration;
 use proptest::prelude::*;
 use troupe_runtime::store::{CheckpointStore, FileStore, MemoryStore};
 use troupe_runtime::{
-    CheckpointError, Condition, Event, FnAgent, Graph, Message, Reply, RunContext, RunError,
-    RunStatus, Thread, Workflow,
+    CheckpointError, Event, FnAgent, Graph, Message, Reply, RunContext, RunError, RunStatus,
+    Thread, Workflow, graph::Condition,
 };
 
 mod common;

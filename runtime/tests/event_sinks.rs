@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use troupe_runtime::{
-    Condition, Event, EventOutput, EventRecord, EventSink, EventWriter, FnAgent, Graph, JsonLines,
-    Router, RunContext, StopCondition, Thread, Workflow,
+    Event, FnAgent, Graph, Router, RunContext, StopCondition, Thread, Workflow, event::EventRecord,
+    graph::Condition, sink::EventOutput, sink::EventSink, sink::EventWriter, sink::JsonLines,
 };
 
 async fn guard<T>(f: impl std::future::Future<Output = T>) -> T {

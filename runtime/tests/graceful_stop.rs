@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use troupe_runtime::store::MemoryStore;
 use troupe_runtime::{
-    Agent, FnAgent, Graph, Router, RunContext, RunStatus, Thread, Workflow, summarize_run,
+    Agent, FnAgent, Graph, Router, RunContext, RunStatus, Thread, Workflow, history::summarize_run,
 };
 
 /// A node that takes `ms` and says what it saw.

@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use troupe_runtime::{
-    AgentError, Condition, ErrorKind, Event, EventRecord, FnAgent, Graph, Isolation, Join, Message,
-    NodeInput, RetryPolicy, RunContext, RunError, RunStatus, Scheduler, StopCondition, Thread,
-    Workflow,
+    AgentError, ErrorKind, Event, FnAgent, Graph, Message, RetryPolicy, RunContext, RunError,
+    RunStatus, StopCondition, Thread, Workflow, event::EventRecord, graph::Condition,
+    graph::Isolation, graph::Join, graph::NodeInput, graph::Scheduler,
 };
 
 fn last_text(t: &Thread) -> String {
@@ -224,7 +224,7 @@ async fn timeline(wf: Workflow) -> Vec<(String, &'static str, u128)> {
     let start = tokio::time::Instant::now();
     let log = Arc::new(Mutex::new(Vec::new()));
     let l2 = log.clone();
-    let ctx = RunContext::with_sink(troupe_runtime::EventSink::callback(move |e| {
+    let ctx = RunContext::with_sink(troupe_runtime::sink::EventSink::callback(move |e| {
         let at = start.elapsed().as_millis();
         match &e.event {
             Event::AgentStarted { path, .. } => {

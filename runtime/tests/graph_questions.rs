@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use troupe_runtime::store::{CheckpointStore, MemoryStore};
 use troupe_runtime::{
-    Condition, Event, FnAgent, Graph, Reply, RunContext, RunError, RunResult, RunStatus, Thread,
-    Workflow,
+    Event, FnAgent, Graph, Reply, RunContext, RunError, RunResult, RunStatus, Thread, Workflow,
+    graph::Condition,
 };
 
 async fn guard<T>(f: impl std::future::Future<Output = T>) -> T {

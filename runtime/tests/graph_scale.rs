@@ -5,11 +5,11 @@
 // Test helpers may fail loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use troupe_runtime::{Condition, FnAgent, Graph, Thread, Workflow};
+use troupe_runtime::{FnAgent, Graph, Thread, Workflow, graph::Condition};
 
 const N: usize = 100_000;
 
-fn chain(n: usize) -> troupe_runtime::GraphBuilder {
+fn chain(n: usize) -> troupe_runtime::graph::GraphBuilder {
     let mut builder = Graph::builder();
     for i in 0..n {
         builder = builder.add_agent(FnAgent::sync(format!("s{i}"), |_: &Thread| Ok("ok")));

@@ -26,10 +26,10 @@ fn ping_pong(
     let (s1, s2) = (seen.clone(), seen);
     let client = FnAgent::sync("client", move |t: &Thread| {
         s1.fetch_max(t.len(), Ordering::Relaxed);
-        Ok(Reply::messages(
+        Ok(Reply::from(
             (0..3)
                 .map(|i| Message::text("client", format!("ping {i} after {}", t.len())))
-                .collect(),
+                .collect::<Vec<_>>(),
         ))
     });
     let server = FnAgent::sync("server", move |t: &Thread| {

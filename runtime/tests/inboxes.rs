@@ -447,7 +447,11 @@ async fn graph_messages_held_when_the_run_ends_stay_pending_in_order() {
     let g = Graph::builder()
         .add_agent(says("a", "go"))
         .add_agent(reader("b"))
-        .add_transition("a", "b", troupe_runtime::Condition::text_contains("never"))
+        .add_transition(
+            "a",
+            "b",
+            troupe_runtime::graph::Condition::text_contains("never"),
+        )
         .build()
         .unwrap();
     let (r, events) = run_graph(g, capped_graph_router(Overflow::Reject), inputs(3)).await;

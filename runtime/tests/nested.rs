@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use troupe_runtime::store::{CheckpointStore, FileStore, MemoryStore, SqliteStore};
 use troupe_runtime::{
-    Event, FnAgent, Graph, Reply, Router, RunContext, RunResult, RunStatus, Scheduler,
-    StopCondition, Thread, Workflow,
+    Event, FnAgent, Graph, Reply, Router, RunContext, RunResult, RunStatus, StopCondition, Thread,
+    Workflow, graph::Scheduler,
 };
 
 mod common;

@@ -8,11 +8,11 @@
 
 mod pg_db;
 
+use troupe_runtime::history::summarize_run;
 use troupe_runtime::store::{
     Checkpoint, CheckpointId, CheckpointStore, LeaseError, Lineage, PostgresStore, RunFailure,
     RunLeases,
 };
-use troupe_runtime::summarize_run;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lineage_is_kept_apart_from_the_checkpoints() {

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use troupe_runtime::store::{CheckpointStore, MemoryStore};
 use troupe_runtime::{
-    Condition, FnAgent, Graph, Reply, RunContext, Session, StateSnapshot, Thread, Workflow,
+    FnAgent, Graph, Reply, RunContext, Session, Thread, Workflow, graph::Condition,
+    state::StateSnapshot,
 };
 
 /// Fails the test instead of hanging it.

@@ -11,7 +11,9 @@ use std::time::Duration;
 #[cfg(feature = "sqlite")]
 use troupe_runtime::store::SqliteStore;
 use troupe_runtime::store::{FileStore, MemoryStore, StoreError, ThreadStore};
-use troupe_runtime::{AgentError, FnAgent, Session, SessionError, Thread, USER, Workflow};
+use troupe_runtime::{
+    AgentError, FnAgent, Session, Thread, Workflow, message::USER, session::SessionError,
+};
 
 /// Fails the test instead of hanging it.
 async fn guard<T>(f: impl std::future::Future<Output = T>) -> T {

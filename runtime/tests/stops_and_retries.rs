@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use troupe_runtime::{
     AgentError, Content, ErrorKind, Event, FnAgent, Graph, RetryPolicy, RunContext, RunStatus,
-    StopCondition, Thread, ToolCall, Workflow,
+    StopCondition, Thread, Workflow, message::ToolCall,
 };
 
 async fn guard<T>(f: impl std::future::Future<Output = T>) -> T {

@@ -10,7 +10,7 @@
 use std::sync::{Arc, Mutex};
 
 use troupe_runtime::store::{CheckpointStore, FileStore};
-use troupe_runtime::{Event, EventSink, FnAgent, Graph, RunContext, Thread, Workflow};
+use troupe_runtime::{Event, FnAgent, Graph, RunContext, Thread, Workflow, sink::EventSink};
 
 /// A node whose answer depends only on its thread (so a resumed run
 /// answers as the uninterrupted one did), padded so records are long.

@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use troupe_runtime::store::{CheckpointStore, MemoryStore};
 use troupe_runtime::{
-    Agent, AgentError, Event, FinalStatus, FnAgent, Graph, Message, Reply, RunContext, RunError,
-    RunStatus, StopCondition, Thread, Usage, Workflow,
+    Agent, AgentError, Event, FnAgent, Graph, Message, Reply, RunContext, RunError, RunStatus,
+    StopCondition, Thread, Workflow, event::FinalStatus, message::Usage,
 };
 
 mod common;
@@ -35,7 +35,7 @@ fn spender(name: &str, calls: u64, fail: bool) -> FnAgent {
                 ctx.record_tool_call();
             }
             if fail {
-                Err(AgentError::Model("the server went away".into()))
+                Err(AgentError::model("the server went away"))
             } else {
                 Ok(Reply::text(format!("{name} done")))
             }

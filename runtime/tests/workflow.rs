@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use troupe_runtime::{
     AgentError, Event, FnAgent, InboxConfig, Message, Router, RunContext, RunError, RunStatus,
-    StopCondition, StopHandle, Thread, Workflow,
+    StopCondition, Thread, Workflow, stop::StopHandle,
 };
 
 fn last_text(t: &Thread) -> String {
@@ -340,7 +340,7 @@ async fn token_budget_counts_usage() {
     let wf = Workflow::builder()
         .participant(FnAgent::sync("spender", |_: &Thread| {
             Ok(
-                Message::text("", "costly").with_usage(troupe_runtime::Usage {
+                Message::text("", "costly").with_usage(troupe_runtime::message::Usage {
                     prompt_tokens: 40,
                     completion_tokens: 10,
                 }),

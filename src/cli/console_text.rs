@@ -15,7 +15,7 @@ pub(crate) fn count(n: u64, noun: &str) -> String {
 /// `$1.25`, `$0.0123`, `$0.000015` (never `$0.0000` for a cost that is
 /// not zero).
 pub(crate) fn usd(cost: f64) -> String {
-    troupe::format_usd(cost)
+    troupe::stats::format_usd(cost)
 }
 
 /// `text` on one line (runs of whitespace made one space), at most `max`

@@ -4,7 +4,7 @@
 
 use schemars::JsonSchema;
 use serde::Serialize;
-use troupe::{FinalStatus, InputRequest, RunStats, Usage};
+use troupe::{InputRequest, event::FinalStatus, message::Usage, stats::RunStats};
 
 /// The line that ends a run's JSON lines.
 #[derive(Debug, Serialize, JsonSchema)]
@@ -93,7 +93,7 @@ impl EndLine {
 /// The JSON Schema of a line of `--events jsonl`: an event, or the line
 /// that ends the run.
 pub(crate) fn schema() -> serde_json::Value {
-    let mut events = troupe::events_json_schema();
+    let mut events = troupe::event::json_schema();
     let end = schemars::schema_for!(EndLine).to_value();
     let mut defs = events
         .as_object_mut()

@@ -49,7 +49,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::{Parser, Subcommand, ValueEnum};
 use troupe::config::{BuildOptions, Config, ConfigError};
-use troupe::{EventSink, RunStatus};
+use troupe::{RunStatus, sink::EventSink};
 
 /// Exit codes.
 pub(crate) const OK: u8 = 0;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use troupe::config::{Config, HumanDuration};
-use troupe::{Retention, prune as apply};
+use troupe::history::{Retention, prune as apply};
 
 use super::{FAILED, INVALID, emit, report, store};
 

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use troupe::{Content, Event, EventSink, FinalStatus, Usage};
+use troupe::{Content, Event, event::FinalStatus, message::Usage, sink::EventSink};
 
 use super::console_text::{count, elapsed, handoff_line, one_line, paint, usd};
 

@@ -11,8 +11,8 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use troupe::config::{Built, Config};
 use troupe::store::CheckpointId;
 use troupe::{
-    CheckpointError, FinalStatus, InputRequest, RunContext, RunError, RunResult, RunStats,
-    RunStatus, Workflow,
+    CheckpointError, InputRequest, RunContext, RunError, RunResult, RunStatus, Workflow,
+    event::FinalStatus, stats::RunStats,
 };
 
 use super::cluster::{self, ClusterArgs};

@@ -6,8 +6,8 @@
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use troupe::RunSummary;
 use troupe::config::Config;
+use troupe::history::RunSummary;
 use troupe::store::Lineage;
 
 use super::end_line::Question;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use troupe::config::Config;
 use troupe::store::Lineage;
-use troupe::{CheckpointSummary, summarize_checkpoints};
+use troupe::{history::CheckpointSummary, history::summarize_checkpoints};
 
 use super::end_line::Question;
 use super::{FAILED, emit, report, status_key, store};

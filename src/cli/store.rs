@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use troupe::config::{Config, Store, StoreKind};
-use troupe::{RunSummary, summarize_runs};
+use troupe::{history::RunSummary, history::summarize_runs};
 
 use super::{FAILED, INVALID, report, show};
 

@@ -11,7 +11,7 @@ use rmcp::RoleServer;
 use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
 use rmcp::service::Peer;
 use serde_json::json;
-use troupe::{Event, EventRecord};
+use troupe::{Event, event::EventRecord};
 
 /// The level one session's client asked for (none: no log messages).
 #[derive(Clone, Default)]

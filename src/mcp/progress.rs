@@ -13,7 +13,7 @@ use rmcp::model::LoggingLevel;
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
 use rmcp::service::Peer;
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
-use troupe::{Event, EventRecord, EventSink};
+use troupe::{Event, event::EventRecord, sink::EventSink};
 
 use super::record::RunRecord;
 

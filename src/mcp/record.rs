@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio_util::sync::CancellationToken;
-use troupe::{EventRecord, RunContext, RunResult};
+use troupe::{RunContext, RunResult, event::EventRecord};
 
 /// One run's record on the host.
 pub(crate) trait RunRecord: Send + Sync {

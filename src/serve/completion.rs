@@ -19,7 +19,7 @@ use std::sync::Arc;
 use axum::response::sse::{Event as Sse, KeepAlive};
 use serde_json::{Value, json};
 use tokio::sync::watch;
-use troupe::{Event, EventRecord};
+use troupe::{Event, event::EventRecord};
 
 use super::error::ApiError;
 use super::run::{Run, Status, usage_json};
@@ -75,7 +75,7 @@ pub(crate) async fn settle(run: &Run) -> Result<Answer, ApiError> {
 fn settled(run: &Run) -> Option<Result<Answer, ApiError>> {
     let inner = run.inner();
     let usage = inner.usage.map(usage_json).unwrap_or_else(|| {
-        usage_json(troupe::Usage {
+        usage_json(troupe::message::Usage {
             prompt_tokens: 0,
             completion_tokens: 0,
         })

@@ -16,7 +16,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 
 use super::state::Shared;
 use tokio_util::sync::CancellationToken;
-use troupe::{EventRecord, RunResult};
+use troupe::{RunResult, event::EventRecord};
 
 use super::run::Run;
 use crate::mcp::{Admit, McpTeam, Recorder, RunRecord, TeamServer};

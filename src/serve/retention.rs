@@ -45,7 +45,7 @@ pub(crate) fn start(state: &Shared) {
             .max(Duration::from_secs(3600));
         tokio::spawn(async move {
             loop {
-                let pass = troupe::prune(
+                let pass = troupe::history::prune(
                     store.checkpoints.as_ref(),
                     store.threads.as_ref(),
                     &keep,

@@ -7,8 +7,8 @@ use std::time::SystemTime;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use troupe::{
-    EventOutput, EventRecord, EventSink, InputRequest, JsonLines, RunContext, RunResult, RunStatus,
-    Thread, Workflow,
+    InputRequest, RunContext, RunResult, RunStatus, Thread, Workflow, event::EventRecord,
+    sink::EventOutput, sink::EventSink, sink::JsonLines,
 };
 
 /// Where a run stands.
@@ -92,7 +92,7 @@ pub(crate) struct Inner {
     /// The final response of its last stretch.
     pub(crate) response: Option<String>,
     /// The tokens it spent.
-    pub(crate) usage: Option<troupe::Usage>,
+    pub(crate) usage: Option<troupe::message::Usage>,
     /// Why it failed.
     pub(crate) error: Option<String>,
     /// The questions it waits on.
@@ -325,7 +325,7 @@ pub(crate) fn summary_of(detail: &Value) -> Value {
 }
 
 /// Usage as OpenAI shows it.
-pub(crate) fn usage_json(u: troupe::Usage) -> Value {
+pub(crate) fn usage_json(u: troupe::message::Usage) -> Value {
     json!({
         "prompt_tokens": u.prompt_tokens,
         "completion_tokens": u.completion_tokens,

@@ -9,7 +9,7 @@
 //! from the run's thread only when the stored one is a prefix of it (the
 //! worker that died saved nothing of the turn, or saved all of it).
 
-use troupe::{RunResult, Thread, summarize_run};
+use troupe::{RunResult, Thread, history::summarize_run};
 
 use super::drive::{Start, stretch};
 use super::lease_note::{Again, Note};

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use troupe_runtime::{
-    Agent, AgentError, Content, Message, MessageId, Reply, RunContext, Thread, USER,
+    Agent, AgentError, Content, Message, Reply, RunContext, Thread, message::MessageId,
+    message::USER,
 };
 
 use super::client::A2aClient;
@@ -53,7 +54,7 @@ pub const WAITING_KEY: &str = "a2a.input_required";
 /// let remote = A2aAgent::new("remote", client);
 /// let thread = Arc::new(Thread::from_messages([Message::user("hello")]));
 /// let reply = remote.run(thread, RunContext::new()).await?;
-/// println!("{}", reply.messages[0].text_content());
+/// println!("{}", reply.messages()[0].text_content());
 /// # Ok(()) }
 /// ```
 #[derive(Debug)]
@@ -221,7 +222,7 @@ impl Agent for A2aAgent {
         let mut exchange = Exchange::start(self.client.clone(), request, ctx.clone());
         tokio::select! {
             biased;
-            _ = ctx.cancelled() => Err(AgentError::Cancelled),
+            _ = ctx.cancelled() => Err(AgentError::cancelled()),
             seen = exchange.finish() => Ok(self.reply(seen?)?),
         }
     }

@@ -399,7 +399,7 @@ impl A2aClient {
 }
 
 fn request_body(method: &str, params: Value) -> Result<Vec<u8>, A2aError> {
-    let id = format!("troupe-{}", troupe_runtime::MessageId::new());
+    let id = format!("troupe-{}", troupe_runtime::message::MessageId::new());
     serde_json::to_vec(&JsonRpcRequest::new(id, method, params))
         .map_err(|e| A2aError::Config(format!("cannot encode the {method} request: {e}")))
 }

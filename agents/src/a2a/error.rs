@@ -91,14 +91,14 @@ fn state_name(state: TaskState) -> &'static str {
 }
 
 /// An unreachable agent is a failure that may pass
-/// ([`AgentError::Transient`], which a workflow's retry policy may try
-/// again); anything else is [`AgentError::Failed`]. The `A2aError` is kept
+/// ([`ErrorKind::Transient`](troupe_runtime::ErrorKind::Transient), which a workflow's retry policy may try
+/// again); anything else is [`ErrorKind::Failed`](troupe_runtime::ErrorKind::Failed). The `A2aError` is kept
 /// as the source.
 impl From<A2aError> for AgentError {
     fn from(e: A2aError) -> Self {
         let error = match &e {
-            A2aError::Unreachable { .. } => AgentError::Transient(e.to_string()),
-            _ => AgentError::Failed(e.to_string()),
+            A2aError::Unreachable { .. } => AgentError::transient(e.to_string()),
+            _ => AgentError::failed(e.to_string()),
         };
         error.with_source(e)
     }

@@ -95,7 +95,7 @@ impl ChatAgentBuilder {
     }
 
     /// What the model's tokens cost: each model call's cost is recorded
-    /// with its usage (see [`RunStats`](troupe_runtime::RunStats)); without
+    /// with its usage (see [`RunStats`](troupe_runtime::stats::RunStats)); without
     /// it calls are counted but not priced.
     pub fn pricing(mut self, pricing: Pricing) -> Self {
         self.pricing = Some(pricing);

@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use troupe_runtime::{
-    AgentError, Content, Event, Message, Reply, RunContext, Thread, ToolCall, ToolResult,
+    AgentError, Content, Event, Message, Reply, RunContext, Thread, message::ToolCall,
+    message::ToolResult,
 };
 
 use super::tool_round::Ran;
@@ -174,23 +175,21 @@ impl ChatAgent {
     /// message keeping its own usage (there is no answer to carry it).
     pub(super) fn ask_about(&self, call: &ToolCall, produced: Vec<Message>) -> Reply {
         let question = self.question(call);
-        let mut reply = match self.tool_messages {
+        let reply = match self.tool_messages {
             ToolMessages::Private => Reply::empty().with_private(produced),
-            ToolMessages::Reply => Reply::messages(produced),
+            ToolMessages::Reply => Reply::from(produced),
         };
-        reply.request = Some(question);
-        reply
+        reply.with_request(question)
     }
 
     /// The reply of a turn that stops because a tool call asked the user
     /// `question` (the call runs again with the answer).
     pub(super) fn ask_for_tool(&self, question: String, produced: Vec<Message>) -> Reply {
-        let mut reply = match self.tool_messages {
+        let reply = match self.tool_messages {
             ToolMessages::Private => Reply::empty().with_private(produced),
-            ToolMessages::Reply => Reply::messages(produced),
+            ToolMessages::Reply => Reply::from(produced),
         };
-        reply.request = Some(question);
-        reply
+        reply.with_request(question)
     }
 
     /// Settles the waiting round `pending`: the caller's answer becomes

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use troupe_runtime::{
-    Agent, AgentError, Content, Event, Message, Reply, RunContext, Thread, ToolCall, ToolResult,
-    Usage,
+    Agent, AgentError, Content, Event, Message, Reply, RunContext, Thread, message::ToolCall,
+    message::ToolResult, message::Usage,
 };
 
 use crate::context_policy::ContextPolicy;
@@ -63,7 +63,7 @@ pub enum ToolMessages {
 /// model its error text as the result; it does not fail the turn.
 ///
 /// **Handoffs**: every allowed target becomes a `transfer_to_<name>` tool;
-/// calling it ends the turn with a [`Handoff`](troupe_runtime::Handoff)
+/// calling it ends the turn with a [`Handoff`](troupe_runtime::message::Handoff)
 /// message. If one answer calls several, the first in the model's order
 /// wins and the others are answered "not transferred"; ordinary tool calls
 /// of the same answer still run.
@@ -115,7 +115,7 @@ pub enum ToolMessages {
 ///     .build()?;
 /// let thread = Arc::new(Thread::from_messages([Message::user("hi")]));
 /// let reply = agent.run(thread, RunContext::new()).await?;
-/// assert_eq!(reply.messages.last().unwrap().text_content(), "Hello there!");
+/// assert_eq!(reply.messages().last().unwrap().text_content(), "Hello there!");
 /// # Ok(()) }
 /// ```
 pub struct ChatAgent {
@@ -186,7 +186,7 @@ impl ChatAgent {
         produced: &[Message],
         corrections: &[ChatMessage],
         tools_allowed: bool,
-        state: &troupe_runtime::StateSnapshot,
+        state: &troupe_runtime::state::StateSnapshot,
     ) -> ChatRequest {
         // The instructions with their placeholders filled for this call
         // (`None`: they hold none, and are used as written).
@@ -273,7 +273,7 @@ impl ChatAgent {
         match self.tool_messages {
             ToolMessages::Reply => {
                 internal.push(answer);
-                Reply::messages(internal)
+                Reply::from(internal)
             }
             ToolMessages::Private => {
                 let mut answer = answer;
@@ -290,7 +290,7 @@ impl ChatAgent {
     }
 
     fn cancelled(&self) -> AgentError {
-        AgentError::Cancelled
+        AgentError::cancelled()
     }
 }
 
@@ -342,8 +342,8 @@ fn asked_again(problem: &str, e: AgentError) -> AgentError {
     let text = format!("{problem}; asked again, the model failed: {e}");
     let error = match e.kind() {
         troupe_runtime::ErrorKind::Cancelled => return e,
-        troupe_runtime::ErrorKind::Transient => AgentError::Transient(text),
-        _ => AgentError::Model(text),
+        troupe_runtime::ErrorKind::Transient => AgentError::transient(text),
+        _ => AgentError::model(text),
     };
     error.with_source(e)
 }
@@ -439,7 +439,7 @@ impl Agent for ChatAgent {
                         .iter()
                         .map(|c| c.name.as_str())
                         .collect();
-                    return Err(AgentError::Failed(format!(
+                    return Err(AgentError::failed(format!(
                         "'{}' used all {} tool iterations and the model still asks for tools ({})",
                         self.name,
                         self.max_tool_iterations,
@@ -531,7 +531,7 @@ impl Agent for ChatAgent {
                         continue;
                     }
                     Err(why) => {
-                        return Err(AgentError::Model(format!(
+                        return Err(AgentError::model(format!(
                             "'{}' gave no valid structured output: {why}",
                             self.name
                         )));

@@ -2,7 +2,7 @@
 //! (`finish_reason: length`): fail with an error that says so (the
 //! default), or ask the model to go on and join the parts.
 
-use troupe_runtime::{AgentError, RunContext, Usage};
+use troupe_runtime::{AgentError, RunContext, message::Usage};
 
 use super::ChatAgent;
 use crate::error::ModelError;

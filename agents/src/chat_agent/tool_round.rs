@@ -8,7 +8,8 @@ use std::time::Instant;
 use futures::FutureExt;
 use tracing::Instrument;
 use troupe_runtime::{
-    AgentError, Event, Handoff, Message, RunContext, Thread, ToolCall, ToolResult,
+    AgentError, Event, Message, RunContext, Thread, message::Handoff, message::ToolCall,
+    message::ToolResult,
 };
 
 use super::ChatAgent;
@@ -269,10 +270,7 @@ impl ChatAgent {
                 memory: output.memory,
             })),
             Ok(Err(ToolError::NeedsInput(question))) => Ok(Ran::Asks(question)),
-            Ok(Err(ToolError::Fatal(message))) => Err(AgentError::Tool {
-                name: call.name.clone(),
-                message,
-            }),
+            Ok(Err(ToolError::Fatal(message))) => Err(AgentError::tool(&call.name, message)),
             Ok(Err(e)) => {
                 tracing::debug!(agent = %self.name, tool = %call.name, error = %e, "tool call failed");
                 Ok(Ran::Done(error_result(call, e)))

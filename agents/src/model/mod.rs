@@ -26,7 +26,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use futures::Stream;
 use serde::{Deserialize, Serialize};
-use troupe_runtime::{ToolCall, Usage};
+use troupe_runtime::{message::ToolCall, message::Usage};
 
 use crate::error::ModelError;
 

@@ -10,7 +10,7 @@
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use troupe_runtime::{ToolCall, Usage};
+use troupe_runtime::{message::ToolCall, message::Usage};
 
 use super::http::wire::WireError;
 use super::{

@@ -1,13 +1,13 @@
 //! [`Pricing`]: what a model's tokens cost, to turn a call's usage into
 //! money.
 
-use troupe_runtime::Usage;
+use troupe_runtime::message::Usage;
 
 /// What a model charges, in USD per million tokens, read and written.
 ///
 /// ```
 /// use troupe_agents::Pricing;
-/// use troupe_runtime::Usage;
+/// use troupe_runtime::message::Usage;
 ///
 /// let price = Pricing::per_million(2.5, 10.0);
 /// let usage = Usage { prompt_tokens: 1_000, completion_tokens: 200 };

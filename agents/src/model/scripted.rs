@@ -5,7 +5,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use troupe_runtime::{ToolCall, Usage};
+use troupe_runtime::{message::ToolCall, message::Usage};
 
 use super::scripted_reply::{json_text, replay};
 use super::{ChatMessage, ChatModel, ChatRequest, ChatResponse, FinishReason, ScriptedReply};

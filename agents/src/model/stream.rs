@@ -1,7 +1,7 @@
 //! Folding streamed deltas back into a [`ChatResponse`], and the reverse.
 
 use futures::StreamExt;
-use troupe_runtime::{ToolCall, Usage};
+use troupe_runtime::{message::ToolCall, message::Usage};
 
 use super::{ChatDelta, ChatResponse, ChatStream, FinishReason, ToolCallDelta};
 use crate::error::ModelError;

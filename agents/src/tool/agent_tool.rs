@@ -164,14 +164,14 @@ impl Tool for AgentTool {
         let reply = turn
             .await
             .map_err(|e| ToolError::Failed(format!("agent '{}' failed: {e}", self.agent.name())))?;
-        if let Some(question) = &reply.request {
+        if let Some(question) = reply.request() {
             // A call has no way to wait for the caller's answer.
             return Err(ToolError::Failed(format!(
                 "agent '{}' wants to ask the user ({question}), which an agent called as a tool cannot do",
                 self.agent.name()
             )));
         }
-        let text = match reply.messages.last().map(|m| &m.content) {
+        let text = match reply.messages().last().map(|m| &m.content) {
             None => "(the agent gave no answer)".to_string(),
             Some(Content::Handoff(h)) => format!("(handed off to {}) {}", h.target, h.reason),
             Some(content) => content.text().into_owned(),

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use troupe_agents::{AgentTool, ChatAgent, ModelRetryPolicy, OpenAiClient};
-use troupe_runtime::{Event, EventRecord, Message, RunContext, Thread, Workflow};
+use troupe_runtime::{Event, Message, RunContext, Thread, Workflow, event::EventRecord};
 
 use super::bounded;
 use super::fake_server::{Answer, FakeOpenAi, Piece};
@@ -261,7 +261,7 @@ async fn retries_are_events_as_they_happen() {
         let reply = troupe_runtime::Agent::run(&agent, thread, ctx)
             .await
             .unwrap();
-        assert_eq!(reply.messages[0].text_content(), "ok");
+        assert_eq!(reply.messages()[0].text_content(), "ok");
         let kinds: Vec<String> = events
             .drain_ready()
             .into_iter()
@@ -327,7 +327,7 @@ async fn nobody_listening_means_no_stream_unless_asked() {
         let reply = troupe_runtime::Agent::run(&whole_only, thread(), ctx)
             .await
             .unwrap();
-        assert!(reply.messages[0].usage.is_some_and(|u| u.total() > 0));
+        assert!(reply.messages()[0].usage.is_some_and(|u| u.total() > 0));
         let seen = events.drain_ready();
         assert!(
             !seen

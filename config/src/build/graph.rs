@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use troupe_runtime::{
-    Agent, AgentError, Graph, Message, MessageId, NodeInput, Reply, RouterBuilder, RunContext,
-    Scheduler, Thread, USER, Workflow,
+    Agent, AgentError, Graph, Message, Reply, RouterBuilder, RunContext, Thread, Workflow,
+    graph::NodeInput, graph::Scheduler, message::MessageId, message::USER,
 };
 
 use super::ctx::{Ctx, build_error};
@@ -158,7 +158,7 @@ impl Agent for Block {
     async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
         let before = thread.len();
         let mut reply = Agent::run(&self.0, thread, ctx).await?;
-        let (Some(inner), [_]) = (&reply.thread, reply.messages.as_slice()) else {
+        let (Some(inner), [_]) = (reply.thread(), reply.messages()) else {
             return Ok(reply);
         };
         // The inner thread: the input, what the steps produced, then the
@@ -181,8 +181,8 @@ impl Agent for Block {
             .collect();
         if produced.len() > 1 {
             produced.pop();
-            produced.append(&mut reply.messages);
-            reply.messages = produced;
+            produced.append(reply.messages_mut());
+            *reply.messages_mut() = produced;
         }
         Ok(reply)
     }

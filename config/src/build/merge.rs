@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use troupe_planning::{MergeFn, ResultContent, StepInput, StepResult};
 use troupe_runtime::graph::{INPUT_KEY, InputMerge};
-use troupe_runtime::{Message, USER};
+use troupe_runtime::{Message, message::USER};
 
 use super::ctx::build_error;
 use crate::error::ConfigError;

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use troupe_runtime::store::{ResultCache, stable_hash};
-use troupe_runtime::{Agent, AgentError, Message, MessageId, Reply, RunContext, Thread};
+use troupe_runtime::{Agent, AgentError, Message, Reply, RunContext, Thread, message::MessageId};
 
 use super::ctx::build_error;
 use crate::error::ConfigError;
@@ -108,19 +108,19 @@ impl Agent for CachedNode {
                     m
                 })
                 .collect();
-            let mut reply = Reply::messages(messages);
-            if let Some(last) = reply.messages.last() {
+            let mut reply = Reply::from(messages);
+            if let Some(last) = reply.messages().last() {
                 let record = StepRecord::new(self.agent.clone(), last.text_content());
-                reply.state.merge(record.delta(&self.id));
+                reply = reply.with_state_delta(record.delta(&self.id));
             }
             return Ok(reply);
         }
         let reply = self.inner.run(thread, ctx).await?;
-        let complete = reply.request.is_none() && reply.inner_requests.is_empty();
-        if complete && !reply.messages.is_empty() {
+        let complete = reply.request().is_none() && reply.inner_requests().is_empty();
+        if complete && !reply.messages().is_empty() {
             let entry = Entry {
                 key,
-                messages: reply.messages.clone(),
+                messages: reply.messages().to_vec(),
             };
             let bytes = serde_json::to_vec(&entry).map_err(|e| fail(e.into()))?;
             self.cache

@@ -256,9 +256,9 @@ impl Agent for Recorder {
     }
     async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
         let mut reply = self.inner.run(self.as_seen(thread), ctx).await?;
-        if let Some(last) = reply.messages.last() {
+        if let Some(last) = reply.messages().last() {
             let record = StepRecord::new(self.agent.clone(), last.text_content());
-            reply.state.merge(record.delta(&self.name));
+            reply = reply.with_state_delta(record.delta(&self.name));
         }
         Ok(reply)
     }

@@ -182,7 +182,7 @@ impl Agent for Flagged {
     async fn run(&self, thread: Arc<Thread>, ctx: RunContext) -> Result<Reply, AgentError> {
         let mut reply = self.inner.run(thread, ctx).await?;
         let said = reply
-            .messages
+            .messages()
             .last()
             .map(|m| m.text_content().into_owned())
             .unwrap_or_default();
@@ -194,7 +194,7 @@ impl Agent for Flagged {
         if let Some(word) = &self.stop
             && said.contains(word.as_str())
         {
-            reply.messages.push(StopFlag::stop_message(said));
+            reply.messages_mut().push(StopFlag::stop_message(said));
         }
         Ok(reply)
     }

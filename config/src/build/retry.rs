@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use troupe_runtime::{Backoff, ErrorKind, ErrorPattern, RetryPolicy};
+use troupe_runtime::{ErrorKind, RetryPolicy, retry::Backoff, retry::ErrorPattern};
 
 use crate::schema::{BackoffSpec, RetryOnSpec, RetrySpec};
 

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use troupe_runtime::Condition;
+use troupe_runtime::graph::Condition;
 
 use crate::schema::{ConditionForm, ConditionSpec};
 use crate::template::{Board, Expr};

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use troupe_runtime::{Isolation, Join, NodeInput};
+use troupe_runtime::{graph::Isolation, graph::Join, graph::NodeInput};
 
 use super::conditions::CondPlan;
 use crate::schema::{CacheSpec, ConditionForm, GraphSpec, MergeSpec, RetrySpec};

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use troupe_runtime::Join;
+use troupe_runtime::graph::Join;
 
 use super::conditions::CondPlan;
 use super::graph::{Plan, PlanEdge, PlanNode};

@@ -2,7 +2,7 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use troupe_runtime::{Isolation, Join, NodeInput, Scheduler};
+use troupe_runtime::{graph::Isolation, graph::Join, graph::NodeInput, graph::Scheduler};
 
 use super::conditions::ConditionSpec;
 use super::merge::{CacheSpec, MergeSpec};

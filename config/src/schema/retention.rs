@@ -24,8 +24,8 @@ pub struct RetentionSpec {
 
 impl RetentionSpec {
     /// The runtime's retention.
-    pub fn to_runtime(&self) -> troupe_runtime::Retention {
-        troupe_runtime::Retention {
+    pub fn to_runtime(&self) -> troupe_runtime::history::Retention {
+        troupe_runtime::history::Retention {
             runs: self.runs.as_ref().map(|d| d.duration),
             checkpoints: self
                 .checkpoints

@@ -82,7 +82,7 @@ impl RouterSpec {
         let mut list: Vec<String> = Vec::new();
         for route in &self.routes {
             for n in route.from.0.iter().chain(std::iter::once(&route.to)) {
-                if n != troupe_runtime::USER && n != "*" && known(n) && !list.contains(n) {
+                if n != troupe_runtime::message::USER && n != "*" && known(n) && !list.contains(n) {
                     list.push(n.clone());
                 }
             }

@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use troupe_presets::{SpeakerFallback, StepFlow};
-use troupe_runtime::Isolation;
+use troupe_runtime::graph::Isolation;
 
 /// Participants of a team preset.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use troupe_runtime::StateDelta;
+use troupe_runtime::state::StateDelta;
 
 use super::reference::{Access, Reference};
 

@@ -26,7 +26,7 @@
 //!
 //! ```
 //! use troupe_config::template::{Board, Expr, StepRecord, Template};
-//! use troupe_runtime::StateSnapshot;
+//! use troupe_runtime::state::StateSnapshot;
 //!
 //! let mut state = StateSnapshot::default();
 //! state.apply(&StepRecord::new("qa_agent", r#"{"approved": true, "notes": "fine"}"#).delta("qa"));

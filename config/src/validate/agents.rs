@@ -18,7 +18,7 @@ use crate::refs::valid_name;
 use crate::schema::{AgentSpec, ConfigFile, Provider};
 use crate::template::Template;
 use crate::tree::FieldPath;
-use troupe_runtime::USER;
+use troupe_runtime::message::USER;
 
 /// Checks agent `name`; `ids` are the ids its templates may name.
 pub(super) fn check_agent(

@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 
-use troupe_runtime::Join;
+use troupe_runtime::graph::Join;
 
 use super::checker::Checker;
 use super::loops::Edge;

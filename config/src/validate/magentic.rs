@@ -19,7 +19,7 @@ pub(super) fn check_magentic(
     check_participants(c, names, spec, &participants, &m.participants);
     for (i, p) in m.participants.iter().enumerate() {
         let id = ref_id(p);
-        if id == troupe_presets::Magentic::MANAGER || id == troupe_runtime::USER {
+        if id == troupe_presets::Magentic::MANAGER || id == troupe_runtime::message::USER {
             c.value_error(
                 &participants.index(i),
                 format!("a Magentic team keeps the name `{id}` for itself"),

@@ -33,7 +33,7 @@ pub(super) fn check_merges_and_caches(
                 }
                 check_merge(c, &np.key("merge"), m, ids);
             }
-            if let Some(troupe_runtime::NodeInput::Key(key)) = &n.input {
+            if let Some(troupe_runtime::graph::NodeInput::Key(key)) = &n.input {
                 check_key_name(c, &np.key("input").key("key"), key);
             }
             if let Some(cache) = &n.cache {

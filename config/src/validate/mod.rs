@@ -57,7 +57,7 @@ use crate::error::Diagnostic;
 use crate::refs::valid_name;
 use crate::schema::{CONFIG_VERSION, ConfigFile, WorkflowSpec, collect_step_ids, parallel_blocks};
 use crate::tree::{FieldPath, Node, Seg};
-use troupe_runtime::USER;
+use troupe_runtime::message::USER;
 
 /// What checking a config found: errors, and warnings (said before a run
 /// starts, which they do not stop).

@@ -8,7 +8,7 @@ use crate::refs::{ref_id, split_ref, valid_name};
 use crate::schema::{AgentSpec, ConfigFile};
 use crate::template::Template;
 use crate::tree::FieldPath;
-use troupe_runtime::USER;
+use troupe_runtime::message::USER;
 
 /// Whether an agent's instructions read the workflow's steps (which only
 /// the process running the workflow has).

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use troupe_planning::{PlanError, PlanGraph};
-use troupe_runtime::USER;
+use troupe_runtime::message::USER;
 
 use super::checker::{Checker, Defined, at_least_one, expected_names};
 use super::participants::check_participants;

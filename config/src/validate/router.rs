@@ -2,7 +2,7 @@
 //! known participants, batch sizes and capacities that work together,
 //! outputs that are participants.
 
-use troupe_runtime::USER;
+use troupe_runtime::message::USER;
 
 use super::checker::{Checker, Defined, at_least_one, expected_names};
 use super::participants::{check_participants, ids};

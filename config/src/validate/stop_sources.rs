@@ -2,7 +2,7 @@
 //! `text_message`, `text_mention … from`): each one the config defines,
 //! or the condition could never hold.
 
-use troupe_runtime::{StopCondition, USER};
+use troupe_runtime::{StopCondition, message::USER};
 
 use super::checker::{Checker, Defined, expected_names};
 use crate::schema::{StopForm, StopSpec};

@@ -49,7 +49,7 @@ impl Action {
         match self {
             Action::Agent(agent) => {
                 let reply = agent.run(thread, ctx.clone()).await?;
-                let Some(last) = reply.messages.last() else {
+                let Some(last) = reply.messages().last() else {
                     return Ok((String::new(), None));
                 };
                 Ok((last.text_content().into_owned(), memory_of(last)))

@@ -205,7 +205,7 @@ impl Agent for Branch {
         );
         let mut reply = Reply::message(message);
         if done.resumed {
-            reply.thread = Some(done.own);
+            reply = reply.with_thread(done.own);
         }
         Ok(reply)
     }

@@ -9,7 +9,8 @@ use troupe_agents::placeholders::{
     TaskStatus,
 };
 use troupe_runtime::{
-    AgentError, Content, Event, Message, RunContext, RunStatus, StateDelta, Thread, USER,
+    AgentError, Content, Event, Message, RunContext, RunStatus, Thread, message::USER,
+    state::StateDelta,
 };
 
 use super::actions::{ActionResult, memory_of, render_memories, render_results};
@@ -89,7 +90,7 @@ impl Loop<'_> {
         let mut at_ceiling = false;
         loop {
             if ctx.is_cancelled() {
-                return Err(AgentError::Cancelled);
+                return Err(AgentError::cancelled());
             }
             let pending = match records.last() {
                 Some(Record::Stopped { .. }) => break,
@@ -124,7 +125,7 @@ impl Loop<'_> {
                 break;
             }
             if ctx.is_stopping() {
-                return Err(AgentError::Cancelled);
+                return Err(AgentError::cancelled());
             }
             let answer = self.ask(&own, &records, ctx).await?;
             ctx.emit_with(|| Event::Custom {
@@ -232,7 +233,7 @@ impl Loop<'_> {
         let reply = reasoner
             .run(Arc::new(Thread::from_messages(chat)), ctx.with_state(state))
             .await?;
-        let Some(last) = reply.messages.last() else {
+        let Some(last) = reply.messages().last() else {
             return Err(AgentError::failed(format!(
                 "{}: the reasoner gave no answer",
                 self.core.name
@@ -290,9 +291,9 @@ impl Loop<'_> {
             .workflow
             .run_relayed(input, ctx, relay)
             .await
-            .map_err(|e| AgentError::Workflow(Box::new(e)))?;
+            .map_err(|e| AgentError::workflow(e))?;
         if result.status == RunStatus::Interrupted {
-            return Err(AgentError::Cancelled);
+            return Err(AgentError::cancelled());
         }
         let mut results = Vec::new();
         for id in compiled.plan.order() {

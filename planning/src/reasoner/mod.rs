@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use troupe_agents::placeholders::{ACTION_MEMORY_KEY, ACTION_RESULT_KEY, TASK_STATES_KEY};
-use troupe_runtime::{Agent, AgentError, Message, Reply, RunContext, StateDelta, Thread};
+use troupe_runtime::{Agent, AgentError, Message, Reply, RunContext, Thread, state::StateDelta};
 
 use crate::compile::CompileOptions;
 use crate::error::PlanError;
@@ -178,7 +178,7 @@ impl Agent for ReasonerAgent {
         }
         let last = done.last_results();
         let states = me.states(&done.records);
-        let mut reply = Reply::messages(messages).with_state_delta(
+        let mut reply = Reply::from(messages).with_state_delta(
             StateDelta::new()
                 .set(
                     TASK_STATES_KEY,
@@ -188,7 +188,7 @@ impl Agent for ReasonerAgent {
                 .set(ACTION_MEMORY_KEY, render_memories(&last)),
         );
         if done.resumed {
-            reply.thread = Some(done.own);
+            reply = reply.with_thread(done.own);
         }
         Ok(reply)
     }

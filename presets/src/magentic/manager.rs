@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use troupe_agents::{ChatMessage, ChatModel, ChatRequest, StructuredOutput, complete_metered};
 use troupe_runtime::{
-    Agent, AgentError, Event, LedgerKind, Message, Reply, RunContext, Thread, USER,
+    Agent, AgentError, Event, Message, Reply, RunContext, Thread, event::LedgerKind, message::USER,
 };
 
 use super::history::{
@@ -233,9 +233,7 @@ impl Turn<'_> {
             let mut m = self.message(Kind::Instruction, instruction);
             m.metadata.insert(TO.into(), speaker.clone());
             self.new.push(m);
-            let mut reply = self.reply();
-            reply.next = Some(vec![speaker]);
-            return Ok(reply);
+            return Ok(self.reply().with_next([speaker]));
         }
     }
 
@@ -448,7 +446,7 @@ impl Turn<'_> {
         // Metered and priced as any agent's call: events, usage, cost.
         let response = complete_metered(&*self.m.model, &request, self.ctx)
             .await
-            .map_err(|e| AgentError::Model(e.to_string()).with_source(e))?;
+            .map_err(|e| AgentError::model(e.to_string()).with_source(e))?;
         Ok(response.text_content().to_string())
     }
 
@@ -548,9 +546,7 @@ impl Turn<'_> {
     /// Ends the turn asking the user (`kind` says what about).
     fn ask(&mut self, kind: Kind, question: String) -> Reply {
         self.say(kind, question.clone());
-        let mut reply = self.reply();
-        reply.request = Some(question);
-        reply
+        self.reply().with_request(question)
     }
 
     /// The turn's messages as a reply: the ledgers and markers private,
@@ -560,7 +556,7 @@ impl Turn<'_> {
         let (public, private): (Vec<Message>, Vec<Message>) = std::mem::take(&mut self.new)
             .into_iter()
             .partition(|m| kind_of(me, m).is_some_and(Kind::is_public));
-        Reply::messages(public).with_private(private)
+        Reply::from(public).with_private(private)
     }
 }
 

@@ -10,7 +10,9 @@ mod prompts;
 use std::sync::Arc;
 
 use troupe_agents::ChatModel;
-use troupe_runtime::{Condition, Graph, RouterBuilder, StopCondition, USER, Workflow};
+use troupe_runtime::{
+    Graph, RouterBuilder, StopCondition, Workflow, graph::Condition, message::USER,
+};
 
 use crate::error::PresetError;
 use crate::speaker::SpeakerFallback;

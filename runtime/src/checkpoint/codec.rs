@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 /// scheduler state (version 2) keeps the counters of a run not finished
 /// and the run's state values ([`crate::SchedulerState::values`]).
 /// 4: a checkpoint's snapshot and the counters in a scheduler state
-/// (version 3) keep what the run spent per agent ([`crate::RunStats`])
+/// (version 3) keep what the run spent per agent ([`crate::stats::RunStats`])
 /// instead of its token usage alone.
 /// 5: a checkpoint's payload is tagged whole (`F`) or a delta against its
 /// parent (`D`): messages stored once by id, threads as id lists appended

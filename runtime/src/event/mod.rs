@@ -236,7 +236,7 @@ pub enum Event {
         data: serde_json::Value,
     },
     /// An event sink could not keep up and dropped events (see
-    /// [`EventSink`](crate::EventSink)); written where they are missing.
+    /// [`EventSink`](crate::sink::EventSink)); written where they are missing.
     EventsDropped {
         /// The path of the first event dropped.
         path: Arc<str>,

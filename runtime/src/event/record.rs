@@ -28,7 +28,7 @@ use super::Event;
 /// `matches!(*record, Event::RunFinished { .. })` work as on the event.
 ///
 /// ```
-/// use troupe_runtime::{Event, EventRecord};
+/// use troupe_runtime::{Event, event::EventRecord};
 ///
 /// let record = EventRecord::new("r1", 3, Event::Warning { path: "team".into(), text: "late".into() });
 /// assert_eq!(record.path(), "team");

@@ -121,7 +121,7 @@ struct EdgeSpec {
 /// Describes a control-flow graph of agents.
 ///
 /// ```
-/// use troupe_runtime::{Condition, FnAgent, Graph, Thread};
+/// use troupe_runtime::{graph::Condition, FnAgent, Graph, Thread};
 ///
 /// let step = |name: &str| FnAgent::sync(name, |_: &Thread| Ok("ok"));
 /// let graph = Graph::builder()

@@ -21,7 +21,7 @@ pub type StatePredicate = Arc<dyn Fn(&StateSnapshot, &[Arc<Message>]) -> bool + 
 /// or the `|`, `&` and `!` operators; they nest.
 ///
 /// ```
-/// use troupe_runtime::{Condition, Message};
+/// use troupe_runtime::{graph::Condition, Message};
 /// use std::sync::Arc;
 ///
 /// let approve = Condition::text_contains("APPROVE") & !Condition::text_contains("REJECT");
@@ -131,7 +131,7 @@ impl Condition {
     /// turn's messages.
     ///
     /// ```
-    /// use troupe_runtime::{Condition, StateSnapshot};
+    /// use troupe_runtime::{graph::Condition, state::StateSnapshot};
     ///
     /// let approved = Condition::state_func("approved", |state, _turn| state.get("qa.verdict") == Some("yes"));
     /// let state: StateSnapshot = [("qa.verdict", "yes")].into_iter().collect();

@@ -44,7 +44,7 @@ use crate::event::EventRecord;
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use troupe_runtime::{EventSink, FnAgent, RunContext, Thread, Workflow};
+/// use troupe_runtime::{sink::EventSink, FnAgent, RunContext, Thread, Workflow};
 ///
 /// let file = tempfile::NamedTempFile::new()?;
 /// let sink = EventSink::json_lines_file(file.path())?;

@@ -14,7 +14,7 @@ use crate::secrets;
 /// ([`secrets`](crate::secrets)).
 ///
 /// ```
-/// use troupe_runtime::{Event, EventOutput, EventRecord, JsonLines};
+/// use troupe_runtime::{Event, sink::EventOutput, event::EventRecord, sink::JsonLines};
 ///
 /// let mut out = JsonLines::new(Vec::new());
 /// out.write(&EventRecord::new("r1", 0, Event::Warning { path: "team".into(), text: "late".into() }))?;

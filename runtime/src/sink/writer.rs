@@ -113,7 +113,7 @@ impl Drop for Shared {
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// use std::sync::{Arc, Mutex};
-/// use troupe_runtime::{Event, EventOutput, EventRecord, EventWriter};
+/// use troupe_runtime::{Event, sink::EventOutput, event::EventRecord, sink::EventWriter};
 ///
 /// struct Collect(Arc<Mutex<Vec<String>>>);
 /// impl EventOutput for Collect {

@@ -32,7 +32,7 @@ pub(crate) use tracker_state::TrackerState;
 /// Budgets — tokens ([`TokenBudget`], [`PromptTokens`],
 /// [`CompletionTokens`]), cost ([`MaxCost`]), model calls
 /// ([`MaxModelCalls`]) and tool calls ([`MaxToolCalls`]) — judge what the
-/// run's turns spent ([`RunStats`](crate::RunStats): a nested workflow's
+/// run's turns spent ([`RunStats`](crate::stats::RunStats): a nested workflow's
 /// and failed turns' spend included) when each turn ends, and end the run
 /// as [`Stopped`](crate::RunStatus::Stopped) with a reason naming the
 /// budget. Token budgets also count the usage carried by input messages.

@@ -47,7 +47,7 @@ impl StopCondition {
     /// assert_eq!(c.to_string(), "max_messages(10) | (text_mention(\"APPROVE\") & source_match(critic))");
     /// let e = StopCondition::parse("max_messages(10) | nope").unwrap_err();
     /// assert_eq!(e.offset, 19);
-    /// # Ok::<(), troupe_runtime::ParseStopError>(())
+    /// # Ok::<(), troupe_runtime::stop::ParseStopError>(())
     /// ```
     pub fn parse(text: &str) -> Result<StopCondition, ParseStopError> {
         let mut p = Parser {

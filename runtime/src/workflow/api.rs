@@ -393,11 +393,11 @@ impl Agent for Workflow {
         let result = self
             .execute(working, ctx, false, None, progress)
             .await
-            .map_err(|e| AgentError::Workflow(Box::new(e)))?;
+            .map_err(|e| AgentError::workflow(e))?;
         // Stopped gracefully with the outer run: this turn is cut short,
         // and runs again when the outer run resumes.
         if result.status == RunStatus::Interrupted {
-            return Err(AgentError::Cancelled);
+            return Err(AgentError::cancelled());
         }
         let mut thread = result.thread;
         let state = thread

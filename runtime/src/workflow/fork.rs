@@ -227,7 +227,7 @@ mod tests {
             all
         };
         // The checkpoint whose last message is the draft.
-        let summaries = crate::summarize_checkpoints(store.as_ref(), "orig")
+        let summaries = crate::workflow::summarize_checkpoints(store.as_ref(), "orig")
             .await
             .unwrap();
         let at = summaries

@@ -19,7 +19,7 @@ use crate::store::{CheckpointId, CheckpointStore, StoreError, load_whole};
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use std::sync::Arc;
 /// use troupe_runtime::store::MemoryStore;
-/// use troupe_runtime::{FnAgent, RunContext, Thread, Workflow, summarize_checkpoints};
+/// use troupe_runtime::{FnAgent, RunContext, Thread, Workflow, history::summarize_checkpoints};
 ///
 /// let store = Arc::new(MemoryStore::new());
 /// let echo = Workflow::builder()

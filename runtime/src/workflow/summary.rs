@@ -18,7 +18,7 @@ use crate::store::{CheckpointId, CheckpointStore, StoreError};
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use std::sync::Arc;
 /// use troupe_runtime::store::MemoryStore;
-/// use troupe_runtime::{FnAgent, RunContext, RunStatus, Thread, Workflow, summarize_runs};
+/// use troupe_runtime::{FnAgent, RunContext, RunStatus, Thread, Workflow, history::summarize_runs};
 ///
 /// let store = Arc::new(MemoryStore::new());
 /// let echo = Workflow::builder()

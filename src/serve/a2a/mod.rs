@@ -348,7 +348,7 @@ async fn begin(
             check_id(&c).map_err(|e| RpcError::params(e.message))?;
             c
         }
-        None => format!("a2a-{}", troupe::MessageId::new()),
+        None => format!("a2a-{}", troupe::message::MessageId::new()),
     };
     let slot = state
         .limits

@@ -97,7 +97,7 @@ pub(crate) fn parse(raw: Value, run: &Run) -> Result<Config, RpcError> {
         ));
     }
     if config.id.is_empty() {
-        config.id = format!("push-{}", troupe::MessageId::new());
+        config.id = format!("push-{}", troupe::message::MessageId::new());
     }
     Ok(config)
 }

@@ -17,7 +17,7 @@ use tokio::sync::watch;
 use troupe::agents::a2a::types::{
     Artifact, JsonRpcResponse, Part, StreamResponse, TaskArtifactUpdateEvent,
 };
-use troupe::{Event, EventRecord};
+use troupe::{Event, event::EventRecord};
 
 use super::super::run::{Run, Status};
 use super::task;

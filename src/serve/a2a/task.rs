@@ -39,7 +39,7 @@ fn now() -> String {
 /// An agent's message in `run`'s task.
 fn agent_message(run: &Run, text: String, metadata: Option<Map<String, Value>>) -> A2aMessage {
     A2aMessage {
-        message_id: format!("{}-{}", run.id, troupe::MessageId::new()),
+        message_id: format!("{}-{}", run.id, troupe::message::MessageId::new()),
         context_id: Some(context(run)),
         task_id: Some(run.id.clone()),
         role: Role::Agent,

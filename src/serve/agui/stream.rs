@@ -13,7 +13,7 @@ use std::sync::Arc;
 use axum::response::sse::{Event as Sse, KeepAlive};
 use serde_json::{Value, json};
 use tokio::sync::watch;
-use troupe::EventRecord;
+use troupe::event::EventRecord;
 
 use super::input::{ResumeEntry, ResumeStatus};
 use super::translate::Translator;

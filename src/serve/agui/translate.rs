@@ -42,7 +42,7 @@ pub(crate) struct Translator {
     calls: HashMap<String, String>,
     /// Calls sent and not answered yet: the caller's path, the id sent,
     /// the call.
-    unanswered: Vec<(String, String, troupe::ToolCall)>,
+    unanswered: Vec<(String, String, troupe::message::ToolCall)>,
     /// Questions asked about a call: the request id, the call's id sent,
     /// whether it asks for an approval.
     links: HashMap<String, (String, bool)>,

@@ -135,7 +135,7 @@ fn arguments_object(arguments: &str) -> Value {
 mod tests {
     use super::*;
     use crate::model::{ResponseFormat, ToolDefinition};
-    use troupe_runtime::ToolCall;
+    use troupe_runtime::message::ToolCall;
 
     fn tool(name: &str) -> ToolDefinition {
         ToolDefinition {

@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 use serde_json::Value;
-use troupe_runtime::{ToolCall, Usage};
+use troupe_runtime::{message::ToolCall, message::Usage};
 
 use super::OutputTool;
 use crate::model::http::wire::{WireError, error_message};

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 
 use serde::Deserialize;
 use serde_json::Value;
-use troupe_runtime::Usage;
+use troupe_runtime::message::Usage;
 
 use super::OutputTool;
 use super::response::{WireBlock, WireUsage, api_error, finish_reason};

@@ -10,7 +10,7 @@ use std::time::{Instant, SystemTime};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use troupe_runtime::{Agent, AgentError, Message, MessageId, Reply, RunContext, Thread};
+use troupe_runtime::{Agent, AgentError, Message, Reply, RunContext, Thread, message::MessageId};
 
 use super::Cassette;
 use super::matching::Recorded;
@@ -113,7 +113,7 @@ impl Agent for CassetteAgent {
         let tape = self
             .cassette
             .tape(ctx.run_id().map(|r| &**r))
-            .map_err(|e| AgentError::Failed(e.to_string()))?;
+            .map_err(|e| AgentError::failed(e.to_string()))?;
         let call = tape.take_index(Kind::Agents, &path);
         let request = self.cassette.redact(request_of(self.inner.name(), &thread));
         if let Some((mode, recorded)) = &self.cassette.replay {
@@ -127,19 +127,28 @@ impl Agent for CassetteAgent {
                     &request,
                     *mode,
                 )
-                .map_err(AgentError::Failed)?;
+                .map_err(AgentError::failed)?;
             if let Some(e) = &entry.error {
-                return Err(AgentError::Failed(e.clone()));
+                return Err(AgentError::failed(e.clone()));
             }
-            let mut reply = Reply::messages(entry.messages.iter().cloned().map(fresh).collect());
-            reply.private = entry.private.iter().cloned().map(fresh).collect();
-            reply.request = entry.question.clone();
-            return Ok(reply);
+            let reply = Reply::from(
+                entry
+                    .messages
+                    .iter()
+                    .cloned()
+                    .map(fresh)
+                    .collect::<Vec<_>>(),
+            )
+            .with_private(entry.private.iter().cloned().map(fresh).collect());
+            return Ok(match &entry.question {
+                Some(question) => reply.with_request(question.clone()),
+                None => reply,
+            });
         }
         let t0 = Instant::now();
         let result = self.inner.run(thread, ctx).await;
         // A cancelled turn runs again on resume: nothing to record.
-        if matches!(result, Err(AgentError::Cancelled)) {
+        if matches!(&result, Err(e) if e.kind() == troupe_runtime::ErrorKind::Cancelled) {
             return result;
         }
         let entry = AgentEntry {
@@ -149,17 +158,20 @@ impl Agent for CassetteAgent {
             request,
             messages: result
                 .as_ref()
-                .map(|r| r.messages.clone())
+                .map(|r| r.messages().to_vec())
                 .unwrap_or_default(),
             private: result
                 .as_ref()
-                .map(|r| r.private.clone())
+                .map(|r| r.private().to_vec())
                 .unwrap_or_default(),
-            question: result.as_ref().ok().and_then(|r| r.request.clone()),
+            question: result
+                .as_ref()
+                .ok()
+                .and_then(|r| r.request().map(str::to_string)),
             error: result.as_ref().err().map(ToString::to_string),
         };
         tape.append(Kind::Agents, &entry, &self.cassette.secrets())
-            .map_err(|e| AgentError::Failed(e.to_string()))?;
+            .map_err(|e| AgentError::failed(e.to_string()))?;
         result
     }
 }

@@ -107,7 +107,7 @@ fn input_items(m: &ChatMessage) -> Vec<Value> {
 mod tests {
     use super::*;
     use crate::model::ToolDefinition;
-    use troupe_runtime::ToolCall;
+    use troupe_runtime::message::ToolCall;
 
     #[test]
     fn the_conversation_is_input_items() {

@@ -5,7 +5,7 @@
 
 use serde::Deserialize;
 use serde_json::Value;
-use troupe_runtime::{ToolCall, Usage};
+use troupe_runtime::{message::ToolCall, message::Usage};
 
 use crate::model::http::wire::{WireError, error_message};
 use crate::model::{ChatResponse, FinishReason};
