@@ -1,6 +1,7 @@
 //! [`Inbox`]: one participant's queue of delivered, not yet processed messages.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use crate::config::{InboxConfig, Overflow};
@@ -59,7 +60,11 @@ struct Slot<M> {
 /// ```
 #[derive(Debug, Clone)]
 pub struct Inbox<M> {
-    config: InboxConfig,
+    /// Shared with the router and every other inbox of the same shape: a
+    /// run makes one inbox per participant, and copying a sender filter
+    /// (a set of names) into each cost a run of many agents hundreds of
+    /// bytes per agent.
+    config: Arc<InboxConfig>,
     queue: VecDeque<Slot<M>>,
     /// No queued message was created before this (`None` when empty). It may
     /// be stale-early after takes, but while it is younger than the ttl no
@@ -75,11 +80,11 @@ impl<M: Envelope> Inbox<M> {
     /// The config is invalid (see [`InboxConfig::validate`]).
     pub fn new(config: InboxConfig) -> Result<Self, InboxConfigError> {
         config.validate()?;
-        Ok(Self::from_valid(config))
+        Ok(Self::from_valid(Arc::new(config)))
     }
 
     /// For configs already validated (by the router's build).
-    pub(crate) fn from_valid(config: InboxConfig) -> Self {
+    pub(crate) fn from_valid(config: Arc<InboxConfig>) -> Self {
         Self {
             config,
             queue: VecDeque::new(),
@@ -115,7 +120,7 @@ impl<M: Envelope> Inbox<M> {
             .collect();
         let created_floor = queue.iter().map(|s| s.message.created_at()).min();
         Ok(Self {
-            config,
+            config: Arc::new(config),
             queue,
             created_floor,
         })

@@ -30,7 +30,10 @@ pub struct Router {
 /// Everything precomputed by `build`, shared by clones.
 pub(crate) struct Inner {
     pub(crate) participants: Vec<String>,
-    pub(crate) configs: Vec<InboxConfig>,
+    /// Each participant's inbox config; participants whose inboxes are
+    /// alike share one (a fan-out of thousands of workers has one), and
+    /// every inbox a run makes shares it too.
+    pub(crate) configs: Vec<Arc<InboxConfig>>,
     /// Whether each participant's routes name it as its own source.
     pub(crate) self_routes: Vec<bool>,
     /// Every participant and entry, by name.
@@ -85,12 +88,14 @@ impl Router {
 
     /// The options of participant `target`'s inbox; `None` if out of range.
     pub fn inbox_config(&self, target: usize) -> Option<&InboxConfig> {
-        self.inner.configs.get(target)
+        self.inner.configs.get(target).map(|c| &**c)
     }
 
     /// A new, empty inbox for participant `target`; `None` if out of range.
     pub fn inbox<M: Envelope>(&self, target: usize) -> Option<Inbox<M>> {
-        self.inbox_config(target)
+        self.inner
+            .configs
+            .get(target)
             .map(|config| Inbox::from_valid(config.clone()))
     }
 

@@ -96,3 +96,17 @@ fn the_values_every_turn_copies_stay_small() {
         "a thread travels in every reply and nested run; its scheduler state is one pointer",
     );
 }
+
+#[cfg(target_pointer_width = "64")]
+#[test]
+fn what_every_hosted_agent_holds_stays_small() {
+    at_most::<troupe_router::Inbox<std::sync::Arc<Message>>>(
+        56,
+        "a run makes one inbox per participant, woken or not (issue 44: 100,000 idle \
+         agents in 256 MiB); its config is shared (an Arc), not copied into it",
+    );
+    at_most::<RunContext>(
+        8,
+        "a participant's context is one pointer, made when it first has work",
+    );
+}
