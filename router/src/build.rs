@@ -4,6 +4,7 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::algo;
@@ -57,7 +58,7 @@ fn build<S: AsRef<str>>(builder: RouterBuilder, participants: &[S]) -> Result<Ro
     let (senders, targets) = deliveries.table();
     Ok(Router::from_inner(Inner {
         participants: plan.names,
-        configs: configs.into_iter().map(std::sync::Arc::new).collect(),
+        configs,
         self_routes,
         senders,
         targets,
@@ -271,12 +272,13 @@ impl Plan {
         );
     }
 
-    /// Each target's final inbox config and whether it takes its own
-    /// messages; and the participants no route names, which hear every
-    /// sender by default.
-    fn resolve_inboxes(&mut self) -> (Vec<InboxConfig>, Vec<bool>, Vec<usize>) {
+    /// Each target's final inbox config (one shared by the targets whose
+    /// configs are equal) and whether it takes its own messages; and the
+    /// participants no route names, which hear every sender by default.
+    fn resolve_inboxes(&mut self) -> (Vec<Arc<InboxConfig>>, Vec<bool>, Vec<usize>) {
         let rules = std::mem::take(&mut self.rules);
         let mut configs = Vec::with_capacity(rules.len());
+        let mut distinct: HashSet<Arc<InboxConfig>> = HashSet::new();
         let mut self_routes = Vec::with_capacity(rules.len());
         let mut unrouted = Vec::new();
         for (i, (rules, target)) in rules.into_iter().zip(&self.names).enumerate() {
@@ -306,7 +308,15 @@ impl Plan {
                     detail,
                 });
             }
-            configs.push(config);
+            let shared = match distinct.get(&config) {
+                Some(same) => same.clone(),
+                None => {
+                    let config = Arc::new(config);
+                    distinct.insert(config.clone());
+                    config
+                }
+            };
+            configs.push(shared);
             self_routes.push(rules.self_route);
         }
         (configs, self_routes, unrouted)
@@ -396,7 +406,7 @@ struct Deliveries {
 }
 
 impl Deliveries {
-    fn new(plan: &Plan, configs: &[InboxConfig], self_routes: &[bool]) -> Self {
+    fn new(plan: &Plan, configs: &[Arc<InboxConfig>], self_routes: &[bool]) -> Self {
         let n = plan.names.len();
         let mut keys = plan.index.clone();
         for entry in &plan.entries {

@@ -60,9 +60,10 @@ struct Slot<M> {
 /// ```
 #[derive(Debug, Clone)]
 pub struct Inbox<M> {
-    /// Shared with the router and every other inbox made from it: a
-    /// workflow's runs each make one inbox per participant, and the config
-    /// is the same for all of them.
+    /// Shared with the router and every other inbox of the same shape: a
+    /// run makes one inbox per participant, and copying a sender filter
+    /// (a set of names) into each cost a run of many agents hundreds of
+    /// bytes per agent.
     config: Arc<InboxConfig>,
     queue: VecDeque<Slot<M>>,
     /// No queued message was created before this (`None` when empty). It may

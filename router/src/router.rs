@@ -30,7 +30,9 @@ pub struct Router {
 /// Everything precomputed by `build`, shared by clones.
 pub(crate) struct Inner {
     pub(crate) participants: Vec<String>,
-    /// Shared with the inboxes made from them (see [`Router::inbox`]).
+    /// Each participant's inbox config; participants whose inboxes are
+    /// alike share one (a fan-out of thousands of workers has one), and
+    /// every inbox a run makes shares it too.
     pub(crate) configs: Vec<Arc<InboxConfig>>,
     /// Whether each participant's routes name it as its own source.
     pub(crate) self_routes: Vec<bool>,
@@ -94,7 +96,7 @@ impl Router {
         self.inner
             .configs
             .get(target)
-            .map(|config| Inbox::from_valid(Arc::clone(config)))
+            .map(|config| Inbox::from_valid(config.clone()))
     }
 
     /// The participants whose inboxes accept messages from `sender`, by

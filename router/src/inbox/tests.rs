@@ -339,3 +339,29 @@ fn iter_len_and_config() {
     assert_eq!(inbox.iter().next_back().map(|m| m.id), Some(2));
     assert_eq!(inbox.config().batch_size, 4);
 }
+
+#[test]
+fn inboxes_of_alike_participants_share_one_config() {
+    // A fan-out: every worker hears the lead alone; the lead hears the user.
+    let workers = ["w0", "w1", "w2"];
+    let mut builder = crate::Router::builder().add_route("user", "lead");
+    for w in workers {
+        builder = builder.add_route("lead", w).output(w);
+    }
+    let router = builder
+        .build(&["lead", "w0", "w1", "w2"])
+        .expect("valid router");
+    let config = |i: usize| router.inbox_config(i).expect("a participant");
+    assert!(std::ptr::eq(config(1), config(2)) && std::ptr::eq(config(2), config(3)));
+    assert!(!std::ptr::eq(config(0), config(1)), "the lead's differs");
+    assert_eq!(config(0).senders, SenderFilter::only(["user"]));
+    assert_eq!(config(3).senders, SenderFilter::only(["lead"]));
+    // The inboxes a run makes share it too, and filter as it says.
+    let mut inbox: Inbox<Msg> = router.inbox(2).expect("a participant");
+    assert!(std::ptr::eq(inbox.config(), config(1)));
+    assert!(inbox.push(msg(1, "lead", 0), t(0)).is_accepted());
+    assert!(matches!(
+        inbox.push(msg(2, "w0", 0), t(0)),
+        Push::Filtered(_)
+    ));
+}

@@ -128,3 +128,17 @@ fn what_a_run_waiting_on_its_models_holds_stays_small() {
          whole run, so it holds no thread nor checkpoint it was given (see `execute`)"
     );
 }
+
+#[cfg(target_pointer_width = "64")]
+#[test]
+fn what_every_hosted_agent_holds_stays_small() {
+    at_most::<troupe_router::Inbox<std::sync::Arc<Message>>>(
+        56,
+        "a run makes one inbox per participant, woken or not (issue 44: 100,000 idle \
+         agents in 256 MiB); its config is shared (an Arc), not copied into it",
+    );
+    at_most::<RunContext>(
+        8,
+        "a participant's context is one pointer, made when it first has work",
+    );
+}

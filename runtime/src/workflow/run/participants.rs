@@ -3,6 +3,7 @@
 //! the progress it last reported. The turns in flight are derived from
 //! those states; nothing else counts them.
 
+use std::cell::OnceCell;
 use std::sync::Arc;
 
 use ractor::Actor;
@@ -52,7 +53,10 @@ struct Participant {
     state: TurnState,
     /// Failed attempts of the current turn.
     attempts: u32,
-    ctx: RunContext,
+    /// Made when first needed (see [`Participants::ctx`]): most agents of
+    /// a large team wait unwoken through a run, and a context with its
+    /// meter is two allocations (~400 bytes) each.
+    ctx: OnceCell<RunContext>,
     /// Which turn is under way: its progress reports carry it.
     seq: u64,
     /// What the nested run that is the turn under way last reported: its
@@ -75,6 +79,12 @@ pub(super) struct Participants {
     in_flight: usize,
     /// Cancelled when turns under way must end now.
     turns: CancellationToken,
+    /// What participants' contexts derive from: the run's context, the
+    /// participants' paths, and the run state as it started (a turn's
+    /// context is given the state of its turn, see [`Participants::turn`]).
+    base: RunContext,
+    paths: Arc<[Arc<str>]>,
+    state: StateSnapshot,
     /// Whether turns get a progress hook (the run checkpoints).
     hooks: bool,
     /// The last turn's number.
@@ -90,22 +100,11 @@ impl Participants {
         let paths = spec.child_paths.under(ctx, &spec.names);
         let parts = paths
             .iter()
-            .map(|path| Participant {
+            .map(|_| Participant {
                 actor: None,
                 state: TurnState::Idle,
                 attempts: 0,
-                // A meter of its own: what its turns spend is folded in
-                // when each ends (see `Tally::fold_turn`).
-                // Its turns are dropped once `turns` is cancelled (the run
-                // drops a turn it polls; a turn's task races the token).
-                ctx: ctx
-                    .derive_metered(
-                        path.clone(),
-                        turns.clone(),
-                        ctx.deadline(),
-                        Some(Meter::new(path.clone())),
-                    )
-                    .into_turns(state),
+                ctx: OnceCell::new(),
                 seq: 0,
                 progress: None,
                 metered: false,
@@ -116,9 +115,31 @@ impl Participants {
             parts,
             in_flight: 0,
             turns,
+            base: ctx.clone(),
+            paths,
+            state: state.clone(),
             hooks: false,
             last_seq: 0,
         }
+    }
+
+    /// Participant `i`'s context, made the first time it is asked for.
+    fn part_ctx(&self, i: usize) -> &RunContext {
+        self.parts[i].ctx.get_or_init(|| {
+            let path = &self.paths[i];
+            // A meter of its own: what its turns spend is folded in when
+            // each ends (see `Tally::fold_turn`). Its turns are dropped
+            // once `turns` is cancelled (the run drops a turn it polls; a
+            // turn's task races the token).
+            self.base
+                .derive_metered(
+                    path.clone(),
+                    self.turns.clone(),
+                    self.base.deadline(),
+                    Some(Meter::new(path.clone())),
+                )
+                .into_turns(&self.state)
+        })
     }
 
     /// Gives every turn from now on a progress hook: a nested run as the
@@ -221,7 +242,7 @@ impl Participants {
     /// Participant `i`'s context (its path names it in events).
     #[inline]
     pub(super) fn ctx(&self, i: usize) -> &RunContext {
-        &self.parts[i].ctx
+        self.part_ctx(i)
     }
 
     /// Counts a failed attempt of participant `i`'s turn; returns how many
@@ -282,19 +303,18 @@ impl Participants {
         parent: &tracing::Span,
     ) -> RunContext {
         // The context is made again only when the state changed.
-        if !self.parts[i].ctx.state().same_as(state) {
-            self.parts[i].ctx = self.parts[i].ctx.with_state(state.clone());
+        let current = self.part_ctx(i);
+        if !current.state().same_as(state) {
+            let moved = current.with_state(state.clone());
+            self.parts[i].ctx = OnceCell::from(moved);
         }
         self.last_seq += 1;
         let seq = self.last_seq;
-        let part = &mut self.parts[i];
-        part.seq = seq;
-        part.progress = None;
-        part.metered = false;
+        let own = self.part_ctx(i);
         let ctx = if self.hooks {
             let run = run.clone();
-            let meter = part.ctx.meter().cloned();
-            part.ctx.with_progress(Progress::new(thread, move |thread| {
+            let meter = own.meter().cloned();
+            own.with_progress(Progress::new(thread, move |thread| {
                 // What the turn spent so far travels with the report
                 // (taken on the reporting task, right as it reports):
                 // a checkpoint holding the report counts it exactly.
@@ -312,8 +332,12 @@ impl Participants {
                 });
             }))
         } else {
-            part.ctx.clone()
+            own.clone()
         };
+        let part = &mut self.parts[i];
+        part.seq = seq;
+        part.progress = None;
+        part.metered = false;
         crate::telemetry::with_parent(ctx, parent)
     }
 
@@ -409,6 +433,17 @@ mod tests {
         p.set(0, TurnState::Idle);
         assert_eq!(p.in_flight(), 1);
         assert_eq!(p.to_run_again().collect::<Vec<_>>(), [1, 2]);
+    }
+
+    #[test]
+    fn a_participant_gets_its_context_when_first_asked() {
+        let p = three();
+        assert!(p.parts.iter().all(|part| part.ctx.get().is_none()));
+        assert_eq!(&**p.ctx(1).path(), "b");
+        assert!(p.ctx(1).meter().is_some(), "with a meter of its own");
+        assert!(p.ctx(1).is_dropped_on_cancel());
+        assert!(p.parts[1].ctx.get().is_some());
+        assert!(p.parts[0].ctx.get().is_none() && p.parts[2].ctx.get().is_none());
     }
 
     #[test]

@@ -61,10 +61,14 @@ impl ThreadSlots {
     pub(super) fn take_apart(spec: &Spec, mut thread: Thread) -> (Self, Scheduling) {
         let mut children = std::mem::take(thread.children_mut());
         let mut state = thread.state_mut().take().unwrap_or_default();
+        // Slots with no thread yet share one empty thread: a turn's first
+        // append copies it (`slot_mut`), and the agents of a large team
+        // that never speak cost no thread of their own (~200 bytes each).
+        let empty = Arc::new(Thread::default());
         let slots = spec
             .slot_names
             .iter()
-            .map(|n| Arc::new(children.remove(n).unwrap_or_default()))
+            .map(|n| children.remove(n).map_or_else(|| empty.clone(), Arc::new))
             .collect();
         // The requests stay: the state keeps them until they are answered.
         let carried = state.scheduler.take();
@@ -367,6 +371,21 @@ mod tests {
             state.consumed = 2;
         }
         assert_eq!(end, expected);
+    }
+
+    #[test]
+    fn slots_with_no_thread_share_one_empty_thread_until_written() {
+        let spec = spec();
+        let (mut slots, scheduling) = ThreadSlots::take_apart(&spec, Thread::default());
+        let (pair, c) = (spec.slot_of[0], spec.slot_of[2]);
+        assert_ne!(pair, c);
+        assert!(Arc::ptr_eq(slots.slot(pair), slots.slot(c)));
+        slots.slot_mut(c).push(Message::user("q"));
+        assert_eq!(slots.slot(c).len(), 1);
+        assert!(slots.slot(pair).is_empty(), "the other stays empty");
+        let end = slots.into_thread(&spec, scheduling);
+        assert_eq!(end.child("c").map(Thread::len), Some(1));
+        assert_eq!(end.child("pair").map(Thread::len), Some(0));
     }
 
     #[test]
