@@ -41,6 +41,7 @@ usage() { sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 build=1
 rust=1
+no_rust=0
 args=()
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -51,7 +52,7 @@ while [[ $# -gt 0 ]]; do
             shift
             ;;
         --no-build) build=0 ;;
-        --no-rust-peers) rust=0 ;;
+        --no-rust-peers) rust=0; no_rust=1 ;;
         -h | --help) usage; exit 0 ;;
         *) echo "compare.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -68,6 +69,8 @@ for ((i = 0; i < ${#args[@]}; i++)); do
                 *) echo "compare.sh: --only $w: one of rr sel swarm fan rpc pub chain fanin idle ckpt conc" >&2; exit 2 ;;
             esac
         done
+        # No Rust peer in these workloads: nothing of theirs to build.
+        [[ ",${args[i + 1]}," =~ ,(rr|fan|pub|chain|fanin|idle), ]] || rust=0
     fi
 done
 
@@ -135,7 +138,7 @@ invoked=""
 invoked+="benches/compare.sh"
 for a in ${args[@]+"${args[@]}"}; do invoked+=" $(printf '%q' "$a")"; done
 [[ $build -eq 1 ]] || invoked+=" --no-build"
-[[ $rust -eq 1 ]] || invoked+=" --no-rust-peers"
+[[ $no_rust -eq 0 ]] || invoked+=" --no-rust-peers"
 
 exec "$venv/bin/python" "$repo/benches/compare.py" \
     --bench "$bench" --peers-dir "$peers_dir" --invoked-as "$invoked" ${rust_args[@]+"${rust_args[@]}"} \

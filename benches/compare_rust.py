@@ -110,7 +110,7 @@ def side_fields(bin_: str, argv: tuple, skip: str | None) -> dict:
 def header(args) -> str:
     """The block's line saying which Rust peers ran, from what."""
     if not args.rust_peers:
-        return "- **Rust peers:** not run (`--no-rust-peers`, or no `rustpeers` binary)."
+        return "- **Rust peers:** not run (`--no-rust-peers`, or no workload of theirs in `--only`)."
     v = versions()
     crates = ", ".join(f"{n} {v.get(n, '?')}" for n in
                        ("graph-flow", "adk-graph", "adk-agent", "adk-runner", "autoagents", "ractor", "tokio"))
