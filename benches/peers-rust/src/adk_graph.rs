@@ -2,7 +2,9 @@
 
 use std::time::Instant;
 
-use adk_graph::{END, ExecutionConfig, NodeContext, NodeOutput, START, State, StateGraph, StateSchema};
+use adk_graph::{
+    END, ExecutionConfig, NodeContext, NodeOutput, START, State, StateGraph, StateSchema,
+};
 use serde_json::{Value, json};
 
 use super::{BoxError, chain_line, fanin_line, repeat};
@@ -88,7 +90,9 @@ pub async fn fanin(k: usize, runs: usize) -> Result<Value, BoxError> {
     let (walls, cold) = repeat(runs, || {
         let graph = &graph;
         async move {
-            let out = graph.invoke(State::new(), ExecutionConfig::new("fanin")).await?;
+            let out = graph
+                .invoke(State::new(), ExecutionConfig::new("fanin"))
+                .await?;
             let total = out.get("total").and_then(Value::as_u64);
             if total != Some(k as u64) {
                 return Err(format!("fan-in ended with total {total:?}").into());

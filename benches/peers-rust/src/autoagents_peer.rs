@@ -37,18 +37,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use autoagents::core::actor::Topic;
+use autoagents::core::agent::error::RunnableAgentError;
 use autoagents::core::agent::memory::SlidingWindowMemory;
 use autoagents::core::agent::prebuilt::executor::BasicAgent;
 use autoagents::core::agent::task::Task;
-use autoagents::core::agent::error::RunnableAgentError;
 use autoagents::core::agent::{
     ActorAgent, ActorAgentHandle, AgentBuilder, AgentDeriveT, AgentExecutor, AgentHooks, Context,
     ExecutorConfig,
 };
-use autoagents::core::actor::Topic;
 use autoagents::core::runtime::{Runtime, SingleThreadedRuntime, TypedRuntime};
 use autoagents::core::tool::ToolT;
-use autoagents::llm::chat::{ChatMessage, ChatProvider, ChatResponse, StructuredOutputFormat, Tool};
+use autoagents::llm::chat::{
+    ChatMessage, ChatProvider, ChatResponse, StructuredOutputFormat, Tool,
+};
 use autoagents::llm::completion::{CompletionProvider, CompletionRequest, CompletionResponse};
 use autoagents::llm::embedding::EmbeddingProvider;
 use autoagents::llm::error::LLMError;
@@ -304,7 +306,10 @@ pub async fn rr(n: u64, context: &str) -> Result<Value, BoxError> {
             .unwrap_or_default();
         let expected = format!("a{turn}");
         if speaker != expected || text != format!("ok from {expected}") {
-            return Err(format!("message {messages}: {speaker} said {text:?}, expected {expected}").into());
+            return Err(format!(
+                "message {messages}: {speaker} said {text:?}, expected {expected}"
+            )
+            .into());
         }
         previous = text;
         messages += 1;
@@ -329,16 +334,23 @@ pub async fn idle(k: usize) -> Result<Value, BoxError> {
     let started = Instant::now();
     let hosted = workers(k, &runtime).await?;
     let built = started.elapsed();
-    // Let every actor reach its mailbox loop before reading the RSS.
-    tokio::task::yield_now().await;
-    let hosting = current_rss_kib();
-    let alive = hosted
-        .iter()
-        .filter(|h| h.actor_ref.get_status() == autoagents::core::ractor::ActorStatus::Running)
-        .count();
-    if alive != k {
-        return Err(format!("{alive} of {k} agents' actors running").into());
+    // Every actor in its mailbox loop (ractor marks it running there, once
+    // its task is first polled) before the RSS is read.
+    let waiting = Instant::now();
+    loop {
+        let alive = hosted
+            .iter()
+            .filter(|h| h.actor_ref.get_status() == autoagents::core::ractor::ActorStatus::Running)
+            .count();
+        if alive == k {
+            break;
+        }
+        if waiting.elapsed() > Duration::from_secs(60) {
+            return Err(format!("{alive} of {k} agents' actors running after 60 s").into());
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
     }
+    let hosting = current_rss_kib();
     let per_agent_kib = (hosting - rss_before) / k as f64;
     Ok(json!({
         "bench": "idle",
@@ -376,7 +388,9 @@ async fn fan_round(
                     return Err(format!("unexpected answer {result:?}").into());
                 }
             }
-            Some(Event::TaskError { error, .. }) => return Err(format!("a worker failed: {error}").into()),
+            Some(Event::TaskError { error, .. }) => {
+                return Err(format!("a worker failed: {error}").into());
+            }
             Some(_) => {}
             None => return Err("the runtime's event stream ended".into()),
         }
@@ -445,7 +459,9 @@ pub async fn publish(n: u64) -> Result<Value, BoxError> {
                 }
                 answered += 1;
             }
-            Some(Event::TaskError { error, .. }) => return Err(format!("the subscriber failed: {error}").into()),
+            Some(Event::TaskError { error, .. }) => {
+                return Err(format!("the subscriber failed: {error}").into());
+            }
             Some(_) => {}
             None => return Err("the runtime's event stream ended".into()),
         }

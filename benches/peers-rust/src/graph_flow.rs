@@ -5,8 +5,8 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use graph_flow::{
-    Context, ExecutionStatus, FanOutTask, FlowRunner, Graph, GraphBuilder,
-    InMemorySessionStorage, NextAction, Session, SessionStorage, Task, TaskResult,
+    Context, ExecutionStatus, FanOutTask, FlowRunner, Graph, GraphBuilder, InMemorySessionStorage,
+    NextAction, Session, SessionStorage, Task, TaskResult,
 };
 use serde_json::{Value, json};
 
@@ -158,7 +158,11 @@ impl Task for Sink {
 pub async fn fanin(k: usize, runs: usize) -> Result<Value, BoxError> {
     let building = Instant::now();
     let children: Vec<Arc<dyn Task>> = (0..k)
-        .map(|i| Arc::new(Branch { id: format!("b{i}") }) as Arc<dyn Task>)
+        .map(|i| {
+            Arc::new(Branch {
+                id: format!("b{i}"),
+            }) as Arc<dyn Task>
+        })
         .collect();
     // The source is the fan-out itself: it runs the K branches (each a
     // tokio task) and gathers their answers, then the sink runs.

@@ -135,7 +135,10 @@ fn main() -> Result<(), BoxError> {
     };
     let mut line = rt.block_on(run(&args))?;
     if let Value::Object(fields) = &mut line {
-        fields.insert("peak_rss_mib".into(), json!(round1(peak_rss_kib() / 1024.0)));
+        fields.insert(
+            "peak_rss_mib".into(),
+            json!(round1(peak_rss_kib() / 1024.0)),
+        );
         fields.insert("threads".into(), json!(args.threads));
     }
     println!("{line}");
