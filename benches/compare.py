@@ -35,6 +35,7 @@ import sys
 import time
 
 import compare_rounds as rounds
+import compare_rust as rustp
 from compare_host import loadavg, machine, sh
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -148,6 +149,7 @@ class Side:
     positive: bool = True  # the figure must be > 0 (ckpt's overhead may be <= 0 within noise)
     role: str = ""  # "baseline": a peer's no-checkpoint run (ckpt)
     baseline: str | None = None  # the key of this side's baseline (ckpt)
+    rust: bool = False  # a Rust peer (benches/peers-rust), not a Python one
 
     def value(self, rec: dict) -> float | None:
         """The run's figure: this side's field of its JSON line, if a positive number."""
@@ -217,6 +219,7 @@ class Plan:
         self.maf_label = f"MAF {pkg('agent-framework-core')}"
         self.ag_label = f"AutoGen {pkg('autogen-agentchat')}"
         self.fsync = False
+        self.rust_bin = args.rust_peers
 
     def troupe(self, workload: str, *flags: str | int) -> Side:
         # One thread, as each peer runs on one asyncio loop; a multi-thread
@@ -231,6 +234,10 @@ class Plan:
         argv = [self.py, os.path.join(self.peers, script), *map(str, flags)]
         shown = " ".join(["python", script, *map(str, flags)])
         return Side(key=shown, label=label, argv=argv, shown=shown, field=field, cwd=self.peers, skip=skip)
+
+    def rust(self, label: str, *argv, skip: str | None = None) -> Side:
+        """A Rust peer's side: `rustpeers FRAMEWORK WORKLOAD FLAGS` (compare_rust.py)."""
+        return Side(label=label, **rustp.side_fields(self.rust_bin, argv, skip))
 
     def rows(self, only: list[str] | None) -> list[Row]:
         ag = f"AutoGen {pkg('autogen-agentchat')}"
@@ -297,11 +304,13 @@ class Plan:
                     t = self.troupe(w, "--k", size)
                     peers = [self.peer(f"{core} (K instances, RSS after a cold fan-out)", "rss_per_agent_kib",
                                        "autogen_fanout.py", "--k", peer_k, "--mode", "rpc")]
-                    label = f"{size_label(w, size)} (peer K={peer_k:,})"
+                    label = f"{size_label(w, size)} (AutoGen K={peer_k:,})"
                     note = (f"troupe hosts K={size:,} agents that wait; the peer figure is autogen-core's RSS growth "
-                            f"per agent instance after a cold fan-out to K={peer_k:,} instances (no idle-hosting script)")
+                            f"per agent instance after a cold fan-out to K={peer_k:,} instances (no idle-hosting script); "
+                            "AutoAgents' agents each have their ractor actor spawned, troupe's not until they first have work")
                 else:
                     raise AssertionError(w)
+                peers += rustp.sides(self, w, size, CHAIN_RUNS if w == "chain" else FANIN_RUNS.get(size, 3))
                 out.append(Row(w, size, label, t, peers, note))
         return out
 
@@ -395,6 +404,8 @@ def fmt(workload: str, value: float) -> str:
 
 
 def fmt_ratio(r: float) -> str:
+    if r < 1:
+        return f"{r:.3g}× (troupe {1 / r:.3g}× slower)"
     return f"{r:,.0f}×" if r >= 100 else f"{r:.3g}×"
 
 
@@ -405,29 +416,32 @@ def runs_note(side: Side) -> str:
 
 def table(rows: list[Row]) -> list[str]:
     out = [
-        f"| workload | size | troupe | best peer | ratio | {TARGET_FACTOR}× target | meets |",
-        "|---|---|---|---|---|---|---|",
+        f"| workload | size | troupe | best peer | ratio | best Python peer | {TARGET_FACTOR}× target | meets |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         w = row.workload
         tm = row.troupe.median()
         troupe = fmt(w, tm) + runs_note(row.troupe) if tm is not None else row.troupe.status()
         ok = [p for p in row.peers if p.median() is not None]
+        # The best peer of all (Rust ones included); the 300x target stays on the best Python peer.
         best = min(ok, key=lambda p: p.median()) if ok else None
+        py = min((p for p in ok if not p.rust), key=lambda p: p.median(), default=None)
         if best is None:
             why = "; ".join(f"{p.label}: {p.status()}" for p in row.peers)
-            bp, ratio, target, meets = f"none ({why})", "—", "—", "—"
+            bp, ratio = f"none ({why})", "—"
         else:
-            bm = best.median()
-            bp = f"{best.label}: {fmt(w, bm)}{runs_note(best)}"
-            goal = IDLE_TARGET_KIB if w == "idle" else bm / TARGET_FACTOR
+            bp = f"{best.label}: {fmt(w, best.median())}{runs_note(best)}"
+            ratio = "—" if tm is None else fmt_ratio(best.median() / tm)
+        if py is None:
+            pyp, target, meets = "none", "—", "—"
+        else:
+            pm = py.median()
+            pyp = "the same" if py is best else f"{py.label}: {fmt(w, pm)}{runs_note(py)}"
+            goal = IDLE_TARGET_KIB if w == "idle" else pm / TARGET_FACTOR
             target = fmt(w, goal)
-            if tm is None:
-                ratio, meets = "—", "—"
-            else:
-                ratio = fmt_ratio(bm / tm)
-                meets = "✓" if tm <= goal else "✗"
-        out.append(f"| {w} — {WHAT[w]} | {row.size_label} | {troupe} | {bp} | {ratio} | {target} | {meets} |")
+            meets = "—" if tm is None else ("✓" if tm <= goal else "✗")
+        out.append(f"| {w} — {WHAT[w]} | {row.size_label} | {troupe} | {bp} | {ratio} | {pyp} | {target} | {meets} |")
     return out
 
 
@@ -477,25 +491,27 @@ def block(rows: list[Row], args: argparse.Namespace, started: dt.datetime, took:
         f"{'current-thread runtime' if threads == 1 else f'multi-thread runtime with {threads} workers'}.",
         f"- **Peers:** CPython {platform.python_version()}; {peers}; a venv built from "
         f"`../shared/bench/peers/requirements.lock.txt` (and `ckpt/venv-freeze.txt`: langgraph-checkpoint-sqlite); scripts from `../shared/bench/peers/`.",
+        rustp.header(args),
         "- **Method:** one process per run; for each workload and size, troupe then every peer, repeated "
         f"{args.pairs} times (A B A B); each side's figure is the median of its runs. Best peer = lowest "
-        "median; ratio = best peer / troupe (how many times faster, or lighter for `idle`, troupe is). "
-        f"{TARGET_FACTOR}× target = best peer / {TARGET_FACTOR} (for `idle`, the absolute goal of 100,000 "
+        "median of every peer, Rust and Python; ratio = best peer / troupe (how many times faster, or lighter for "
+        "`idle`, troupe is; under 1, the peer is faster). "
+        f"{TARGET_FACTOR}× target = best Python peer / {TARGET_FACTOR} (for `idle`, the absolute goal of 100,000 "
         "agents in 256 MiB: 2.62 KiB/agent); ✓ when troupe's median is at or under it. "
         "Every model is scripted and every node a plain function, so the figures are orchestration "
         "overhead only. Raw records: `target/compare/raw.jsonl`.",
         "",
         *(table(shared) + [""] if (shared := [r for r in rows if r.workload not in OWN_TABLES]) else []),
         *rounds.own_tables(rows, WHAT, args.fsync),
-        "Each side's median, its runs and the exact command (troupe's from the project root, the peers' "
-        "from `../shared/bench/peers` with the venv's `python`):",
+        "Each side's median, its runs and the exact command (troupe's and the Rust peers' from the project root, "
+        "the Python peers' from `../shared/bench/peers` with the venv's `python`):",
         "",
         *details(rows),
         "",
         "Reproduce: `benches/compare.sh --quick` (small sizes, a few minutes) or `benches/compare.sh` "
         "(every size; long: the peers need minutes per size at N=10,000 and n=100,000). "
         "`--only <workload>[,<workload>...]` runs some workloads, `--sizes conc=1000` chooses a workload's sizes, "
-        "`--pairs N` changes the number of pairs, "
+        "`--pairs N` changes the number of pairs, `--no-rust-peers` leaves the Rust peers out, "
         "`--no-write` prints the table without touching this file.",
         END,
     ]
@@ -535,6 +551,8 @@ def main() -> int:
     ap.add_argument("--bench", default=os.path.join(REPO, "target", "dist", "examples", "bench"))
     ap.add_argument("--peers-dir", default=os.path.join(os.path.dirname(REPO), "shared", "bench", "peers"))
     ap.add_argument("--benchmarks", default=os.path.join(REPO, "BENCHMARKS.md"))
+    ap.add_argument("--rust-peers", default="",
+                    help="the Rust peers' binary (benches/peers-rust, built by compare.sh); empty: not run")
     ap.add_argument("--invoked-as", default="benches/compare.py " + " ".join(map(shlex.quote, sys.argv[1:])))
     args = ap.parse_args()
     if args.pairs < 1:

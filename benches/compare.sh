@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # troupe against the Python peers (AutoGen, Microsoft Agent Framework, LangGraph)
+# and the Rust peers (graph-flow, adk-graph, ADK-Rust, AutoAgents: benches/peers-rust)
 # on the shared workloads of ../shared/bench/WORKLOADS.md. Writes a Markdown
 # table into BENCHMARKS.md (between <!-- compare:begin --> and <!-- compare:end -->).
 #
@@ -10,7 +11,8 @@
 #   benches/compare.sh --sizes conc=1000 --sizes ckpt=200,1000  # sizes of a workload (repeatable)
 #   benches/compare.sh --pairs 5        # alternating troupe/peer rounds (default 3)
 #   benches/compare.sh --no-write       # print the table, leave BENCHMARKS.md alone
-#   benches/compare.sh --no-build       # use target/dist/examples/bench as it is
+#   benches/compare.sh --no-build       # use the built bench and rustpeers as they are
+#   benches/compare.sh --no-rust-peers  # leave the Rust peers out (no build, no rows)
 #   benches/compare.sh --timeout 600    # seconds per process (default 120 quick, 1800 full)
 #
 # Environment: PEERS_DIR (default <repo>/../shared/bench/peers), PEERS_VENV
@@ -21,6 +23,10 @@
 # built with, default `dist`: `release` plus fat LTO, see Cargo.toml). The full sizes of conc are K=1,000 and 10,000 for
 # troupe and the peers (the peers take 2-6 min a process at 10,000) and
 # 100,000 for troupe alone; --quick runs K=100 and ckpt N=200.
+# The Rust peers are benches/peers-rust, its own Cargo project (not a workspace
+# member, its own Cargo.lock), built --release --locked into
+# <target>/peers-rust (the first build takes minutes: set CARGO_BUILD_JOBS on a
+# shared machine).
 #
 # Not part of CI.
 set -euo pipefail
@@ -31,9 +37,11 @@ venv="${PEERS_VENV:-$repo/target/peers-venv}"
 python="${PYTHON:-python3}"
 profile="${BENCH_PROFILE:-dist}"
 
-usage() { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 build=1
+rust=1
+no_rust=0
 args=()
 while [[ $# -gt 0 ]]; do
     case "$1" in
@@ -44,6 +52,7 @@ while [[ $# -gt 0 ]]; do
             shift
             ;;
         --no-build) build=0 ;;
+        --no-rust-peers) rust=0; no_rust=1 ;;
         -h | --help) usage; exit 0 ;;
         *) echo "compare.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -60,6 +69,8 @@ for ((i = 0; i < ${#args[@]}; i++)); do
                 *) echo "compare.sh: --only $w: one of rr sel swarm fan rpc pub chain fanin idle ckpt conc" >&2; exit 2 ;;
             esac
         done
+        # No Rust peer in these workloads: nothing of theirs to build.
+        [[ ",${args[i + 1]}," =~ ,(rr|fan|pub|chain|fanin|idle), ]] || rust=0
     fi
 done
 
@@ -103,6 +114,22 @@ if [[ ! -x "$bench" ]]; then
     exit 1
 fi
 
+# The Rust peers: their own Cargo project, target dir and lock file.
+rust_args=()
+if [[ $rust -eq 1 ]]; then
+    rust_bin="$target_dir/peers-rust/release/rustpeers"
+    if [[ $build -eq 1 ]]; then
+        echo "compare.sh: building the Rust peers (benches/peers-rust, release)" >&2
+        (cd "$repo" && CARGO_TARGET_DIR="$target_dir/peers-rust" \
+            cargo build --release --locked --manifest-path benches/peers-rust/Cargo.toml)
+    fi
+    if [[ ! -x "$rust_bin" ]]; then
+        echo "compare.sh: $rust_bin not found (run without --no-build, or with --no-rust-peers)" >&2
+        exit 1
+    fi
+    rust_args=(--rust-peers "$rust_bin")
+fi
+
 invoked=""
 [[ -z "${PEERS_DIR:-}" ]] || invoked+="PEERS_DIR=$(printf '%q' "$PEERS_DIR") "
 [[ -z "${PEERS_VENV:-}" ]] || invoked+="PEERS_VENV=$(printf '%q' "$PEERS_VENV") "
@@ -111,6 +138,8 @@ invoked=""
 invoked+="benches/compare.sh"
 for a in ${args[@]+"${args[@]}"}; do invoked+=" $(printf '%q' "$a")"; done
 [[ $build -eq 1 ]] || invoked+=" --no-build"
+[[ $no_rust -eq 0 ]] || invoked+=" --no-rust-peers"
 
 exec "$venv/bin/python" "$repo/benches/compare.py" \
-    --bench "$bench" --peers-dir "$peers_dir" --invoked-as "$invoked" ${args[@]+"${args[@]}"}
+    --bench "$bench" --peers-dir "$peers_dir" --invoked-as "$invoked" ${rust_args[@]+"${rust_args[@]}"} \
+    ${args[@]+"${args[@]}"}
