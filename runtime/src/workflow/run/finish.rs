@@ -289,7 +289,7 @@ impl RunState {
         if let Some(g) = self.scheduling.graph_mut() {
             g.close_span();
         }
-        self.span = tracing::Span::none();
+        *self.span = tracing::Span::none();
         // The caller may have stopped waiting; then the result has no taker.
         let _ = reply.send(Box::new(result));
         // Shared actors serve the workflow's other runs on; the run's own

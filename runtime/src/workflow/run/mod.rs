@@ -131,8 +131,9 @@ pub(crate) struct RunState {
     /// rather than one after another on this task.
     fanning: bool,
     /// The run's span, the parent of its supersteps and turns; closed
-    /// when the result is handed back.
-    span: tracing::Span,
+    /// when the result is handed back. Boxed: inline it would put the
+    /// state one allocation size class up (`hot_path_sizes`).
+    span: Box<tracing::Span>,
 }
 
 /// A run's supervisor: a plain task reading its mailbox (see [`RunAddr`])

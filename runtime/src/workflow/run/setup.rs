@@ -101,7 +101,7 @@ impl RunState {
             reply: Some(reply),
             spec,
             ctx,
-            span,
+            span: Box::new(span),
         };
         if run.checkpoints.enabled() {
             run.parts.hand_out_hooks();

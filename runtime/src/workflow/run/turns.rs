@@ -79,7 +79,7 @@ impl RunState {
             .scheduling
             .graph()
             .and_then(|g| g.superstep_span())
-            .unwrap_or(&self.span);
+            .unwrap_or(&*self.span);
         let thread = self.threads.slot(slot).clone();
         let ctx = self.parts.turn(i, &thread, myself, state, parent);
         let timed = ctx.events_enabled();
