@@ -124,9 +124,10 @@ pub(crate) async fn completions(
     let policy = texting::asked(&headers)?;
     // Only a streamed answer needs them; asked now, so a bad team fails
     // before a run is made.
-    let answering_paths = match request.stream {
-        true => answering(&state, &team)?,
-        false => Vec::new(),
+    let answering_paths = if request.stream {
+        answering(&state, &team)?
+    } else {
+        Vec::new()
     };
     let slot = state.limits.run_slot()?;
     let (run, turn) = super::board::admit(&state, &team, session.as_deref(), policy, || {
