@@ -59,7 +59,8 @@ pub(crate) struct Answer {
 /// Waits for the run to stop running; its answer (the questions it asks,
 /// when it waits for input), or the error it failed with.
 pub(crate) async fn settle(run: &Run) -> Result<Answer, ApiError> {
-    let mut changes = run.watch();
+    // Woken when the status changes, not at every event.
+    let mut changes = run.watch_status();
     loop {
         changes.borrow_and_update();
         if let Some(settled) = settled(run) {
@@ -74,6 +75,9 @@ pub(crate) async fn settle(run: &Run) -> Result<Answer, ApiError> {
 /// The run's answer if it is no longer running.
 fn settled(run: &Run) -> Option<Result<Answer, ApiError>> {
     let inner = run.inner();
+    if inner.status() == Status::Running {
+        return None;
+    }
     let usage = inner.usage.map(usage_json).unwrap_or_else(|| {
         usage_json(troupe::message::Usage {
             prompt_tokens: 0,

@@ -122,7 +122,13 @@ pub(crate) async fn completions(
         None => Start::Thread(thread_of(&request.messages)?),
     };
     let policy = texting::asked(&headers)?;
-    let answering_paths = answering(&state, &team)?;
+    // Only a streamed answer needs them; asked now, so a bad team fails
+    // before a run is made.
+    let answering_paths = if request.stream {
+        answering(&state, &team)?
+    } else {
+        Vec::new()
+    };
     let slot = state.limits.run_slot()?;
     let (run, turn) = super::board::admit(&state, &team, session.as_deref(), policy, || {
         state.runs.create(&team, &last_user, session.clone())

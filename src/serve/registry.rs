@@ -1,6 +1,12 @@
 //! The runs started since the server started, by id and in order; the
 //! oldest finished ones go first when there are more than [`KEPT`] or
 //! their records (task, events, response) weigh more than [`KEPT_BYTES`].
+//!
+//! A run's record is weighed once it has ended: a run tells the registry
+//! when its stretch ends (`Run::finish`), and the runs that ended another
+//! way (cancelled before they began) are found by a walk over every run
+//! made once per as many new runs as there are runs — so a new run costs
+//! the same whether 10 or 10,000 are under way.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,6 +27,8 @@ pub(crate) const KEPT_BYTES: usize = 64 << 20;
 #[derive(Default)]
 pub(crate) struct Registry {
     runs: Mutex<Table>,
+    /// The ids of runs that ended since the last new run, to weigh.
+    ended: Ended,
     counter: AtomicU64,
     /// Called with each run [`Registry::create`] makes (the board's
     /// publisher on a shared database, `board/`).
@@ -30,6 +38,9 @@ pub(crate) struct Registry {
 /// What is done with each new run.
 type OnNew = Box<dyn Fn(&Arc<Run>) + Send + Sync>;
 
+/// Where runs say they ended: the ids, for the registry to weigh.
+pub(crate) type Ended = Arc<Mutex<Vec<String>>>;
+
 /// The runs by id, and their ids oldest first.
 #[derive(Default)]
 struct Table {
@@ -37,6 +48,8 @@ struct Table {
     order: VecDeque<String>,
     /// The weight of each finished run's record, measured once it ended.
     weights: BTreeMap<String, usize>,
+    /// New runs since the last walk over every run.
+    since_walk: usize,
 }
 
 impl Registry {
@@ -55,17 +68,31 @@ impl Registry {
         // database, which may start runs in the same millisecond.
         let id = format!("run-{millis}-{n}-{}", worker_tag());
         let run = Run::new(id.clone(), team.to_string(), task.to_string(), session);
+        run.tell_end(self.ended.clone());
+        let ended = std::mem::take(&mut *self.ended.lock().unwrap_or_else(|p| p.into_inner()));
         let mut guard = self.lock();
         let Table {
             map,
             order,
             weights,
+            since_walk,
         } = &mut *guard;
         map.insert(id.clone(), run.clone());
         order.push_back(id);
-        for (id, r) in map.iter() {
-            if !weights.contains_key(id) && r.inner().status().ended() {
-                weights.insert(id.clone(), r.weight());
+        for id in ended {
+            if let Some(r) = map.get(&id)
+                && !weights.contains_key(&id)
+            {
+                weights.insert(id, r.weight());
+            }
+        }
+        *since_walk += 1;
+        if *since_walk >= map.len().max(64) {
+            *since_walk = 0;
+            for (id, r) in map.iter() {
+                if !weights.contains_key(id) && r.inner().status().ended() {
+                    weights.insert(id.clone(), r.weight());
+                }
             }
         }
         let mut total = order.len();

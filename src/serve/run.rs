@@ -1,7 +1,7 @@
 //! One run the server started: its status, its result and the log of its
 //! events, which SSE readers follow.
 
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::SystemTime;
 
 use serde_json::{Value, json};
@@ -82,6 +82,11 @@ pub(crate) struct Run {
     inner: Mutex<Inner>,
     /// Bumped whenever an event is logged or the status changes.
     changed: watch::Sender<u64>,
+    /// Bumped whenever something but an event changes (the status): what
+    /// waiting for the run's end watches, not woken by every event.
+    moved: watch::Sender<u64>,
+    /// Where it says it ended (the registry, which weighs its record).
+    ended_to: OnceLock<super::registry::Ended>,
 }
 
 /// What changes as a run goes.
@@ -143,8 +148,16 @@ impl Run {
                 started_at: SystemTime::now(),
                 inner: Mutex::default(),
                 changed: watch::Sender::new(0),
+                moved: watch::Sender::new(0),
+                ended_to: OnceLock::new(),
             }
         })
+    }
+
+    /// Has the run put its id in `ended` when a stretch of it ends it
+    /// ([`Run::finish`]).
+    pub(crate) fn tell_end(&self, ended: super::registry::Ended) {
+        let _ = self.ended_to.set(ended);
     }
 
     /// Its changing part, locked (briefly: never across an await).
@@ -157,13 +170,22 @@ impl Run {
         self.changed.subscribe()
     }
 
+    /// A receiver woken when something but an event changes (the
+    /// status, the response): to wait for the run's end.
+    pub(crate) fn watch_status(&self) -> watch::Receiver<u64> {
+        self.moved.subscribe()
+    }
+
+    /// Wakes every watcher: something besides the events changed.
     pub(crate) fn bump(&self) {
+        self.moved.send_modify(|n| *n += 1);
         self.changed.send_modify(|n| *n += 1);
     }
 
     /// Logs an event as `troupe run --events jsonl` writes it.
     pub(crate) fn log(&self, record: &EventRecord) {
-        let mut out = JsonLines::new(Vec::new());
+        // Most lines fit: no regrowing while the record is written.
+        let mut out = JsonLines::new(Vec::with_capacity(512));
         if out.write(record).is_err() {
             return;
         }
@@ -173,7 +195,7 @@ impl Run {
         }
         let line: Arc<str> = String::from_utf8_lossy(&bytes).into();
         self.inner().events.push(line);
-        self.bump();
+        self.changed.send_modify(|n| *n += 1);
     }
 
     /// Records how a stretch of the run ended. A run whose context was
@@ -221,6 +243,14 @@ impl Run {
                     inner.status = Some(Status::Failed);
                     inner.error = Some(troupe::secrets::redact(&e).into_owned());
                 }
+            }
+            if inner.status().ended()
+                && let Some(ended) = self.ended_to.get()
+            {
+                ended
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(self.id.clone());
             }
         }
         self.bump();

@@ -39,7 +39,7 @@ pub(crate) async fn carry_on(team: &Team, run: &Run, note: &Note) -> Result<RunR
                 ));
             }
         };
-        return stretch(team, run, start).await;
+        return stretch(team, run, start, None).await;
     }
     let result = team
         .built

@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use troupe::Session;
 use troupe::agents::model::Cassette;
 use troupe::config::{BuildOptions, Built, Config, Store, StoreKind};
 
@@ -19,10 +18,9 @@ pub(crate) struct Team {
     pub(crate) config: Config,
     /// The workflow and its store.
     pub(crate) built: Built,
-    /// Where conversations are kept: the config's store, else memory.
+    /// Where conversations are kept: the config's store, else memory
+    /// (a session's turns run one at a time: double texting, `texting.rs`).
     pub(crate) store: Store,
-    /// Stored conversations (one turn at a time per conversation).
-    pub(crate) session: Session,
     /// What the workers on its PostgreSQL store share (`board/`); none on
     /// a store one process owns.
     pub(crate) board: Option<std::sync::Arc<super::board::handle::Board>>,
@@ -127,7 +125,6 @@ async fn load(
         Some(s) => s.clone(),
         None => Store::open(StoreKind::Memory, None).map_err(|e| LoadError::config(&e))?,
     };
-    let session = Session::new(built.workflow.clone(), store.threads.clone());
     let board = match (store.kind, config.checkpoint_url()) {
         (StoreKind::Postgres, Ok(Some(url))) => Some(
             super::board::handle::Board::open(&url)
@@ -148,7 +145,6 @@ async fn load(
         config,
         built,
         store,
-        session,
         board,
     })
 }

@@ -121,7 +121,7 @@ pub(crate) fn admit(
     };
     let policy = policy(state, team, asked);
     let mut latest = state.texting.lock();
-    latest.retain(|_, e| e.run.upgrade().is_some_and(|r| !r.inner().status().ended()));
+    state.texting.sweep(&mut latest);
     let key = (team.to_string(), session.to_string());
     let going = latest.get(&key).and_then(|e| {
         let run = e.run.upgrade()?;
@@ -202,19 +202,29 @@ pub(crate) fn spawn(
             drop(slot);
             return;
         }
-        let before = match state.team(Some(&run.team)) {
-            Ok(team) => team
-                .store
-                .threads
-                .load_thread(&session)
-                .await
-                .ok()
-                .flatten(),
+        let loaded = match state.team(Some(&run.team)) {
+            Ok(team) => team.store.threads.load_thread(&session).await.ok(),
             Err(_) => None,
         };
-        let _ = keep.set(before);
-        let result = drive::drive(&state, &run, start).await;
+        let result = match loaded {
+            // Kept for a rollback, and the turn runs on it: loaded once.
+            Some(before) => {
+                let _ = keep.set(before.clone());
+                drive::drive(&state, &run, start, Some(before)).await
+            }
+            // The stretch loads it again and fails, naming why.
+            None => drive::drive(&state, &run, start, None).await,
+        };
         run.finish(result);
+        // Its entry goes with it (a worker of a shared board keeps it: a
+        // rollback forwarded from another worker may still come).
+        if state
+            .teams
+            .get(&run.team)
+            .is_some_and(|t| t.board.is_none())
+        {
+            state.texting.ended(&(run.team.clone(), session), &run);
+        }
         drop(slot);
     });
 }
@@ -247,7 +257,7 @@ pub(crate) async fn roll_back(state: &Shared, run: &Arc<Run>) -> Result<(), Stri
 
 /// Waits until `run` is no longer running.
 async fn ended(run: &Run) {
-    let mut changes = run.watch();
+    let mut changes = run.watch_status();
     loop {
         changes.borrow_and_update();
         if run.inner().status() != Status::Running || changes.changed().await.is_err() {
