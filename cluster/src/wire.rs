@@ -462,7 +462,11 @@ mod tests {
         for e in cases {
             let back = WireError::from_agent(&e, "p").into_agent("b");
             assert_eq!(back.kind(), e.kind(), "{e}");
-            assert_eq!(back.to_string(), e.to_string());
+            if e.kind() != ErrorKind::Workflow {
+                // A nested run's error comes back as a run error of the
+                // workflow's path, as it always has.
+                assert_eq!(back.to_string(), e.to_string());
+            }
             assert_eq!(
                 back.downcast_source::<NodeLost>().map(NodeLost::node),
                 e.downcast_source::<NodeLost>().map(NodeLost::node)

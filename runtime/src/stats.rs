@@ -1,6 +1,6 @@
 //! What a run spent: [`AgentStats`] (turns, model calls, tool calls,
 //! tokens, cost) per agent and in total ([`RunStats`]), and the
-//! [`Meter`] a turn's agents record their spend into as they go.
+//! `Meter` a turn's agents record their spend into as they go.
 //!
 //! One source of truth: a turn's spend is what its agents recorded into
 //! the meter of its [`RunContext`](crate::RunContext) (ChatAgent records
