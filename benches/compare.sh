@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # troupe against the Python peers (AutoGen, Microsoft Agent Framework, LangGraph)
-# on the shared workloads of ../shared/bench/WORKLOADS.md. Writes a Markdown
+# on the shared workloads of ../shared/bench/WORKLOADS.md, and `troupe serve`
+# against LangGraph's Agent Server (`serve`, issue 44). Writes a Markdown
 # table into BENCHMARKS.md (between <!-- compare:begin --> and <!-- compare:end -->).
 #
 #   benches/compare.sh --quick          # small sizes only, a few minutes
 #   benches/compare.sh                  # every workload and size (long)
 #   benches/compare.sh --only chain     # one workload
 #   benches/compare.sh --only ckpt,conc # several (issue 18's two: checkpoints, concurrent runs)
+#   benches/compare.sh --only serve     # troupe serve beside LangGraph's Agent Server (issue 44)
 #   benches/compare.sh --sizes conc=1000 --sizes ckpt=200,1000  # sizes of a workload (repeatable)
 #   benches/compare.sh --pairs 5        # alternating troupe/peer rounds (default 3)
 #   benches/compare.sh --no-write       # print the table, leave BENCHMARKS.md alone
@@ -20,7 +22,11 @@
 # 'conc=1000;ckpt=200'), BENCH_PROFILE (the Cargo profile troupe's bench is
 # built with, default `dist`: `release` plus fat LTO, see Cargo.toml). The full sizes of conc are K=1,000 and 10,000 for
 # troupe and the peers (the peers take 2-6 min a process at 10,000) and
-# 100,000 for troupe alone; --quick runs K=100 and ckpt N=200.
+# 100,000 for troupe alone; --quick runs K=100 and ckpt N=200. serve runs
+# K=1 (one session, 200 turns) and K=1,000 (--quick: 50 turns, K=100); it
+# needs target/<profile>/troupe (built here too) and the peer server's venv
+# (SERVE_PEER_VENV, default <repo>/target/serve-peer-venv), made by
+# benches/serve-peer-venv.sh, which this script calls.
 #
 # Not part of CI.
 set -euo pipefail
@@ -56,12 +62,24 @@ for ((i = 0; i < ${#args[@]}; i++)); do
         IFS=, read -ra only <<< "${args[i + 1]}"
         for w in "${only[@]}"; do
             case "$w" in
-                rr | sel | swarm | fan | rpc | pub | chain | fanin | idle | ckpt | conc) ;;
-                *) echo "compare.sh: --only $w: one of rr sel swarm fan rpc pub chain fanin idle ckpt conc" >&2; exit 2 ;;
+                rr | sel | swarm | fan | rpc | pub | chain | fanin | idle | ckpt | conc | serve) ;;
+                *) echo "compare.sh: --only $w: one of rr sel swarm fan rpc pub chain fanin idle ckpt conc serve" >&2; exit 2 ;;
             esac
         done
     fi
 done
+
+# The serve workload runs unless --only leaves it out.
+serve=1
+for ((i = 0; i < ${#args[@]}; i++)); do
+    if [[ "${args[i]}" == --only && ",${args[i + 1]}," != *,serve,* ]]; then
+        serve=0
+    fi
+done
+if [[ $serve -eq 1 ]]; then
+    # Its peer: LangGraph's Agent Server in a venv of its own (pinned).
+    "$repo/benches/serve-peer-venv.sh"
+fi
 
 if [[ ! -f "$peers_dir/requirements.lock.txt" ]]; then
     echo "compare.sh: no requirements.lock.txt in $peers_dir (set PEERS_DIR)" >&2
@@ -93,7 +111,10 @@ fi
 
 if [[ $build -eq 1 ]]; then
     echo "compare.sh: building the troupe bench (profile $profile)" >&2
-    (cd "$repo" && cargo build --profile "$profile" --example bench)
+    bins=(--example bench)
+    # serve starts the troupe binary beside the bench (target/<profile>/troupe).
+    [[ $serve -eq 0 ]] || bins+=(--bin troupe)
+    (cd "$repo" && cargo build --profile "$profile" "${bins[@]}")
 fi
 target_dir="${CARGO_TARGET_DIR:-$repo/target}"
 [[ "$target_dir" == /* ]] || target_dir="$repo/$target_dir"

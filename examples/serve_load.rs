@@ -21,13 +21,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::error::Error;
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+#[path = "bench/serve_proc.rs"]
+mod serve_proc;
+use serve_proc::{peak_kib, quantile, rss_kib, start_troupe_serve, troupe_bin};
 
 /// Three agents take one turn each per user message: 3 calls of 20 ms.
 const CONFIG: &str = "version: 1
@@ -93,45 +95,16 @@ fn main() -> Result<(), Box<dyn Error>> {
         None => "",
     };
     std::fs::write(&cfg, format!("{CONFIG}{store}"))?;
-    let bin = std::env::var_os("TROUPE_BIN").map_or_else(
-        || {
-            let exe = std::env::current_exe().expect("own path");
-            exe.parent()
-                .and_then(|d| d.parent())
-                .map(|d| d.join("troupe"))
-                .unwrap_or_else(|| PathBuf::from("troupe"))
-        },
-        PathBuf::from,
-    );
+    let bin = troupe_bin();
     let mut servers = Vec::new();
     let mut bases = Vec::new();
+    let max_runs = vec!["--max-runs".to_string(), (sessions * 2).to_string()];
+    let env: Vec<(&str, &str)> = postgres
+        .iter()
+        .map(|url| ("DATABASE_URL", url.as_str()))
+        .collect();
     for _ in 0..workers {
-        let mut cmd = Command::new(&bin);
-        cmd.args(["serve", "--listen", "127.0.0.1:0", "--max-runs"])
-            .arg((sessions * 2).to_string())
-            .arg(&cfg)
-            .env_remove("TROUPE_SERVE_TOKEN")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        if let Some(url) = &postgres {
-            cmd.env("DATABASE_URL", url);
-        }
-        let mut server = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
-        let mut lines = BufReader::new(server.stderr.take().expect("stderr")).lines();
-        let base = loop {
-            let line = lines.next().ok_or("the server exited before listening")??;
-            if let Some(at) = line.find("http://") {
-                break line[at..]
-                    .split_whitespace()
-                    .next()
-                    .unwrap_or("")
-                    .to_string();
-            }
-        };
-        std::thread::spawn(move || for _ in lines {});
+        let (server, base) = start_troupe_serve(&bin, &cfg, &max_runs, &env)?;
         servers.push(server);
         bases.push(base);
     }
@@ -149,7 +122,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let (mut latencies, elapsed) = result?;
 
     latencies.sort();
-    let pct = |p: f64| latencies[((latencies.len() as f64 - 1.0) * p).round() as usize];
+    let pct = |p: f64| quantile(&latencies, p);
     let over = |d: Duration| d.saturating_sub(SIMULATED).as_secs_f64() * 1e3;
     let requests = latencies.len();
     println!(
@@ -278,26 +251,4 @@ impl JsonText for reqwest::Response {
     async fn json_text(self) -> Result<Value, Box<dyn Error>> {
         Ok(serde_json::from_str(&self.text().await?)?)
     }
-}
-
-fn status_field(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|n| n.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-/// The server's resident memory, KiB.
-fn rss_kib(pid: u32) -> u64 {
-    status_field(pid, "VmRSS:")
-}
-
-/// The server's peak resident memory, KiB.
-fn peak_kib(pid: u32) -> u64 {
-    status_field(pid, "VmHWM:")
 }
