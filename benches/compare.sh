@@ -23,7 +23,7 @@
 # built with, default `dist`: `release` plus fat LTO, see Cargo.toml). The full sizes of conc are K=1,000 and 10,000 for
 # troupe and the peers (the peers take 2-6 min a process at 10,000) and
 # 100,000 for troupe alone; --quick runs K=100 and ckpt N=200. serve runs
-# K=1 (one session, 200 turns) and K=1,000 (--quick: 50 turns, K=100); it
+# K=1 (one session, 50 turns: LangGraph takes ~1 s a turn) and K=1,000 (--quick: 20 turns, K=100); it
 # needs target/<profile>/troupe (built here too) and the peer server's venv
 # (SERVE_PEER_VENV, default <repo>/target/serve-peer-venv), made by
 # benches/serve-peer-venv.sh, which this script calls.

@@ -3,7 +3,7 @@ LangGraph's Agent Server (`langgraph dev`, in-memory), both driven by the same
 client, troupe's `bench serve` (examples/bench/serve.rs), with the same K
 sessions, turns and model latency.
 
-A row is one K: K = 1 is one session alone, 200 user turns in a row (the added
+A row is one K: K = 1 is one session alone, 50 user turns in a row (the added
 latency of a turn with nothing else running); larger K is a burst of K sessions
 of one turn each (throughput, memory per session). Every figure is the median
 of the runs of its side; the table marks the issue's targets.
@@ -18,8 +18,8 @@ import statistics
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Turns per session: one session alone takes many in a row; a burst one each.
-SOLO_TURNS = 200
-QUICK_SOLO_TURNS = 50
+SOLO_TURNS = 50
+QUICK_SOLO_TURNS = 20
 LATENCY_MS = 20
 # Issue 44's targets for troupe.
 ADDED_P50_MS = 1.0  # one session alone
