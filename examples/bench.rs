@@ -120,7 +120,9 @@ fn main() -> Result<(), BoxError> {
     };
     let mut line = rt.block_on(run(&args))?;
     if let Value::Object(fields) = &mut line {
-        fields.insert("framework".into(), json!("troupe"));
+        // The serve workload names the server it measured.
+        let framework = fields.get("server").cloned().unwrap_or(json!("troupe"));
+        fields.insert("framework".into(), framework);
         fields.insert("version".into(), json!(env!("CARGO_PKG_VERSION")));
         fields.insert(
             "peak_rss_mib".into(),

@@ -115,7 +115,15 @@ pub(super) async fn start(
             let cfg = dir.path().join("trio.yaml");
             std::fs::write(&cfg, troupe_config(latency, store)?)?;
             let bin = troupe_bin();
-            let runs = vec!["--max-runs".to_string(), (sessions * 2 + 8).to_string()];
+            // Room for every session's run and connection at once (the
+            // defaults, 512 connections, are below the larger K).
+            let room = (sessions * 2 + 8).to_string();
+            let runs = vec![
+                "--max-runs".to_string(),
+                room.clone(),
+                "--max-connections".to_string(),
+                room,
+            ];
             let (child, base) = start_troupe_serve(&bin, &cfg, &runs, &[])?;
             let out = Command::new(&bin).arg("--version").output()?;
             let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
