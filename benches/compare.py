@@ -36,6 +36,7 @@ import time
 
 import compare_rounds as rounds
 import compare_rust as rustp
+import compare_serve
 from compare_host import loadavg, machine, sh
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -47,9 +48,9 @@ TARGET_FACTOR = 300
 # under 256 MiB.
 IDLE_TARGET_KIB = 256 * 1024 / 100_000
 
-WORKLOADS = ["rr", "sel", "swarm", "fan", "rpc", "pub", "chain", "fanin", "idle", "ckpt", "conc"]
-# Workloads with tables of their own (compare_rounds.py), not the 300x table.
-OWN_TABLES = ("ckpt", "conc")
+WORKLOADS = ["rr", "sel", "swarm", "fan", "rpc", "pub", "chain", "fanin", "idle", "ckpt", "conc", "serve"]
+# Workloads with tables of their own (compare_rounds.py, compare_serve.py), not the 300x table.
+OWN_TABLES = ("ckpt", "conc", "serve")
 
 # Sizes per workload. Full = every size in WORKLOADS.md; quick = the small ones
 # (rpc/pub at 10,000 because the peers take ~0.3-0.5 ms per message).
@@ -66,6 +67,8 @@ FULL_SIZES = {
     "ckpt": [200, 1000, 2000],
     # The peers run up to K=10,000 (minutes per process); 100,000 is troupe's alone.
     "conc": [1000, 10000, 100000],
+    # K sessions: one alone (many turns), then bursts of one turn each.
+    "serve": [1, 1000],
 }
 QUICK_SIZES = {
     "rr": [200],
@@ -79,6 +82,7 @@ QUICK_SIZES = {
     "idle": [10000],
     "ckpt": [200],
     "conc": [100],
+    "serve": [1, 100],
 }
 # Graph runs per process (the peers' scripts count the cold run among them).
 CHAIN_RUNS = 200
@@ -97,6 +101,7 @@ UNITS = {
     "idle": ("mem", "agent"),
     "ckpt": ("time", "superstep"),
     "conc": ("ratio", "ideal"),
+    "serve": ("rate", "s"),
 }
 # troupe's bench prints `unit`; it must mean the same as the peers' field.
 TROUPE_UNITS = {
@@ -111,6 +116,7 @@ TROUPE_UNITS = {
     "idle": "KiB/agent",
     "ckpt": "µs/superstep overhead",
     "conc": "× ideal",
+    "serve": "user turns/s",
 }
 WHAT = {
     "rr": "RoundRobin, 3 agents",
@@ -124,6 +130,7 @@ WHAT = {
     "idle": "K idle agents hosted",
     "ckpt": "checkpoint after every superstep, 10-agent ring",
     "conc": "K concurrent 3-agent round robins at 20 ms a model call",
+    "serve": "K sessions through a server's HTTP API, 3-agent team at 20 ms a model call",
 }
 PEER_PACKAGES = ["autogen-agentchat", "autogen-core", "autogen-ext", "agent-framework-core", "langgraph", "langchain-core"]
 
@@ -252,8 +259,12 @@ class Plan:
                 continue
             for size in self.sizes[w]:
                 if w in OWN_TABLES:
-                    made = (rounds.ckpt_rows(self, size, os.path.join(REPO, "target", "compare", "ckpt-work"), self.fsync)
-                            if w == "ckpt" else rounds.conc_rows(self, size))
+                    if w == "ckpt":
+                        made = rounds.ckpt_rows(self, size, os.path.join(REPO, "target", "compare", "ckpt-work"), self.fsync)
+                    elif w == "serve":
+                        made = compare_serve.serve_rows(self, size, self.args.quick)
+                    else:
+                        made = rounds.conc_rows(self, size)
                     out += [Row(w, size, label, t, peers, note, extra) for label, t, peers, note, extra in made]
                     continue
                 note = ""
@@ -398,6 +409,8 @@ def fmt(workload: str, value: float) -> str:
         return f"{value:.3g} KiB/{per}"
     if kind == "ratio":
         return f"{value:.3g}× {per}"
+    if kind == "rate":
+        return f"{value:,.0f} user turns/{per}"
     if value >= 1000:
         return f"{value / 1000:.3g} ms/{per}"
     return f"{value:.3g} µs/{per}"
@@ -503,6 +516,7 @@ def block(rows: list[Row], args: argparse.Namespace, started: dt.datetime, took:
         "",
         *(table(shared) + [""] if (shared := [r for r in rows if r.workload not in OWN_TABLES]) else []),
         *rounds.own_tables(rows, WHAT, args.fsync),
+        *compare_serve.serve_table(rows),
         "Each side's median, its runs and the exact command (troupe's and the Rust peers' from the project root, "
         "the Python peers' from `../shared/bench/peers` with the venv's `python`):",
         "",

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # troupe against the Python peers (AutoGen, Microsoft Agent Framework, LangGraph)
 # and the Rust peers (graph-flow, adk-graph, ADK-Rust, AutoAgents: benches/peers-rust)
-# on the shared workloads of ../shared/bench/WORKLOADS.md. Writes a Markdown
+# on the shared workloads of ../shared/bench/WORKLOADS.md, and `troupe serve`
+# against LangGraph's Agent Server (`serve`, issue 44). Writes a Markdown
 # table into BENCHMARKS.md (between <!-- compare:begin --> and <!-- compare:end -->).
 #
 #   benches/compare.sh --quick          # small sizes only, a few minutes
 #   benches/compare.sh                  # every workload and size (long)
 #   benches/compare.sh --only chain     # one workload
 #   benches/compare.sh --only ckpt,conc # several (issue 18's two: checkpoints, concurrent runs)
+#   benches/compare.sh --only serve     # troupe serve beside LangGraph's Agent Server (issue 44)
 #   benches/compare.sh --sizes conc=1000 --sizes ckpt=200,1000  # sizes of a workload (repeatable)
 #   benches/compare.sh --pairs 5        # alternating troupe/peer rounds (default 3)
 #   benches/compare.sh --no-write       # print the table, leave BENCHMARKS.md alone
@@ -27,6 +29,11 @@
 # member, its own Cargo.lock), built --release --locked into
 # <target>/peers-rust (the first build takes minutes: set CARGO_BUILD_JOBS on a
 # shared machine).
+# serve runs
+# K=1 (one session, 50 turns: LangGraph takes ~1 s a turn) and K=1,000 (--quick: 20 turns, K=100); it
+# needs target/<profile>/troupe (built here too) and the peer server's venv
+# (SERVE_PEER_VENV, default <repo>/target/serve-peer-venv), made by
+# benches/serve-peer-venv.sh, which this script calls.
 #
 # Not part of CI.
 set -euo pipefail
@@ -65,14 +72,26 @@ for ((i = 0; i < ${#args[@]}; i++)); do
         IFS=, read -ra only <<< "${args[i + 1]}"
         for w in "${only[@]}"; do
             case "$w" in
-                rr | sel | swarm | fan | rpc | pub | chain | fanin | idle | ckpt | conc) ;;
-                *) echo "compare.sh: --only $w: one of rr sel swarm fan rpc pub chain fanin idle ckpt conc" >&2; exit 2 ;;
+                rr | sel | swarm | fan | rpc | pub | chain | fanin | idle | ckpt | conc | serve) ;;
+                *) echo "compare.sh: --only $w: one of rr sel swarm fan rpc pub chain fanin idle ckpt conc serve" >&2; exit 2 ;;
             esac
         done
         # No Rust peer in these workloads: nothing of theirs to build.
         [[ ",${args[i + 1]}," =~ ,(rr|fan|pub|chain|fanin|idle), ]] || rust=0
     fi
 done
+
+# The serve workload runs unless --only leaves it out.
+serve=1
+for ((i = 0; i < ${#args[@]}; i++)); do
+    if [[ "${args[i]}" == --only && ",${args[i + 1]}," != *,serve,* ]]; then
+        serve=0
+    fi
+done
+if [[ $serve -eq 1 ]]; then
+    # Its peer: LangGraph's Agent Server in a venv of its own (pinned).
+    "$repo/benches/serve-peer-venv.sh"
+fi
 
 if [[ ! -f "$peers_dir/requirements.lock.txt" ]]; then
     echo "compare.sh: no requirements.lock.txt in $peers_dir (set PEERS_DIR)" >&2
@@ -104,7 +123,10 @@ fi
 
 if [[ $build -eq 1 ]]; then
     echo "compare.sh: building the troupe bench (profile $profile)" >&2
-    (cd "$repo" && cargo build --profile "$profile" --example bench)
+    bins=(--example bench)
+    # serve starts the troupe binary beside the bench (target/<profile>/troupe).
+    [[ $serve -eq 0 ]] || bins+=(--bin troupe)
+    (cd "$repo" && cargo build --profile "$profile" "${bins[@]}")
 fi
 target_dir="${CARGO_TARGET_DIR:-$repo/target}"
 [[ "$target_dir" == /* ]] || target_dir="$repo/$target_dir"

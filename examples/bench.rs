@@ -10,6 +10,7 @@
 //! cargo run --release --example bench -- idle --k 100000
 //! cargo run --release --example bench -- ckpt --store sqlite --n 1000
 //! cargo run --release --example bench -- conc --k 10000 --threads 1
+//! cargo build --release --bin troupe --example bench && target/release/examples/bench serve --k 1000
 //! ```
 //!
 //! Each run measures one workload at one size and prints one JSON line
@@ -33,6 +34,7 @@
 //! | `idle_spawned` | as `idle`, after one turn each, so every agent's actor is up | KiB per agent |
 //! | `ckpt` | the 10-agent ring of function agents, N supersteps, a checkpoint after each into a `--store` (`memory`, `file`, `sqlite`; `--durability process\|fsync`), `--reps` runs with and without | µs per superstep, with minus without (bytes written, last checkpoint, load time too) |
 //! | `conc` | K concurrent runs of one `RoundRobinGroupChat` of 3 `ChatAgent`s whose model waits `--latency-ms` (20) per call, each until `--m` (10) messages | wall time / the ideal (M−1)×L (overhead per run, KiB per run too) |
+//! | `serve` | `troupe serve` (or `--server langgraph`: LangGraph's Agent Server, `langgraph dev`) on a 3-agent team whose scripted model waits `--latency-ms` (20) a call; K (`--k`, 1) sessions × N (`--n`, 1) user turns over HTTP, unstreamed then streamed (`examples/bench/serve.rs`) | user turns/s (added latency p50/p99, added time to first token, KiB per session too) |
 //! | `stream` | a server on 127.0.0.1 streams N pieces (SSE) to a `ChatAgent` in a workflow nested in a workflow | µs per piece, client to top-level stream (median; p99 too) |
 //!
 //! troupe spawns an agent's actor when the agent first has work, so `idle`
@@ -69,13 +71,19 @@ mod conc;
 mod idle;
 #[path = "bench/ring.rs"]
 mod ring;
+#[path = "bench/serve.rs"]
+mod serve;
+#[path = "bench/serve_proc.rs"]
+mod serve_proc;
+#[path = "bench/serve_target.rs"]
+mod serve_target;
 #[path = "bench/stream.rs"]
 mod stream;
 
 use args::{Args, parse_args};
 use idle::{idle, idle_spawned};
 
-const WORKLOADS: [&str; 13] = [
+const WORKLOADS: [&str; 14] = [
     "rr",
     "sel",
     "swarm",
@@ -89,6 +97,7 @@ const WORKLOADS: [&str; 13] = [
     "stream",
     "ckpt",
     "conc",
+    "serve",
 ];
 
 type BoxError = Box<dyn Error>;
@@ -112,7 +121,9 @@ fn main() -> Result<(), BoxError> {
     };
     let mut line = rt.block_on(run(&args))?;
     if let Value::Object(fields) = &mut line {
-        fields.insert("framework".into(), json!("troupe"));
+        // The serve workload names the server it measured.
+        let framework = fields.get("server").cloned().unwrap_or(json!("troupe"));
+        fields.insert("framework".into(), framework);
         fields.insert("version".into(), json!(env!("CARGO_PKG_VERSION")));
         fields.insert(
             "peak_rss_mib".into(),
@@ -157,6 +168,16 @@ async fn run(args: &Args) -> Result<Value, BoxError> {
                 m: args.m,
                 latency: Duration::from_secs_f64(args.latency_ms / 1e3),
                 context: context(args),
+            })
+            .await
+        }
+        "serve" => {
+            serve::serve(&serve::Serve {
+                k: args.k.unwrap_or(1),
+                turns: args.n.unwrap_or(1) as usize,
+                latency: Duration::from_secs_f64(args.latency_ms / 1e3),
+                kind: serve_target::Kind::parse(&args.server)?,
+                store: args.store.clone(),
             })
             .await
         }

@@ -28,10 +28,12 @@
 use std::error::Error;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+#[path = "bench/serve_proc.rs"]
+mod serve_proc;
+use serve_proc::{quantile, start_troupe_serve, troupe_bin};
 
 /// Requests before the measured ones (connections, caches, allocator).
 const WARMUP: usize = 20;
@@ -64,37 +66,8 @@ workflow:
 "
         ),
     )?;
-    let bin = std::env::var_os("TROUPE_BIN").map_or_else(
-        || {
-            let exe = std::env::current_exe().expect("own path");
-            exe.parent()
-                .and_then(|d| d.parent())
-                .map(|d| d.join("troupe"))
-                .unwrap_or_else(|| PathBuf::from("troupe"))
-        },
-        PathBuf::from,
-    );
-    let mut server = Command::new(&bin)
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .arg(&cfg)
-        .env_remove("TROUPE_SERVE_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
-    let mut lines = BufReader::new(server.stderr.take().expect("stderr")).lines();
-    let addr = loop {
-        let line = lines.next().ok_or("the server exited before listening")??;
-        if let Some(at) = line.find("http://") {
-            break line[at + "http://".len()..]
-                .split_whitespace()
-                .next()
-                .unwrap_or("")
-                .to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
+    let (mut server, base) = start_troupe_serve(&troupe_bin(), &cfg, &[], &[])?;
+    let addr = base.trim_start_matches("http://").to_string();
 
     let mut overhead = Vec::with_capacity(requests);
     let mut way_back = Vec::with_capacity(requests);
@@ -116,7 +89,7 @@ workflow:
         ("way back (model's first token -> client)", way_back),
     ] {
         v.sort();
-        let pct = |p: f64| v[((v.len() as f64 - 1.0) * p).round() as usize];
+        let pct = |p: f64| quantile(&v, p);
         println!(
             "{what}: median {:.3} ms, p99 {:.3} ms, max {:.3} ms ({} requests)",
             ms(pct(0.5)),

@@ -15,6 +15,7 @@ pub(super) struct Args {
     pub reps: usize,
     pub m: u64,
     pub latency_ms: f64,
+    pub server: String,
 }
 
 pub(super) fn parse_args() -> Result<Args, BoxError> {
@@ -24,6 +25,7 @@ pub(super) fn parse_args() -> Result<Args, BoxError> {
             "usage: bench <workload> [--n N] [--k K] [--runs R] [--context buffered|whole] [--threads T]\n\
              \x20      [--store memory|file|sqlite|postgres] [--durability process|fsync|exit] [--reps R] (ckpt)\n\
              \x20      [--m M] [--latency-ms L] (conc)\n\
+             \x20      [--server troupe|langgraph] [--k K] [--n TURNS] [--latency-ms L] [--store sqlite|memory] (serve)\n\
              workloads: {}",
             WORKLOADS.join(", ")
         )
@@ -41,6 +43,7 @@ pub(super) fn parse_args() -> Result<Args, BoxError> {
         reps: 5,
         m: 10,
         latency_ms: 20.0,
+        server: "troupe".into(),
     };
     while let Some(flag) = args.next() {
         let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
@@ -61,6 +64,7 @@ pub(super) fn parse_args() -> Result<Args, BoxError> {
                 parsed.latency_ms = value.parse().map_err(|e| format!("{flag} {value}: {e}"))?
             }
             "--store" => parsed.store = value,
+            "--server" => parsed.server = value,
             "--durability" => parsed.durability = value,
             "--context" => match value.as_str() {
                 "buffered" => parsed.whole_context = false,
