@@ -37,12 +37,9 @@ import time
 import compare_rounds as rounds
 import compare_rust as rustp
 import compare_serve
-from compare_host import loadavg, machine, sh
+from compare_host import BEGIN, END, loadavg, machine, sh, write_benchmarks
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BEGIN = "<!-- compare:begin -->"
-END = "<!-- compare:end -->"
-SECTION = "## Side by side with the Python peers"
 TARGET_FACTOR = 300
 # The memory target is absolute, not a ratio: 100,000 idle agents in
 # under 256 MiB.
@@ -530,24 +527,6 @@ def block(rows: list[Row], args: argparse.Namespace, started: dt.datetime, took:
         END,
     ]
     return "\n".join(lines)
-
-
-def write_benchmarks(path: str, text: str) -> None:
-    with open(path, encoding="utf-8") as f:
-        doc = f.read()
-    if BEGIN in doc and END in doc and doc.index(BEGIN) < doc.index(END):
-        head, rest = doc.split(BEGIN, 1)
-        _, tail = rest.split(END, 1)
-        doc = head + text + tail
-    else:
-        section = f"{SECTION}\n\n{text}\n\n"
-        # Near the top: before the first second-level section, after the introduction.
-        i = doc.find("\n## ")
-        doc = doc + "\n" + section if i < 0 else doc[: i + 1] + section + doc[i + 1 :]
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(doc)
-    os.replace(tmp, path)
 
 
 def main() -> int:
