@@ -117,6 +117,12 @@ impl RunState {
             ctx,
             ticket: TurnTicket::new(myself.clone(), i, timed),
         };
+        // Told before the turn is sent: on a multi-threaded runtime its
+        // actor may poll it — and the agent stream its first words —
+        // before this task runs another line, and every reader of the
+        // event log (a streamed chat completion, AG-UI, A2A) takes the
+        // agent's words as those of the turn it last saw start.
+        self.emit_started(i, taken);
         handle.gate.queue();
         if let Err(e) = handle.actor.cast(turn) {
             handle.gate.unqueue();
@@ -148,7 +154,6 @@ impl RunState {
             }
         }
         self.parts.set(i, TurnState::Running);
-        self.emit_started(i, taken);
     }
 
     /// Tells the event sink participant `i` started a turn on `batch`
