@@ -384,7 +384,7 @@ mod tests {
             .run(Arc::new(thread.clone()), RunContext::new())
             .await
             .unwrap();
-        assert_eq!(reply.request().as_deref(), Some("Which day?"));
+        assert_eq!(reply.request(), Some("Which day?"));
         assert!(reply.messages().is_empty());
 
         thread.push(answer);
@@ -403,6 +403,6 @@ mod tests {
             .run(Arc::new(thread), RunContext::new())
             .await
             .unwrap();
-        assert_eq!(reply.request().as_deref(), Some("Your answer?"));
+        assert_eq!(reply.request(), Some("Your answer?"));
     }
 }

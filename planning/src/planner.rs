@@ -324,7 +324,7 @@ impl Agent for PlanningAgent {
             .workflow
             .run_relayed(input, &ctx, relay)
             .await
-            .map_err(|e| AgentError::workflow(e))?;
+            .map_err(AgentError::workflow)?;
         // Stopped gracefully with the run above: this turn is cut short
         // (its plan's run reported where it stopped), and goes on from
         // there when that run resumes.

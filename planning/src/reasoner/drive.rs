@@ -291,7 +291,7 @@ impl Loop<'_> {
             .workflow
             .run_relayed(input, ctx, relay)
             .await
-            .map_err(|e| AgentError::workflow(e))?;
+            .map_err(AgentError::workflow)?;
         if result.status == RunStatus::Interrupted {
             return Err(AgentError::cancelled());
         }

@@ -393,7 +393,7 @@ impl Agent for Workflow {
         let result = self
             .execute(working, ctx, false, None, progress)
             .await
-            .map_err(|e| AgentError::workflow(e))?;
+            .map_err(AgentError::workflow)?;
         // Stopped gracefully with the outer run: this turn is cut short,
         // and runs again when the outer run resumes.
         if result.status == RunStatus::Interrupted {
