@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::error::ApiError;
-use super::run::Run;
+use super::run::{Ended, Run};
 
 /// How many finished runs are kept (the oldest go first).
 const KEPT: usize = 1000;
@@ -37,9 +37,6 @@ pub(crate) struct Registry {
 
 /// What is done with each new run.
 type OnNew = Box<dyn Fn(&Arc<Run>) + Send + Sync>;
-
-/// Where runs say they ended: the ids, for the registry to weigh.
-pub(crate) type Ended = Arc<Mutex<Vec<String>>>;
 
 /// The runs by id, and their ids oldest first.
 #[derive(Default)]

@@ -86,7 +86,7 @@ pub(crate) struct Run {
     /// waiting for the run's end watches, not woken by every event.
     moved: watch::Sender<u64>,
     /// Where it says it ended (the registry, which weighs its record).
-    ended_to: OnceLock<super::registry::Ended>,
+    ended_to: OnceLock<Ended>,
 }
 
 /// What changes as a run goes.
@@ -122,6 +122,10 @@ pub(crate) struct Inner {
     pub(crate) origin: Option<Value>,
 }
 
+/// Where runs say they ended: the ids, for the registry (`registry.rs`)
+/// to weigh.
+pub(crate) type Ended = Arc<Mutex<Vec<String>>>;
+
 impl Inner {
     /// The status (a run is running until told otherwise).
     pub(crate) fn status(&self) -> Status {
@@ -156,7 +160,7 @@ impl Run {
 
     /// Has the run put its id in `ended` when a stretch of it ends it
     /// ([`Run::finish`]).
-    pub(crate) fn tell_end(&self, ended: super::registry::Ended) {
+    pub(crate) fn tell_end(&self, ended: Ended) {
         let _ = self.ended_to.set(ended);
     }
 
