@@ -37,6 +37,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+#[path = "bench/serve_proc.rs"]
+mod serve_proc;
+use serve_proc::{peak_kib, rss_kib};
+
 /// Three agents take one turn each per user message: 3 calls of the
 /// model's delay (20 ms unless `--delay` says otherwise).
 const MODEL: &str = "version: 1
@@ -369,26 +373,4 @@ impl JsonText for reqwest::Response {
     async fn json_text(self) -> Result<Value, Box<dyn Error>> {
         Ok(serde_json::from_str(&self.text().await?)?)
     }
-}
-
-fn status_field(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|n| n.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-/// The server's resident memory, KiB.
-fn rss_kib(pid: u32) -> u64 {
-    status_field(pid, "VmRSS:")
-}
-
-/// The server's peak resident memory, KiB.
-fn peak_kib(pid: u32) -> u64 {
-    status_field(pid, "VmHWM:")
 }
