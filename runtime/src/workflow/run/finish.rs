@@ -7,8 +7,10 @@ use std::sync::Arc;
 
 use super::RunState;
 use super::checkpoints::NotSaved;
+use super::core::RunCore;
 use super::phase::{Failure, Phase};
-use super::slots::Scheduling;
+use super::scheduling::Schedule;
+use super::slots::Scheduling as Carried;
 use super::tally::Tally;
 use crate::checkpoint::snapshot_delta::{Counters, TreeView};
 use crate::checkpoint::snapshot_refs::StateRef;
@@ -40,15 +42,15 @@ fn snapshot_counters<'a>(
 }
 
 impl RunState {
-    /// The scheduling state its other owners hold now, for the thread.
-    fn scheduling(&self) -> Scheduling {
-        Scheduling {
-            pending: self.inboxes.contents(&self.spec),
+    /// The scheduling state its owners hold now, for the thread.
+    fn carried(&self) -> Carried {
+        Carried {
+            pending: self.core.inboxes.contents(&self.core.spec),
             graph: self.cursor_to_keep(),
             interrupted: self.interrupted(),
-            new_requests: self.tally.waiting.clone(),
+            new_requests: self.core.tally.waiting.clone(),
             counters: None,
-            progress: self.reported_slots(),
+            progress: self.core.reported_slots(),
             held: self.held_replies(),
         }
     }
@@ -57,14 +59,14 @@ impl RunState {
     fn held_replies(&self) -> Vec<HeldReply> {
         self.scheduling
             .graph()
-            .map(|g| g.held(&self.spec.names))
+            .map(|g| g.held(&self.core.spec.names))
             .unwrap_or_default()
     }
 
     /// Where the graph stands, if it is to be kept.
     fn cursor_to_keep(&self) -> Option<Cursor> {
-        let questions_open =
-            !self.tally.waiting.is_empty() || !self.threads.state().scheduler.requests().is_empty();
+        let questions_open = !self.core.tally.waiting.is_empty()
+            || !self.core.threads.state().scheduler.requests().is_empty();
         self.scheduling
             .graph()
             .and_then(|g| g.cursor_to_keep(questions_open))
@@ -74,31 +76,12 @@ impl RunState {
     /// their threads already (those of a superstep under way run with it).
     fn interrupted(&self) -> Vec<String> {
         let graph = self.scheduling.graph();
-        self.parts
+        self.core
+            .parts
             .to_run_again()
             .filter(|&i| !graph.is_some_and(|g| g.runs_with_superstep(i)))
-            .map(|i| self.spec.names[i].to_string())
+            .map(|i| self.core.spec.names[i].to_string())
             .collect()
-    }
-
-    /// The slots of nested runs under way, as they last reported them: a
-    /// nested run continues from there.
-    fn reported_slots(&self) -> Vec<(usize, Arc<Thread>)> {
-        self.parts
-            .progress()
-            .map(|(i, t)| (self.spec.slot_of[i], t.clone()))
-            .collect()
-    }
-
-    /// What the run counted so far, to carry on from.
-    fn counters(&self) -> RunCounters {
-        RunCounters {
-            stop: self.tracker.as_ref().map(|t| t.state()),
-            stats: self.tally.stats(),
-            turns: self.tally.turns,
-            last: self.tally.last.as_ref().map(|m| m.id),
-            start_len: self.tally.start_len,
-        }
     }
 
     /// Takes a checkpoint of the run as it is now: saved if it has a
@@ -108,64 +91,52 @@ impl RunState {
     /// (inboxes, slots, counters borrowed from their owners): nothing is
     /// copied to be serialized.
     pub(super) async fn checkpoint_now(&mut self) {
-        if self.checkpoints.stores() {
-            if self.checkpoints.at_exit_only() {
+        if self.core.checkpoints.stores() {
+            if self.core.checkpoints.at_exit_only() {
                 return;
             }
-            let progress = self.reported_slots();
-            let mut scheduler = self.threads.scheduler_with(
+            let progress = self.core.reported_slots();
+            let mut scheduler = self.core.threads.scheduler_with(
                 self.cursor_to_keep(),
-                &self.tally.waiting,
+                &self.core.tally.waiting,
                 self.interrupted(),
             );
             scheduler.set_held(self.held_replies());
-            let mut state = self.threads.state_view(&scheduler);
-            self.inboxes
-                .waiting(&self.spec, &mut state.pending, &mut state.waiting);
+            let mut state = self.core.threads.state_view(&scheduler);
+            self.core
+                .inboxes
+                .waiting(&self.core.spec, &mut state.pending, &mut state.waiting);
             let tree = TreeView {
-                messages: self.threads.root().messages(),
+                messages: self.core.threads.root().messages(),
                 state: Some(StateRef::Parts(&state)),
-                children: self.threads.children_view(&self.spec, &progress),
+                children: self.core.threads.children_view(&self.core.spec, &progress),
             };
-            let counters = snapshot_counters(&self.tally, self.tracker.as_ref(), None);
+            let counters = snapshot_counters(&self.core.tally, self.core.tracker.as_ref(), None);
             let superstep = self
                 .scheduling
                 .graph()
                 .map_or(0, |g| g.completed_superstep());
             let saved = self
+                .core
                 .checkpoints
                 .save(
-                    &self.ctx,
+                    &self.core.ctx,
                     &tree,
                     &counters,
                     superstep,
-                    self.spec.topology_hash,
-                    self.inboxes.delivered(),
+                    self.core.spec.topology_hash,
+                    self.core.inboxes.delivered(),
                 )
                 .await;
             if let Err(not_saved) = saved {
-                self.fail(Failure::NotSaved(not_saved));
+                self.core.fail(Failure::NotSaved(not_saved));
             }
-        } else if self.checkpoints.reports() {
-            let mut scheduling = self.scheduling();
-            scheduling.counters = Some(self.counters());
-            let thread = self.threads.to_thread(&self.spec, scheduling);
-            self.report(thread);
+        } else if self.core.checkpoints.reports() {
+            let mut scheduling = self.carried();
+            scheduling.counters = Some(self.core.counters());
+            let thread = self.core.threads.to_thread(&self.core.spec, scheduling);
+            self.core.report(thread);
         }
-    }
-
-    /// Reports `thread` (put together with the run's counters) to the run
-    /// above, with what the run spent since its last report: the report
-    /// carries it up (see `Participants::turn`), so a checkpoint above
-    /// that holds the thread counts what its counters count, no more, no
-    /// less.
-    fn report(&mut self, thread: Thread) {
-        if let Some(meter) = self.ctx.meter() {
-            let stats = self.tally.stats();
-            meter.record_all(&self.tally.since_base(&stats));
-            self.tally.set_base(stats);
-        }
-        self.checkpoints.report(thread, self.inboxes.delivered());
     }
 
     /// Saves `thread` (put together) with the run's counters and the
@@ -175,19 +146,21 @@ impl RunState {
         thread: &Thread,
         status: RunStatus,
     ) -> Result<(), NotSaved> {
-        let counters = snapshot_counters(&self.tally, self.tracker.as_ref(), Some(status));
+        let counters =
+            snapshot_counters(&self.core.tally, self.core.tracker.as_ref(), Some(status));
         let superstep = self
             .scheduling
             .graph()
             .map_or(0, |g| g.completed_superstep());
-        self.checkpoints
+        self.core
+            .checkpoints
             .save(
-                &self.ctx,
+                &self.core.ctx,
                 &TreeView::of(thread),
                 &counters,
                 superstep,
-                self.spec.topology_hash,
-                self.inboxes.delivered(),
+                self.core.spec.topology_hash,
+                self.core.inboxes.delivered(),
             )
             .await
     }
@@ -195,18 +168,18 @@ impl RunState {
     /// Hands back the result, saves the last checkpoint and stops the run's
     /// actors.
     pub(super) async fn finish(&mut self, myself: &RunAddr) {
-        let Some(reply) = self.reply.take() else {
+        let Some(reply) = self.core.reply.take() else {
             return;
         };
-        self.watcher.stop();
-        self.trim_history();
-        let mut scheduling = self.scheduling();
+        self.core.watcher.stop();
+        self.core.trim_history();
+        let mut scheduling = self.carried();
         // A run that ends with questions open waits for their answers; a
         // run over its thread then counts on from here.
-        let waits = match &self.phase {
+        let waits = match &self.core.phase {
             Phase::Running | Phase::Stopping(RunStatus::WaitingForInput(_)) => {
                 !scheduling.new_requests.is_empty()
-                    || !self.threads.state().scheduler.requests().is_empty()
+                    || !self.core.threads.state().scheduler.requests().is_empty()
             }
             _ => false,
         };
@@ -214,15 +187,16 @@ impl RunState {
         // where it stopped, counters inside, and its turn goes on from
         // there when the run above resumes (nothing it finished is done
         // again).
-        let interrupted = self.checkpoints.reports()
-            && matches!(&self.phase, Phase::Stopping(RunStatus::Interrupted))
+        let interrupted = self.core.checkpoints.reports()
+            && matches!(&self.core.phase, Phase::Stopping(RunStatus::Interrupted))
             && !waits;
         if waits || interrupted {
-            scheduling.counters = Some(self.counters());
+            scheduling.counters = Some(self.core.counters());
         }
-        let thread = std::mem::take(&mut self.threads).into_thread(&self.spec, scheduling);
+        let thread =
+            std::mem::take(&mut self.core.threads).into_thread(&self.core.spec, scheduling);
         if interrupted {
-            self.report(thread.clone());
+            self.core.report(thread.clone());
         }
         // The questions it waits for: every one open in its thread.
         let open = waits.then(|| {
@@ -231,12 +205,15 @@ impl RunState {
                 .map(|s| s.scheduler.requests().to_vec())
                 .unwrap_or_default()
         });
-        let failed = self.phase.is_failing();
+        let failed = self.core.phase.is_failing();
         if !failed
-            && self.checkpoints.stores()
-            && self.checkpoints.due_at_end(self.inboxes.delivered())
+            && self.core.checkpoints.stores()
+            && self
+                .core
+                .checkpoints
+                .due_at_end(self.core.inboxes.delivered())
         {
-            let status = match (&self.phase, &open) {
+            let status = match (&self.core.phase, &open) {
                 (_, Some(open)) => RunStatus::WaitingForInput(open.clone()),
                 (Phase::Stopping(status), None) => status.clone(),
                 _ => RunStatus::Completed,
@@ -244,57 +221,99 @@ impl RunState {
             if let Err(not_saved) = self.save_checkpoint(&thread, status).await {
                 // The run's end is not saved: it fails, naming the last
                 // checkpoint that was.
-                self.phase.fail(Failure::NotSaved(not_saved));
+                self.core.phase.fail(Failure::NotSaved(not_saved));
             }
         }
-        let (run_id, checkpoint) = (self.checkpoints.run_id(), self.checkpoints.parent());
-        let status = match (std::mem::replace(&mut self.phase, Phase::Running), open) {
-            (Phase::Failing(f), _) => Err(f.into_error(thread, self.tally.stats())),
+        let (run_id, checkpoint) = (
+            self.core.checkpoints.run_id(),
+            self.core.checkpoints.parent(),
+        );
+        let status = match (
+            std::mem::replace(&mut self.core.phase, Phase::Running),
+            open,
+        ) {
+            (Phase::Failing(f), _) => Err(f.into_error(thread, self.core.tally.stats())),
             (_, Some(open)) => Ok((thread, RunStatus::WaitingForInput(open))),
             (Phase::Stopping(status), None) => Ok((thread, status)),
             (Phase::Running, None) => Ok((thread, RunStatus::Completed)),
         };
-        let result =
-            status.map(|(thread, status)| self.tally.result(thread, status, run_id, checkpoint));
-        self.ctx.emit_with(|| {
+        let result = status
+            .map(|(thread, status)| self.core.tally.result(thread, status, run_id, checkpoint));
+        self.core.ctx.emit_with(|| {
             let (status, detail) = match &result {
                 Ok(r) => r.status.final_status(),
                 Err(e) => (FinalStatus::Failed, Some(e.to_string())),
             };
             Event::RunFinished {
-                path: self.ctx.path().clone(),
+                path: self.core.ctx.path().clone(),
                 status,
                 detail,
-                usage: self.tally.stats.total.usage(),
-                turns: self.tally.turns,
-                stats: self.tally.stats(),
-                elapsed_ms: self.tally.started.elapsed().as_secs_f64() * 1e3,
+                usage: self.core.tally.stats.total.usage(),
+                turns: self.core.tally.turns,
+                stats: self.core.tally.stats(),
+                elapsed_ms: self.core.tally.started.elapsed().as_secs_f64() * 1e3,
             }
         });
         // What this run spent reaches the turn it runs under (a nested
         // run's, failed or not) before that turn ends.
-        if let Some(meter) = self.ctx.meter() {
-            meter.record_all(&self.tally.since_base(&self.tally.stats()));
+        if let Some(meter) = self.core.ctx.meter() {
+            meter.record_all(&self.core.tally.since_base(&self.core.tally.stats()));
         }
         // The run's span ends before the caller hears of it, so whoever
         // flushes spans next finds it closed.
         tracing::debug!(
             target: "troupe::run",
-            path = %self.ctx.path(),
-            turns = self.tally.turns,
+            path = %self.core.ctx.path(),
+            turns = self.core.tally.turns,
             ok = result.is_ok(),
             "run finished"
         );
-        crate::telemetry::record_run_end(&self.span, result.as_ref().map(|r| &r.status));
+        crate::telemetry::record_run_end(&self.core.span, result.as_ref().map(|r| &r.status));
         if let Some(g) = self.scheduling.graph_mut() {
             g.close_span();
         }
-        *self.span = tracing::Span::none();
+        *self.core.span = tracing::Span::none();
         // The caller may have stopped waiting; then the result has no taker.
         let _ = reply.send(Box::new(result));
         // Shared actors serve the workflow's other runs on; the run's own
         // stop with it.
-        self.parts.release_actors();
+        self.core.parts.release_actors();
         myself.stop();
+    }
+}
+
+impl RunCore {
+    /// The slots of nested runs under way, as they last reported them: a
+    /// nested run continues from there.
+    pub(super) fn reported_slots(&self) -> Vec<(usize, Arc<Thread>)> {
+        self.parts
+            .progress()
+            .map(|(i, t)| (self.spec.slot_of[i], t.clone()))
+            .collect()
+    }
+
+    /// What the run counted so far, to carry on from.
+    pub(super) fn counters(&self) -> RunCounters {
+        RunCounters {
+            stop: self.tracker.as_ref().map(|t| t.state()),
+            stats: self.tally.stats(),
+            turns: self.tally.turns,
+            last: self.tally.last.as_ref().map(|m| m.id),
+            start_len: self.tally.start_len,
+        }
+    }
+
+    /// Reports `thread` (put together with the run's counters) to the run
+    /// above, with what the run spent since its last report: the report
+    /// carries it up (see `Participants::turn`), so a checkpoint above
+    /// that holds the thread counts what its counters count, no more, no
+    /// less.
+    pub(super) fn report(&mut self, thread: Thread) {
+        if let Some(meter) = self.ctx.meter() {
+            let stats = self.tally.stats();
+            meter.record_all(&self.tally.since_base(&stats));
+            self.tally.set_base(stats);
+        }
+        self.checkpoints.report(thread, self.inboxes.delivered());
     }
 }

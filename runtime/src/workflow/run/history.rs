@@ -6,14 +6,14 @@
 //!
 //! [`WorkflowBuilder::max_history`]: crate::WorkflowBuilder::max_history
 
-use super::RunState;
+use super::core::RunCore;
 
 /// How long a thread kept to `limit` may grow before it is trimmed.
 fn roomy(limit: usize) -> usize {
     limit.saturating_add(limit / 4)
 }
 
-impl RunState {
+impl RunCore {
     /// Keeps slot `slot`'s thread, the run thread and what the run
     /// produced within the history limit, if the workflow has one.
     pub(super) fn keep_history(&mut self, slot: usize) {

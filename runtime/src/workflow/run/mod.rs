@@ -1,39 +1,43 @@
 //! The supervisor of one workflow run — [`RunTask`], a plain task reading
-//! an ordered mailbox — a thin driver over the state it owns, each part
-//! with one owner and in its own file —
+//! an ordered mailbox — driving the run's state, [`RunState`]: its turns'
+//! engine (`core`) and the scheduling that drives it (`scheduling`).
 //!
-//! - `participants`: each participant's actor, context, retries and turn
-//!   state, from which the turns in flight are derived;
-//! - `waiting`: the turns still waiting after their actor's first poll,
-//!   which the run polls beside its mailbox;
-//! - `inboxes`: inboxes and delivery (routing, batches, drop reports);
-//!   `wake`: the wake-up for partial batches;
-//! - `slots`: the run's thread, taken apart into slots and put back
-//!   together by one piece of code;
-//! - `scheduling`: router, supersteps or dataflow, the one type that tells
-//!   them apart; `graph_run`: a graph's cursor and the superstep under way;
-//! - `checkpoints`: when a checkpoint is due, and saving it;
-//! - `watcher`: cancellation, deadline, timeout and external stops;
-//! - `phase`: running, stopping or failing; `tally`: what the run produced.
+//! Follow a turn by the imports:
 //!
-//! The driver's own steps are in `setup` (taking the input in), `turns`
-//! (starting and ending turns, retries), `replies` (what a reply changes),
-//! `schedule` (who runs next) and `finish` (checkpoints and the result).
-//! Keeping the whole state in one task is what makes quiescence detection
-//! exact, a shared thread receive a message once, and a checkpoint a plain
-//! copy; participants are lent their thread for a turn as an `Arc`, so a
-//! turn cut short never loses it.
+//! - `drive`: after every message, the turns that can start start — the
+//!   run's restarts and due checkpoints, then its scheduling's drive;
+//! - `scheduling`: one [`Schedule`](scheduling::Schedule) type, three
+//!   implementations — `router` (no graph), `supersteps` and `dataflow`
+//!   (a graph, its cursor in `graph_run`) — each owning its branching:
+//!   who runs next, where a reply goes, what a turn cut short becomes;
+//! - `turns` (on the engine): a turn from its batch to its end — its
+//!   actor or the run's own task polls it, `waiting` holds it while it
+//!   waits, and its end comes back here (`RunState::turn_done`);
+//! - `replies`: what a reply changes; `history`: a bounded history;
+//! - `finish`: checkpoints, which need both halves, and the run's end;
+//!   `setup`: its start.
+//!
+//! The engine's parts each have one owner: `participants` (actors,
+//! contexts, retries, the turns in flight), `inboxes` and `wake`
+//! (routing, batches, the wake-up for partial batches), `slots` (the
+//! thread taken apart and put back together), `checkpoints` (when one is
+//! due, and saving it), `watcher` (cancellation, deadline, timeout and
+//! external stops), `phase` (running, stopping or failing) and `tally`
+//! (what the run produced). Keeping the whole state in one task is what
+//! makes quiescence detection exact, a shared thread receive a message
+//! once, and a checkpoint a plain copy; participants are lent their
+//! thread for a turn as an `Arc`, so a turn cut short never loses it.
 
 mod checkpoints;
+mod core;
+mod drive;
 mod finish;
-mod graph_run;
 mod held;
 mod history;
 mod inboxes;
 mod participants;
 mod phase;
 mod replies;
-mod schedule;
 mod scheduling;
 mod setup;
 mod slots;
@@ -48,27 +52,17 @@ use std::task::Poll;
 
 use futures::StreamExt;
 use futures::channel::mpsc;
-use tokio::sync::oneshot;
 
-use self::checkpoints::Checkpointer;
-use self::inboxes::Inboxes;
-use self::participants::{Participants, TurnState};
-use self::phase::{Failure, Phase};
-use self::scheduling::Scheduling;
-use self::slots::ThreadSlots;
-use self::tally::Tally;
-use self::waiting::Waiting;
-use self::wake::Wake;
-use self::watcher::Watcher;
+use self::core::RunCore;
+use self::core::RunReply;
+use self::scheduling::{Schedule, Scheduling};
 use super::protocol::{RunAddr, RunMsg, TurnEnd, TurnOutcome};
-use super::result::RunResult;
 use super::snapshot::Resumed;
 use super::spec::Spec;
 use crate::context::RunContext;
 use crate::progress::Progress;
 use crate::resumable::status::RunStatus;
-use crate::run_error::RunError;
-use crate::stop::{StopReason, StopTracker, Trigger};
+use crate::stop::{StopReason, Trigger};
 use crate::thread::Thread;
 
 /// What a run's supervisor is started with.
@@ -93,47 +87,14 @@ pub(crate) struct RunArgs {
     pub(crate) span: tracing::Span,
 }
 
-/// Where a run's result goes: its result boxed, as the channel keeps
-/// room for its value from the start — a `RunResult` inline was ~500
-/// bytes held by every run waiting on its models, for the one moment at
-/// its end.
-pub(crate) type RunReply = oneshot::Sender<Box<Result<RunResult, RunError>>>;
-
-/// The state of one run, by owner.
+/// The state of one run: its turns' engine, and the scheduling that
+/// drives it. Apart, so the scheduling can own its branching and drive
+/// the engine as a whole: what only the two together do (a turn's end, a
+/// checkpoint, the run's end) is the run's own (`drive`, `finish`).
 pub(crate) struct RunState {
-    spec: Arc<Spec>,
-    ctx: RunContext,
-    /// Taken when the result is sent: the run is over.
-    reply: Option<RunReply>,
-    parts: Participants,
-    inboxes: Inboxes,
-    wake: Wake,
-    threads: ThreadSlots,
+    core: RunCore,
     /// How the run picks its next turns (and its graph, if any).
     scheduling: Scheduling,
-    tracker: Option<StopTracker>,
-    phase: Phase,
-    tally: Tally,
-    checkpoints: Checkpointer,
-    watcher: Watcher,
-    /// Turns to start on the next drive, on the thread they have: retries
-    /// whose backoff is over, and turns a checkpoint says were under way.
-    restart: Vec<usize>,
-    /// Turns under way that came back waiting, polled by the run.
-    waiting: Waiting,
-    /// Turns polled inline (on this task) that ended on their first poll,
-    /// taken in after the drive that started them (`settle`).
-    ended: Vec<TurnEnd>,
-    /// Whether the run's runtime has more than one worker thread.
-    parallel: bool,
-    /// Set while a superstep (or a dataflow step) starts several turns on
-    /// a `parallel` runtime: those go to their actors, to run in parallel,
-    /// rather than one after another on this task.
-    fanning: bool,
-    /// The run's span, the parent of its supersteps and turns; closed
-    /// when the result is handed back. Boxed: inline it would put the
-    /// state one allocation size class up (`hot_path_sizes`).
-    span: Box<tracing::Span>,
 }
 
 /// A run's supervisor: a plain task reading its mailbox (see [`RunAddr`])
@@ -178,14 +139,14 @@ impl RunTask {
         } = &mut self;
         state.drive(addr).await;
         state.settle(addr, mailbox).await;
-        while state.reply.is_some() {
+        while state.core.reply.is_some() {
             // Messages first: what a turn sent before it ended (a nested
             // run's progress) is taken in before its end.
             let woken = std::future::poll_fn(|cx| {
                 if let Poll::Ready(message) = mailbox.poll_next_unpin(cx) {
                     return Poll::Ready(Woken::Message(message));
                 }
-                state.waiting.poll_end(cx).map(Woken::Turn)
+                state.core.waiting.poll_end(cx).map(Woken::Turn)
             })
             .await;
             match woken {
@@ -206,7 +167,7 @@ impl RunTask {
                     }
                     // Once the run's turns are cancelled, a turn ends
                     // cancelled, whatever it did.
-                    if state.parts.turns_cancelled() {
+                    if state.core.parts.turns_cancelled() {
                         end.outcome = TurnOutcome::Cancelled;
                     }
                     state.turn_done(end, addr);
@@ -217,11 +178,11 @@ impl RunTask {
             // as the messages-first poll above would have: a cancel that
             // reaches the turns before the watcher's message must not lose
             // the last report.
-            if state.parts.turns_cancelled() && !state.waiting.is_empty() {
+            if state.core.parts.turns_cancelled() && !state.core.waiting.is_empty() {
                 while let Ok(message) = mailbox.try_recv() {
                     state.take_in(message, addr);
                 }
-                for end in state.waiting.cancel_all() {
+                for end in state.core.waiting.cancel_all() {
                     state.turn_done(end, addr);
                 }
             }
@@ -237,23 +198,23 @@ impl RunState {
     /// through the mailbox — what it sent before it ended (a nested run's
     /// progress) is taken in first.
     async fn settle(&mut self, myself: &RunAddr, mailbox: &mut mpsc::UnboundedReceiver<RunMsg>) {
-        while !self.ended.is_empty() {
+        while !self.core.ended.is_empty() {
             while let Ok(message) = mailbox.try_recv() {
                 self.take_in(message, myself);
             }
-            let mut ended = std::mem::take(&mut self.ended);
+            let mut ended = std::mem::take(&mut self.core.ended);
             for mut end in ended.drain(..) {
                 // Once the run's turns are cancelled, a turn ends
                 // cancelled, whatever it did.
-                if self.parts.turns_cancelled() {
+                if self.core.parts.turns_cancelled() {
                     end.outcome = TurnOutcome::Cancelled;
                 }
                 self.turn_done(end, myself);
             }
             // Kept for the next drive's turns (taking them in starts none).
-            self.ended = ended;
-            if self.parts.turns_cancelled() && !self.waiting.is_empty() {
-                for end in self.waiting.cancel_all() {
+            self.core.ended = ended;
+            if self.core.parts.turns_cancelled() && !self.core.waiting.is_empty() {
+                for end in self.core.waiting.cancel_all() {
                     self.turn_done(end, myself);
                 }
             }
@@ -271,8 +232,8 @@ impl RunState {
             RunMsg::Turn(back) => match back.into_end() {
                 Ok(end) => self.turn_done(end, myself),
                 Err(waiting) => {
-                    self.waiting.push(waiting);
-                    return self.parts.turns_cancelled();
+                    self.core.waiting.push(waiting);
+                    return self.core.parts.turns_cancelled();
                 }
             },
             RunMsg::Progress {
@@ -282,95 +243,74 @@ impl RunState {
                 spent,
             } => {
                 if let Some(spent) = spent {
-                    self.fold_reported(index, seq, &spent);
+                    self.core.fold_reported(index, seq, &spent);
                 }
                 // News of a turn under way: the run checkpoints (or
                 // reports upward) with it.
-                if self.parts.progressed(index, seq, *thread) {
-                    self.checkpoints.request();
+                if self.core.parts.progressed(index, seq, *thread) {
+                    self.core.checkpoints.request();
                 }
             }
             RunMsg::Wake { generation } => {
-                if self.wake.woke(generation) {
-                    self.inboxes.mark_all_waiting();
+                if self.core.wake.woke(generation) {
+                    self.core.inboxes.mark_all_waiting();
                 }
             }
-            RunMsg::Retry { index } => self.retry_now(index),
+            RunMsg::Retry { index } => self.core.retry_now(index),
             RunMsg::Timeout => {
-                if let Some(reason) = self.observe(Trigger::Timeout) {
-                    self.stop_now(RunStatus::Stopped(reason));
+                if let Some(reason) = self.core.observe(Trigger::Timeout) {
+                    self.core.stop_now(RunStatus::Stopped(reason));
                 }
             }
-            RunMsg::Deadline => self.stop_now(RunStatus::Stopped(StopReason {
+            RunMsg::Deadline => self.core.stop_now(RunStatus::Stopped(StopReason {
                 condition: "deadline".into(),
                 detail: "the run context's deadline passed".into(),
             })),
             RunMsg::External => {
-                if let Some(reason) = self.observe(Trigger::External) {
-                    self.phase.stop_gracefully(RunStatus::Stopped(reason));
+                if let Some(reason) = self.core.observe(Trigger::External) {
+                    self.core.phase.stop_gracefully(RunStatus::Stopped(reason));
                 }
             }
-            RunMsg::Cancel => self.stop_now(RunStatus::Cancelled),
-            RunMsg::GracefulStop => self.stop_gracefully(),
+            RunMsg::Cancel => self.core.stop_now(RunStatus::Cancelled),
+            RunMsg::GracefulStop => {
+                let cut_short = self.scheduling.cut_short();
+                self.core.stop_gracefully(cut_short);
+            }
         }
         true
     }
 
-    /// Turns the run waits for before it can end: turns under way, retries
-    /// backing off, and a wake-up for a partial batch when nothing else
-    /// is under way.
-    fn in_flight(&self) -> usize {
-        self.parts.in_flight() + usize::from(self.wake.is_held())
-    }
-
-    /// Shows the stop condition what happened; `Some` when it holds.
-    fn observe(&mut self, trigger: Trigger<'_>) -> Option<StopReason> {
-        self.tracker.as_mut().and_then(|t| t.observe(trigger))
-    }
-
-    /// Stops now with `status` (see [`Phase::stop_now`]), ending the turns
-    /// under way.
-    fn stop_now(&mut self, status: RunStatus) {
-        self.phase.stop_now(status);
-        self.interrupt();
-    }
-
-    /// Stops gracefully (unless the run is ending already): no new turn
-    /// starts, the turns under way finish, retries still backing off run
-    /// again on resume, and the run ends as [`RunStatus::Interrupted`].
-    fn stop_gracefully(&mut self) {
-        if self.phase.is_running() {
-            self.phase.stop_gracefully(RunStatus::Interrupted);
-            self.parts.cut_backoffs(self.scheduling.cut_short());
-            self.wake.release();
+    /// A participant's turn ended: the one way every turn's end is taken
+    /// in, whether it ended on its actor, on its first poll here or
+    /// polled on beside the mailbox. The engine takes the end in; a reply
+    /// goes to the scheduling, which holds it for its superstep's barrier
+    /// or has it applied now and takes it on (transitions, or the inbox
+    /// marked for the router).
+    fn turn_done(&mut self, end: TurnEnd, myself: &RunAddr) {
+        let index = end.index;
+        let cut_short = self.scheduling.cut_short();
+        let Some(reply) = self.core.end_turn(end, cut_short, myself) else {
+            return;
+        };
+        match self.scheduling.hold(index, reply) {
+            None => {
+                // Finished beside turns still under way: a checkpoint now
+                // keeps its reply, so a run resumed from it does not run
+                // the turn again (none for runs that take no checkpoint,
+                // nor when the superstep's barrier comes next anyway).
+                if self.core.parts.in_flight() > 0 && self.core.checkpoints.enabled() {
+                    self.core.checkpoints.request();
+                }
+            }
+            Some(reply) => {
+                self.scheduling.apply(&mut self.core, index, reply);
+                // A nested run without supersteps (a router-only team's
+                // conversation, a dataflow graph) reports after every turn:
+                // it has no supersteps to report after.
+                if self.core.checkpoints.reports() {
+                    self.core.checkpoints.request();
+                }
+            }
         }
-    }
-
-    /// Fails with `failure`, ending the turns under way.
-    fn fail(&mut self, failure: Failure) {
-        self.phase.fail(failure);
-        self.interrupt();
-    }
-
-    /// Ends every turn under way now, every retry still backing off, and
-    /// the wait for a partial batch.
-    fn interrupt(&mut self) {
-        self.parts.cancel_turns();
-        self.wake.release();
-    }
-
-    /// Participant `index`'s path, for errors.
-    fn agent_path(&self, index: usize) -> String {
-        self.parts.ctx(index).path().to_string()
-    }
-
-    /// Whether participant `index` has a turn under way (or backing off).
-    fn busy(&self, index: usize) -> bool {
-        self.parts.state(index).is_in_flight()
-    }
-
-    /// Whether participant `index`'s turn is under way on its actor.
-    fn running(&self, index: usize) -> bool {
-        self.parts.state(index) == TurnState::Running
     }
 }

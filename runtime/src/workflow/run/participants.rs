@@ -239,6 +239,23 @@ impl Participants {
             .map(|(i, _)| i)
     }
 
+    /// Participant `i`'s path, for errors.
+    pub(super) fn path(&self, i: usize) -> String {
+        self.ctx(i).path().to_string()
+    }
+
+    /// Whether participant `i` has a turn under way (or backing off).
+    #[inline]
+    pub(super) fn busy(&self, i: usize) -> bool {
+        self.state(i).is_in_flight()
+    }
+
+    /// Whether participant `i`'s turn is under way.
+    #[inline]
+    pub(super) fn running(&self, i: usize) -> bool {
+        self.state(i) == TurnState::Running
+    }
+
     /// Participant `i`'s context (its path names it in events).
     #[inline]
     pub(super) fn ctx(&self, i: usize) -> &RunContext {

@@ -1,24 +1,32 @@
 //! What a finished turn's reply changes: the participant's thread and the
-//! run's, the messages routed on, the stop condition, questions to the
-//! caller (its own, or those open in a nested run), and — in a graph — the
-//! transitions taken.
+//! run's, the messages routed on, the stop condition and questions to the
+//! caller (its own, or those open in a nested run). What it changes in
+//! the scheduling (a graph's transitions) is the scheduling's
+//! (`Schedule::took`).
 
 use std::sync::Arc;
 
-use super::RunState;
-use super::phase::Failure;
+use super::core::RunCore;
 use crate::agent::Reply;
 use crate::event::Event;
-use crate::graph::Isolation;
 use crate::message::{Message, MessageId};
 use crate::resumable::request::InputRequest;
 use crate::resumable::status::RunStatus;
 use crate::stop::Trigger;
 
-impl RunState {
-    /// Appends a finished turn's messages, routes them, checks the stop
-    /// condition and, in a graph, takes the transitions that hold.
-    pub(super) fn apply_reply(&mut self, index: usize, reply: Box<Reply>) {
+/// What a reply applied leaves for the scheduling to take on: the
+/// messages its turn produced, and the nodes it picked, if any.
+pub(super) struct Applied {
+    pub(super) produced: Vec<Arc<Message>>,
+    pub(super) next: Option<Vec<String>>,
+}
+
+impl RunCore {
+    /// Appends a finished turn's messages, routes them and checks the stop
+    /// condition. Returns what the scheduling takes on from (see
+    /// `Schedule::took`) — nothing while the turn waits for the caller's
+    /// answer.
+    pub(super) fn apply_reply(&mut self, index: usize, reply: Box<Reply>) -> Option<Applied> {
         self.tally.turns += 1;
         let name = self.spec.names[index].clone();
         let path = self.parts.ctx(index).path().clone();
@@ -114,13 +122,12 @@ impl RunState {
         // An agent waiting for the caller's answer goes nowhere yet: it
         // runs again once the answer arrives.
         if reply.request.is_some() || asks_inside {
-            return;
+            return None;
         }
-        if self.scheduling.graph().is_some() {
-            self.take_transitions(index, &produced, reply.next.as_deref());
-        } else {
-            self.inboxes.mark_dirty(index);
-        }
+        Some(Applied {
+            produced,
+            next: reply.next,
+        })
     }
 
     /// Participant `name` (a nested run) reported the questions open
@@ -179,51 +186,6 @@ impl RunState {
         self.phase
             .stop_gracefully(RunStatus::WaitingForInput(Vec::new()));
         true
-    }
-
-    /// Node `index` produced `produced` (and picked `selected`): takes the
-    /// transitions whose conditions hold, copying its thread to branches
-    /// that inherit it and, without a router, delivering along them.
-    fn take_transitions(
-        &mut self,
-        index: usize,
-        produced: &[Arc<Message>],
-        selected: Option<&[String]>,
-    ) {
-        let (Some(g), Some(run)) = (self.spec.graph.as_ref(), self.scheduling.graph_mut()) else {
-            return;
-        };
-        let state = self.threads.values();
-        let taken = &mut run.taken;
-        if let Err(e) = run
-            .cursor
-            .finished_into(g, index, produced, selected, state, taken)
-        {
-            self.fail(Failure::LoopLimit {
-                step: e.step,
-                limit: e.limit,
-            });
-            return;
-        }
-        let now = self.inboxes.now();
-        for &e in taken.iter() {
-            let to = g.edges[e].to;
-            let (from_slot, to_slot) = (self.spec.slot_of[index], self.spec.slot_of[to]);
-            // Agents sharing a thread inherit it already; copying it onto
-            // itself would clone the whole thread every turn.
-            if g.isolation[index] == Isolation::Inherit && from_slot != to_slot {
-                let parent = self.threads.slot(from_slot).clone();
-                self.threads
-                    .slot_mut(to_slot)
-                    .extend_shared(parent.messages().iter().cloned());
-            }
-            if self.spec.edge_delivery {
-                for m in produced {
-                    self.inboxes
-                        .push(&self.spec, &self.ctx, to, m.clone(), now, false);
-                }
-            }
-        }
     }
 }
 

@@ -6,11 +6,12 @@
 use std::sync::Arc;
 
 use super::checkpoints::Checkpointer;
-use super::graph_run::GraphRun;
+use super::core::RunCore;
 use super::inboxes::Inboxes;
 use super::participants::Participants;
 use super::phase::Phase;
-use super::scheduling::Scheduling;
+use super::scheduling::graph_run::GraphRun;
+use super::scheduling::{Schedule, Scheduling};
 use super::slots::ThreadSlots;
 use super::tally::Tally;
 use super::wake::Wake;
@@ -66,7 +67,7 @@ impl RunState {
         } else {
             ctx
         };
-        let (mut threads, mut scheduling) = ThreadSlots::take_apart(&spec, thread);
+        let (mut threads, mut carried) = ThreadSlots::take_apart(&spec, thread);
         if !top_level {
             // A nested run works on its parent's state; its changes go
             // back up in its reply. A run cut short and resumed (its
@@ -81,12 +82,11 @@ impl RunState {
         // A nested run reports its progress only to a run above that
         // checkpoints; a run with a store saves its own.
         let progress = if store.is_some() { None } else { progress };
-        let mut run = RunState {
+        let mut core = RunCore {
             parts: Participants::new(&spec, &ctx, threads.values()),
             inboxes: Inboxes::new(&spec)?,
             wake: Wake::default(),
             threads,
-            scheduling: Scheduling::Router,
             tracker: spec.stop.clone().map(StopTracker::new),
             phase: Phase::Running,
             tally: Tally::default(),
@@ -103,19 +103,19 @@ impl RunState {
             ctx,
             span: Box::new(span),
         };
-        if run.checkpoints.enabled() {
-            run.parts.hand_out_hooks();
+        if core.checkpoints.enabled() {
+            core.parts.hand_out_hooks();
         }
         // A checkpoint's counters, or those a run not finished left in
         // the thread: the run counts on from them.
         let mut ended = false;
         let counters = match resumed_from {
             Some((_, snapshot)) => {
-                run.tally.started_at = snapshot.started_at;
+                core.tally.started_at = snapshot.started_at;
                 if let Some(RunStatus::Stopped(reason)) = snapshot.status {
                     // It had ended on its stop condition: it ends so again,
                     // running nothing more.
-                    run.phase.stop_gracefully(RunStatus::Stopped(reason));
+                    core.phase.stop_gracefully(RunStatus::Stopped(reason));
                     ended = true;
                 }
                 Some(RunCounters {
@@ -126,29 +126,33 @@ impl RunState {
                     start_len: snapshot.start_len,
                 })
             }
-            None => scheduling.counters.take(),
+            None => carried.counters.take(),
         };
         if let Some(counters) = counters {
-            run.restore_counters(counters);
+            core.restore_counters(counters);
         }
-        let (answers, fresh) = run.split_input();
-        if let Some(g) = run.spec.graph.as_ref() {
-            let graph = GraphRun::start(
-                g,
-                scheduling.graph,
-                run.threads.root(),
-                run.threads.state(),
-                !fresh.is_empty(),
-            );
-            run.scheduling = Scheduling::graph_by(g.scheduler, g.max_supersteps, graph);
-        }
+        let (answers, fresh) = core.split_input();
+        let scheduling = match core.spec.graph.as_ref() {
+            Some(g) => {
+                let graph = GraphRun::start(
+                    g,
+                    carried.graph,
+                    core.threads.root(),
+                    core.threads.state(),
+                    !fresh.is_empty(),
+                );
+                Scheduling::graph_by(g.scheduler, g.max_supersteps, graph)
+            }
+            None => Scheduling::router(),
+        };
+        let mut run = RunState { core, scheduling };
         // Turns a checkpoint says had finished in its superstep: their
         // replies wait for its barrier, the turns do not run again.
-        let held: Vec<_> = scheduling
+        let held: Vec<_> = carried
             .held
             .into_iter()
             .filter_map(|h| {
-                let i = run.spec.router.index_of(&h.node)?;
+                let i = run.core.spec.router.index_of(&h.node)?;
                 Some((i, Box::new(h.into_reply()?)))
             })
             .collect();
@@ -157,28 +161,34 @@ impl RunState {
         {
             g.restore(held);
         }
-        run.ctx.emit_with(|| Event::RunStarted {
-            path: run.ctx.path().clone(),
-            participants: run.parts.len(),
+        run.core.ctx.emit_with(|| Event::RunStarted {
+            path: run.core.ctx.path().clone(),
+            participants: run.core.parts.len(),
         });
-        run.inboxes.restore(&run.spec, &run.ctx, scheduling.pending);
+        run.core
+            .inboxes
+            .restore(&run.core.spec, &run.core.ctx, carried.pending);
         if ended {
-            run.checkpoints.resumed_ended(run.inboxes.delivered());
+            run.core
+                .checkpoints
+                .resumed_ended(run.core.inboxes.delivered());
         }
-        for name in scheduling.interrupted {
-            if let Some(i) = run.spec.router.index_of(&name) {
-                run.restart.push(i);
+        for name in carried.interrupted {
+            if let Some(i) = run.core.spec.router.index_of(&name) {
+                run.core.restart.push(i);
             }
         }
         run.deliver_answers(answers);
         run.take_input(fresh);
-        if run.tally.start_len == 0 {
-            run.tally.start_len = run.threads.root().len();
+        if run.core.tally.start_len == 0 {
+            run.core.tally.start_len = run.core.threads.root().len();
         }
-        run.watcher = Watcher::spawn(&run.ctx, run.spec.stop.as_ref(), myself);
+        run.core.watcher = Watcher::spawn(&run.core.ctx, run.core.spec.stop.as_ref(), myself);
         Ok(run)
     }
+}
 
+impl RunCore {
     /// Picks up what a run (a checkpoint, or a run not finished over this
     /// thread) had counted.
     fn restore_counters(&mut self, counters: RunCounters) {
@@ -233,17 +243,21 @@ impl RunState {
         }
         (answers, fresh)
     }
+}
 
+impl RunState {
     /// Delivers each answer to the participant that asked (past its
     /// inbox's filter), which — in a graph — runs next. An agent asking
     /// from a nested run is that run: the answer reaches it there in turn.
     fn deliver_answers(&mut self, answers: Vec<Answer>) {
-        let now = self.inboxes.now();
+        let now = self.core.inboxes.now();
         for (i, m) in answers {
             if let Some(run) = self.scheduling.graph_mut() {
                 run.cursor.activate(i);
             }
-            self.inboxes.push(&self.spec, &self.ctx, i, m, now, false);
+            self.core
+                .inboxes
+                .push(&self.core.spec, &self.core.ctx, i, m, now, false);
         }
     }
 
@@ -251,24 +265,32 @@ impl RunState {
     /// graph without one — to the nodes about to run.
     fn take_input(&mut self, fresh: Vec<Arc<Message>>) {
         let first_nodes: Vec<usize> = match self.scheduling.graph() {
-            Some(g) if self.spec.edge_delivery => g.cursor.next_nodes().to_vec(),
+            Some(g) if self.core.spec.edge_delivery => g.cursor.next_nodes().to_vec(),
             _ => Vec::new(),
         };
-        let now = self.inboxes.now();
+        let now = self.core.inboxes.now();
         for m in fresh {
-            if let Some(reason) = self.observe(Trigger::Message {
+            if let Some(reason) = self.core.observe(Trigger::Message {
                 message: &m,
                 produced: false,
             }) {
-                self.phase.stop_gracefully(RunStatus::Stopped(reason));
+                self.core.phase.stop_gracefully(RunStatus::Stopped(reason));
             }
-            if self.spec.edge_delivery {
+            if self.core.spec.edge_delivery {
                 for &t in &first_nodes {
-                    self.inboxes
-                        .push(&self.spec, &self.ctx, t, m.clone(), now, false);
+                    self.core.inboxes.push(
+                        &self.core.spec,
+                        &self.core.ctx,
+                        t,
+                        m.clone(),
+                        now,
+                        false,
+                    );
                 }
             } else {
-                self.inboxes.route(&self.spec, &self.ctx, &m.source, &m);
+                self.core
+                    .inboxes
+                    .route(&self.core.spec, &self.core.ctx, &m.source, &m);
             }
         }
     }

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use troupe_router::Readiness;
 
-use super::RunState;
+use super::core::RunCore;
 use super::participants::TurnState;
 use super::phase::Failure;
 use crate::agent::{ErrorKind, Reply};
@@ -23,7 +23,7 @@ use crate::workflow::protocol::{
     AgentMsg, RunAddr, RunMsg, TurnEnd, TurnOutcome, TurnTicket, WaitingTurn, elapsed_since,
 };
 
-impl RunState {
+impl RunCore {
     /// Takes what participant `i` reads this turn — a full batch, or with
     /// `all` everything in its inbox — shaped by its input mode.
     pub(super) fn take_batch(&mut self, i: usize, all: bool) -> Vec<Arc<Message>> {
@@ -47,22 +47,24 @@ impl RunState {
         }
         let batch = self.take_batch(i, flush);
         if !batch.is_empty() {
-            self.start_turn(i, batch, myself).await;
+            self.start_turn(i, batch, None, myself).await;
         }
     }
 
     /// Appends `batch` to participant `i`'s thread and lends it the thread
-    /// for a turn.
+    /// for a turn, its span a child of `parent` (a superstep's) or else of
+    /// the run's.
     pub(super) async fn start_turn(
         &mut self,
         i: usize,
         batch: Vec<Arc<Message>>,
+        parent: Option<&tracing::Span>,
         myself: &RunAddr,
     ) {
         let handle = match self.parts.actor_for(i).await {
             Ok(a) => a,
             Err(reason) => {
-                let agent = self.agent_path(i);
+                let agent = self.parts.path(i);
                 self.fail(Failure::Lost { agent, reason });
                 return;
             }
@@ -75,11 +77,7 @@ impl RunState {
         }
         self.checkpoints.touch();
         let state = self.threads.values();
-        let parent = self
-            .scheduling
-            .graph()
-            .and_then(|g| g.superstep_span())
-            .unwrap_or(&*self.span);
+        let parent = parent.unwrap_or(&*self.span);
         let thread = self.threads.slot(slot).clone();
         let ctx = self.parts.turn(i, &thread, myself, state, parent);
         let timed = ctx.events_enabled();
@@ -145,7 +143,7 @@ impl RunState {
                 _ => false,
             };
             if !sent {
-                let agent = self.agent_path(i);
+                let agent = self.parts.path(i);
                 self.fail(Failure::Lost {
                     agent,
                     reason: "its actor no longer takes messages".into(),
@@ -165,27 +163,37 @@ impl RunState {
         });
     }
 
-    /// A participant's turn ended: the one way every turn's end is taken
-    /// in, whether it ended on its actor's first poll or here.
-    pub(super) fn turn_done(&mut self, end: TurnEnd, myself: &RunAddr) {
+    /// Takes in a participant's turn's `end` (see `RunState::turn_done`):
+    /// its spend, a failure retried or failing the run, a turn cut short
+    /// becoming `cut_short`. Returns the reply of a turn that finished.
+    pub(super) fn end_turn(
+        &mut self,
+        end: TurnEnd,
+        cut_short: TurnState,
+        myself: &RunAddr,
+    ) -> Option<Box<Reply>> {
         let TurnEnd {
             index,
             outcome,
             elapsed,
         } = end;
-        if !self.running(index) {
+        if !self.parts.running(index) {
             // A turn this run no longer waits for: what it spent still
             // counts.
             self.fold_spend(index, None, false);
-            return;
+            return None;
         }
         let outcome = match outcome {
             // As if the actor had failed: retried as a panic, or the run
             // fails.
-            TurnOutcome::Panicked(text) => return self.actor_lost(index, Some(text), myself),
+            TurnOutcome::Panicked(text) => {
+                self.actor_lost(index, Some(text), cut_short, myself);
+                return None;
+            }
             TurnOutcome::Lost => {
                 self.parts.forget_actor(index);
-                return self.actor_lost(index, None, myself);
+                self.actor_lost(index, None, cut_short, myself);
+                return None;
             }
             other => other,
         };
@@ -218,8 +226,8 @@ impl RunState {
                     let slot = self.spec.slot_of[index];
                     self.threads.replace(slot, Arc::unwrap_or_clone(thread));
                 }
-                self.parts.set(index, self.scheduling.cut_short());
-                return;
+                self.parts.set(index, cut_short);
+                return None;
             }
             TurnOutcome::Failed(source) => {
                 self.fold_spend(index, None, true);
@@ -231,15 +239,15 @@ impl RunState {
                     error: text.clone(),
                     attempt: self.parts.failures(index) + 1,
                 });
-                if !self.retry_later(index, Some(source.kind()), &text, myself) {
+                if !self.retry_later(index, Some(source.kind()), &text, cut_short, myself) {
                     self.fail(Failure::Failed {
                         agent: path.to_string(),
                         source: *source,
                     });
                 }
-                return;
+                return None;
             }
-            TurnOutcome::Panicked(_) | TurnOutcome::Lost => return,
+            TurnOutcome::Panicked(_) | TurnOutcome::Lost => return None,
             TurnOutcome::Cancelled => {
                 self.fold_spend(index, None, false);
                 // A nested run cut short goes on from what it last
@@ -250,13 +258,13 @@ impl RunState {
                 }
                 // Cut short: it runs again when the run resumes. (A graph's
                 // interrupted superstep is re-activated whole instead.)
-                self.parts.set(index, self.scheduling.cut_short());
+                self.parts.set(index, cut_short);
                 // The turn may learn of the caller's cancel before the
                 // watcher's message arrives: the run is cancelled either way.
                 if self.ctx.cancellation().is_cancelled() {
                     self.stop_now(RunStatus::Cancelled);
                 }
-                return;
+                return None;
             }
         };
         self.parts.succeeded(index);
@@ -265,29 +273,7 @@ impl RunState {
             produced: reply.messages.len(),
             elapsed_ms: elapsed.as_secs_f64() * 1e3,
         });
-        // In supersteps, held for the barrier and applied there in node
-        // order, so the superstep's outcome does not depend on which turn
-        // finished first; otherwise applied now.
-        match self.scheduling.hold(index, reply) {
-            None => {
-                // Finished beside turns still under way: a checkpoint now
-                // keeps its reply, so a run resumed from it does not run
-                // the turn again (none for runs that take no checkpoint,
-                // nor when the superstep's barrier comes next anyway).
-                if self.parts.in_flight() > 0 && self.checkpoints.enabled() {
-                    self.checkpoints.request();
-                }
-            }
-            Some(reply) => {
-                self.apply_reply(index, reply);
-                // A nested run without supersteps (a router-only team's
-                // conversation, a dataflow graph) reports after every turn:
-                // it has no supersteps to report after.
-                if self.checkpoints.reports() {
-                    self.checkpoints.request();
-                }
-            }
-        }
+        Some(reply)
     }
 
     /// Folds what participant `index`'s turn spent (its meter, or its
@@ -333,6 +319,7 @@ impl RunState {
         index: usize,
         kind: Option<ErrorKind>,
         error: &str,
+        cut_short: TurnState,
         myself: &RunAddr,
     ) -> bool {
         if self.phase.is_failing() || self.parts.turns_cancelled() {
@@ -347,7 +334,7 @@ impl RunState {
         }
         if self.phase.is_stopping_with(&RunStatus::Interrupted) {
             // No new attempt while stopping gracefully: it runs on resume.
-            self.parts.set(index, self.scheduling.cut_short());
+            self.parts.set(index, cut_short);
             return true;
         }
         let delay = policy.delay(attempt);
@@ -375,14 +362,21 @@ impl RunState {
 
     /// Participant `index`'s actor went away, having `failed` with this
     /// text or stopped: a turn it had under way is retried as a panic or
-    /// fails the run; an idle actor is spawned again when needed.
-    pub(super) fn actor_lost(&mut self, index: usize, failed: Option<String>, myself: &RunAddr) {
-        if !self.busy(index) {
+    /// fails the run (a retry not run now becoming `cut_short`); an idle
+    /// actor is spawned again when needed.
+    fn actor_lost(
+        &mut self,
+        index: usize,
+        failed: Option<String>,
+        cut_short: TurnState,
+        myself: &RunAddr,
+    ) {
+        if !self.parts.busy(index) {
             return;
         }
         self.parts.set(index, TurnState::Idle);
         self.fold_spend(index, None, failed.is_some());
-        let agent = self.agent_path(index);
+        let agent = self.parts.path(index);
         match failed {
             Some(message) => {
                 self.ctx.emit_with(|| Event::AgentFailed {
@@ -391,7 +385,7 @@ impl RunState {
                     error: format!("panicked: {message}"),
                     attempt: self.parts.failures(index) + 1,
                 });
-                if !self.retry_later(index, None, &message, myself) {
+                if !self.retry_later(index, None, &message, cut_short, myself) {
                     self.fail(Failure::Panicked { agent, message });
                 }
             }

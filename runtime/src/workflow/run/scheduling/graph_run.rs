@@ -3,14 +3,17 @@
 //! held back until its barrier.
 
 use crate::agent::Reply;
-use crate::graph::Graph;
 use crate::graph::cursor::Cursor;
+use crate::graph::{Graph, Isolation};
 use crate::resumable::held_reply::HeldReply;
 use crate::thread::{Thread, WorkflowState};
+use crate::workflow::run::core::RunCore;
+use crate::workflow::run::phase::Failure;
+use crate::workflow::run::replies::Applied;
 
 /// Where a graph run stands.
-pub(super) struct GraphRun {
-    pub(super) cursor: Cursor,
+pub(in crate::workflow::run) struct GraphRun {
+    pub(in crate::workflow::run) cursor: Cursor,
     /// Supersteps: replies of the open superstep, applied at its barrier.
     buffered: Vec<(usize, Box<Reply>)>,
     /// Supersteps: replies of turns that finished in a superstep undone
@@ -26,7 +29,7 @@ pub(super) struct GraphRun {
     spare_nodes: Vec<usize>,
     /// The transitions the last turn took, in a buffer kept from turn to
     /// turn.
-    pub(super) taken: Vec<usize>,
+    taken: Vec<usize>,
     /// Supersteps: a superstep is under way.
     open: bool,
     /// Supersteps: the span of the superstep under way (see `telemetry`).
@@ -34,7 +37,7 @@ pub(super) struct GraphRun {
 }
 
 /// How a superstep ended at its barrier.
-pub(super) enum Barrier {
+pub(in crate::workflow::run) enum Barrier {
     /// No superstep was under way.
     None,
     /// It was interrupted and undone: its nodes run again next time.
@@ -52,7 +55,7 @@ impl GraphRun {
     /// (new input in `root` besides answers to its questions; at its entry
     /// node, if it picks one, else at its starts): resuming a finished run
     /// has nothing left to do.
-    pub(super) fn start(
+    pub(in crate::workflow::run) fn start(
         g: &Graph,
         saved: Option<Cursor>,
         root: &Thread,
@@ -92,14 +95,14 @@ impl GraphRun {
 
     /// Holds node `i`'s reply until the superstep's barrier.
     #[inline]
-    pub(super) fn hold(&mut self, i: usize, reply: Box<Reply>) {
+    pub(in crate::workflow::run) fn hold(&mut self, i: usize, reply: Box<Reply>) {
         self.buffered.push((i, reply));
     }
 
     /// Closes the superstep under way, if any: undone when `interrupted`,
     /// else its replies in node order, so its outcome does not depend on
     /// which turn finished first.
-    pub(super) fn barrier(&mut self, interrupted: bool) -> Barrier {
+    pub(in crate::workflow::run) fn barrier(&mut self, interrupted: bool) -> Barrier {
         if !std::mem::take(&mut self.open) {
             return Barrier::None;
         }
@@ -132,7 +135,10 @@ impl GraphRun {
 
     /// Opens the next superstep, its span a child of `run`: its number
     /// and its nodes, in node order.
-    pub(super) fn open_superstep(&mut self, run: &tracing::Span) -> (u64, Vec<usize>) {
+    pub(in crate::workflow::run) fn open_superstep(
+        &mut self,
+        run: &tracing::Span,
+    ) -> (u64, Vec<usize>) {
         self.cursor.superstep += 1;
         self.span = crate::telemetry::superstep_span(run, self.cursor.superstep);
         let mut nodes = std::mem::take(&mut self.spare_nodes);
@@ -145,7 +151,7 @@ impl GraphRun {
     /// Holds node `i`'s reply for the open superstep's barrier if its turn
     /// had finished before (see `restored`); returns whether it had (then
     /// it does not run).
-    pub(super) fn hold_restored(&mut self, i: usize) -> bool {
+    pub(in crate::workflow::run) fn hold_restored(&mut self, i: usize) -> bool {
         match self.restored.iter().position(|(j, _)| *j == i) {
             Some(k) => {
                 let held = self.restored.swap_remove(k);
@@ -158,14 +164,14 @@ impl GraphRun {
 
     /// Carries on with `replies`, of turns a checkpoint says had finished
     /// in the superstep it was taken in.
-    pub(super) fn restore(&mut self, replies: Vec<(usize, Box<Reply>)>) {
+    pub(in crate::workflow::run) fn restore(&mut self, replies: Vec<(usize, Box<Reply>)>) {
         self.restored = replies;
     }
 
     /// The replies of finished turns a checkpoint taken now holds: those
     /// of the open superstep, and those kept from one undone (a run
     /// resumed from it does not run those turns again), by node name.
-    pub(super) fn held(&self, names: &[std::sync::Arc<str>]) -> Vec<HeldReply> {
+    pub(in crate::workflow::run) fn held(&self, names: &[std::sync::Arc<str>]) -> Vec<HeldReply> {
         let open = self.buffered.iter().filter(|_| self.open);
         open.chain(&self.restored)
             .filter_map(|(i, reply)| HeldReply::of(&names[*i], reply))
@@ -174,7 +180,7 @@ impl GraphRun {
 
     /// Takes back the nodes [`open_superstep`](Self::open_superstep)
     /// handed out, once started, as the next superstep's buffer.
-    pub(super) fn recycle_nodes(&mut self, mut nodes: Vec<usize>) {
+    pub(in crate::workflow::run) fn recycle_nodes(&mut self, mut nodes: Vec<usize>) {
         nodes.clear();
         self.spare_nodes = nodes;
     }
@@ -182,7 +188,10 @@ impl GraphRun {
     /// Takes back the replies [`barrier`](Self::barrier) handed out, once
     /// applied, as the next superstep's buffer (unless replies of the next
     /// one came in meanwhile).
-    pub(super) fn recycle_replies(&mut self, mut replies: Vec<(usize, Box<Reply>)>) {
+    pub(in crate::workflow::run) fn recycle_replies(
+        &mut self,
+        mut replies: Vec<(usize, Box<Reply>)>,
+    ) {
         if self.buffered.is_empty() {
             replies.clear();
             self.buffered = replies;
@@ -196,7 +205,7 @@ impl GraphRun {
     /// superstep is under way (a nested run reported its progress), it is
     /// the cursor of that superstep undone: its nodes run again, none of
     /// its replies applied yet.
-    pub(super) fn cursor_to_keep(&self, questions_open: bool) -> Option<Cursor> {
+    pub(in crate::workflow::run) fn cursor_to_keep(&self, questions_open: bool) -> Option<Cursor> {
         if self.open {
             let mut cursor = self.cursor.clone();
             cursor.superstep = self.completed_superstep();
@@ -211,18 +220,18 @@ impl GraphRun {
     /// The span of the superstep under way, the parent of its turns; `None`
     /// outside one (or when nobody listens).
     #[inline]
-    pub(super) fn superstep_span(&self) -> Option<&tracing::Span> {
+    pub(in crate::workflow::run) fn superstep_span(&self) -> Option<&tracing::Span> {
         (self.open && !self.span.is_disabled()).then_some(&self.span)
     }
 
     /// Ends the span of a superstep the run ends in (failed or cancelled).
-    pub(super) fn close_span(&mut self) {
+    pub(in crate::workflow::run) fn close_span(&mut self) {
         self.span = tracing::Span::none();
     }
 
     /// The last superstep completed.
     #[inline]
-    pub(super) fn completed_superstep(&self) -> u64 {
+    pub(in crate::workflow::run) fn completed_superstep(&self) -> u64 {
         self.cursor.superstep.saturating_sub(u64::from(self.open))
     }
 
@@ -230,7 +239,49 @@ impl GraphRun {
     /// taken now runs it again with its superstep, not as a turn of its
     /// own.
     #[inline]
-    pub(super) fn runs_with_superstep(&self, i: usize) -> bool {
+    pub(in crate::workflow::run) fn runs_with_superstep(&self, i: usize) -> bool {
         self.open && self.current.contains(&i)
+    }
+
+    /// Node `index` produced what `applied` holds (and picked its nodes):
+    /// takes the transitions whose conditions hold, copying its thread to
+    /// branches that inherit it and, without a router, delivering along
+    /// them.
+    pub(super) fn take_transitions(&mut self, core: &mut RunCore, index: usize, applied: &Applied) {
+        let Some(g) = core.spec.graph.as_ref() else {
+            return;
+        };
+        let state = core.threads.values();
+        let selected = applied.next.as_deref();
+        let taken = &mut self.taken;
+        if let Err(e) =
+            self.cursor
+                .finished_into(g, index, &applied.produced, selected, state, taken)
+        {
+            core.fail(Failure::LoopLimit {
+                step: e.step,
+                limit: e.limit,
+            });
+            return;
+        }
+        let now = core.inboxes.now();
+        for &e in self.taken.iter() {
+            let to = g.edges[e].to;
+            let (from_slot, to_slot) = (core.spec.slot_of[index], core.spec.slot_of[to]);
+            // Agents sharing a thread inherit it already; copying it onto
+            // itself would clone the whole thread every turn.
+            if g.isolation[index] == Isolation::Inherit && from_slot != to_slot {
+                let parent = core.threads.slot(from_slot).clone();
+                core.threads
+                    .slot_mut(to_slot)
+                    .extend_shared(parent.messages().iter().cloned());
+            }
+            if core.spec.edge_delivery {
+                for m in &applied.produced {
+                    core.inboxes
+                        .push(&core.spec, &core.ctx, to, m.clone(), now, false);
+                }
+            }
+        }
     }
 }
