@@ -8,7 +8,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Condvar, Mutex, mpsc};
 use std::time::Duration;
 
 use troupe_runtime::{
@@ -56,7 +56,15 @@ fn counting(count: &Arc<AtomicU64>) -> EventSink {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_finishes_while_its_json_lines_go_into_a_pipe_nobody_reads() {
     let (reader, writer) = std::io::pipe().unwrap();
-    let json = EventWriter::with_capacity(JsonLines::new(writer), 16);
+    // Nobody reads, so the writer blocks in a write — from its first one,
+    // whatever the pipe's size and however fast the run goes, so the end
+    // of the run finds the queue full every time.
+    let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let unread = Unread {
+        inner: writer,
+        gate: gate.clone(),
+    };
+    let json = EventWriter::with_capacity(JsonLines::new(unread), 16);
     let emitted = Arc::new(AtomicU64::new(0));
     let sink = EventSink::Many(vec![EventSink::Writer(json.clone()), counting(&emitted)]);
 
@@ -73,6 +81,8 @@ async fn a_run_finishes_while_its_json_lines_go_into_a_pipe_nobody_reads() {
     // written or counted in a notice where it is missing (the last one
     // comes with the flush: the end of the run found the pipe full).
     let total = emitted.load(Ordering::SeqCst);
+    *gate.0.lock().unwrap() = true;
+    gate.1.notify_all();
     let reading = std::thread::spawn(move || {
         let (mut lines, mut accounted) = (Vec::new(), 0);
         for line in BufReader::new(reader).lines() {
@@ -99,6 +109,29 @@ async fn a_run_finishes_while_its_json_lines_go_into_a_pipe_nobody_reads() {
     );
     assert_eq!(lines[0]["type"], "run_started");
     assert_eq!(lines.last().unwrap()["type"], "events_dropped");
+}
+
+/// A pipe's write end whose reader has not started: every write waits
+/// until the gate opens, as one into a full pipe waits for a reader.
+struct Unread<W> {
+    inner: W,
+    gate: Arc<(Mutex<bool>, Condvar)>,
+}
+
+impl<W: Write> Write for Unread<W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let (open, opened) = &*self.gate;
+        let mut open = open.lock().unwrap();
+        while !*open {
+            open = opened.wait(open).unwrap();
+        }
+        drop(open);
+        self.inner.write(bytes)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// A `Write` into shared memory.
