@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Two builds of troupe's bench side by side: before and after a change.
 
-    benches/ab.py OLD_BENCH NEW_BENCH [--pairs 7]
+    benches/ab.py OLD_BENCH NEW_BENCH [--pairs 7] [--only rr,chain,...]
 
 OLD_BENCH and NEW_BENCH are `bench` binaries (`cargo build --release --example bench`,
 one per commit, copied aside). Each workload runs OLD and NEW in turn (old, new, new,
@@ -17,8 +17,12 @@ import subprocess
 CASES = [
     ("rr", ["--n", "2000"]), ("sel", ["--n", "2000"]), ("swarm", ["--n", "2000"]),
     ("fan", ["--k", "1000"]), ("rpc", ["--n", "100000"]), ("pub", ["--n", "100000"]),
-    ("chain", ["--runs", "2000"]), ("fanin", ["--k", "1000", "--runs", "20"]),
+    ("chain", ["--runs", "2000"]), ("fanin", ["--k", "100", "--runs", "50"]),
+    ("fanin", ["--k", "1000", "--runs", "20"]), ("fanin", ["--k", "10000", "--runs", "3"]),
     ("idle", ["--k", "100000"]),
+    ("ckpt", ["--store", "memory", "--n", "200", "--reps", "3"]),
+    ("ckpt", ["--store", "sqlite", "--n", "200", "--reps", "3"]),
+    ("conc", ["--k", "1000"]), ("conc", ["--k", "10000"]),
 ]
 
 
@@ -34,8 +38,12 @@ def main():
     ap.add_argument("old")
     ap.add_argument("new")
     ap.add_argument("--pairs", type=int, default=7)
+    ap.add_argument("--only", default="", help="comma-separated workloads (default: all)")
     a = ap.parse_args()
+    only = set(filter(None, a.only.split(",")))
     for workload, args in CASES:
+        if only and workload not in only:
+            continue
         res = {"old": [], "new": []}
         unit = ""
         for i in range(a.pairs):
