@@ -164,7 +164,12 @@ fn run_block(block: &Block, files: &[(String, String)]) -> Result<(), String> {
         .expect("bash");
     let out = wait(child, Duration::from_secs(120));
     let all = text(&out.stdout);
-    let lines: Vec<&str> = all.lines().collect();
+    // Each marker on a line of its own: a job in the background (`… &`)
+    // writes on the same pipe as the marker's printf, and may land
+    // between its newline and the marker, leaving the marker at the end
+    // of the job's line.
+    let split = all.replace("@@@ step ", "\n@@@ step ");
+    let lines: Vec<&str> = split.lines().collect();
     let mut problems = Vec::new();
     for (i, step) in steps.iter().enumerate() {
         let marker = format!("@@@ step {i} exit ");
