@@ -170,6 +170,13 @@ fn stats_ref_writes_the_stats_it_adds_up_to() {
         codec::encode(&StatsRef::of(&whole)).unwrap(),
         codec::encode(&whole).unwrap()
     );
+    // Participants as a run folds them (by index, not by path): the same
+    // bytes.
+    let shuffled = [own[2], own[0], own[1]];
+    assert_eq!(
+        codec::encode(&StatsRef::with_own(&base, shuffled)).unwrap(),
+        codec::encode(&whole).unwrap()
+    );
 }
 
 /// A state in parts writes the bytes of the same state put together.

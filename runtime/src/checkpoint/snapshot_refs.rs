@@ -467,7 +467,8 @@ impl<'a> StatsRef<'a> {
     }
 
     /// `base` with `own` added per agent (`base.total` counting `own`
-    /// already); `own` in path order, one entry per path.
+    /// already); `own` one entry per path, in any order (put in path
+    /// order here, as the map it writes is).
     pub(crate) fn with_own(
         base: &'a RunStats,
         own: impl IntoIterator<Item = (&'a str, AgentStats)>,
@@ -476,11 +477,10 @@ impl<'a> StatsRef<'a> {
         // One allocation: the upper bound is the participants' count.
         let mut kept = Vec::with_capacity(own.size_hint().1.unwrap_or(0));
         kept.extend(own);
-        let own: Vec<(&'a str, AgentStats)> = kept;
-        debug_assert!(
-            own.windows(2).all(|w| w[0].0 < w[1].0),
-            "own not in path order"
-        );
+        let mut own: Vec<(&'a str, AgentStats)> = kept;
+        if !own.windows(2).all(|w| w[0].0 < w[1].0) {
+            own.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        }
         StatsRef { base, own }
     }
 

@@ -31,9 +31,9 @@ pub(super) struct Tally {
     pub(super) stats: RunStats,
     /// What each participant (by index) spent itself in this run: a slot
     /// per participant, so folding a turn looks nothing up by path.
+    /// (Not also kept in path order: a sorted insert per participant was
+    /// O(K) each, O(K²) a run of K; a checkpoint sorts what it writes.)
     own: Vec<Option<(Arc<str>, AgentStats)>>,
-    /// The participants in `own`, in path order.
-    own_by_path: Vec<usize>,
     /// What `stats` held when this run started (counted on from a
     /// checkpoint or an unfinished run): a nested run hands the run
     /// above only what it spent itself.
@@ -59,7 +59,6 @@ impl Default for Tally {
             produced: Vec::new(),
             stats: RunStats::default(),
             own: Vec::new(),
-            own_by_path: Vec::new(),
             base: None,
             turns: 0,
             waiting: Vec::new(),
@@ -161,14 +160,7 @@ impl Tally {
         }
         match &mut self.own[index] {
             Some((_, slot)) => *slot += own,
-            slot @ None => {
-                *slot = Some((path.clone(), own));
-                let own = &self.own;
-                let at = self
-                    .own_by_path
-                    .partition_point(|&i| own[i].as_ref().is_some_and(|(p, _)| p < path));
-                self.own_by_path.insert(at, index);
-            }
+            slot @ None => *slot = Some((path.clone(), own)),
         }
     }
 
@@ -177,10 +169,7 @@ impl Tally {
     pub(super) fn stats_ref(&self) -> StatsRef<'_> {
         StatsRef::with_own(
             &self.stats,
-            self.own_by_path
-                .iter()
-                .filter_map(|&i| self.own[i].as_ref())
-                .map(|(path, own)| (&**path, *own)),
+            self.own.iter().flatten().map(|(path, own)| (&**path, *own)),
         )
     }
 
