@@ -4,10 +4,8 @@
 
 use super::graph_run::GraphRun;
 use super::schedule::{Drive, Schedule};
-use crate::agent::Reply;
 use crate::workflow::protocol::RunAddr;
 use crate::workflow::run::core::RunCore;
-use crate::workflow::run::participants::TurnState;
 use crate::workflow::run::replies::Applied;
 
 /// A graph run in dataflow (see the module's documentation).
@@ -52,21 +50,9 @@ impl Schedule for Dataflow {
         Drive::Done
     }
 
-    /// Applied now: dataflow has no barrier.
-    #[inline]
-    fn hold(&mut self, _: usize, reply: Box<Reply>) -> Option<Box<Reply>> {
-        Some(reply)
-    }
-
     #[inline]
     fn took(&mut self, core: &mut RunCore, index: usize, applied: Applied) {
         self.graph.take_transitions(core, index, &applied);
-    }
-
-    /// It runs again when the run resumes.
-    #[inline]
-    fn cut_short(&self) -> TurnState {
-        TurnState::CutShort
     }
 
     fn graph(&self) -> Option<&GraphRun> {

@@ -5,10 +5,8 @@
 use troupe_router::Readiness;
 
 use super::schedule::{Drive, Schedule};
-use crate::agent::Reply;
 use crate::workflow::protocol::RunAddr;
 use crate::workflow::run::core::RunCore;
-use crate::workflow::run::participants::TurnState;
 use crate::workflow::run::replies::Applied;
 
 /// Runs by inbox readiness (see the module's documentation).
@@ -48,22 +46,10 @@ impl Schedule for Router {
         Drive::Done
     }
 
-    /// Applied now: the router has no barrier.
-    #[inline]
-    fn hold(&mut self, _: usize, reply: Box<Reply>) -> Option<Box<Reply>> {
-        Some(reply)
-    }
-
     /// The participant's inbox is looked at again on the next drive (what
     /// it produced was routed as the reply was applied).
     #[inline]
     fn took(&mut self, core: &mut RunCore, index: usize, _: Applied) {
         core.inboxes.mark_dirty(index);
-    }
-
-    /// It runs again when the run resumes.
-    #[inline]
-    fn cut_short(&self) -> TurnState {
-        TurnState::CutShort
     }
 }

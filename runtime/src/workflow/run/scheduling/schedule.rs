@@ -25,8 +25,13 @@ pub(in crate::workflow::run) trait Schedule {
     async fn drive(&mut self, core: &mut RunCore, myself: &RunAddr) -> Drive;
 
     /// Takes participant `index`'s finished `reply` (the superstep's
-    /// barrier holds it), or gives it back to be applied now.
-    fn hold(&mut self, index: usize, reply: Box<Reply>) -> Option<Box<Reply>>;
+    /// barrier holds it), or gives it back to be applied now — as it is
+    /// unless a scheduling has a barrier.
+    #[inline]
+    fn hold(&mut self, index: usize, reply: Box<Reply>) -> Option<Box<Reply>> {
+        let _ = index;
+        Some(reply)
+    }
 
     /// Takes on from participant `index`'s reply, applied: the router
     /// marks its inbox for the next drive; a graph takes the transitions
@@ -34,8 +39,12 @@ pub(in crate::workflow::run) trait Schedule {
     fn took(&mut self, core: &mut RunCore, index: usize, applied: Applied);
 
     /// What a participant whose turn was cut short (cancelled, stopped
-    /// gracefully, a retry not run now) becomes.
-    fn cut_short(&self) -> TurnState;
+    /// gracefully, a retry not run now) becomes: a turn that runs again
+    /// on resume, unless a scheduling undoes and reruns more than it.
+    #[inline]
+    fn cut_short(&self) -> TurnState {
+        TurnState::CutShort
+    }
 
     /// The graph run, if the run follows a graph.
     fn graph(&self) -> Option<&GraphRun> {
