@@ -98,17 +98,41 @@ fn start_turns(workers: &[&Server], sessions: &[usize], turn: usize) -> HashMap<
 }
 
 /// Waits until no run holds a lease — every run, wherever it ran, gives
-/// its lease back when it ends; panics naming what the workers said after
-/// `limit`.
+/// its lease back when it ends; after `limit`, panics naming each lease
+/// still held (its run, holder, heartbeat's age and whether the run has
+/// checkpoints), what each worker says of that run, and what the workers
+/// printed.
 fn wait_all_ended(url: &str, workers: &[&Server], limit: Duration) {
     let deadline = Instant::now() + limit;
     let held = "SELECT count(*) FROM troupe_run_leases";
     while common::pg::count(url, held) > 0 {
         if Instant::now() > deadline {
+            let leases = common::pg::rows(
+                url,
+                "SELECT l.run_id, l.pid::text, l.host, (now() - l.beat)::text, \
+                 (SELECT count(*) FROM troupe_checkpoints c WHERE c.run_id = l.run_id)::text \
+                 FROM troupe_run_leases l ORDER BY l.run_id",
+            );
+            let mut report = Vec::new();
+            for lease in &leases {
+                report.push(format!(
+                    "lease (run, pid, host, beat age, checkpoints): {lease}"
+                ));
+                let run = lease.split(", ").next().unwrap_or_default();
+                for w in workers {
+                    let r = client().get(w.url(&format!("/runs/{run}"))).send();
+                    let said = r.map_or_else(
+                        |e| e.to_string(),
+                        |r| format!("{} {}", r.status(), r.text().unwrap_or_default()),
+                    );
+                    report.push(format!("  worker pid {}: {said}", w.child.id()));
+                }
+            }
             let said: Vec<String> = workers.iter().flat_map(|w| w.stderr.try_iter()).collect();
             panic!(
-                "{} runs never ended; the workers said:\n{}",
-                common::pg::count(url, held),
+                "{} runs never ended:\n{}\nthe workers said:\n{}",
+                leases.len(),
+                report.join("\n"),
                 said.join("\n")
             );
         }

@@ -74,3 +74,31 @@ pub fn count(url: &str, sql: &str) -> i64 {
             .get::<_, i64>(0)
     })
 }
+
+/// Every row of `sql` on the database at `url`, each column read as text
+/// and the row joined with ", " (a test's report of what it found; cast
+/// non-text columns in the query: `pid::text`).
+pub fn rows(url: &str, sql: &str) -> Vec<String> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(conn);
+        client
+            .query(sql, &[])
+            .await
+            .expect("probe")
+            .iter()
+            .map(|row| {
+                (0..row.len())
+                    .map(|i| row.get::<_, Option<String>>(i).unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .collect()
+    })
+}

@@ -209,6 +209,29 @@ impl Row {
         Ok(n == 1)
     }
 
+    /// Deletes the row, trying again on failure (a busy pool, a dropped
+    /// connection) a few times before saying so: a row left behind holds
+    /// its run, stale in [`STALE_AFTER`], until a worker takes it over.
+    async fn give_back(&self) {
+        let mut wait = std::time::Duration::from_millis(100);
+        for attempt in 1..=RELEASE_TRIES {
+            match self.release().await {
+                Ok(()) => return,
+                Err(e) if attempt == RELEASE_TRIES => tracing::warn!(
+                    run_id = %self.run_id,
+                    db = %self.db,
+                    error = %e,
+                    "the run's lease could not be given back; it is left to go stale ({}s) and be taken over",
+                    STALE_AFTER.as_secs()
+                ),
+                Err(_) => {
+                    tokio::time::sleep(wait).await;
+                    wait *= 4;
+                }
+            }
+        }
+    }
+
     /// Deletes the row (if it is still this one).
     async fn release(&self) -> Result<(), StoreError> {
         let client = self.pool.get().await.map_err(pool_error(&self.db))?;
@@ -222,6 +245,10 @@ impl Row {
         Ok(())
     }
 }
+
+/// How many times a lease's row is asked to be deleted before it is left
+/// behind.
+const RELEASE_TRIES: u32 = 4;
 
 /// A held lease: stops the heartbeat and deletes the row when dropped.
 struct Held {
@@ -238,9 +265,7 @@ impl Drop for Held {
         // stale), so it is taken over.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let row = self.row.clone();
-            runtime.spawn(async move {
-                let _ = row.release().await;
-            });
+            runtime.spawn(async move { row.give_back().await });
         }
     }
 }
