@@ -387,6 +387,8 @@ impl WorkflowBuilder {
         for &s in &slot_of {
             slot_used[s] = true;
         }
+        let mut participants_by_name: Vec<usize> = (0..names.len()).collect();
+        participants_by_name.sort_unstable_by(|&a, &b| names[a].cmp(&names[b]));
         let mut slots_by_name: Vec<usize> =
             (0..slot_used.len()).filter(|&s| slot_used[s]).collect();
         slots_by_name.sort_unstable_by(|&a, &b| slot_names[a].cmp(&slot_names[b]));
@@ -408,10 +410,10 @@ impl WorkflowBuilder {
                 description: self.description,
                 agents: self.agents,
                 names,
+                participants_by_name,
                 router,
                 slot_of,
                 slot_names,
-                slot_used,
                 slots_by_name,
                 stop: self.stop,
                 retries,

@@ -18,16 +18,17 @@ pub(crate) struct Spec {
     pub(crate) description: String,
     pub(crate) agents: Vec<Arc<dyn Agent>>,
     pub(crate) names: Vec<Arc<str>>,
+    /// The participants' indexes in name order (made once here, not by
+    /// every run: a checkpoint writes inboxes and a result its spend in
+    /// that order).
+    pub(crate) participants_by_name: Vec<usize>,
     pub(crate) router: Router,
     /// Participant index → thread slot.
     pub(crate) slot_of: Vec<usize>,
     /// Thread slot → key in the run thread's children.
     pub(crate) slot_names: Vec<String>,
-    /// By thread slot: whether some participant uses it (only those
-    /// become children of the run thread). Made once here, not by every
-    /// run.
-    pub(crate) slot_used: Vec<bool>,
-    /// The used slots, in name order.
+    /// The slots some participant uses (only those become children of the
+    /// run thread), in name order. Made once here, not by every run.
     pub(crate) slots_by_name: Vec<usize>,
     pub(crate) stop: Option<StopCondition>,
     /// Retry policy by participant.

@@ -232,13 +232,20 @@ impl RunState {
             std::mem::replace(&mut self.core.phase, Phase::Running),
             open,
         ) {
-            (Phase::Failing(f), _) => Err(f.into_error(thread, self.core.tally.stats())),
+            (Phase::Failing(f), _) => Err(f.into_error(
+                thread,
+                self.core.tally.stats(&self.core.spec.participants_by_name),
+            )),
             (_, Some(open)) => Ok((thread, RunStatus::WaitingForInput(open))),
             (Phase::Stopping(status), None) => Ok((thread, status)),
             (Phase::Running, None) => Ok((thread, RunStatus::Completed)),
         };
-        let result = status
-            .map(|(thread, status)| self.core.tally.result(thread, status, run_id, checkpoint));
+        let result = status.map(|(thread, status)| {
+            let by_name = &self.core.spec.participants_by_name;
+            self.core
+                .tally
+                .result(thread, status, run_id, checkpoint, by_name)
+        });
         self.core.ctx.emit_with(|| {
             let (status, detail) = match &result {
                 Ok(r) => r.status.final_status(),
@@ -250,14 +257,19 @@ impl RunState {
                 detail,
                 usage: self.core.tally.stats.total.usage(),
                 turns: self.core.tally.turns,
-                stats: self.core.tally.stats(),
+                stats: self.core.tally.stats(&self.core.spec.participants_by_name),
                 elapsed_ms: self.core.tally.started.elapsed().as_secs_f64() * 1e3,
             }
         });
         // What this run spent reaches the turn it runs under (a nested
         // run's, failed or not) before that turn ends.
         if let Some(meter) = self.core.ctx.meter() {
-            meter.record_all(&self.core.tally.since_base(&self.core.tally.stats()));
+            meter.record_all(
+                &self
+                    .core
+                    .tally
+                    .since_base(&self.core.tally.stats(&self.core.spec.participants_by_name)),
+            );
         }
         // The run's span ends before the caller hears of it, so whoever
         // flushes spans next finds it closed.
@@ -296,7 +308,7 @@ impl RunCore {
     pub(super) fn counters(&self) -> RunCounters {
         RunCounters {
             stop: self.tracker.as_ref().map(|t| t.state()),
-            stats: self.tally.stats(),
+            stats: self.tally.stats(&self.spec.participants_by_name),
             turns: self.tally.turns,
             last: self.tally.last.as_ref().map(|m| m.id),
             start_len: self.tally.start_len,
@@ -310,7 +322,7 @@ impl RunCore {
     /// less.
     pub(super) fn report(&mut self, thread: Thread) {
         if let Some(meter) = self.ctx.meter() {
-            let stats = self.tally.stats();
+            let stats = self.tally.stats(&self.spec.participants_by_name);
             meter.record_all(&self.tally.since_base(&stats));
             self.tally.set_base(stats);
         }

@@ -34,8 +34,6 @@ pub(super) struct Inboxes {
     is_dirty: Vec<bool>,
     /// Deliveries accepted over the run.
     delivered: u64,
-    /// The inboxes by participant name, in name order.
-    by_name: Vec<usize>,
     /// Whether any inbox has a time-to-live or a max wait: only then does
     /// an inbox read the time it is given (see [`Inboxes::now`]).
     timed: bool,
@@ -61,10 +59,7 @@ impl Inboxes {
             .any(|b| b.config().ttl.is_some() || b.config().max_wait.is_some());
         // Only the router's scheduler looks at which inboxes changed.
         let marks = if spec.graph.is_none() { n } else { 0 };
-        let mut by_name: Vec<usize> = (0..n).collect();
-        by_name.sort_unstable_by(|&a, &b| spec.names[a].cmp(&spec.names[b]));
         Ok(Inboxes {
-            by_name,
             inboxes,
             queued: 0,
             held: Vec::new(),
@@ -365,9 +360,9 @@ impl Inboxes {
         pending: &mut Vec<(&'a str, Range<usize>)>,
         waiting: &mut Vec<&'a Arc<Message>>,
     ) {
-        pending.reserve(self.by_name.len());
+        pending.reserve(spec.participants_by_name.len());
         waiting.reserve(self.queued + self.held.iter().map(VecDeque::len).sum::<usize>());
-        for &i in &self.by_name {
+        for &i in &spec.participants_by_name {
             let inbox = &self.inboxes[i];
             if inbox.is_empty() {
                 continue;
