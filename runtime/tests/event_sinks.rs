@@ -58,13 +58,21 @@ async fn a_run_finishes_while_its_json_lines_go_into_a_pipe_nobody_reads() {
     let (reader, writer) = std::io::pipe().unwrap();
     // Nobody reads, so the writer blocks in a write — from its first one,
     // whatever the pipe's size and however fast the run goes, so the end
-    // of the run finds the queue full every time.
+    // of the run finds the queue full every time. The writer is blocked
+    // before the run starts (one event of its own, written once the
+    // writer thread runs): on a loaded machine a writer thread that first
+    // ran late in the run would free a slot then, and the run's last
+    // event would take it.
     let gate = Arc::new((Mutex::new(false), Condvar::new()));
+    let (entered, blocked) = mpsc::channel();
     let unread = Unread {
         inner: writer,
         gate: gate.clone(),
+        entered: Some(entered),
     };
     let json = EventWriter::with_capacity(JsonLines::new(unread), 16);
+    json.send(&event("before"));
+    blocked.recv().unwrap();
     let emitted = Arc::new(AtomicU64::new(0));
     let sink = EventSink::Many(vec![EventSink::Writer(json.clone()), counting(&emitted)]);
 
@@ -80,7 +88,7 @@ async fn a_run_finishes_while_its_json_lines_go_into_a_pipe_nobody_reads() {
     // Somebody reads at last: the writer catches up. Every event is either
     // written or counted in a notice where it is missing (the last one
     // comes with the flush: the end of the run found the pipe full).
-    let total = emitted.load(Ordering::SeqCst);
+    let total = emitted.load(Ordering::SeqCst) + 1;
     *gate.0.lock().unwrap() = true;
     gate.1.notify_all();
     let reading = std::thread::spawn(move || {
@@ -107,7 +115,8 @@ async fn a_run_finishes_while_its_json_lines_go_into_a_pipe_nobody_reads() {
         lines.len() as u64 - notices.len() as u64 + json.dropped(),
         total
     );
-    assert_eq!(lines[0]["type"], "run_started");
+    assert_eq!(lines[0]["path"], "before");
+    assert_eq!(lines[1]["type"], "run_started");
     assert_eq!(lines.last().unwrap()["type"], "events_dropped");
 }
 
@@ -116,10 +125,15 @@ async fn a_run_finishes_while_its_json_lines_go_into_a_pipe_nobody_reads() {
 struct Unread<W> {
     inner: W,
     gate: Arc<(Mutex<bool>, Condvar)>,
+    /// Told when the first write begins (then waits at the gate).
+    entered: Option<mpsc::Sender<()>>,
 }
 
 impl<W: Write> Write for Unread<W> {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if let Some(entered) = self.entered.take() {
+            let _ = entered.send(());
+        }
         let (open, opened) = &*self.gate;
         let mut open = open.lock().unwrap();
         while !*open {
