@@ -279,26 +279,73 @@ mod tests {
         let all: Vec<Message> = (0..3 * INDEXED_FROM)
             .map(|i| Message::user(i.to_string()))
             .collect();
-        let mut t = Thread::new();
-        for (n, m) in all.iter().enumerate() {
-            assert!(t.push(m.clone()), "message {n} is new");
-            // Every message held so far is refused again, the oldest and
-            // the newest, searched (short) or indexed (long).
-            assert!(!t.push(all[0].clone()) && !t.push(m.clone()), "at {n}");
-            let indexed = (t.len() > INDEXED_FROM).then_some(t.len());
-            assert_eq!(t.ids.indexed(), indexed, "at {n}");
+        // Pushed in the order they were made (ascending ids): found by a
+        // search, never indexed; pushed newest first: searched while
+        // short, indexed past INDEXED_FROM.
+        for newest_first in [false, true] {
+            let order: Vec<&Message> = if newest_first {
+                all.iter().rev().collect()
+            } else {
+                all.iter().collect()
+            };
+            let mut t = Thread::new();
+            for (n, m) in order.iter().enumerate() {
+                assert!(t.push((*m).clone()), "message {n} is new");
+                // Every message held so far is refused again, the oldest
+                // and the newest.
+                assert!(!t.push(order[0].clone()) && !t.push((*m).clone()), "at {n}");
+                assert!(order[..=n].iter().all(|m| t.contains(m.id)), "at {n}");
+                assert!(order[n + 1..].iter().all(|m| !t.contains(m.id)), "at {n}");
+                let indexed = (newest_first && t.len() > INDEXED_FROM).then_some(t.len());
+                assert_eq!(t.ids.indexed(), indexed, "at {n}");
+            }
+            assert_eq!(t.len(), all.len());
+            // Shrunk back to a search, then grown again.
+            assert_eq!(t.forget_oldest(INDEXED_FROM - 1), 2 * INDEXED_FROM + 1);
+            assert_eq!(t.ids.indexed(), None);
+            assert!(!t.contains(order[0].id) && t.contains(order[order.len() - 1].id));
+            for m in &order {
+                t.push((*m).clone());
+            }
+            assert_eq!(t.len(), all.len());
+            assert!(all.iter().all(|m| t.contains(m.id)));
         }
-        assert_eq!(t.len(), all.len());
-        // Shrunk back to a search, then grown into an index again.
-        assert_eq!(t.forget_oldest(INDEXED_FROM - 1), 2 * INDEXED_FROM + 1);
-        assert_eq!(t.ids.indexed(), None);
-        assert!(!t.contains(all[0].id) && t.contains(all[all.len() - 1].id));
-        for m in &all {
-            t.push(m.clone());
+    }
+
+    #[test]
+    fn a_thread_refuses_exactly_the_ids_it_holds_whatever_their_order() {
+        // Pushes from a pool of messages — mostly in the order they were
+        // made, some older, some repeated — with the oldest let go now
+        // and then, against a plain list of what the thread holds.
+        let pool: Vec<Message> = (0..200).map(|i| Message::user(i.to_string())).collect();
+        let mut rng = fastrand::Rng::with_seed(44);
+        for _ in 0..50 {
+            let mut t = Thread::new();
+            let mut held: Vec<MessageId> = Vec::new();
+            let mut next = 0;
+            for _ in 0..120 {
+                let m = match rng.u8(..10) {
+                    0..=6 if next < pool.len() => {
+                        next += 1;
+                        &pool[next - 1]
+                    }
+                    _ => &pool[rng.usize(..pool.len())],
+                };
+                assert_eq!(t.push(m.clone()), !held.contains(&m.id));
+                if !held.contains(&m.id) {
+                    held.push(m.id);
+                }
+                if rng.u8(..20) == 0 {
+                    let keep = rng.usize(..=held.len());
+                    t.forget_oldest(keep);
+                    held.drain(..held.len() - keep);
+                }
+                assert!(
+                    pool.iter()
+                        .all(|p| t.contains(p.id) == held.contains(&p.id))
+                );
+            }
         }
-        assert_eq!(t.len(), all.len());
-        assert_eq!(t.ids.indexed(), Some(all.len()));
-        assert!(all.iter().all(|m| t.contains(m.id)));
     }
 
     #[test]

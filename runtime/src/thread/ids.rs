@@ -1,46 +1,49 @@
 //! The ids of a thread's messages, so a message enters a thread once.
 //!
 //! A new message's id is almost always the newest (ids count up in the
-//! process that makes them), so a thread keeps an upper bound of its ids and
-//! a larger one is known absent without a look. A short thread is searched
-//! otherwise; past [`INDEXED_FROM`] messages the ids are in a set. A team's
-//! threads are short and many (one per participant of each run, thousands
-//! of runs waiting at once): a set grown for each cost more than it saved,
-//! and a search through cold messages for every new one cost a cache miss
-//! per message.
+//! process that makes them), so most threads hold their messages in
+//! ascending id order: then a larger id than the last is known absent
+//! without a look, and any other is found by a binary search — no index
+//! kept at all, however long the thread (a run's thread of a 10,000-way
+//! fan-out, a long chat session). A thread whose ids arrive out of order
+//! (messages of another process, a checkpoint's) is searched while short;
+//! past [`INDEXED_FROM`] messages its ids are in a set. A team's threads
+//! are short and many (one per participant of each run, thousands of runs
+//! waiting at once): a set grown for each cost more than it saved, and a
+//! search through cold messages for every new one cost a cache miss per
+//! message.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::message::{IdHash, Message, MessageId};
 
-/// Past this many messages a thread keeps its ids in a set.
+/// Past this many messages a thread whose ids are out of order keeps them
+/// in a set.
 pub(super) const INDEXED_FROM: usize = 16;
 
 /// The ids of a thread's messages (see the module's documentation).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(super) struct Ids {
-    /// At least every id of the thread (`MessageId(0)` for none).
-    bound: MessageId,
-    /// Every id, past [`INDEXED_FROM`] messages.
-    set: Option<HashSet<MessageId, IdHash>>,
-}
-
-impl Default for Ids {
-    /// No ids. (Not `MessageId::default()`, which is a fresh id.)
-    fn default() -> Self {
-        Ids {
-            bound: MessageId(0),
-            set: None,
-        }
-    }
+    /// Whether some message came in below an earlier one's id (else the
+    /// messages are in ascending id order).
+    unordered: bool,
+    /// Every id, for a thread out of order past [`INDEXED_FROM`]
+    /// messages. Boxed: most threads have none, and every thread (one per
+    /// participant of every run, each child of a session) carries the
+    /// field.
+    set: Option<Box<HashSet<MessageId, IdHash>>>,
 }
 
 impl Ids {
     /// Whether `id` is the id of one of `messages` (the thread's).
     pub(super) fn contains(&self, id: MessageId, messages: &[Arc<Message>]) -> bool {
-        if id > self.bound {
-            return false;
+        if !self.unordered {
+            return match messages.last() {
+                Some(last) if id < last.id => messages.binary_search_by_key(&id, |m| m.id).is_ok(),
+                Some(last) => id == last.id,
+                None => false,
+            };
         }
         match &self.set {
             Some(set) => set.contains(&id),
@@ -51,7 +54,12 @@ impl Ids {
 
     /// Notes `id`, not among `before` (the thread's messages before it).
     pub(super) fn add(&mut self, id: MessageId, before: &[Arc<Message>]) {
-        self.bound = self.bound.max(id);
+        if !self.unordered {
+            if before.last().is_none_or(|last| last.id < id) {
+                return;
+            }
+            self.unordered = true;
+        }
         match &mut self.set {
             Some(set) => {
                 set.insert(id);
@@ -59,14 +67,14 @@ impl Ids {
             None if before.len() >= INDEXED_FROM => {
                 let mut set = set_of(before);
                 set.insert(id);
-                self.set = Some(set);
+                self.set = Some(Box::new(set));
             }
             None => {}
         }
     }
 
     /// The ids of `kept`, once the messages before them, `gone`, were let
-    /// go. (The bound still holds: it may stay above every id kept.)
+    /// go (messages in ascending order stay so).
     pub(super) fn forget(&mut self, gone: &[Arc<Message>], kept: &[Arc<Message>]) {
         match &mut self.set {
             Some(set) if kept.len() > INDEXED_FROM => {
@@ -81,7 +89,7 @@ impl Ids {
     /// Whether the ids are kept in a set, and how many.
     #[cfg(test)]
     pub(super) fn indexed(&self) -> Option<usize> {
-        self.set.as_ref().map(HashSet::len)
+        self.set.as_ref().map(|set| set.len())
     }
 }
 
