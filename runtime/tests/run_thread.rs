@@ -5,42 +5,31 @@
 // Test helpers may fail loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::time::Duration;
+mod common;
 
-use troupe_runtime::{FnAgent, Message, Router, RunContext, Thread, Workflow};
+use common::guard;
+use troupe_runtime::{FnAgent, Graph, Message, RunContext, Thread, Workflow};
 
-fn last_text(t: &Thread) -> String {
-    t.last()
-        .map(|m| m.text_content().into_owned())
-        .unwrap_or_default()
-}
-
-/// Fails the test instead of hanging it.
-async fn guard<T>(f: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(10), f)
-        .await
-        .expect("the run hung")
-}
-
-/// `a`, `b` and `c` in turn, each adding its name to what it heard.
+/// A graph of `a`, `b` and `c` in a row, each adding its name to what it
+/// heard.
 fn pipeline() -> Workflow {
     let step = |name: &'static str| {
         FnAgent::sync(name, move |t: &Thread| {
-            Ok(format!("{}>{name}", last_text(t)))
+            let heard = t.last().map(|m| m.text_content().into_owned());
+            Ok(format!("{}>{name}", heard.unwrap_or_default()))
         })
     };
+    let graph = Graph::builder()
+        .add_agent(step("a"))
+        .add_agent(step("b"))
+        .add_agent(step("c"))
+        .add_edge("a", "b")
+        .add_edge("b", "c")
+        .build()
+        .unwrap();
     Workflow::builder()
         .name("pipe")
-        .participant(step("a"))
-        .participant(step("b"))
-        .participant(step("c"))
-        .router(
-            Router::builder()
-                .add_route("user", "a")
-                .add_route("a", "b")
-                .add_route("b", "c")
-                .output("c"),
-        )
+        .graph(graph)
         .build()
         .unwrap()
 }

@@ -58,27 +58,26 @@ pub fn exec(url: &str, sql: &str) {
 /// The first column of the first row of `sql` on the database at `url`,
 /// as a number (a test's probe: `SELECT count(*) …`).
 pub fn count(url: &str, sql: &str) -> i64 {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    rt.block_on(async {
-        let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
-            .await
-            .expect("connect");
-        tokio::spawn(conn);
-        client
-            .query_one(sql, &[])
-            .await
-            .expect("probe")
-            .get::<_, i64>(0)
-    })
+    query(url, sql).first().expect("a row").get::<_, i64>(0)
 }
 
 /// Every row of `sql` on the database at `url`, each column read as text
 /// and the row joined with ", " (a test's report of what it found; cast
 /// non-text columns in the query: `pid::text`).
 pub fn rows(url: &str, sql: &str) -> Vec<String> {
+    query(url, sql)
+        .iter()
+        .map(|row| {
+            (0..row.len())
+                .map(|i| row.get::<_, Option<String>>(i).unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .collect()
+}
+
+/// The rows of `sql` on the database at `url`, on a connection of its own.
+fn query(url: &str, sql: &str) -> Vec<tokio_postgres::Row> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -88,17 +87,6 @@ pub fn rows(url: &str, sql: &str) -> Vec<String> {
             .await
             .expect("connect");
         tokio::spawn(conn);
-        client
-            .query(sql, &[])
-            .await
-            .expect("probe")
-            .iter()
-            .map(|row| {
-                (0..row.len())
-                    .map(|i| row.get::<_, Option<String>>(i).unwrap_or_default())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            })
-            .collect()
+        client.query(sql, &[]).await.expect("probe")
     })
 }
