@@ -6,10 +6,8 @@
 //! comes back by one road, [`RunMsg::Turn`] — ended on the actor's first
 //! poll, or still waiting, for the run to poll to its end ([`TurnBack`]);
 //! a nested run's progress comes on the way as [`RunMsg::Progress`].
-//! Everything else the supervisor hears is timers and its watcher task,
-//! if it has one, all through its [`RunAddr`] (a run's context's
-//! cancellation and graceful stop its task watches itself, as the same
-//! messages: `run/watcher.rs`).
+//! Everything else the supervisor hears is timers and its watcher, all
+//! through its [`RunAddr`].
 
 use std::future::Future;
 use std::pin::Pin;
