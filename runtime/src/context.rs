@@ -559,12 +559,6 @@ impl RunContext {
         self.inner.stop.cancelled().await
     }
 
-    /// [`stopping`](RunContext::stopping) as a future that owns what it
-    /// waits on (a run's task keeps it beside its mailbox).
-    pub(crate) fn stopping_owned(&self) -> tokio_util::sync::WaitForCancellationFutureOwned {
-        self.inner.stop.clone().cancelled_owned()
-    }
-
     /// The deadline, if any.
     pub fn deadline(&self) -> Option<Instant> {
         self.inner.deadline

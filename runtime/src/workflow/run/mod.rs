@@ -47,7 +47,6 @@ mod waiting;
 mod wake;
 mod watcher;
 
-use std::pin::pin;
 use std::sync::Arc;
 use std::task::Poll;
 
@@ -57,7 +56,6 @@ use futures::channel::mpsc;
 use self::core::RunCore;
 use self::core::RunReply;
 use self::scheduling::{Schedule, Scheduling};
-use self::watcher::Stops;
 use super::protocol::{RunAddr, RunMsg, TurnEnd, TurnOutcome};
 use super::snapshot::Resumed;
 use super::spec::Spec;
@@ -139,25 +137,14 @@ impl RunTask {
             addr,
             mailbox,
         } = &mut self;
-        // A run that watches only its context's cancellation and graceful
-        // stop watches them here, beside its mailbox (no watcher task).
-        let Stops {
-            cancelled,
-            stopping,
-        } = Stops::of(&state.core.ctx, state.core.spec.stop.as_ref());
-        let (mut cancelled, mut stopping) = (pin!(cancelled), pin!(stopping));
         state.drive(addr).await;
         state.settle(addr, mailbox).await;
         while state.core.reply.is_some() {
             // Messages first: what a turn sent before it ended (a nested
-            // run's progress) is taken in before its end; then the stops,
-            // as a watcher's message would come after them.
+            // run's progress) is taken in before its end.
             let woken = std::future::poll_fn(|cx| {
                 if let Poll::Ready(message) = mailbox.poll_next_unpin(cx) {
                     return Poll::Ready(Woken::Message(message));
-                }
-                if let Poll::Ready(stop) = Stops::poll(cancelled.as_mut(), stopping.as_mut(), cx) {
-                    return Poll::Ready(Woken::Message(Some(stop)));
                 }
                 state.core.waiting.poll_end(cx).map(Woken::Turn)
             })
