@@ -94,6 +94,12 @@ pub(crate) struct Run {
 pub(crate) struct Inner {
     /// Where it stands (`None`: running).
     pub(crate) status: Option<Status>,
+    /// A cancel was accepted while it ran ([`cancel_run`]): set under
+    /// the lock, before its context is cancelled outside it, so a stretch
+    /// ending in between is recorded cancelled too.
+    ///
+    /// [`cancel_run`]: super::run_control::cancel_run
+    pub(crate) cancelling: bool,
     /// The final response of its last stretch.
     pub(crate) response: Option<String>,
     /// The tokens it spent.
@@ -209,15 +215,16 @@ impl Run {
     pub(crate) fn finish(&self, result: Result<RunResult, String>) {
         {
             let mut inner = self.inner();
+            let cancelled = inner.cancelling || self.ctx.is_cancelled();
             match result {
-                Ok(r) if self.ctx.is_cancelled() => {
+                Ok(r) if cancelled => {
                     inner.usage = Some(r.usage);
                     inner.response = Some(r.final_text());
                     inner.status = Some(Status::Cancelled);
                     inner.requests.clear();
                     inner.thread = None;
                 }
-                Err(_) if self.ctx.is_cancelled() => {
+                Err(_) if cancelled => {
                     inner.status = Some(Status::Cancelled);
                     inner.requests.clear();
                     inner.thread = None;
@@ -365,4 +372,36 @@ pub(crate) fn usage_json(u: troupe::message::Usage) -> Value {
         "completion_tokens": u.completion_tokens,
         "total_tokens": u.total(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run() -> Arc<Run> {
+        Run::new("run-1".into(), "desk".into(), "hello".into(), None)
+    }
+
+    #[test]
+    fn a_stretch_ending_after_a_cancel_was_accepted_ends_the_run_cancelled() {
+        // `cancel_run` marks the run under the lock, then cancels its
+        // context outside it: a stretch ending in between is cancelled.
+        let cancelled = run();
+        assert_eq!(
+            super::super::run_control::cancel_run(&cancelled).ok(),
+            Some(Status::Running)
+        );
+        let marked = run();
+        marked.inner().cancelling = true;
+        assert!(!marked.ctx.is_cancelled());
+        for r in [&cancelled, &marked] {
+            r.finish(Err("the model went away".into()));
+            let inner = r.inner();
+            assert_eq!(inner.status(), Status::Cancelled);
+            assert_eq!(inner.error, None);
+        }
+        let failed = run();
+        failed.finish(Err("the model went away".into()));
+        assert_eq!(failed.inner().status(), Status::Failed);
+    }
 }

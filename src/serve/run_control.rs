@@ -72,7 +72,9 @@ pub(crate) fn cancel_run(run: &Run) -> Result<Status, ApiError> {
     let status = {
         let mut inner = run.inner();
         match inner.status() {
-            Status::Running => {}
+            // Said under the lock: a stretch ending before the context is
+            // cancelled below still ends the run cancelled (`Run::finish`).
+            Status::Running => inner.cancelling = true,
             Status::WaitingForInput => {
                 inner.status = Some(Status::Cancelled);
                 inner.thread = None;
