@@ -559,6 +559,12 @@ impl RunContext {
         self.inner.stop.cancelled().await
     }
 
+    /// [`stopping`](RunContext::stopping) as a future owning what it
+    /// waits on (a run's task keeps one while it waits).
+    pub(crate) fn stopping_owned(&self) -> tokio_util::sync::WaitForCancellationFutureOwned {
+        self.inner.stop.clone().cancelled_owned()
+    }
+
     /// The deadline, if any.
     pub fn deadline(&self) -> Option<Instant> {
         self.inner.deadline

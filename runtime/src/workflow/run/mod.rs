@@ -141,10 +141,15 @@ impl RunTask {
         state.settle(addr, mailbox).await;
         while state.core.reply.is_some() {
             // Messages first: what a turn sent before it ended (a nested
-            // run's progress) is taken in before its end.
+            // run's progress) is taken in before its end; then the
+            // context's stops, as a watching task's message would come
+            // after them.
             let woken = std::future::poll_fn(|cx| {
                 if let Poll::Ready(message) = mailbox.poll_next_unpin(cx) {
                     return Poll::Ready(Woken::Message(message));
+                }
+                if let Poll::Ready(stop) = state.core.watcher.poll_stops(&state.core.ctx, cx) {
+                    return Poll::Ready(Woken::Message(Some(stop)));
                 }
                 state.core.waiting.poll_end(cx).map(Woken::Turn)
             })
@@ -162,9 +167,7 @@ impl RunTask {
                     // the mailbox now: taken in before its end, as the
                     // messages-first poll does for a turn that ended on
                     // its actor.
-                    while let Ok(message) = mailbox.try_recv() {
-                        state.take_in(message, addr);
-                    }
+                    state.take_in_sent(addr, mailbox);
                     // Once the run's turns are cancelled, a turn ends
                     // cancelled, whatever it did.
                     if state.core.parts.turns_cancelled() {
@@ -179,9 +182,7 @@ impl RunTask {
             // reaches the turns before the watcher's message must not lose
             // the last report.
             if state.core.parts.turns_cancelled() && !state.core.waiting.is_empty() {
-                while let Ok(message) = mailbox.try_recv() {
-                    state.take_in(message, addr);
-                }
+                state.take_in_sent(addr, mailbox);
                 for end in state.core.waiting.cancel_all() {
                     state.turn_done(end, addr);
                 }
@@ -199,9 +200,7 @@ impl RunState {
     /// progress) is taken in first.
     async fn settle(&mut self, myself: &RunAddr, mailbox: &mut mpsc::UnboundedReceiver<RunMsg>) {
         while !self.core.ended.is_empty() {
-            while let Ok(message) = mailbox.try_recv() {
-                self.take_in(message, myself);
-            }
+            self.take_in_sent(myself, mailbox);
             let mut ended = std::mem::take(&mut self.core.ended);
             for mut end in ended.drain(..) {
                 // Once the run's turns are cancelled, a turn ends
@@ -219,6 +218,18 @@ impl RunState {
                 }
             }
             self.drive(myself).await;
+        }
+    }
+
+    /// Takes in what was sent to the run and not taken in yet: the
+    /// messages in its mailbox, then the context's stops asked for
+    /// meanwhile (as a watching task would have sent them, after).
+    fn take_in_sent(&mut self, myself: &RunAddr, mailbox: &mut mpsc::UnboundedReceiver<RunMsg>) {
+        while let Ok(message) = mailbox.try_recv() {
+            self.take_in(message, myself);
+        }
+        while let Some(stop) = self.core.watcher.take_stops(&self.core.ctx) {
+            self.take_in(stop, myself);
         }
     }
 

@@ -1,26 +1,70 @@
-//! The watcher: a task that turns what happens outside the run — the
-//! context's cancellation, graceful stop and deadline, the stop condition's timeout, an
-//! external stop handle — into messages to the run's supervisor.
+//! The watcher: what turns what happens outside the run — the context's
+//! cancellation, graceful stop and deadline, the stop condition's timeout,
+//! an external stop handle — into messages to the run's supervisor.
+//!
+//! A run with a timeout, a deadline or a stop handle has a task of its own
+//! watching them, which sends the run a message when one fires. Most runs
+//! have none of these and watch only their context's cancellation and
+//! graceful stop: the run's own task does that ([`Watcher::take_stops`]
+//! between the turns it takes in, [`Watcher::poll_stops`] beside its
+//! mailbox while it waits), and a run never waiting holds nothing for it.
+//! A task per run was most of what thousands of runs waiting at once held
+//! besides their state, and spawning it a cost of every run.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use pin_project_lite::pin_project;
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::WaitForCancellationFutureOwned;
 
 use crate::context::RunContext;
 use crate::stop::{StopCondition, StopHandle};
 use crate::workflow::protocol::{RunAddr, RunMsg};
 
-/// The watching task of one run; it ends with the run.
+/// How one run watches what happens outside it; it stops with the run.
 #[derive(Default)]
-pub(super) struct Watcher {
-    task: Option<JoinHandle<()>>,
+pub(super) enum Watcher {
+    /// Nothing watched (yet, or any more: the run is over).
+    #[default]
+    Off,
+    /// A task watching a timeout, a deadline or stop handles, and the
+    /// context, sending the run a message when one fires.
+    Task {
+        /// Held for its drop, which aborts the task.
+        _task: Aborted,
+    },
+    /// Only the context's cancellation and graceful stop, watched by the
+    /// run's own task.
+    Own(OwnStops),
+}
+
+/// The context's stops as the run's own task watches them.
+#[derive(Default)]
+pub(super) struct OwnStops {
+    /// The graceful stop was taken in (a cancel after it still is).
+    graceful_taken: bool,
+    /// The cancel was taken in: nothing is watched any more.
+    cancel_taken: bool,
+    /// What wakes the run's task while it waits; made when it first waits.
+    waits: Option<Pin<Box<Waits>>>,
+}
+
+pin_project! {
+    /// The context's two stops as futures, each registered with its token.
+    struct Waits {
+        #[pin]
+        cancelled: WaitForCancellationFutureOwned,
+        #[pin]
+        stopping: WaitForCancellationFutureOwned,
+    }
 }
 
 impl Watcher {
     /// Starts watching `ctx` and the timeouts and handles of `stop` for
-    /// run `myself`.
+    /// run `myself`: a task if there is more than the context to watch.
     pub(super) fn spawn(ctx: &RunContext, stop: Option<&StopCondition>, myself: RunAddr) -> Self {
-        let cancel = ctx.cancellation().clone();
-        let graceful = ctx.clone();
         let timeout = stop.and_then(|s| s.shortest_timeout());
         let deadline = ctx.deadline();
         let mut handles: Vec<StopHandle> = Vec::new();
@@ -28,10 +72,10 @@ impl Watcher {
             s.external_handles(&mut handles);
         }
         if timeout.is_none() && deadline.is_none() && handles.is_empty() {
-            return Watcher {
-                task: Some(tokio::spawn(watch_stops(cancel, graceful, myself))),
-            };
+            return Watcher::Own(OwnStops::default());
         }
+        let cancel = ctx.cancellation().clone();
+        let graceful = ctx.clone();
         let task = tokio::spawn(async move {
             let timeout = async {
                 match timeout {
@@ -73,57 +117,178 @@ impl Watcher {
                 }
             }
         });
-        Watcher { task: Some(task) }
+        Watcher::Task {
+            _task: Aborted(task),
+        }
+    }
+
+    /// The stop of `ctx` to take in now, if the run watches its context
+    /// itself and one was asked for since it last looked: a graceful stop
+    /// once, then the cancel once (a cancel first is taken alone), as a
+    /// watching task would have sent them.
+    pub(super) fn take_stops(&mut self, ctx: &RunContext) -> Option<RunMsg> {
+        let Watcher::Own(own) = self else {
+            return None;
+        };
+        if own.cancel_taken {
+            return None;
+        }
+        if ctx.is_cancelled() {
+            own.cancel_taken = true;
+            own.waits = None;
+            return Some(RunMsg::Cancel);
+        }
+        if !own.graceful_taken && ctx.is_stopping() {
+            own.graceful_taken = true;
+            return Some(RunMsg::GracefulStop);
+        }
+        None
+    }
+
+    /// [`take_stops`](Watcher::take_stops) for a run about to wait:
+    /// pending (and the task woken when one is asked for) if none is.
+    pub(super) fn poll_stops(&mut self, ctx: &RunContext, cx: &mut Context<'_>) -> Poll<RunMsg> {
+        let Watcher::Own(own) = self else {
+            return Poll::Pending;
+        };
+        if own.cancel_taken {
+            return Poll::Pending;
+        }
+        let waits = own.waits.get_or_insert_with(|| {
+            Box::pin(Waits {
+                cancelled: ctx.cancellation().clone().cancelled_owned(),
+                stopping: ctx.stopping_owned(),
+            })
+        });
+        let waits = waits.as_mut().project();
+        // Registered with both tokens, then read: a stop asked for after
+        // this poll wakes the task.
+        let cancelled = waits.cancelled.poll(cx).is_ready();
+        let stopping = !own.graceful_taken && waits.stopping.poll(cx).is_ready();
+        if cancelled || stopping {
+            if let Some(stop) = self.take_stops(ctx) {
+                return Poll::Ready(stop);
+            }
+        }
+        Poll::Pending
     }
 
     /// Stops watching: the run is over.
     pub(super) fn stop(&mut self) {
-        if let Some(task) = self.task.take() {
-            task.abort();
-        }
+        // A watching task is aborted as it is dropped.
+        *self = Watcher::Off;
     }
 }
 
-/// The watcher of a run with nothing to watch but its context's
-/// cancellation and graceful stop (no timeout, deadline or stop handle:
-/// most runs). Its own task, much smaller than the general one's (which
-/// keeps room for two timers and the handles' futures): thousands of
-/// runs waiting at once each hold one.
-async fn watch_stops(cancel: CancellationToken, graceful: RunContext, myself: RunAddr) {
-    tokio::select! {
-        biased;
-        _ = cancel.cancelled() => {}
-        _ = graceful.stopping() => {
-            if !myself.send(RunMsg::GracefulStop) {
-                return;
-            }
-            cancel.cancelled().await;
-        }
-    }
-    myself.send(RunMsg::Cancel);
-}
+/// A watching task, aborted when dropped (with its run).
+pub(super) struct Aborted(JoinHandle<()>);
 
-impl Drop for Watcher {
+impl Drop for Aborted {
     fn drop(&mut self) {
-        self.stop();
+        self.0.abort();
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::{Wake, Waker};
+
     use super::*;
 
-    #[cfg(target_pointer_width = "64")]
-    #[test]
-    fn a_run_that_watches_only_its_context_holds_a_small_watcher() {
+    /// A waker counting its wakes.
+    #[derive(Default)]
+    struct Count(AtomicUsize);
+
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// What `poll_stops` gives now, as a name.
+    fn poll(w: &mut Watcher, ctx: &RunContext, waker: &Waker) -> Option<&'static str> {
+        match w.poll_stops(ctx, &mut Context::from_waker(waker)) {
+            Poll::Ready(RunMsg::Cancel) => Some("cancel"),
+            Poll::Ready(RunMsg::GracefulStop) => Some("graceful"),
+            Poll::Ready(_) => Some("other"),
+            Poll::Pending => None,
+        }
+    }
+
+    fn own(ctx: &RunContext) -> Watcher {
         let (addr, _mailbox) = RunAddr::new();
-        let ctx = RunContext::new();
-        let size = std::mem::size_of_val(&watch_stops(ctx.cancellation().clone(), ctx, addr));
-        // Debug builds lay futures out more loosely than release ones.
+        let w = Watcher::spawn(ctx, None, addr);
         assert!(
-            size <= 240,
-            "the watcher of a run without timeout, deadline or stop handle is {size} bytes: \
-             every run waiting on its models holds one"
+            matches!(w, Watcher::Own(_)),
+            "no task for a run watching only its context"
         );
+        w
+    }
+
+    #[test]
+    fn a_waiting_run_is_woken_for_a_graceful_stop_then_the_cancel_once_each() {
+        let ctx = RunContext::new();
+        let mut w = own(&ctx);
+        let count = Arc::new(Count::default());
+        let waker = Waker::from(count.clone());
+        assert_eq!(poll(&mut w, &ctx, &waker), None);
+        ctx.stop_gracefully();
+        assert_eq!(
+            count.0.load(Ordering::SeqCst),
+            1,
+            "woken by the graceful stop"
+        );
+        assert_eq!(poll(&mut w, &ctx, &waker), Some("graceful"));
+        assert_eq!(poll(&mut w, &ctx, &waker), None);
+        ctx.cancel();
+        assert!(count.0.load(Ordering::SeqCst) >= 2, "woken by the cancel");
+        assert_eq!(poll(&mut w, &ctx, &waker), Some("cancel"));
+        assert_eq!(poll(&mut w, &ctx, &waker), None);
+        assert_eq!(w.take_stops(&ctx).map(|_| ()), None);
+    }
+
+    #[test]
+    fn stops_asked_for_between_waits_are_taken_once_and_not_again_while_waiting() {
+        let ctx = RunContext::new();
+        let mut w = own(&ctx);
+        assert!(w.take_stops(&ctx).is_none());
+        ctx.stop_gracefully();
+        assert!(matches!(w.take_stops(&ctx), Some(RunMsg::GracefulStop)));
+        assert!(w.take_stops(&ctx).is_none());
+        assert_eq!(poll(&mut w, &ctx, Waker::noop()), None, "taken already");
+        ctx.cancel();
+        assert!(matches!(w.take_stops(&ctx), Some(RunMsg::Cancel)));
+        assert_eq!(poll(&mut w, &ctx, Waker::noop()), None, "taken already");
+    }
+
+    #[test]
+    fn a_cancel_first_is_taken_alone() {
+        let ctx = RunContext::new();
+        let mut w = own(&ctx);
+        ctx.stop_gracefully();
+        ctx.cancel();
+        assert_eq!(poll(&mut w, &ctx, Waker::noop()), Some("cancel"));
+        assert_eq!(poll(&mut w, &ctx, Waker::noop()), None);
+        assert!(w.take_stops(&ctx).is_none());
+    }
+
+    #[tokio::test]
+    async fn a_run_with_a_timeout_has_a_task_send_its_stops() {
+        let ctx = RunContext::new();
+        let stop = StopCondition::timeout(std::time::Duration::from_secs(60));
+        let (addr, _mailbox) = RunAddr::new();
+        let mut w = Watcher::spawn(&ctx, Some(&stop), addr);
+        assert!(matches!(w, Watcher::Task { .. }));
+        ctx.cancel();
+        assert!(w.take_stops(&ctx).is_none(), "its task sends them");
+        assert_eq!(
+            poll(&mut w, &ctx, Waker::noop()),
+            None,
+            "its task sends them"
+        );
+        w.stop();
+        assert!(matches!(w, Watcher::Off));
     }
 }
