@@ -165,10 +165,10 @@ impl Watcher {
         // this poll wakes the task.
         let cancelled = waits.cancelled.poll(cx).is_ready();
         let stopping = !own.graceful_taken && waits.stopping.poll(cx).is_ready();
-        if cancelled || stopping {
-            if let Some(stop) = self.take_stops(ctx) {
-                return Poll::Ready(stop);
-            }
+        if (cancelled || stopping)
+            && let Some(stop) = self.take_stops(ctx)
+        {
+            return Poll::Ready(stop);
         }
         Poll::Pending
     }
