@@ -19,10 +19,10 @@ use std::sync::Arc;
 use axum::response::sse::{Event as Sse, KeepAlive};
 use serde_json::{Value, json};
 use tokio::sync::watch;
-use troupe::{Event, event::EventRecord};
+use troupe::Event;
 
 use super::error::ApiError;
-use super::run::{Run, Status, usage_json};
+use super::run::{Run, Status, event_of, usage_json};
 use super::state::Shared;
 
 /// What every response and chunk repeats.
@@ -186,7 +186,7 @@ async fn next_items(c: &mut Cursor) -> Option<Vec<Sse>> {
         let line = c.run.inner().events.get(c.next).cloned();
         if let Some(line) = line {
             c.next += 1;
-            let Ok(record) = serde_json::from_str::<EventRecord>(&line) else {
+            let Some(record) = event_of(&line, Cursor::KINDS) else {
                 continue;
             };
             let items = c.take(record.into_event());
@@ -206,6 +206,9 @@ async fn next_items(c: &mut Cursor) -> Option<Vec<Sse>> {
 }
 
 impl Cursor {
+    /// The kinds of event [`Cursor::take`] makes chunks of.
+    const KINDS: &[&str] = &["agent_started", "text_delta", "message_produced", "tool_call"];
+
     /// Whether `path` is an answering agent's.
     fn answers(&self, path: &str) -> bool {
         self.options.answering.iter().any(|a| a == path)
@@ -328,4 +331,57 @@ pub(crate) fn answering(state: &Shared, team: &str) -> Result<Vec<String>, ApiEr
         paths.push(format!("{name}/{only}"));
     }
     Ok(paths)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use troupe::event::EventRecord;
+    use troupe::message::{Message, ToolCall};
+
+    use super::*;
+
+    #[test]
+    fn the_kinds_a_stream_decodes_are_those_it_takes() {
+        // One event of each kind `Cursor::take` turns into chunks: each
+        // decoded from its log line, none passed over.
+        let path: Arc<str> = "trio/c".into();
+        let taken = [
+            Event::AgentStarted {
+                path: path.clone(),
+                batch: 1,
+            },
+            Event::TextDelta {
+                path: path.clone(),
+                text: "hi".into(),
+            },
+            Event::MessageProduced {
+                path: path.clone(),
+                message: Arc::new(Message::text("c", "hi")),
+            },
+            Event::ToolCall {
+                path: path.clone(),
+                call: ToolCall {
+                    id: "1".into(),
+                    name: "look".into(),
+                    arguments: "{}".into(),
+                },
+            },
+        ];
+        for event in taken {
+            let line = serde_json::to_string(&EventRecord::new("r", 0, event.clone())).unwrap();
+            assert_eq!(
+                event_of(&line, Cursor::KINDS).map(EventRecord::into_event),
+                Some(event),
+                "{line}"
+            );
+        }
+        let passed = Event::Warning {
+            path,
+            text: "late".into(),
+        };
+        let line = serde_json::to_string(&EventRecord::new("r", 0, passed)).unwrap();
+        assert_eq!(event_of(&line, Cursor::KINDS), None);
+    }
 }

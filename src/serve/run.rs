@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 use troupe::{
     InputRequest, RunContext, RunResult, RunStatus, Thread, Workflow, event::EventRecord,
-    sink::EventOutput, sink::EventSink, sink::JsonLines,
+    sink::EventSink, sink::json_line,
 };
 
 /// Where a run stands.
@@ -128,6 +128,18 @@ pub(crate) struct Inner {
     pub(crate) origin: Option<Value>,
 }
 
+/// The event in `line` of a run's log, if it is of one of `kinds` (its
+/// `type`): a line of another kind is passed over without decoding it —
+/// a stream that shows a few kinds reads every line of a run's log.
+pub(crate) fn event_of(line: &str, kinds: &[&str]) -> Option<EventRecord> {
+    if let Some(kind) = EventRecord::type_in_line(line)
+        && !kinds.contains(&kind)
+    {
+        return None;
+    }
+    serde_json::from_str(line).ok()
+}
+
 /// Where runs say they ended: the ids, for the registry (`registry.rs`)
 /// to weigh.
 pub(crate) type Ended = Arc<Mutex<Vec<String>>>;
@@ -194,16 +206,10 @@ impl Run {
 
     /// Logs an event as `troupe run --events jsonl` writes it.
     pub(crate) fn log(&self, record: &EventRecord) {
-        // Most lines fit: no regrowing while the record is written.
-        let mut out = JsonLines::new(Vec::with_capacity(512));
-        if out.write(record).is_err() {
+        let Ok(line) = json_line(record) else {
             return;
-        }
-        let mut bytes = out.into_inner();
-        if bytes.last() == Some(&b'\n') {
-            bytes.pop();
-        }
-        let line: Arc<str> = String::from_utf8_lossy(&bytes).into();
+        };
+        let line: Arc<str> = line.into();
         self.inner().events.push(line);
         self.changed.send_modify(|n| *n += 1);
     }

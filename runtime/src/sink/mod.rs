@@ -4,7 +4,7 @@
 mod outputs;
 mod writer;
 
-pub use outputs::{ConsoleLines, JsonLines};
+pub use outputs::{ConsoleLines, JsonLines, json_line};
 pub use writer::{EventOutput, EventWriter};
 
 use std::fmt;

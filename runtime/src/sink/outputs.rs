@@ -46,16 +46,37 @@ impl<W: Write + Send + 'static> EventOutput for JsonLines<W> {
             serde_json::to_writer(&mut self.writer, event)?;
             return self.writer.write_all(b"\n");
         }
-        // Masked inside string literals only: the line stays valid JSON.
-        let line = serde_json::to_string(event)?;
-        self.writer
-            .write_all(secrets::redact_json_text(&line).as_bytes())?;
+        self.writer.write_all(json_line(event)?.as_bytes())?;
         self.writer.write_all(b"\n")
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
         self.writer.flush()
     }
+}
+
+/// One event as [`JsonLines`] writes it, without the newline, as a
+/// `String` (serde_json writes valid UTF-8: nothing to check or copy, as
+/// there would be from a writer's bytes). Registered secrets are masked
+/// inside string literals only, so the line stays valid JSON.
+///
+/// ```
+/// use troupe_runtime::{Event, event::EventRecord, sink::json_line};
+///
+/// let line = json_line(&EventRecord::new("r1", 0, Event::Warning { path: "team".into(), text: "late".into() }))?;
+/// assert!(line.starts_with("{\"run_id\":\"r1\",\"seq\":0,\"time\":"));
+/// assert!(line.ends_with("\"text\":\"late\"}"));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+pub fn json_line(event: &EventRecord) -> serde_json::Result<String> {
+    let line = serde_json::to_string(event)?;
+    if !secrets::any() {
+        return Ok(line);
+    }
+    Ok(match secrets::redact_json_text(&line) {
+        std::borrow::Cow::Borrowed(_) => line,
+        std::borrow::Cow::Owned(masked) => masked,
+    })
 }
 
 /// Prints each event on stdout as one readable line (the event's

@@ -17,9 +17,9 @@ use tokio::sync::watch;
 use troupe::agents::a2a::types::{
     Artifact, JsonRpcResponse, Part, StreamResponse, TaskArtifactUpdateEvent,
 };
-use troupe::{Event, event::EventRecord};
+use troupe::Event;
 
-use super::super::run::{Run, Status};
+use super::super::run::{Run, Status, event_of};
 use super::task;
 
 /// Where a stream stands.
@@ -100,7 +100,8 @@ async fn next_items(c: &mut Cursor) -> Option<Vec<StreamResponse>> {
         };
         if let Some(line) = line {
             c.next += 1;
-            let Ok(record) = serde_json::from_str::<EventRecord>(&line) else {
+            // The kinds taken below.
+            let Some(record) = event_of(&line, &["agent_started", "text_delta"]) else {
                 continue;
             };
             let event = record.into_event();
