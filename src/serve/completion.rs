@@ -22,7 +22,7 @@ use tokio::sync::watch;
 use troupe::Event;
 
 use super::error::ApiError;
-use super::run::{Run, Status, event_of, usage_json};
+use super::run::{Run, Status, usage_json};
 use super::state::Shared;
 
 /// What every response and chunk repeats.
@@ -183,13 +183,13 @@ async fn next_items(c: &mut Cursor) -> Option<Vec<Sse>> {
     }
     loop {
         c.changes.borrow_and_update();
-        let line = c.run.inner().events.get(c.next).cloned();
-        if let Some(line) = line {
+        let logged = c.run.inner().events.get(c.next);
+        if let Some(logged) = logged {
             c.next += 1;
-            let Some(record) = event_of(&line, Cursor::KINDS) else {
+            let Some(event) = logged.event_of(Cursor::KINDS) else {
                 continue;
             };
-            let items = c.take(record.into_event());
+            let items = c.take(event);
             if !items.is_empty() {
                 return Some(items);
             }
@@ -207,7 +207,12 @@ async fn next_items(c: &mut Cursor) -> Option<Vec<Sse>> {
 
 impl Cursor {
     /// The kinds of event [`Cursor::take`] makes chunks of.
-    const KINDS: &[&str] = &["agent_started", "text_delta", "message_produced", "tool_call"];
+    const KINDS: &[&str] = &[
+        "agent_started",
+        "text_delta",
+        "message_produced",
+        "tool_call",
+    ];
 
     /// Whether `path` is an answering agent's.
     fn answers(&self, path: &str) -> bool {
@@ -340,6 +345,7 @@ mod tests {
     use troupe::event::EventRecord;
     use troupe::message::{Message, ToolCall};
 
+    use super::super::event_log::Logged;
     use super::*;
 
     #[test]
@@ -372,7 +378,7 @@ mod tests {
         for event in taken {
             let line = serde_json::to_string(&EventRecord::new("r", 0, event.clone())).unwrap();
             assert_eq!(
-                event_of(&line, Cursor::KINDS).map(EventRecord::into_event),
+                Logged::Line(line.as_str().into()).event_of(Cursor::KINDS),
                 Some(event),
                 "{line}"
             );
@@ -382,6 +388,6 @@ mod tests {
             text: "late".into(),
         };
         let line = serde_json::to_string(&EventRecord::new("r", 0, passed)).unwrap();
-        assert_eq!(event_of(&line, Cursor::KINDS), None);
+        assert_eq!(Logged::Line(line.into()).event_of(Cursor::KINDS), None);
     }
 }

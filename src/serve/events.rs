@@ -69,9 +69,9 @@ async fn next_event(c: &mut Cursor) -> Option<Event> {
         c.changes.borrow_and_update();
         let (line, status) = {
             let inner = c.run.inner();
-            (inner.events.get(c.next).cloned(), inner.status())
+            (inner.events.get(c.next), inner.status())
         };
-        if let Some(line) = line {
+        if let Some(line) = line.map(|logged| logged.line()) {
             let event = Event::default().id(c.next.to_string()).data(&*line);
             c.next += 1;
             return Some(event);

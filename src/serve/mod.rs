@@ -25,6 +25,7 @@ mod deliver;
 mod describe;
 mod drive;
 mod error;
+mod event_log;
 mod events;
 mod fork;
 mod intake;

@@ -8,8 +8,10 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 use troupe::{
     InputRequest, RunContext, RunResult, RunStatus, Thread, Workflow, event::EventRecord,
-    sink::EventSink, sink::json_line,
+    sink::EventSink,
 };
+
+use super::event_log::EventLog;
 
 /// Where a run stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,8 +112,8 @@ pub(crate) struct Inner {
     pub(crate) requests: Vec<InputRequest>,
     /// The thread of a run waiting for input, to answer it in.
     pub(crate) thread: Option<Thread>,
-    /// Every event so far, each as one line of `--events jsonl`.
-    pub(crate) events: Vec<Arc<str>>,
+    /// Every event so far.
+    pub(crate) events: EventLog,
     /// The run and checkpoint it was forked from (`{run_id, checkpoint}`).
     pub(crate) forked_from: Option<Value>,
     /// The schedule tick that started it (`{schedule, tick}`).
@@ -126,18 +128,6 @@ pub(crate) struct Inner {
     /// it (`task`, `session`, `started_at`), shown instead of this run's
     /// blanks.
     pub(crate) origin: Option<Value>,
-}
-
-/// The event in `line` of a run's log, if it is of one of `kinds` (its
-/// `type`): a line of another kind is passed over without decoding it —
-/// a stream that shows a few kinds reads every line of a run's log.
-pub(crate) fn event_of(line: &str, kinds: &[&str]) -> Option<EventRecord> {
-    if let Some(kind) = EventRecord::type_in_line(line)
-        && !kinds.contains(&kind)
-    {
-        return None;
-    }
-    serde_json::from_str(line).ok()
 }
 
 /// Where runs say they ended: the ids, for the registry (`registry.rs`)
@@ -206,11 +196,7 @@ impl Run {
 
     /// Logs an event as `troupe run --events jsonl` writes it.
     pub(crate) fn log(&self, record: &EventRecord) {
-        let Ok(line) = json_line(record) else {
-            return;
-        };
-        let line: Arc<str> = line.into();
-        self.inner().events.push(line);
+        self.inner().events.push(record.clone());
         self.changed.send_modify(|n| *n += 1);
     }
 
@@ -287,7 +273,7 @@ impl Run {
     /// Roughly how many bytes its record holds (task, events, response).
     pub(crate) fn weight(&self) -> usize {
         let inner = self.inner();
-        let events: usize = inner.events.iter().map(|e| e.len() + 16).sum();
+        let events = inner.events.weight();
         self.task.len()
             + events
             + inner.response.as_ref().map_or(0, String::len)

@@ -14,12 +14,12 @@ use axum::response::sse::{Event as Sse, KeepAlive};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use tokio::sync::watch;
+use troupe::Event;
 use troupe::agents::a2a::types::{
     Artifact, JsonRpcResponse, Part, StreamResponse, TaskArtifactUpdateEvent,
 };
-use troupe::Event;
 
-use super::super::run::{Run, Status, event_of};
+use super::super::run::{Run, Status};
 use super::task;
 
 /// Where a stream stands.
@@ -96,15 +96,14 @@ async fn next_items(c: &mut Cursor) -> Option<Vec<StreamResponse>> {
         c.changes.borrow_and_update();
         let (line, status) = {
             let inner = c.run.inner();
-            (inner.events.get(c.next).cloned(), inner.status())
+            (inner.events.get(c.next), inner.status())
         };
-        if let Some(line) = line {
+        if let Some(logged) = line {
             c.next += 1;
             // The kinds taken below.
-            let Some(record) = event_of(&line, &["agent_started", "text_delta"]) else {
+            let Some(event) = logged.event_of(&["agent_started", "text_delta"]) else {
                 continue;
             };
-            let event = record.into_event();
             let answers = c.answering.is_empty() || c.answering.iter().any(|a| a == event.path());
             match event {
                 Event::AgentStarted { .. } if answers => c.in_turn = false,

@@ -13,7 +13,6 @@ use std::sync::Arc;
 use axum::response::sse::{Event as Sse, KeepAlive};
 use serde_json::{Value, json};
 use tokio::sync::watch;
-use troupe::event::EventRecord;
 
 use super::input::{ResumeEntry, ResumeStatus};
 use super::translate::Translator;
@@ -107,14 +106,14 @@ async fn next_items(c: &mut Cursor) -> Option<Vec<Value>> {
         c.changes.borrow_and_update();
         let (line, status) = {
             let inner = p.run.inner();
-            (inner.events.get(p.from).cloned(), inner.status())
+            (inner.events.get(p.from), inner.status())
         };
-        if let Some(line) = line {
+        if let Some(logged) = line {
             p.from += 1;
-            let Ok(record) = serde_json::from_str::<EventRecord>(&line) else {
+            let Some(event) = logged.event() else {
                 continue;
             };
-            let items = p.translator.take(record.into_event());
+            let items = p.translator.take(event);
             if !items.is_empty() {
                 return Some(items);
             }

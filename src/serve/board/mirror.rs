@@ -102,11 +102,11 @@ async fn refresh(
         return Ok(true);
     };
     let from = run.inner().events.len();
-    let mut lines = load_events(board, &run.id, from).await?;
+    let lines = load_events(board, &run.id, from).await?;
     {
         let mut inner = run.inner();
         if inner.events.len() == from {
-            inner.events.append(&mut lines);
+            inner.events.extend_lines(lines);
         }
     }
     let status = take_record(run, &record);

@@ -212,7 +212,7 @@ pub(crate) async fn adopted(state: &Shared, run: &Arc<Run>) {
         )),
     }
     match mirror::load_events(&board, &run.id, 0).await {
-        Ok(lines) => run.inner().events.extend(lines),
+        Ok(lines) => run.inner().events.extend_lines(lines),
         Err(e) => say(&format!(
             "troupe serve: run `{}` taken over without its earlier events: {e}",
             run.id

@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::super::event_log::Logged;
 use super::super::run::Run;
 use super::super::say;
 use super::Board;
@@ -27,10 +28,10 @@ pub(super) fn spawn(board: Arc<Board>, run: Arc<Run>) {
             let record = board.record(&run);
             let (events, ended) = {
                 let inner = run.inner();
-                let events: Vec<Arc<str>> =
-                    inner.events.get(written..).unwrap_or_default().to_vec();
-                (events, inner.status().ended())
+                (inner.events.from(written), inner.status().ended())
             };
+            // Written out of the run's lock, which its events wait on.
+            let events: Vec<Arc<str>> = events.iter().map(Logged::line).collect();
             let key = (record.detail.to_string(), record.webhook.clone());
             let changed = last.as_ref() != Some(&key);
             if changed || !events.is_empty() {
