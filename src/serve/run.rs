@@ -197,7 +197,14 @@ impl Run {
     /// Logs an event as `troupe run --events jsonl` writes it.
     pub(crate) fn log(&self, record: &EventRecord) {
         self.inner().events.push(record.clone());
-        self.changed.send_modify(|n| *n += 1);
+        // Nobody to wake (most runs: nothing streams them), no wake-up —
+        // tokio's watch takes eight locks for one. A reader subscribing
+        // after this check reads the event from the log before it waits.
+        let watched = self.changed.receiver_count() > 0;
+        self.changed.send_if_modified(|n| {
+            *n += 1;
+            watched
+        });
     }
 
     /// Records how a stretch of the run ended. A run whose context was
