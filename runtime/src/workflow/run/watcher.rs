@@ -47,8 +47,35 @@ pub(super) struct OwnStops {
     graceful_taken: bool,
     /// The cancel was taken in: nothing is watched any more.
     cancel_taken: bool,
+    /// How many more takes-in pass before the tokens are read again
+    /// ([`Watcher::take_stops`]).
+    skip: u8,
     /// What wakes the run's task while it waits; made when it first waits.
     waits: Option<Pin<Box<Waits>>>,
+}
+
+/// How often [`Watcher::take_stops`] reads the tokens: once in this many
+/// calls.
+const LOOK_EVERY: u8 = 16;
+
+impl OwnStops {
+    /// Reads the tokens: the stop to take in now, if one was asked for
+    /// and not taken in yet.
+    fn look(&mut self, ctx: &RunContext) -> Option<RunMsg> {
+        if self.cancel_taken {
+            return None;
+        }
+        if ctx.is_cancelled() {
+            self.cancel_taken = true;
+            self.waits = None;
+            return Some(RunMsg::Cancel);
+        }
+        if !self.graceful_taken && ctx.is_stopping() {
+            self.graceful_taken = true;
+            return Some(RunMsg::GracefulStop);
+        }
+        None
+    }
 }
 
 pin_project! {
@@ -126,23 +153,23 @@ impl Watcher {
     /// itself and one was asked for since it last looked: a graceful stop
     /// once, then the cancel once (a cancel first is taken alone), as a
     /// watching task would have sent them.
+    ///
+    /// Called between the turns a run takes in without waiting, it reads
+    /// the tokens (a lock each) at the first call and every
+    /// [`LOOK_EVERY`]th after: a run of function nodes that never waits
+    /// would otherwise pay two locks a turn. Such a run sees a graceful
+    /// stop within that many turns; a cancel stops it sooner, at its next
+    /// turn, whose first poll is skipped once the context is cancelled.
     pub(super) fn take_stops(&mut self, ctx: &RunContext) -> Option<RunMsg> {
         let Watcher::Own(own) = self else {
             return None;
         };
-        if own.cancel_taken {
+        if own.skip > 0 {
+            own.skip -= 1;
             return None;
         }
-        if ctx.is_cancelled() {
-            own.cancel_taken = true;
-            own.waits = None;
-            return Some(RunMsg::Cancel);
-        }
-        if !own.graceful_taken && ctx.is_stopping() {
-            own.graceful_taken = true;
-            return Some(RunMsg::GracefulStop);
-        }
-        None
+        own.skip = LOOK_EVERY - 1;
+        own.look(ctx)
     }
 
     /// [`take_stops`](Watcher::take_stops) for a run about to wait:
@@ -166,7 +193,7 @@ impl Watcher {
         let cancelled = waits.cancelled.poll(cx).is_ready();
         let stopping = !own.graceful_taken && waits.stopping.poll(cx).is_ready();
         if (cancelled || stopping)
-            && let Some(stop) = self.take_stops(ctx)
+            && let Some(stop) = own.look(ctx)
         {
             return Poll::Ready(stop);
         }
@@ -246,21 +273,41 @@ mod tests {
         assert!(count.0.load(Ordering::SeqCst) >= 2, "woken by the cancel");
         assert_eq!(poll(&mut w, &ctx, &waker), Some("cancel"));
         assert_eq!(poll(&mut w, &ctx, &waker), None);
-        assert_eq!(w.take_stops(&ctx).map(|_| ()), None);
+        assert!(takes(&mut w, &ctx, 2 * LOOK_EVERY).is_empty());
+    }
+
+    /// What `take_stops` gives over `n` calls, as names.
+    fn takes(w: &mut Watcher, ctx: &RunContext, n: u8) -> Vec<&'static str> {
+        (0..n)
+            .filter_map(|_| w.take_stops(ctx))
+            .map(|m| match m {
+                RunMsg::Cancel => "cancel",
+                RunMsg::GracefulStop => "graceful",
+                _ => "other",
+            })
+            .collect()
     }
 
     #[test]
     fn stops_asked_for_between_waits_are_taken_once_and_not_again_while_waiting() {
         let ctx = RunContext::new();
         let mut w = own(&ctx);
-        assert!(w.take_stops(&ctx).is_none());
         ctx.stop_gracefully();
-        assert!(matches!(w.take_stops(&ctx), Some(RunMsg::GracefulStop)));
-        assert!(w.take_stops(&ctx).is_none());
+        assert_eq!(
+            takes(&mut w, &ctx, 1),
+            ["graceful"],
+            "read at the first call"
+        );
+        assert!(takes(&mut w, &ctx, 3 * LOOK_EVERY).is_empty(), "taken once");
         assert_eq!(poll(&mut w, &ctx, Waker::noop()), None, "taken already");
+        // Seen within LOOK_EVERY calls, wherever the count stands.
+        for _ in 0..5 {
+            w.take_stops(&ctx);
+        }
         ctx.cancel();
-        assert!(matches!(w.take_stops(&ctx), Some(RunMsg::Cancel)));
+        assert_eq!(takes(&mut w, &ctx, LOOK_EVERY), ["cancel"]);
         assert_eq!(poll(&mut w, &ctx, Waker::noop()), None, "taken already");
+        assert!(takes(&mut w, &ctx, 2 * LOOK_EVERY).is_empty());
     }
 
     #[test]
@@ -271,7 +318,7 @@ mod tests {
         ctx.cancel();
         assert_eq!(poll(&mut w, &ctx, Waker::noop()), Some("cancel"));
         assert_eq!(poll(&mut w, &ctx, Waker::noop()), None);
-        assert!(w.take_stops(&ctx).is_none());
+        assert!(takes(&mut w, &ctx, 2 * LOOK_EVERY).is_empty());
     }
 
     #[tokio::test]
@@ -282,7 +329,10 @@ mod tests {
         let mut w = Watcher::spawn(&ctx, Some(&stop), addr);
         assert!(matches!(w, Watcher::Task { .. }));
         ctx.cancel();
-        assert!(w.take_stops(&ctx).is_none(), "its task sends them");
+        assert!(
+            takes(&mut w, &ctx, 2 * LOOK_EVERY).is_empty(),
+            "its task sends them"
+        );
         assert_eq!(
             poll(&mut w, &ctx, Waker::noop()),
             None,
