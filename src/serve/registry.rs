@@ -45,6 +45,9 @@ struct Table {
     order: VecDeque<String>,
     /// The weight of each finished run's record, measured once it ended.
     weights: BTreeMap<String, usize>,
+    /// The sum of `weights`, kept as they come and go (summing them at
+    /// every new run was a walk over up to [`KEPT`] of them).
+    weighed: usize,
     /// New runs since the last walk over every run.
     since_walk: usize,
 }
@@ -72,6 +75,7 @@ impl Registry {
             map,
             order,
             weights,
+            weighed,
             since_walk,
         } = &mut *guard;
         map.insert(id.clone(), run.clone());
@@ -80,7 +84,9 @@ impl Registry {
             if let Some(r) = map.get(&id)
                 && !weights.contains_key(&id)
             {
-                weights.insert(id, r.weight());
+                let w = r.weight();
+                *weighed += w;
+                weights.insert(id, w);
             }
         }
         *since_walk += 1;
@@ -88,13 +94,15 @@ impl Registry {
             *since_walk = 0;
             for (id, r) in map.iter() {
                 if !weights.contains_key(id) && r.inner().status().ended() {
-                    weights.insert(id.clone(), r.weight());
+                    let w = r.weight();
+                    *weighed += w;
+                    weights.insert(id.clone(), w);
                 }
             }
         }
         let mut total = order.len();
         let mut finished = weights.len();
-        let mut bytes: usize = weights.values().sum();
+        let mut bytes = *weighed;
         let mut gone = Vec::new();
         for id in order.iter() {
             if (total <= KEPT && bytes <= KEPT_BYTES) || finished <= 1 {
@@ -110,7 +118,9 @@ impl Registry {
         if !gone.is_empty() {
             for id in &gone {
                 map.remove(id);
-                weights.remove(id);
+                if let Some(w) = weights.remove(id) {
+                    *weighed = weighed.saturating_sub(w);
+                }
             }
             order.retain(|o| map.contains_key(o));
         }
