@@ -19,43 +19,8 @@ use crate::stats::{AgentStats, Meter};
 use crate::thread::Thread;
 use crate::until_cancelled::UntilCancelled;
 // Re-exported for the modules that take sinks and contexts together.
+pub(crate) use crate::event_stream::EventStream;
 pub(crate) use crate::sink::EventSink;
-
-/// The receiving end of [`RunContext::stream`]: events as they happen.
-#[derive(Debug)]
-pub struct EventStream {
-    rx: mpsc::UnboundedReceiver<EventRecord>,
-}
-
-impl EventStream {
-    pub(crate) fn from_receiver(rx: mpsc::UnboundedReceiver<EventRecord>) -> Self {
-        EventStream { rx }
-    }
-
-    /// The next event; `None` once every context that could send is gone.
-    pub async fn next(&mut self) -> Option<EventRecord> {
-        self.rx.recv().await
-    }
-
-    /// Events already received, without waiting.
-    pub fn drain_ready(&mut self) -> Vec<EventRecord> {
-        let mut out = Vec::new();
-        while let Ok(e) = self.rx.try_recv() {
-            out.push(e);
-        }
-        out
-    }
-}
-
-impl futures::Stream for EventStream {
-    type Item = EventRecord;
-    fn poll_next(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<EventRecord>> {
-        self.rx.poll_recv(cx)
-    }
-}
 
 #[derive(Clone)]
 struct Inner {
@@ -189,7 +154,10 @@ impl RunContext {
     /// A context streaming its events, and the stream to read them from.
     pub fn stream() -> (Self, EventStream) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (Self::with_sink(EventSink::Channel(tx)), EventStream { rx })
+        (
+            Self::with_sink(EventSink::Channel(tx)),
+            EventStream::from_receiver(rx),
+        )
     }
 
     /// The same context with another cancellation token (for example one the

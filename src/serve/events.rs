@@ -67,11 +67,11 @@ async fn next_event(c: &mut Cursor) -> Option<Event> {
     }
     loop {
         c.changes.borrow_and_update();
-        let (line, status) = {
+        let (logged, status) = {
             let inner = c.run.inner();
             (inner.events.get(c.next), inner.status())
         };
-        if let Some(line) = line.map(|logged| logged.line()) {
+        if let Some(line) = logged.map(|logged| logged.line()) {
             let event = Event::default().id(c.next.to_string()).data(&*line);
             c.next += 1;
             return Some(event);

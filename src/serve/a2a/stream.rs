@@ -94,11 +94,11 @@ async fn next_items(c: &mut Cursor) -> Option<Vec<StreamResponse>> {
     }
     loop {
         c.changes.borrow_and_update();
-        let (line, status) = {
+        let (logged, status) = {
             let inner = c.run.inner();
             (inner.events.get(c.next), inner.status())
         };
-        if let Some(logged) = line {
+        if let Some(logged) = logged {
             c.next += 1;
             // The kinds taken below.
             let Some(event) = logged.event_of(&["agent_started", "text_delta"]) else {

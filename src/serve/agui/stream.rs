@@ -104,11 +104,11 @@ async fn next_items(c: &mut Cursor) -> Option<Vec<Value>> {
     }
     loop {
         c.changes.borrow_and_update();
-        let (line, status) = {
+        let (logged, status) = {
             let inner = p.run.inner();
             (inner.events.get(p.from), inner.status())
         };
-        if let Some(logged) = line {
+        if let Some(logged) = logged {
             p.from += 1;
             let Some(event) = logged.event() else {
                 continue;
