@@ -73,6 +73,8 @@ mod idle;
 mod ring;
 #[path = "bench/serve.rs"]
 mod serve;
+#[path = "bench/serve_floor.rs"]
+mod serve_floor;
 #[path = "bench/serve_proc.rs"]
 mod serve_proc;
 #[path = "bench/serve_target.rs"]
@@ -153,6 +155,7 @@ async fn run(args: &Args) -> Result<Value, BoxError> {
         "idle" => idle(args.k.unwrap_or(100_000)).await,
         "idle_spawned" => idle_spawned(args.k.unwrap_or(100_000)).await,
         "stream" => stream::stream(args.n.unwrap_or(2_000)).await,
+        "serve_floor" => serve_floor::serve_floor(args).await, // `serve --server floor`'s server
         "ckpt" => {
             ckpt::ckpt(&ckpt::Ckpt {
                 n: args.n.unwrap_or(1_000),

@@ -25,7 +25,7 @@ pub(super) fn parse_args() -> Result<Args, BoxError> {
             "usage: bench <workload> [--n N] [--k K] [--runs R] [--context buffered|whole] [--threads T]\n\
              \x20      [--store memory|file|sqlite|postgres] [--durability process|fsync|exit] [--reps R] (ckpt)\n\
              \x20      [--m M] [--latency-ms L] (conc)\n\
-             \x20      [--server troupe|langgraph] [--k K] [--n TURNS] [--latency-ms L] [--store sqlite|memory] (serve)\n\
+             \x20      [--server troupe|langgraph|floor] [--k K] [--n TURNS] [--latency-ms L] [--store sqlite|memory] (serve)\n\
              workloads: {}",
             WORKLOADS.join(", ")
         )

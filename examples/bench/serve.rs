@@ -12,8 +12,10 @@
 //! sessions) streamed. Each answer is checked, and afterwards every
 //! session's stored conversation (4 messages a turn: nothing lost).
 //! Before the clock: 5 turns each way on a session of its own (warm-up),
-//! and every session made (LangGraph's threads; troupe makes a session on
-//! its first turn).
+//! and every session made with its own connection open (LangGraph's
+//! `POST /threads`; troupe makes a session on its first turn, so its
+//! connection is opened by a `GET /v1/models`): the burst measures turns,
+//! not the kernel accepting K connections.
 //!
 //! Fields (ms unless said):
 //! - `throughput_turns_s`: user turns answered per second, not streamed
@@ -28,7 +30,16 @@
 //! - `kib_per_session`: the server's resident memory (with its children)
 //!   after the K unstreamed sessions − before they were made (after the
 //!   warm-up), / K;
-//!   `server_rss_idle_mib`, `server_peak_mib` beside it.
+//!   `server_rss_idle_mib`, `server_peak_mib` beside it;
+//! - `server_cpu_us_per_turn`, `client_cpu_us_per_turn`: the CPU time
+//!   (user + system, µs) the server (with its children) and this client
+//!   used over the unstreamed phase, / its user turns. The kernel's work
+//!   for loopback connections counts where it ran. With 2 cores, 2 s of
+//!   CPU a second is all there is: the sum bounds the throughput.
+//!
+//! `--server floor` runs the least a server can do for this workload
+//! (`serve_floor.rs`): what the client, the kernel and an HTTP stack cost
+//! at K sessions here. troupe's figures less the floor's are troupe's own.
 //!
 //! One session alone (`--k 1 --n 200`) gives the added latency of a turn
 //! with nothing else running; `--k 1000 --n 1` the throughput of a burst.
@@ -43,7 +54,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::BoxError;
-use super::serve_proc::{quantile, tree_peak_kib, tree_rss_kib};
+use super::serve_proc::{cpu_us, quantile, tree_cpu_us, tree_peak_kib, tree_rss_kib};
 use super::serve_target::{self, Kind, SendError, Timing, session, stored_messages, turn};
 
 /// What to measure.
@@ -92,7 +103,10 @@ pub(super) async fn serve(args: &Serve) -> Result<Value, BoxError> {
     let pid = server.child.id();
     let rss_idle = tree_rss_kib(pid);
     let plain = sessions(kind, &client, &base, "bench-n", k).await?;
+    let me = std::process::id();
+    let cpu_before = (tree_cpu_us(pid), cpu_us(me));
     let (plain_times, plain_wall) = phase(kind, &client, &base, &plain, n, false).await?;
+    let cpu_after = (tree_cpu_us(pid), cpu_us(me));
     let rss_after = tree_rss_kib(pid);
     let streamed = sessions(kind, &client, &base, "bench-s", k).await?;
     let (stream_times, stream_wall) = phase(kind, &client, &base, &streamed, n, true).await?;
@@ -121,11 +135,15 @@ pub(super) async fn serve(args: &Serve) -> Result<Value, BoxError> {
     let ms = |d: Duration| (d.as_secs_f64() * 1e6).round() / 1e3;
     let requests = (k * n) as f64;
     let throughput = requests / plain_wall.as_secs_f64();
+    let per_turn = |before: Option<u64>, after: Option<u64>| match (before, after) {
+        (Some(b), Some(a)) => json!(((a.saturating_sub(b)) as f64 / requests).round()),
+        _ => Value::Null,
+    };
     Ok(json!({
         "bench": "serve",
-        "server": match kind { Kind::Troupe => "troupe", Kind::LangGraph => "langgraph" },
+        "server": match kind { Kind::Troupe => "troupe", Kind::LangGraph => "langgraph", Kind::Floor => "floor" },
         "server_version": version,
-        "store": match kind { Kind::Troupe => args.store.as_str(), Kind::LangGraph => "in-memory (langgraph dev)" },
+        "store": match kind { Kind::Troupe => args.store.as_str(), Kind::LangGraph => "in-memory (langgraph dev)", Kind::Floor => "a locked map" },
         "sessions": k,
         "turns": n,
         "latency_ms": args.latency.as_secs_f64() * 1e3,
@@ -143,6 +161,8 @@ pub(super) async fn serve(args: &Serve) -> Result<Value, BoxError> {
         "ttft_added_p99_ms": ms(quantile(&ttft_added, 0.99)),
         "server_rss_idle_mib": (rss_idle as f64 / 1024.0 * 10.0).round() / 10.0,
         "server_peak_mib": (peak as f64 / 1024.0 * 10.0).round() / 10.0,
+        "server_cpu_us_per_turn": per_turn(cpu_before.0, cpu_after.0),
+        "client_cpu_us_per_turn": per_turn(cpu_before.1, cpu_after.1),
         "kib_per_session": (rss_after.saturating_sub(rss_idle) as f64 / k as f64 * 10.0).round() / 10.0,
         "all_answered_and_stored": true,
         "figure": throughput.round(),

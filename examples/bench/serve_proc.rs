@@ -45,7 +45,15 @@ pub fn start_troupe_serve(
     for (k, v) in env {
         cmd.env(k, v);
     }
+    start_listening(cmd)
+}
+
+/// Starts a server's command (stderr piped) and waits until it says where
+/// it listens (`http://…` on stderr): the child and that base URL.
+pub fn start_listening(mut cmd: Command) -> Result<(Child, String), Box<dyn Error>> {
+    let bin = PathBuf::from(cmd.get_program());
     let mut server = cmd
+        .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
     let stderr = server.stderr.take().ok_or("no stderr pipe")?;
@@ -138,6 +146,22 @@ pub fn tree_rss_kib(pid: u32) -> u64 {
 /// each one's peak), KiB.
 pub fn tree_peak_kib(pid: u32) -> u64 {
     process_tree(pid).into_iter().map(peak_kib).sum()
+}
+
+/// The CPU time (user + system) a process has used so far, µs, from
+/// `/proc/PID/stat` (in ticks of 1/100 s: Linux's `USER_HZ`; threads that
+/// have exited count). `None` when it cannot be read.
+pub fn cpu_us(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // utime and stime are fields 14 and 15: the 12th and 13th after the name.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks * 10_000)
+}
+
+/// [`cpu_us`] of a process and every process under it.
+pub fn tree_cpu_us(pid: u32) -> Option<u64> {
+    process_tree(pid).into_iter().map(cpu_us).sum()
 }
 
 /// The `p` quantile (0..=1) of sorted durations (nearest rank); zero when

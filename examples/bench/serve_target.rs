@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::serve_proc::{start_troupe_serve, troupe_bin};
+use super::serve_proc::{start_listening, start_troupe_serve, troupe_bin};
 
 /// A boxed error that crosses tasks.
 pub(super) type SendError = Box<dyn Error + Send + Sync>;
@@ -32,6 +32,9 @@ pub(super) enum Kind {
     Troupe,
     /// LangGraph's Agent Server, `langgraph dev` (in-memory).
     LangGraph,
+    /// The floor: `bench serve_floor`, the least a server can do
+    /// (`serve_floor.rs`).
+    Floor,
 }
 
 impl Kind {
@@ -39,7 +42,8 @@ impl Kind {
         match name {
             "troupe" => Ok(Kind::Troupe),
             "langgraph" => Ok(Kind::LangGraph),
-            other => Err(format!("--server {other}: troupe or langgraph")),
+            "floor" => Ok(Kind::Floor),
+            other => Err(format!("--server {other}: troupe, langgraph or floor")),
         }
     }
 }
@@ -135,6 +139,20 @@ pub(super) async fn start(
             })
         }
         Kind::LangGraph => start_langgraph(latency, store, sessions, dir).await,
+        Kind::Floor => {
+            let mut cmd = Command::new(std::env::current_exe()?);
+            cmd.args(["serve_floor", "--latency-ms"])
+                .arg(format!("{}", latency.as_secs_f64() * 1e3))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null());
+            let (child, base) = start_listening(cmd)?;
+            Ok(Server {
+                base,
+                child,
+                version: "floor (axum, no workflow)".into(),
+                _dir: dir,
+            })
+        }
     }
 }
 
@@ -226,7 +244,9 @@ pub(super) struct Timing {
 }
 
 /// Makes a session named `name`: LangGraph's thread (its id), or
-/// troupe's name as it is (a session is stored on its first turn).
+/// troupe's name as it is (a session is stored on its first turn). Either
+/// way the session's connection is opened here, before the clock: for
+/// troupe by a `GET /v1/models`, as `POST /threads` does for LangGraph.
 pub(super) async fn session(
     kind: Kind,
     client: &reqwest::Client,
@@ -234,7 +254,14 @@ pub(super) async fn session(
     name: &str,
 ) -> Result<String, SendError> {
     match kind {
-        Kind::Troupe => Ok(name.to_string()),
+        Kind::Troupe | Kind::Floor => {
+            let r = client.get(format!("{base}/v1/models")).send().await?;
+            if !r.status().is_success() {
+                return Err(format!("GET /v1/models: {}", r.status()).into());
+            }
+            r.bytes().await?;
+            Ok(name.to_string())
+        }
         Kind::LangGraph => {
             let r = client
                 .post(format!("{base}/threads"))
@@ -262,7 +289,7 @@ pub(super) async fn turn(
 ) -> Result<Timing, SendError> {
     let user = json!([{"role": "user", "content": text}]);
     let request = match kind {
-        Kind::Troupe => client
+        Kind::Troupe | Kind::Floor => client
             .post(format!("{base}/v1/chat/completions"))
             .header("x-troupe-session", session)
             .body(json!({"model": "trio", "messages": user, "stream": stream}).to_string()),
@@ -291,7 +318,7 @@ pub(super) async fn turn(
         let v: Value =
             serde_json::from_str(&text).map_err(|e| format!("{status}: {e}: {text:.300}"))?;
         let answer = match kind {
-            Kind::Troupe => &v["choices"][0]["message"]["content"],
+            Kind::Troupe | Kind::Floor => &v["choices"][0]["message"]["content"],
             Kind::LangGraph => v["messages"]
                 .as_array()
                 .and_then(|m| m.last())
@@ -354,7 +381,7 @@ impl Sse {
     /// The answer's text in one `data:` line (empty for other lines).
     fn content(&self, kind: Kind, data: &str) -> Result<String, SendError> {
         match kind {
-            Kind::Troupe => {
+            Kind::Troupe | Kind::Floor => {
                 if data == "[DONE]" {
                     return Ok(String::new());
                 }
@@ -387,13 +414,13 @@ pub(super) async fn stored_messages(
     id: &str,
 ) -> Result<u64, SendError> {
     let path = match kind {
-        Kind::Troupe => format!("{base}/sessions/{id}"),
+        Kind::Troupe | Kind::Floor => format!("{base}/sessions/{id}"),
         Kind::LangGraph => format!("{base}/threads/{id}/state"),
     };
     let text = client.get(path).send().await?.text().await?;
     let v: Value = serde_json::from_str(&text).map_err(|e| format!("{e}: {text:.300}"))?;
     let messages = match kind {
-        Kind::Troupe => &v["messages"],
+        Kind::Troupe | Kind::Floor => &v["messages"],
         Kind::LangGraph => &v["values"]["messages"],
     };
     Ok(messages.as_array().map_or(0, |m| m.len() as u64))
