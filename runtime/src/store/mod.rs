@@ -85,6 +85,8 @@ mod sqlite;
 #[cfg(feature = "sqlite")]
 mod sqlite_cache;
 #[cfg(feature = "sqlite")]
+mod sqlite_gate;
+#[cfg(feature = "sqlite")]
 mod sqlite_lease;
 #[cfg(feature = "sqlite")]
 mod sqlite_lineage;

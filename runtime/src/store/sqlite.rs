@@ -13,6 +13,7 @@ use super::error::StoreError;
 use super::key::{check_conversation_id, check_run_id};
 use super::lineage::Lineage;
 use super::save_errors::SaveErrors;
+use super::sqlite_gate::Gate;
 use super::sqlite_lineage;
 use super::sqlite_rows::{
     BUSY_TIMEOUT, META_COLUMNS, MetaRow, insert, insert_row, read_checkpoint, row_what, sql_error,
@@ -56,8 +57,10 @@ CREATE TABLE IF NOT EXISTS threads (
 ///
 /// The database runs in WAL mode, so readers do not block the writer and
 /// other processes may read it while a run writes. The connection is shared
-/// behind a mutex and used from tokio's blocking pool, never on the async
-/// threads (but for small commits, below). Payloads and thread records are checksummed: a row damaged
+/// behind a mutex and used from tokio's blocking pool, one operation on
+/// the pool at a time (the others wait their turn as futures, not parked
+/// threads), never on the async threads (but for small commits, below).
+/// Payloads and thread records are checksummed: a row damaged
 /// outside this store is reported as [`StoreError::Corrupt`].
 ///
 /// Needs the `sqlite` feature (on by default).
@@ -88,6 +91,9 @@ pub struct SqliteStore {
     wal: Arc<WalCopies>,
     /// The database file (`None` in memory), for the WAL's copies.
     path: Option<Arc<Path>>,
+    /// The queue of operations for the connection: one on the blocking
+    /// pool at a time (`sqlite_gate`).
+    gate: Gate,
 }
 
 impl SqliteStore {
@@ -134,6 +140,9 @@ impl SqliteStore {
             .map_err(&err)?;
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(&err)?;
+        // Every statement a run or a served turn makes is prepared once
+        // (`prepare_cached`); rusqlite keeps 16 by default.
+        conn.set_prepared_statement_cache_capacity(STATEMENTS);
         // Saves copy the WAL into the database themselves (`wrote`).
         conn.pragma_update(None, "wal_autocheckpoint", 0)
             .map_err(&err)?;
@@ -145,6 +154,7 @@ impl SqliteStore {
             save_errors: SaveErrors::Fail,
             wal: Arc::new(WalCopies::new()),
             path: None,
+            gate: Gate::new(),
         })
     }
 
@@ -185,21 +195,29 @@ impl SqliteStore {
         (self.conn.clone(), self.db.clone())
     }
 
-    /// Runs `f` with the connection on the blocking pool.
+    /// The queue in front of the connection, for the leases and the
+    /// result cache, which use it too.
+    pub(super) fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
+    /// Runs `f` with the connection on the blocking pool, after the
+    /// operations queued before it.
     async fn with_conn<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Connection, &str) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let conn = self.conn.clone();
         let db = self.db.clone();
-        tokio::task::spawn_blocking(move || {
-            // A panic while the lock was held cannot leave the database half
-            // written (SQLite rolls back unfinished transactions), so a
-            // poisoned lock is still a good connection.
-            let mut conn = conn.lock().unwrap_or_else(|p| p.into_inner());
-            f(&mut conn, &db)
-        })
-        .await?
+        self.gate
+            .run(move || {
+                // A panic while the lock was held cannot leave the database half
+                // written (SQLite rolls back unfinished transactions), so a
+                // poisoned lock is still a good connection.
+                let mut conn = conn.lock().unwrap_or_else(|p| p.into_inner());
+                f(&mut conn, &db)
+            })
+            .await?
     }
 }
 
@@ -241,6 +259,10 @@ impl SqliteStore {
         }
     }
 }
+
+/// How many prepared statements the connection keeps (every one the store
+/// makes, with room).
+const STATEMENTS: usize = 64;
 
 /// Largest checkpoint `save` commits on the calling thread.
 const INLINE_SAVE: usize = 64 * 1024;
@@ -446,11 +468,8 @@ impl ThreadStore for SqliteStore {
         let conversation = conversation.to_string();
         self.with_conn(move |conn, db| {
             let record: Option<Vec<u8>> = conn
-                .query_row(
-                    "SELECT record FROM threads WHERE conversation = ?1",
-                    params![conversation],
-                    |r| r.get(0),
-                )
+                .prepare_cached("SELECT record FROM threads WHERE conversation = ?1")
+                .and_then(|mut s| s.query_row(params![conversation], |r| r.get(0)))
                 .optional()
                 .map_err(sql_error(db))?;
             record
@@ -473,11 +492,11 @@ impl ThreadStore for SqliteStore {
         let now = to_unix(SystemTime::now()).0;
         let bytes = record.len();
         self.with_conn(move |conn, db| {
-            conn.execute(
+            conn.prepare_cached(
                 "INSERT OR REPLACE INTO threads (conversation, record, updated_secs) \
                  VALUES (?1, ?2, ?3)",
-                params![conversation, record, now],
             )
+            .and_then(|mut s| s.execute(params![conversation, record, now]))
             .map_err(sql_error(db))?;
             Ok(())
         })

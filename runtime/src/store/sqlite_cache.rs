@@ -23,45 +23,47 @@ impl ResultCache for SqliteStore {
     async fn cached(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let (conn, db) = self.shared_connection();
         let key = key.to_string();
-        tokio::task::spawn_blocking(move || {
-            let conn = conn.lock().unwrap_or_else(|p| p.into_inner());
-            let err = sql_error(&db);
-            let exists: Option<i64> = conn
-                .query_row(
-                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'node_cache'",
-                    [],
+        self.gate()
+            .run(move || {
+                let conn = conn.lock().unwrap_or_else(|p| p.into_inner());
+                let err = sql_error(&db);
+                let exists: Option<i64> = conn
+                    .query_row(
+                        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'node_cache'",
+                        [],
+                        |r| r.get(0),
+                    )
+                    .optional()
+                    .map_err(&err)?;
+                if exists.is_none() {
+                    return Ok(None);
+                }
+                conn.query_row(
+                    "SELECT value FROM node_cache WHERE key = ?1",
+                    params![key],
                     |r| r.get(0),
                 )
                 .optional()
-                .map_err(&err)?;
-            if exists.is_none() {
-                return Ok(None);
-            }
-            conn.query_row(
-                "SELECT value FROM node_cache WHERE key = ?1",
-                params![key],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(&err)
-        })
-        .await?
+                .map_err(&err)
+            })
+            .await?
     }
 
     async fn save_cached(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
         let (conn, db) = self.shared_connection();
         let (key, value) = (key.to_string(), value.to_vec());
-        tokio::task::spawn_blocking(move || {
-            let conn = conn.lock().unwrap_or_else(|p| p.into_inner());
-            let err = sql_error(&db);
-            conn.execute_batch(TABLE).map_err(&err)?;
-            conn.execute(
-                "INSERT OR REPLACE INTO node_cache (key, value) VALUES (?1, ?2)",
-                params![key, value],
-            )
-            .map_err(&err)?;
-            Ok(())
-        })
-        .await?
+        self.gate()
+            .run(move || {
+                let conn = conn.lock().unwrap_or_else(|p| p.into_inner());
+                let err = sql_error(&db);
+                conn.execute_batch(TABLE).map_err(&err)?;
+                conn.execute(
+                    "INSERT OR REPLACE INTO node_cache (key, value) VALUES (?1, ?2)",
+                    params![key, value],
+                )
+                .map_err(&err)?;
+                Ok(())
+            })
+            .await?
     }
 }

@@ -26,6 +26,7 @@ use super::lease::{
     HEARTBEAT, LeaseError, LeaseHolder, RunLease, RunLeases, STALE_AFTER, from_unix_secs, unix_secs,
 };
 use super::sqlite::SqliteStore;
+use super::sqlite_gate::Gate;
 use super::sqlite_rows::sql_error;
 
 const TABLE: &str = "
@@ -48,13 +49,15 @@ impl RunLeases for SqliteStore {
         let lease = Row {
             conn,
             db,
+            gate: self.gate().clone(),
             run_id: run_id.to_string(),
             token: new_token(),
         };
         let taken = {
             let lease = lease.clone();
             let holder = holder.clone();
-            tokio::task::spawn_blocking(move || lease.take(&holder))
+            let gate = lease.gate.clone();
+            gate.run(move || lease.take(&holder))
                 .await
                 .map_err(StoreError::from)?
         };
@@ -69,7 +72,8 @@ impl RunLeases for SqliteStore {
                     let beat = lease.clone();
                     // A beat that fails is retried at the next tick; the
                     // lease stays taken until STALE_AFTER passes without one.
-                    let beat = tokio::task::spawn_blocking(move || beat.beat()).await;
+                    let gate = beat.gate.clone();
+                    let beat = gate.run(move || beat.beat()).await;
                     if matches!(beat, Ok(Ok(false))) {
                         tracing::warn!(
                             run_id = %lease.run_id,
@@ -91,6 +95,8 @@ impl RunLeases for SqliteStore {
 struct Row {
     conn: Arc<Mutex<Connection>>,
     db: Arc<str>,
+    /// The store's queue for its connection.
+    gate: Gate,
     run_id: String,
     token: String,
 }
@@ -103,20 +109,23 @@ impl Row {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(&err)?;
-        tx.execute_batch(TABLE).map_err(&err)?;
+        tx.prepare_cached(TABLE.trim())
+            .and_then(|mut s| s.execute([]))
+            .map_err(&err)?;
         let row = tx
-            .query_row(
+            .prepare_cached(
                 "SELECT pid, host, since_secs, beat_secs FROM run_leases WHERE run_id = ?1",
-                [&self.run_id],
-                |r| {
+            )
+            .and_then(|mut s| {
+                s.query_row([&self.run_id], |r| {
                     Ok((
                         r.get::<_, i64>(0)?,
                         r.get::<_, String>(1)?,
                         r.get::<_, i64>(2)?,
                         r.get::<_, i64>(3)?,
                     ))
-                },
-            )
+                })
+            })
             .optional()
             .map_err(&err)?;
         let now = unix_secs(SystemTime::now());
@@ -134,18 +143,20 @@ impl Row {
                 });
             }
         }
-        tx.execute(
+        tx.prepare_cached(
             "INSERT OR REPLACE INTO run_leases (run_id, token, pid, host, since_secs, beat_secs) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![
+        )
+        .and_then(|mut s| {
+            s.execute(params![
                 self.run_id,
                 self.token,
                 i64::from(holder.pid),
                 holder.host,
                 unix_secs(holder.since),
                 now
-            ],
-        )
+            ])
+        })
         .map_err(&err)?;
         tx.commit().map_err(&err)?;
         Ok(())
@@ -156,10 +167,14 @@ impl Row {
     fn beat(&self) -> Result<bool, StoreError> {
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let renewed = conn
-            .execute(
-                "UPDATE run_leases SET beat_secs = ?1 WHERE run_id = ?2 AND token = ?3",
-                params![unix_secs(SystemTime::now()), self.run_id, self.token],
-            )
+            .prepare_cached("UPDATE run_leases SET beat_secs = ?1 WHERE run_id = ?2 AND token = ?3")
+            .and_then(|mut s| {
+                s.execute(params![
+                    unix_secs(SystemTime::now()),
+                    self.run_id,
+                    self.token
+                ])
+            })
             .map_err(sql_error(&self.db))?;
         Ok(renewed == 1)
     }
@@ -167,11 +182,9 @@ impl Row {
     /// Deletes the row (if it is still this one).
     fn release(&self) -> Result<(), StoreError> {
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        conn.execute(
-            "DELETE FROM run_leases WHERE run_id = ?1 AND token = ?2",
-            params![self.run_id, self.token],
-        )
-        .map_err(sql_error(&self.db))?;
+        conn.prepare_cached("DELETE FROM run_leases WHERE run_id = ?1 AND token = ?2")
+            .and_then(|mut s| s.execute(params![self.run_id, self.token]))
+            .map_err(sql_error(&self.db))?;
         Ok(())
     }
 }
@@ -273,6 +286,7 @@ mod tests {
         let stale = Row {
             conn: store.shared_connection().0,
             db: store.shared_connection().1,
+            gate: store.gate().clone(),
             run_id: "run-1".into(),
             token: "not-the-holder".into(),
         };

@@ -28,20 +28,25 @@ pub(super) fn save(
     lineage: &Lineage,
 ) -> Result<(), StoreError> {
     let err = sql_error(db);
-    conn.execute_batch(TABLE).map_err(&err)?;
+    conn.prepare_cached(TABLE.trim())
+        .and_then(|mut s| s.execute([]))
+        .map_err(&err)?;
     let (secs, nanos) = since_epoch(lineage.forked_at);
-    conn.execute(
-        "INSERT OR REPLACE INTO run_lineage (run_id, parent_run, checkpoint, forked_secs, forked_nanos) \
-         VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![
+    let mut insert = conn
+        .prepare_cached(
+            "INSERT OR REPLACE INTO run_lineage (run_id, parent_run, checkpoint, forked_secs, forked_nanos) \
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .map_err(&err)?;
+    insert
+        .execute(params![
             run_id,
             lineage.parent_run,
             lineage.checkpoint.to_string(),
             secs as i64,
             nanos
-        ],
-    )
-    .map_err(&err)?;
+        ])
+        .map_err(&err)?;
     Ok(())
 }
 
@@ -53,22 +58,22 @@ pub(super) fn load(
 ) -> Result<Option<Lineage>, StoreError> {
     let err = sql_error(db);
     let exists: Option<i64> = conn
-        .query_row(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'run_lineage'",
-            [],
-            |r| r.get(0),
-        )
+        .prepare_cached("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'run_lineage'")
+        .and_then(|mut s| s.query_row([], |r| r.get(0)))
         .optional()
         .map_err(&err)?;
     if exists.is_none() {
         return Ok(None);
     }
     let row: Option<(String, String, i64, u32)> = conn
-        .query_row(
+        .prepare_cached(
             "SELECT parent_run, checkpoint, forked_secs, forked_nanos FROM run_lineage WHERE run_id = ?1",
-            params![run_id],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
         )
+        .and_then(|mut s| {
+            s.query_row(params![run_id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+        })
         .optional()
         .map_err(&err)?;
     let Some((parent_run, checkpoint, secs, nanos)) = row else {

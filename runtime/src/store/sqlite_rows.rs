@@ -127,8 +127,11 @@ pub(super) fn read_checkpoint(
     params: impl rusqlite::Params,
 ) -> Result<Option<Checkpoint>, StoreError> {
     let row = conn
-        .query_row(sql, params, |r| {
-            Ok((MetaRow::read(r)?, r.get::<_, Vec<u8>>(10)?))
+        .prepare_cached(sql)
+        .and_then(|mut s| {
+            s.query_row(params, |r| {
+                Ok((MetaRow::read(r)?, r.get::<_, Vec<u8>>(10)?))
+            })
         })
         .optional()
         .map_err(sql_error(db))?;
