@@ -33,9 +33,11 @@
 //!   `server_rss_idle_mib`, `server_peak_mib` beside it;
 //! - `server_cpu_us_per_turn`, `client_cpu_us_per_turn`: the CPU time
 //!   (user + system, µs) the server (with its children) and this client
-//!   used over the unstreamed phase, / its user turns. The kernel's work
-//!   for loopback connections counts where it ran. With 2 cores, 2 s of
-//!   CPU a second is all there is: the sum bounds the throughput.
+//!   used over the unstreamed phase, / its user turns;
+//!   `stream_server_cpu_us_per_turn`, `stream_client_cpu_us_per_turn` the
+//!   same over the streamed phase. The kernel's work for loopback
+//!   connections counts where it ran. With 2 cores, 2 s of CPU a second
+//!   is all there is: the sum bounds the throughput.
 //!
 //! `--server floor` runs the least a server can do for this workload
 //! (`serve_floor.rs`): what the client, the kernel and an HTTP stack cost
@@ -109,7 +111,9 @@ pub(super) async fn serve(args: &Serve) -> Result<Value, BoxError> {
     let cpu_after = (tree_cpu_us(pid), cpu_us(me));
     let rss_after = tree_rss_kib(pid);
     let streamed = sessions(kind, &client, &base, "bench-s", k).await?;
+    let stream_before = (tree_cpu_us(pid), cpu_us(me));
     let (stream_times, stream_wall) = phase(kind, &client, &base, &streamed, n, true).await?;
+    let stream_after = (tree_cpu_us(pid), cpu_us(me));
     let peak = tree_peak_kib(pid);
     check_stored(kind, &client, &base, plain.iter().chain(&streamed), n).await?;
     let version = server.version.clone();
@@ -163,6 +167,8 @@ pub(super) async fn serve(args: &Serve) -> Result<Value, BoxError> {
         "server_peak_mib": (peak as f64 / 1024.0 * 10.0).round() / 10.0,
         "server_cpu_us_per_turn": per_turn(cpu_before.0, cpu_after.0),
         "client_cpu_us_per_turn": per_turn(cpu_before.1, cpu_after.1),
+        "stream_server_cpu_us_per_turn": per_turn(stream_before.0, stream_after.0),
+        "stream_client_cpu_us_per_turn": per_turn(stream_before.1, stream_after.1),
         "kib_per_session": (rss_after.saturating_sub(rss_idle) as f64 / k as f64 * 10.0).round() / 10.0,
         "all_answered_and_stored": true,
         "figure": throughput.round(),

@@ -48,7 +48,7 @@ pub(crate) async fn take(state: &Shared, run: &Arc<Run>, start: &Start) -> Resul
     table().insert(run.id.clone(), lease);
     let run = run.clone();
     tokio::spawn(async move {
-        let mut changes = run.watch();
+        let mut changes = run.watch_status();
         loop {
             changes.borrow_and_update();
             let status = run.inner().status();
