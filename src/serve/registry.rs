@@ -104,10 +104,14 @@ impl Registry {
         let mut finished = weights.len();
         let mut bytes = *weighed;
         let mut gone = Vec::new();
+        // How many of the oldest ids were looked at: the ones that go are
+        // among them.
+        let mut looked = 0;
         for id in order.iter() {
             if (total <= KEPT && bytes <= KEPT_BYTES) || finished <= 1 {
                 break;
             }
+            looked += 1;
             if let Some(w) = weights.get(id) {
                 gone.push(id.clone());
                 total -= 1;
@@ -122,7 +126,17 @@ impl Registry {
                     *weighed = weighed.saturating_sub(w);
                 }
             }
-            order.retain(|o| map.contains_key(o));
+            // Only the ids looked at are walked again (the whole list, at
+            // every new run once it was full, was most of a served turn's
+            // time past the first [`KEPT`] runs); those kept go back in
+            // front, in their order.
+            let kept: Vec<String> = order
+                .drain(..looked)
+                .filter(|o| map.contains_key(o))
+                .collect();
+            for id in kept.into_iter().rev() {
+                order.push_front(id);
+            }
         }
         drop(guard);
         if let Some(f) = self.on_new.get() {
@@ -192,4 +206,55 @@ fn worker_tag() -> &'static str {
         );
         format!("{:08x}", h.finish() as u32)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The ids the registry lists, oldest first.
+    fn ids(registry: &Registry) -> Vec<String> {
+        registry.all().iter().rev().map(|r| r.id.clone()).collect()
+    }
+
+    #[test]
+    fn the_oldest_finished_runs_go_past_kept_and_running_ones_stay_in_order() {
+        let registry = Registry::default();
+        let mut made = Vec::new();
+        for i in 0..KEPT + 40 {
+            let run = registry.create("team", "task", None);
+            // Every third of the first 30 runs is still running.
+            if i >= 30 || i % 3 != 0 {
+                run.finish(Err("done".into()));
+            }
+            made.push(run);
+        }
+        let listed = ids(&registry);
+        // Each new run past KEPT let the oldest finished one go (the ones
+        // ending later are weighed at the next new run: one stays over).
+        assert!(listed.len() <= KEPT + 1, "{} kept", listed.len());
+        // The runs still running are all there, and everything keeps the
+        // order it was made in.
+        for (i, run) in made.iter().enumerate().take(30) {
+            if i % 3 == 0 {
+                assert!(listed.contains(&run.id), "running run {i} went");
+            }
+        }
+        let order: Vec<usize> = listed
+            .iter()
+            .map(|id| made.iter().position(|r| &r.id == id).unwrap())
+            .collect();
+        assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
+        // The newest are all kept; what went is the oldest finished.
+        assert!(
+            made[made.len() - KEPT + 20..]
+                .iter()
+                .all(|r| listed.contains(&r.id))
+        );
+        assert!(!listed.contains(&made[1].id));
+        // The order holds every run the registry has, and no other.
+        let table = registry.lock();
+        assert_eq!(table.order.len(), table.map.len());
+        assert_eq!(listed.len(), table.map.len());
+    }
 }
