@@ -61,7 +61,8 @@ pub(super) async fn serve_floor(args: &Args) -> Result<Value, BoxError> {
     Err("the floor server stopped".into())
 }
 
-fn session_of(sessions: &Mutex<HashMap<String, Vec<Value>>>, id: &str, message: Value) {
+/// Adds `message` to session `id`'s stored conversation.
+fn keep_message(sessions: &Mutex<HashMap<String, Vec<Value>>>, id: &str, message: Value) {
     if let Ok(mut map) = sessions.lock() {
         map.entry(id.to_string()).or_default().push(message);
     }
@@ -84,12 +85,12 @@ async fn complete(State(floor): State<Arc<Floor>>, headers: HeaderMap, body: Byt
     else {
         return (StatusCode::BAD_REQUEST, "no messages").into_response();
     };
-    session_of(&floor.sessions, session, user);
+    keep_message(&floor.sessions, session, user);
     for reply in REPLIES {
         if !floor.latency.is_zero() {
             tokio::time::sleep(floor.latency).await;
         }
-        session_of(
+        keep_message(
             &floor.sessions,
             session,
             json!({"role": "assistant", "content": reply}),
