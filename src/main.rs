@@ -31,15 +31,19 @@
 //! 130 interrupted.
 
 mod cli;
+mod huge_pages;
 mod mcp;
 mod serve;
 mod tape_args;
 
 /// mimalloc: glibc's malloc spent ~35% of a busy server's time (the
 /// `conc` benchmark) consolidating its free lists. See BENCHMARKS.md.
+/// The `system-allocator` feature leaves it out, for heap profilers.
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
+    huge_pages::turn_off();
     std::process::ExitCode::from(cli::main())
 }
