@@ -97,6 +97,12 @@ impl EventLog {
         self.entries.extend(lines.into_iter().map(Logged::Line));
     }
 
+    /// Gives back the room left for more events (a run that has ended;
+    /// up to half the list's bytes).
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.entries.shrink_to_fit();
+    }
+
     /// How many events it holds.
     pub(crate) fn len(&self) -> usize {
         self.entries.len()

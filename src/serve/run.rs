@@ -254,6 +254,11 @@ impl Run {
                     inner.error = Some(troupe::secrets::redact(&e).into_owned());
                 }
             }
+            if inner.status().ended() {
+                // A finished run's log is kept as long as the registry
+                // keeps the run: without the room left for growth.
+                inner.events.shrink_to_fit();
+            }
             if inner.status().ended()
                 && let Some(ended) = self.ended_to.get()
             {
