@@ -7,9 +7,9 @@
 //! anywhere in 2 MiB of heap makes all of it resident, zeroed. A server's
 //! heap is many small records spread thin — sessions, runs, connections —
 //! so that made most of each huge page resident for little. Measured with
-//! `bench serve --k 1000` (BENCHMARKS.md, round three): 69 → 56 KiB per
-//! session, 37 → 29 MiB idle, and a fifth less server CPU per user turn
-//! (fewer pages zeroed). The benchmarks' binaries, which embed the
+//! `bench serve --k 1000` (BENCHMARKS.md, round three): 69.6 → 55.4 KiB
+//! per session, peak 102 → 90 MiB, and a fifth less server CPU per
+//! unstreamed user turn (fewer pages zeroed). The benchmarks' binaries, which embed the
 //! runtime as a library user would, keep the allocator's default.
 //!
 //! It is `prctl(PR_SET_THP_DISABLE)`, through rustix (the workspace

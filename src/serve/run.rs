@@ -258,14 +258,12 @@ impl Run {
                 // A finished run's log is kept as long as the registry
                 // keeps the run: without the room left for growth.
                 inner.events.shrink_to_fit();
-            }
-            if inner.status().ended()
-                && let Some(ended) = self.ended_to.get()
-            {
-                ended
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push(self.id.clone());
+                if let Some(ended) = self.ended_to.get() {
+                    ended
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(self.id.clone());
+                }
             }
         }
         self.bump();
