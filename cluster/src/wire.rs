@@ -348,8 +348,10 @@ mod tests {
                 }]),
             ),
         ]);
-        t.children_mut()
-            .insert("x".into(), Thread::from_messages([Message::user("in")]));
+        t.children_mut().insert(
+            "x".into(),
+            Box::new(Thread::from_messages([Message::user("in")])),
+        );
         t
     }
 

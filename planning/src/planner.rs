@@ -447,7 +447,7 @@ impl PlanningAgent {
         );
         ctx.relay_progress(thread, move |run| {
             let mut t = base.clone();
-            t.children_mut().insert(PLAN_RUN.to_string(), run);
+            t.children_mut().insert(PLAN_RUN.to_string(), Box::new(run));
             t
         })
     }

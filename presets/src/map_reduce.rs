@@ -376,7 +376,7 @@ impl MapStep {
             if self.isolation == Isolation::Inherit {
                 let mut own = Thread::new();
                 own.extend_shared(thread.messages().iter().cloned());
-                input.children_mut().insert(worker_name(i), own);
+                input.children_mut().insert(worker_name(i), Box::new(own));
             }
         }
         input
@@ -431,7 +431,8 @@ impl Agent for MapStep {
         let lent = thread.clone();
         let ctx = match ctx.relay_progress(&thread, move |run| {
             let mut t = (*lent).clone();
-            t.children_mut().insert(WORKERS_RUN.to_string(), run);
+            t.children_mut()
+                .insert(WORKERS_RUN.to_string(), Box::new(run));
             t
         }) {
             Some(relay) => ctx.with_progress_relay(&relay, &input),

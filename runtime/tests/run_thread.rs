@@ -42,9 +42,15 @@ fn pipeline() -> Workflow {
 async fn the_threads_children_and_the_spend_come_back_by_name_with_foreign_children_kept() {
     let mut input = Thread::from_messages([Message::user("x")]);
     let child = |text: &str| Thread::from_messages([Message::user(text)]);
-    input.children_mut().insert("zzz".into(), child("kept z"));
-    input.children_mut().insert("aaa".into(), child("kept a"));
-    input.children_mut().insert("b".into(), child("b before"));
+    input
+        .children_mut()
+        .insert("zzz".into(), Box::new(child("kept z")));
+    input
+        .children_mut()
+        .insert("aaa".into(), Box::new(child("kept a")));
+    input
+        .children_mut()
+        .insert("b".into(), Box::new(child("b before")));
     let r = guard(pipeline().run(input, &RunContext::new()))
         .await
         .unwrap();

@@ -156,10 +156,10 @@ fn rich_thread() -> Thread {
     let mut t = Thread::from_messages([Message::user("hello"), Message::text("bot", "hi there")]);
     t.children_mut().insert(
         "bot".into(),
-        Thread::from_messages([
+        Box::new(Thread::from_messages([
             Message::user("hello"),
             Message::structured("bot", r#"{"a":1}"#),
-        ]),
+        ])),
     );
     *t.state_mut() = Some(WorkflowState {
         consumed: 2,

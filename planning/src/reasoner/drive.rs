@@ -284,7 +284,8 @@ impl Loop<'_> {
         let base = record::progress(own, records, &self.core.name);
         let relay = ctx.relay_progress(lent, move |run| {
             let mut t = base.clone();
-            t.children_mut().insert(BATCH_RUN.to_string(), run);
+            t.children_mut()
+                .insert(BATCH_RUN.to_string(), Box::new(run));
             t
         });
         let result = compiled

@@ -258,10 +258,11 @@ mod tests {
     fn thread_with_children_and_state_round_trips() {
         let mut t = Thread::from_messages(every_content());
         let mut child = Thread::from_messages([Message::user("inner")]);
-        child
-            .children_mut()
-            .insert("deep".into(), Thread::from_messages(every_content()));
-        t.children_mut().insert("a".into(), child);
+        child.children_mut().insert(
+            "deep".into(),
+            Box::new(Thread::from_messages(every_content())),
+        );
+        t.children_mut().insert("a".into(), Box::new(child));
         let mut state = WorkflowState {
             consumed: 3,
             turns: 7,

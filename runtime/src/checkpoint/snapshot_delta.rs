@@ -42,7 +42,7 @@ impl<'a> TreeView<'a> {
             children: thread
                 .children()
                 .iter()
-                .map(|(n, t)| (n.as_str(), t))
+                .map(|(n, t)| (n.as_str(), &**t))
                 .collect(),
         }
     }
@@ -366,13 +366,12 @@ mod tests {
             pending: [("b".to_string(), vec![task, waiting.clone()])].into(),
             ..WorkflowState::default()
         });
+        let said = |text: &str| Box::new(Thread::from_messages([Message::user(text)]));
         let kids = t.children_mut();
-        kids.insert("a".into(), Thread::from_messages([Message::user("x")]));
-        kids.insert("b".into(), Thread::from_messages([Message::user("y")]));
-        kids.get_mut("b")
-            .unwrap()
-            .children_mut()
-            .insert("inner".into(), Thread::from_messages([Message::user("z")]));
+        kids.insert("a".into(), said("x"));
+        kids.insert("b".into(), said("y"));
+        let b = kids.get_mut("b").unwrap();
+        b.children_mut().insert("inner".into(), said("z"));
         let mut writer = DeltaWriter::default();
         let same_bytes = |bytes: &[u8], delta: bool| {
             let (d, payload) = ChainPayload::decode(bytes, codec::FORMAT_VERSION).unwrap();
@@ -394,8 +393,10 @@ mod tests {
             .unwrap()
             .push(Message::text("a", "more"));
         // "b" replaced by another thread; "inner" gone with it.
-        t.children_mut()
-            .insert("b".into(), Thread::from_messages([Message::user("new")]));
+        t.children_mut().insert(
+            "b".into(),
+            Box::new(Thread::from_messages([Message::user("new")])),
+        );
         let (second, delta) = writer
             .encode(&TreeView::of(&t), &counters(&RunStats::default()))
             .unwrap();

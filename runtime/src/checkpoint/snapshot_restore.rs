@@ -119,7 +119,7 @@ fn restore_as<I: Waiting>(folded: &Folded) -> Result<Snapshot, String> {
             .rev()
             .find(|(p, _)| *p == path)
             .ok_or_else(|| format!("thread {path:?}/{name} has no parent thread"))?;
-        parent.1.children_mut().insert(name, t);
+        parent.1.children_mut().insert(name, Box::new(t));
     }
     let mut root = root.ok_or("no run thread")?;
     for (path, st) in head.states {

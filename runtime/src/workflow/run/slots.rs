@@ -47,7 +47,7 @@ pub(super) struct ThreadSlots {
     root: Thread,
     /// Children of the input thread that belong to no slot: kept as they
     /// were.
-    foreign: BTreeMap<String, Thread>,
+    foreign: BTreeMap<String, Box<Thread>>,
     slots: Vec<Arc<Thread>>,
     /// The workflow state, its scheduling part taken out.
     state: WorkflowState,
@@ -68,7 +68,7 @@ impl ThreadSlots {
         let slots = spec
             .slot_names
             .iter()
-            .map(|n| children.remove(n).map_or_else(|| empty.clone(), Arc::new))
+            .map(|n| children.remove(n).map_or_else(|| empty.clone(), Arc::from))
             .collect();
         // The requests stay: the state keeps them until they are answered.
         let carried = state.scheduler.take();
@@ -120,7 +120,7 @@ impl ThreadSlots {
         for &s in &spec.slots_by_name {
             let name = spec.slot_names[s].as_str();
             while let Some((n, t)) = foreign.next_if(|(n, _)| n.as_str() < name) {
-                children.push((n.as_str(), t));
+                children.push((n.as_str(), &**t));
             }
             // A slot's thread takes the place of a child of its name.
             foreign.next_if(|(n, _)| n.as_str() == name);
@@ -130,7 +130,7 @@ impl ThreadSlots {
             };
             children.push((name, &**slot));
         }
-        children.extend(foreign.map(|(n, t)| (n.as_str(), t)));
+        children.extend(foreign.map(|(n, t)| (n.as_str(), &**t)));
         children
     }
 
@@ -260,7 +260,7 @@ fn with_values(mut state: WorkflowState, values: StateSnapshot) -> WorkflowState
 fn put_together(
     spec: &Spec,
     mut root: Thread,
-    mut children: BTreeMap<String, Thread>,
+    mut children: BTreeMap<String, Box<Thread>>,
     slots: impl IntoIterator<Item = Arc<Thread>>,
     state: WorkflowState,
     scheduling: Scheduling,
@@ -282,7 +282,7 @@ fn put_together(
         if let Some(slot) = slots.get_mut(s).and_then(Option::take) {
             // A slot still lent (or borrowed for a checkpoint) is copied.
             let t = Arc::try_unwrap(slot).unwrap_or_else(|shared| (*shared).clone());
-            used.push((spec.slot_names[s].clone(), t));
+            used.push((spec.slot_names[s].clone(), Box::new(t)));
         }
     }
     children.append(&mut BTreeMap::from_iter(used));
@@ -332,13 +332,11 @@ mod tests {
 
     fn thread() -> Thread {
         let mut t = Thread::from_messages([Message::user("hi"), Message::text("c", "yo")]);
+        let said = |text: &str| Box::new(Thread::from_messages([Message::user(text)]));
         let children = t.children_mut();
-        children.insert("pair".into(), Thread::from_messages([Message::user("p")]));
-        children.insert("c".into(), Thread::from_messages([Message::user("q")]));
-        children.insert(
-            "elsewhere".into(),
-            Thread::from_messages([Message::user("x")]),
-        );
+        children.insert("pair".into(), said("p"));
+        children.insert("c".into(), said("q"));
+        children.insert("elsewhere".into(), said("x"));
         let mut state = WorkflowState {
             consumed: 1,
             turns: 4,
