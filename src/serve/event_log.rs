@@ -8,6 +8,11 @@
 //!
 //! Lines from elsewhere (another worker's events, loaded from a shared
 //! board) are kept as the lines they came as.
+//!
+//! A run that has ended keeps its records in one block
+//! ([`EventLog::settle`]): the registry holds finished runs for as long
+//! as it keeps them, and a record each in its own shared allocation, with
+//! a list pointing at them, took half as much again.
 
 use std::sync::Arc;
 
@@ -20,40 +25,57 @@ use troupe::sink::json_line;
 pub(crate) enum Logged {
     /// An event of this worker's run, as emitted.
     Record(Arc<EventRecord>),
+    /// An event of this worker's run once it ended: its place in the
+    /// run's settled block.
+    Settled(Arc<[EventRecord]>, usize),
     /// An event as a JSON line (from another worker).
     Line(Arc<str>),
 }
 
 impl Logged {
+    /// The record, if it is one of this worker's (else a line).
+    fn record(&self) -> Option<&EventRecord> {
+        match self {
+            Logged::Record(record) => Some(record),
+            Logged::Settled(block, i) => block.get(*i),
+            Logged::Line(_) => None,
+        }
+    }
+
     /// The entry as one JSON line, as `troupe run --events jsonl` writes
     /// it (registered secrets masked). An event that cannot be written
     /// (none can fail: every map in one has string keys) is a warning
     /// saying why, in its place.
     pub(crate) fn line(&self) -> Arc<str> {
-        match self {
-            Logged::Record(record) => match json_line(record) {
-                Ok(line) => line.into(),
-                Err(e) => serde_json::json!({
-                    "run_id": &*record.run_id,
-                    "seq": record.seq,
-                    "type": "warning",
-                    "path": record.path(),
-                    "text": format!("this event could not be written as JSON: {e}"),
-                })
-                .to_string()
-                .into(),
-            },
-            Logged::Line(line) => line.clone(),
+        let record = match (self.record(), self) {
+            (Some(record), _) => record,
+            (None, Logged::Line(line)) => return line.clone(),
+            // Past its block's end: never made so (`EventLog` hands out
+            // places inside it).
+            (None, _) => return Arc::from(""),
+        };
+        match json_line(record) {
+            Ok(line) => line.into(),
+            Err(e) => serde_json::json!({
+                "run_id": &*record.run_id,
+                "seq": record.seq,
+                "type": "warning",
+                "path": record.path(),
+                "text": format!("this event could not be written as JSON: {e}"),
+            })
+            .to_string()
+            .into(),
         }
     }
 
     /// The event (a line decoded; `None` if it does not decode).
     pub(crate) fn event(&self) -> Option<Event> {
-        match self {
-            Logged::Record(record) => Some(record.event.clone()),
-            Logged::Line(line) => serde_json::from_str::<EventRecord>(line)
+        match (self.record(), self) {
+            (Some(record), _) => Some(record.event.clone()),
+            (None, Logged::Line(line)) => serde_json::from_str::<EventRecord>(line)
                 .ok()
                 .map(EventRecord::into_event),
+            (None, _) => None,
         }
     }
 
@@ -75,6 +97,7 @@ impl Logged {
         match self {
             // A record's own size and what its strings usually hold.
             Logged::Record(_) => std::mem::size_of::<EventRecord>() + 64,
+            Logged::Settled(..) => std::mem::size_of::<EventRecord>() + 32,
             Logged::Line(line) => line.len() + 16,
         }
     }
@@ -83,6 +106,9 @@ impl Logged {
 /// Every event of a run so far, in order.
 #[derive(Default)]
 pub(crate) struct EventLog {
+    /// The events up to where the run last ended, in one block.
+    settled: Option<Arc<[EventRecord]>>,
+    /// The events after them.
     entries: Vec<Logged>,
 }
 
@@ -97,31 +123,75 @@ impl EventLog {
         self.entries.extend(lines.into_iter().map(Logged::Line));
     }
 
-    /// Gives back the room left for more events (a run that has ended;
-    /// up to half the list's bytes).
-    pub(crate) fn shrink_to_fit(&mut self) {
-        self.entries.shrink_to_fit();
+    /// Keeps the events so far in one block (a run that has ended: its log
+    /// is kept as long as the registry keeps the run). A log holding lines
+    /// from elsewhere only gives back the room left for more.
+    pub(crate) fn settle(&mut self) {
+        if self.entries.is_empty() {
+            return;
+        }
+        if self.entries.iter().any(|e| matches!(e, Logged::Line(_))) {
+            self.entries.shrink_to_fit();
+            return;
+        }
+        let before = self.settled.take();
+        let mut block =
+            Vec::with_capacity(before.as_ref().map_or(0, |b| b.len()) + self.entries.len());
+        if let Some(before) = before {
+            // A run that ended before (and was answered since): rare.
+            block.extend(before.iter().cloned());
+        }
+        for entry in std::mem::take(&mut self.entries) {
+            match entry {
+                // A reader holding the record (a stream under way) keeps
+                // its own; the block takes a copy.
+                Logged::Record(record) => {
+                    block.push(Arc::try_unwrap(record).unwrap_or_else(|r| (*r).clone()))
+                }
+                // Neither is ever among the entries here.
+                Logged::Settled(..) | Logged::Line(_) => {}
+            }
+        }
+        self.settled = Some(block.into());
     }
 
     /// How many events it holds.
     pub(crate) fn len(&self) -> usize {
-        self.entries.len()
+        self.settled_len() + self.entries.len()
+    }
+
+    fn settled_len(&self) -> usize {
+        self.settled.as_ref().map_or(0, |b| b.len())
     }
 
     /// The `i`th event, if there is one yet.
     pub(crate) fn get(&self, i: usize) -> Option<Logged> {
-        self.entries.get(i).cloned()
+        match &self.settled {
+            Some(block) if i < block.len() => Some(Logged::Settled(block.clone(), i)),
+            _ => self.entries.get(i - self.settled_len()).cloned(),
+        }
     }
 
     /// The events from the `from`th on (none past the end), to read
     /// outside the run's lock.
     pub(crate) fn from(&self, from: usize) -> Vec<Logged> {
-        self.entries.get(from..).unwrap_or_default().to_vec()
+        let settled = self.settled_len();
+        let mut out = Vec::with_capacity(self.len().saturating_sub(from));
+        if let Some(block) = &self.settled {
+            out.extend((from..settled).map(|i| Logged::Settled(block.clone(), i)));
+        }
+        out.extend_from_slice(
+            self.entries
+                .get(from.saturating_sub(settled)..)
+                .unwrap_or_default(),
+        );
+        out
     }
 
     /// Roughly how many bytes it holds.
     pub(crate) fn weight(&self) -> usize {
-        self.entries.iter().map(Logged::weight).sum()
+        self.settled_len() * (std::mem::size_of::<EventRecord>() + 32)
+            + self.entries.iter().map(Logged::weight).sum::<usize>()
     }
 }
 
@@ -173,5 +243,52 @@ mod tests {
         assert!(log.get(6).is_none());
         assert_eq!(log.from(5).len(), 1);
         assert!(log.from(9).is_empty());
+    }
+
+    fn lines(log: &EventLog, from: usize) -> Vec<Arc<str>> {
+        log.from(from).iter().map(Logged::line).collect()
+    }
+
+    #[test]
+    fn a_settled_log_reads_as_it_did_and_takes_more_events_after() {
+        let delta = |i: usize| {
+            EventRecord::new(
+                "run-1",
+                i as u64,
+                Event::TextDelta {
+                    path: "trio/c".into(),
+                    text: format!("piece {i}"),
+                },
+            )
+        };
+        let mut log = EventLog::default();
+        (0..3).for_each(|i| log.push(delta(i)));
+        // A stream under way holds the second record while the run ends.
+        let held = log.get(1).unwrap();
+        let before = lines(&log, 0);
+        log.settle();
+        assert_eq!(lines(&log, 0), before);
+        assert_eq!(held.line(), before[1]);
+        assert_eq!(log.len(), 3);
+        assert!(matches!(log.get(2), Some(Logged::Settled(_, 2))));
+        assert!(log.get(3).is_none());
+        // Resumed (an answer to a question): more events, settled again.
+        (3..5).for_each(|i| log.push(delta(i)));
+        assert_eq!(log.len(), 5);
+        assert_eq!(lines(&log, 2).len(), 3);
+        let all = lines(&log, 0);
+        log.settle();
+        assert_eq!(lines(&log, 0), all);
+        assert_eq!(lines(&log, 4), all[4..]);
+        assert!(lines(&log, 7).is_empty());
+        for (i, line) in all.iter().enumerate() {
+            assert!(line.contains(&format!("piece {i}")), "{line}");
+        }
+        // Another worker's lines are kept as lines.
+        log.extend_lines([all[0].clone()]);
+        log.settle();
+        assert_eq!(log.len(), 6);
+        assert!(matches!(log.get(5), Some(Logged::Line(_))));
+        assert_eq!(log.get(5).unwrap().line(), all[0]);
     }
 }

@@ -111,7 +111,7 @@ pub(crate) struct Inner {
     /// The questions it waits on.
     pub(crate) requests: Vec<InputRequest>,
     /// The thread of a run waiting for input, to answer it in.
-    pub(crate) thread: Option<Thread>,
+    pub(crate) thread: Option<Box<Thread>>,
     /// Every event so far.
     pub(crate) events: EventLog,
     /// The run and checkpoint it was forked from (`{run_id, checkpoint}`).
@@ -246,7 +246,7 @@ impl Run {
                     } else {
                         inner.status = Some(Status::WaitingForInput);
                         inner.requests = pending;
-                        inner.thread = Some(r.thread);
+                        inner.thread = Some(Box::new(r.thread));
                     }
                 }
                 Err(e) => {
@@ -256,8 +256,8 @@ impl Run {
             }
             if inner.status().ended() {
                 // A finished run's log is kept as long as the registry
-                // keeps the run: without the room left for growth.
-                inner.events.shrink_to_fit();
+                // keeps the run: in one block.
+                inner.events.settle();
                 if let Some(ended) = self.ended_to.get() {
                     ended
                         .lock()
