@@ -35,7 +35,7 @@ pub(crate) async fn drive(
     state: &Shared,
     run: &Run,
     start: Start,
-    stored: Option<Option<Thread>>,
+    stored: Option<Option<Box<Thread>>>,
 ) -> Result<RunResult, String> {
     let team = state.team(Some(&run.team)).map_err(|e| e.message)?;
     // One owner per run: a `troupe run --resume` of this run (or another
@@ -91,7 +91,7 @@ pub(crate) async fn stretch(
     team: &Team,
     run: &Run,
     start: Start,
-    stored: Option<Option<Thread>>,
+    stored: Option<Option<Box<Thread>>>,
 ) -> Result<RunResult, String> {
     let workflow = &team.built.workflow;
     match (start, &run.session) {
@@ -114,7 +114,7 @@ pub(crate) async fn stretch(
             .await
             .map_err(|e| e.to_string()),
         (Start::Thread(thread), _) => workflow
-            .run(thread, &run.ctx)
+            .run(*thread, &run.ctx)
             .await
             .map_err(|e| e.to_string()),
         (Start::Session(text), Some(id)) => {
@@ -127,7 +127,8 @@ pub(crate) async fn stretch(
                     .threads
                     .load_thread(id)
                     .await
-                    .map_err(|e| format!("cannot read session `{id}`: {e}"))?,
+                    .map_err(|e| format!("cannot read session `{id}`: {e}"))?
+                    .map(Box::new),
             };
             let asked = stored
                 .as_ref()
@@ -135,7 +136,7 @@ pub(crate) async fn stretch(
             match (stored, asked) {
                 (Some(thread), Some(q)) => {
                     let r = workflow
-                        .respond_in_thread(thread, &q.id, text, &run.ctx)
+                        .respond_in_thread(*thread, &q.id, text, &run.ctx)
                         .await
                         .map_err(|e| e.to_string())?;
                     save(team, id, &r.thread).await?;
@@ -157,7 +158,7 @@ pub(crate) async fn stretch(
             session,
         ) => {
             let r = workflow
-                .respond_in_thread(thread, &request, answer, &run.ctx)
+                .respond_in_thread(*thread, &request, answer, &run.ctx)
                 .await
                 .map_err(|e| e.to_string())?;
             if let Some(id) = session {
@@ -176,11 +177,11 @@ async fn turn(
     team: &Team,
     run: &Run,
     id: &str,
-    mut thread: Thread,
+    mut thread: Box<Thread>,
     text: String,
 ) -> Result<RunResult, String> {
     thread.push(Message::user(text));
-    match team.built.workflow.run(thread, &run.ctx).await {
+    match team.built.workflow.run(*thread, &run.ctx).await {
         Ok(r) => match team.store.threads.save_thread(id, &r.thread).await {
             Ok(()) => Ok(r),
             Err(e) => Err(format!(

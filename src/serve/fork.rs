@@ -93,7 +93,7 @@ pub(crate) async fn fork(
         Start::Fork {
             from: id,
             checkpoint,
-            edits,
+            edits: Box::new(edits),
         },
         slot,
     );

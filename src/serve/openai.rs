@@ -119,7 +119,7 @@ pub(crate) async fn completions(
         .ok_or_else(|| ApiError::bad_request("`messages` holds no user message".into()))?;
     let start = match &session {
         Some(_) => Start::Session(last_user.clone()),
-        None => Start::Thread(thread_of(&request.messages)?),
+        None => Start::Thread(Box::new(thread_of(&request.messages)?)),
     };
     let policy = texting::asked(&headers)?;
     // Only a streamed answer needs them; asked now, so a bad team fails

@@ -73,7 +73,9 @@ pub(crate) async fn start(
     .await?;
     let start = match &body.session {
         Some(_) => Start::Session(body.task),
-        None => Start::Thread(Thread::from_messages([troupe::Message::user(body.task)])),
+        None => Start::Thread(Box::new(Thread::from_messages([troupe::Message::user(
+            body.task,
+        )]))),
     };
     super::lease_ahead::take(&state, &run, &start).await?;
     if let Some(hook) = body.webhook {

@@ -70,9 +70,9 @@ async fn fire(state: &Shared, team: &str, schedule: &Schedule, secs: i64) -> Res
     let slot = state.limits.run_slot().map_err(|e| e.message)?;
     let run = state.runs.create(team, &schedule.input, None);
     run.inner().scheduled = Some(json!({"schedule": schedule.name, "tick": secs}));
-    let start = Start::Thread(Thread::from_messages([troupe::Message::user(
+    let start = Start::Thread(Box::new(Thread::from_messages([troupe::Message::user(
         schedule.input.clone(),
-    )]));
+    )])));
     spawn(state.clone(), run, start, slot);
     Ok(())
 }

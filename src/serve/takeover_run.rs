@@ -29,9 +29,11 @@ pub(crate) async fn carry_on(team: &Team, run: &Run, note: &Note) -> Result<RunR
         // again from what it was asked.
         let start = match (note.again, &note.session) {
             (Again::SessionTurn, Some(_)) => Start::Session(note.task.clone()),
-            (Again::Task, _) => Start::Thread(Thread::from_messages([troupe::Message::user(
-                note.task.clone(),
-            )])),
+            (Again::Task, _) => {
+                Start::Thread(Box::new(Thread::from_messages([troupe::Message::user(
+                    note.task.clone(),
+                )])))
+            }
             _ => {
                 return Err(format!(
                     "run `{}` was cut short before its first checkpoint and cannot be started again from what it was asked",

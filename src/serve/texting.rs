@@ -210,7 +210,7 @@ pub(crate) fn spawn(
             // Kept for a rollback, and the turn runs on it: loaded once.
             Some(before) => {
                 let _ = keep.set(before.clone());
-                drive::drive(&state, &run, start, Some(before)).await
+                drive::drive(&state, &run, start, Some(before.map(Box::new))).await
             }
             // The stretch loads it again and fails, naming why.
             None => drive::drive(&state, &run, start, None).await,

@@ -134,7 +134,7 @@ async fn resume_stored(
     let start = Start::Answer {
         request: first.interrupt_id,
         answer,
-        thread,
+        thread: Box::new(thread),
     };
     texting::spawn(state.clone(), run.clone(), start, slot, turn);
     Ok(Resumed::Going(run, 0, entries))

@@ -39,6 +39,21 @@ pub(crate) async fn admit(
     let Some(board) = board_of(state, team) else {
         return texting::admit(state, team, session, asked, create);
     };
+    // Boxed: what it awaits (the database) takes ~2.3 KiB, which the
+    // handler awaiting this would otherwise hold for as long as its run
+    // goes, with or without a board.
+    Box::pin(admit_on_board(state, board, team, session, asked, create)).await
+}
+
+/// [`admit`] on `board`.
+async fn admit_on_board(
+    state: &Shared,
+    board: Arc<super::Board>,
+    team: &str,
+    session: Option<&str>,
+    asked: Option<DoubleTexting>,
+    create: impl FnOnce() -> Arc<Run>,
+) -> Result<(Arc<Run>, Turn), ApiError> {
     let Some(id) = session else {
         // Recorded before its start is answered: any worker asked for the
         // run from then on finds it.
