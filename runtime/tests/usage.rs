@@ -94,7 +94,7 @@ async fn a_failed_run_reports_what_its_turns_spent_per_agent_and_in_total() {
     let finished = events
         .iter()
         .find_map(|e| match e {
-            Event::RunFinished { status, stats, .. } => Some((*status, stats.clone())),
+            Event::RunFinished { status, stats, .. } => Some((*status, (**stats).clone())),
             _ => None,
         })
         .unwrap();

@@ -98,6 +98,12 @@ fn the_values_every_turn_copies_stay_small() {
          its id set (rare: only a long thread whose ids came out of order) one more; a run's \
          children are kept in a map whose every node has room for 11 of them",
     );
+    at_most::<crate::event::Event>(
+        128,
+        "every event is built, sent to the sinks and (in a server) kept with its run, and an \
+         event is as wide as its widest variant: a wide payload goes in a Box (RunFinished's \
+         stats)",
+    );
 }
 
 #[cfg(target_pointer_width = "64")]

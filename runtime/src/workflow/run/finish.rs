@@ -257,7 +257,7 @@ impl RunState {
                 detail,
                 usage: self.core.tally.stats.total.usage(),
                 turns: self.core.tally.turns,
-                stats: self.core.tally.stats(&self.core.spec.participants_by_name),
+                stats: Box::new(self.core.tally.stats(&self.core.spec.participants_by_name)),
                 elapsed_ms: self.core.tally.started.elapsed().as_secs_f64() * 1e3,
             }
         });
