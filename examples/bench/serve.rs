@@ -31,6 +31,11 @@
 //!   after the K unstreamed sessions − before they were made (after the
 //!   warm-up), / K;
 //!   `server_rss_idle_mib`, `server_peak_mib` beside it;
+//!   `anon_kib_per_session` the same of its anonymous memory only (heap
+//!   and stacks, `RssAnon`): the program's own code pages, which the
+//!   kernel maps in folios of up to 2 MiB, move the first by several KiB a
+//!   session from one copy of the binary to another; `server_anon_idle_mib`
+//!   beside it;
 //! - `server_cpu_us_per_turn`, `client_cpu_us_per_turn`: the CPU time
 //!   (user + system, µs) the server (with its children) and this client
 //!   used over the unstreamed phase, / its user turns;
@@ -56,7 +61,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::BoxError;
-use super::serve_proc::{cpu_us, quantile, tree_cpu_us, tree_peak_kib, tree_rss_kib};
+use super::serve_proc::{
+    cpu_us, quantile, tree_anon_kib, tree_cpu_us, tree_peak_kib, tree_rss_kib,
+};
 use super::serve_target::{self, Kind, SendError, Timing, session, stored_messages, turn};
 
 /// What to measure.
@@ -104,12 +111,14 @@ pub(super) async fn serve(args: &Serve) -> Result<Value, BoxError> {
     // Memory before the sessions are made (LangGraph's threads count).
     let pid = server.child.id();
     let rss_idle = tree_rss_kib(pid);
+    let anon_idle = tree_anon_kib(pid);
     let plain = sessions(kind, &client, &base, "bench-n", k).await?;
     let me = std::process::id();
     let cpu_before = (tree_cpu_us(pid), cpu_us(me));
     let (plain_times, plain_wall) = phase(kind, &client, &base, &plain, n, false).await?;
     let cpu_after = (tree_cpu_us(pid), cpu_us(me));
     let rss_after = tree_rss_kib(pid);
+    let anon_after = tree_anon_kib(pid);
     let streamed = sessions(kind, &client, &base, "bench-s", k).await?;
     let stream_before = (tree_cpu_us(pid), cpu_us(me));
     let (stream_times, stream_wall) = phase(kind, &client, &base, &streamed, n, true).await?;
@@ -170,6 +179,8 @@ pub(super) async fn serve(args: &Serve) -> Result<Value, BoxError> {
         "stream_server_cpu_us_per_turn": per_turn(stream_before.0, stream_after.0),
         "stream_client_cpu_us_per_turn": per_turn(stream_before.1, stream_after.1),
         "kib_per_session": (rss_after.saturating_sub(rss_idle) as f64 / k as f64 * 10.0).round() / 10.0,
+        "anon_kib_per_session": (anon_after.saturating_sub(anon_idle) as f64 / k as f64 * 10.0).round() / 10.0,
+        "server_anon_idle_mib": (anon_idle as f64 / 1024.0 * 10.0).round() / 10.0,
         "all_answered_and_stored": true,
         "figure": throughput.round(),
         "unit": "user turns/s",
