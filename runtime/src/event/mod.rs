@@ -46,9 +46,9 @@ pub enum Event {
         /// Wall time of the run, in milliseconds.
         elapsed_ms: f64,
         /// What the run spent — turns, model calls, tool calls, tokens,
-        /// cost — per agent and in total (a failed run's too). Boxed: the
-        /// widest field of any event, and every event is as wide as the
-        /// widest (a server keeps each run's events).
+        /// cost — per agent and in total (a failed run's too).
+        // Boxed: the widest field of any event, and every event is as
+        // wide as the widest (a server keeps each run's events).
         #[serde(default)]
         stats: Box<crate::stats::RunStats>,
     },
