@@ -200,7 +200,7 @@ impl Tally {
         let mut own = Vec::with_capacity(by_name.len());
         for &i in by_name {
             if let Some(Some((path, spent))) = self.own.get(i) {
-                own.push((path.to_string(), *spent));
+                own.push((String::from(&**path), *spent));
             }
         }
         let own = BTreeMap::from_iter(own);
