@@ -47,18 +47,56 @@ fn config(dir: &Path, startup: u32) -> PathBuf {
 
 /// `troupe run --events jsonl FILE go`, running.
 fn start(dir: &Path, file: &Path) -> Child {
-    troupe(
-        dir,
-        &[
-            "run",
-            "--events",
-            "jsonl",
-            file.to_str().expect("utf-8"),
-            "go",
-        ],
-    )
-    .spawn()
-    .expect("start troupe")
+    let args = [
+        "run",
+        "--events",
+        "jsonl",
+        file.to_str().expect("utf-8"),
+        "go",
+    ];
+    let mut cmd = troupe(dir, &args);
+    if hup_ignored() {
+        // Started under `nohup` (or anything ignoring SIGHUP), this test
+        // would hand troupe the same disposition — an ignored signal stays
+        // ignored across exec — and a SIGHUP would rightly do nothing. The
+        // tests are about troupe as a terminal starts it: coreutils' `env`
+        // puts SIGHUP back to its default, then execs troupe (same pid).
+        eprintln!(
+            "cli_mcp_orphans: this test process ignores SIGHUP (nohup?); troupe is started \
+             through `env --default-signal=HUP`"
+        );
+        let program = cmd.get_program().to_owned();
+        let mut reset = std::process::Command::new("env");
+        reset
+            .arg("--default-signal=HUP")
+            .arg(program)
+            .args(cmd.get_args())
+            .current_dir(dir)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        for (key, value) in cmd.get_envs() {
+            match value {
+                Some(v) => reset.env(key, v),
+                None => reset.env_remove(key),
+            };
+        }
+        cmd = reset;
+    }
+    cmd.spawn().expect("start troupe")
+}
+
+/// Whether this process ignores SIGHUP (bit 0 of `SigIgn` in its status).
+fn hup_ignored() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("SigIgn:"))
+                .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        })
+        .is_some_and(|mask| mask & 1 == 1)
 }
 
 /// Whether `pid` is a live process (a zombie is not).

@@ -192,7 +192,11 @@ impl Watcher {
             })
         });
         let waits = waits.as_mut().project();
-        if waits.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+        if waits
+            .waker
+            .as_ref()
+            .is_some_and(|w| w.will_wake(cx.waker()))
+        {
             // Both are registered to wake this task already, and stay so
             // until they fire: a stop asked for since wakes it, and
             // reading the tokens finds it. Polling them again would take
