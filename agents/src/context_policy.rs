@@ -139,7 +139,12 @@ impl ContextPolicy {
             .filter(|(_, rendered)| !rendered.is_empty());
         // Newest first while choosing.
         let mut units: Vec<(usize, Rendered)> = match *self {
-            ContextPolicy::WholeThread => rendered.collect(),
+            ContextPolicy::WholeThread => {
+                // One allocation: a filtered iterator collects by doubling.
+                let mut units = Vec::with_capacity(messages.len());
+                units.extend(rendered);
+                units
+            }
             ContextPolicy::LastN(n) => {
                 let n = n.max(1);
                 let mut units = Vec::with_capacity(n.min(messages.len()));
