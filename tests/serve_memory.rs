@@ -52,3 +52,41 @@ fn a_thousand_large_chats_stay_under_the_documented_bound() {
     // allocator's caches: far from the ~1 GiB every record would take.
     assert!(end < start + (128 << 20), "RSS {start} -> {end} bytes");
 }
+
+/// The server's environment, as the kernel holds it (Linux).
+fn environ(pid: u32) -> Vec<String> {
+    let raw = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    raw.split(|b| *b == 0)
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .collect()
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn the_server_gives_freed_memory_back_at_once_unless_told_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "echo.yaml", ECHO);
+    // The process the test started, exec'd once more with mimalloc's
+    // purge delay at 0: same pid, serving.
+    let s = Server::start(dir.path(), &["echo.yaml"], &[]);
+    let env = environ(s.child.id());
+    assert!(env.iter().any(|v| v == "MIMALLOC_PURGE_DELAY=0"), "{env:?}");
+    let r = client()
+        .post(s.url("/v1/chat/completions"))
+        .json(&json!({"messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    // A delay the environment sets is the one it runs with.
+    let s = Server::start(
+        dir.path(),
+        &["echo.yaml"],
+        &[("MIMALLOC_PURGE_DELAY", "25")],
+    );
+    let env = environ(s.child.id());
+    assert!(
+        env.iter().any(|v| v == "MIMALLOC_PURGE_DELAY=25")
+            && !env.iter().any(|v| v == "MIMALLOC_PURGE_DELAY=0"),
+        "{env:?}"
+    );
+}
