@@ -30,28 +30,25 @@ const PURGE_DELAY: &str = "MIMALLOC_PURGE_DELAY";
 
 /// For a long-lived command, execs this binary again with the purge delay
 /// at 0 unless the environment sets one; returns only if it does not
-/// (another command, a delay set, the `system-allocator` build, or a
-/// failed exec).
+/// (another command, a delay set, or a failed exec). Built only where
+/// mimalloc allocates (not the `system-allocator` build) on Unix.
 pub(crate) fn apply() {
-    #[cfg(all(unix, not(feature = "system-allocator")))]
-    {
-        use std::os::unix::process::CommandExt;
+    use std::os::unix::process::CommandExt;
 
-        if std::env::var_os(PURGE_DELAY).is_some() || !long_lived(std::env::args_os().skip(1)) {
-            return;
-        }
-        let Ok(exe) = std::env::current_exe() else {
-            return;
-        };
-        let mut args = std::env::args_os();
-        let arg0 = args.next().unwrap_or_else(|| exe.clone().into_os_string());
-        // Returns only on failure; the process then goes on unchanged.
-        let _failed = std::process::Command::new(exe)
-            .arg0(arg0)
-            .args(args)
-            .env(PURGE_DELAY, "0")
-            .exec();
+    if std::env::var_os(PURGE_DELAY).is_some() || !long_lived(std::env::args_os().skip(1)) {
+        return;
     }
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let mut args = std::env::args_os();
+    let arg0 = args.next().unwrap_or_else(|| exe.clone().into_os_string());
+    // Returns only on failure; the process then goes on unchanged.
+    let _failed = std::process::Command::new(exe)
+        .arg0(arg0)
+        .args(args)
+        .env(PURGE_DELAY, "0")
+        .exec();
 }
 
 /// Whether `args` (the process's, after its name) run a long-lived

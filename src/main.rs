@@ -30,6 +30,7 @@
 //! request id, or a checkpoint of a changed config), 3 waiting for input,
 //! 130 interrupted.
 
+#[cfg(all(unix, not(feature = "system-allocator")))]
 mod allocator_options;
 mod cli;
 mod huge_pages;
@@ -45,6 +46,7 @@ mod tape_args;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
+    #[cfg(all(unix, not(feature = "system-allocator")))]
     allocator_options::apply();
     huge_pages::turn_off();
     std::process::ExitCode::from(cli::main())

@@ -10,7 +10,7 @@
 #![cfg(target_os = "linux")]
 
 mod common;
-use common::{lines, troupe, until, wait};
+use common::{lines, troupe_under, until, wait};
 
 use std::path::{Path, PathBuf};
 use std::process::Child;
@@ -54,36 +54,23 @@ fn start(dir: &Path, file: &Path) -> Child {
         file.to_str().expect("utf-8"),
         "go",
     ];
-    let mut cmd = troupe(dir, &args);
-    if hup_ignored() {
-        // Started under `nohup` (or anything ignoring SIGHUP), this test
-        // would hand troupe the same disposition — an ignored signal stays
-        // ignored across exec — and a SIGHUP would rightly do nothing. The
-        // tests are about troupe as a terminal starts it: coreutils' `env`
-        // puts SIGHUP back to its default, then execs troupe (same pid).
+    // Started under `nohup` (or anything ignoring SIGHUP), this test would
+    // hand troupe the same disposition — an ignored signal stays ignored
+    // across exec — and a SIGHUP would rightly do nothing. The tests are
+    // about troupe as a terminal starts it: coreutils' `env` puts SIGHUP
+    // back to its default, then execs troupe (same pid).
+    let wrapper: &[&str] = if hup_ignored() {
         eprintln!(
             "cli_mcp_orphans: this test process ignores SIGHUP (nohup?); troupe is started \
              through `env --default-signal=HUP`"
         );
-        let program = cmd.get_program().to_owned();
-        let mut reset = std::process::Command::new("env");
-        reset
-            .arg("--default-signal=HUP")
-            .arg(program)
-            .args(cmd.get_args())
-            .current_dir(dir)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        for (key, value) in cmd.get_envs() {
-            match value {
-                Some(v) => reset.env(key, v),
-                None => reset.env_remove(key),
-            };
-        }
-        cmd = reset;
-    }
-    cmd.spawn().expect("start troupe")
+        &["env", "--default-signal=HUP"]
+    } else {
+        &[]
+    };
+    troupe_under(dir, wrapper, &args)
+        .spawn()
+        .expect("start troupe")
 }
 
 /// Whether this process ignores SIGHUP (bit 0 of `SigIgn` in its status).

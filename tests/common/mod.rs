@@ -72,7 +72,20 @@ pub fn wait(mut child: Child, limit: Duration) -> Output {
 
 /// A `troupe` command run offline, in `dir`, without a terminal.
 pub fn troupe(dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(TROUPE);
+    troupe_under(dir, &[], args)
+}
+
+/// [`troupe`], started through `wrapper` (a program and its arguments,
+/// which then exec `troupe ARGS`; none: troupe itself).
+pub fn troupe_under(dir: &Path, wrapper: &[&str], args: &[&str]) -> Command {
+    let mut cmd = match wrapper.split_first() {
+        Some((program, before)) => {
+            let mut cmd = Command::new(program);
+            cmd.args(before).arg(TROUPE);
+            cmd
+        }
+        None => Command::new(TROUPE),
+    };
     cmd.args(args)
         .current_dir(dir)
         .env_remove("OPENAI_API_KEY")
