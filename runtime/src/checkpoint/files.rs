@@ -1,41 +1,32 @@
-//! The stored byte layouts: a checkpoint file and a thread record.
+//! The stored byte layout of a checkpoint file (a thread record's is in
+//! `thread_record.rs`).
 //!
-//! Both start with 8 magic bytes (so a stray file is told apart from a
-//! damaged one, and the layout itself can change later), and both carry a
+//! It starts with 8 magic bytes (so a stray file is told apart from a
+//! damaged one, and the layout itself can change later), and carries a
 //! checksum, because bincode happily decodes many damaged inputs into wrong
 //! values instead of failing.
 //!
 //! ```text
 //! checkpoint file: "TRPCKPT1" | header length: u32 LE | checksum(header): u64 LE | header: codec(CheckpointMeta) | payload
-//! thread record:   "TRPTHRD1" | THREAD_FORMAT_VERSION: u32 LE | checksum(body): u64 LE | body: codec(Thread)
 //! ```
 //!
-//! Both checksums here are FNV-1a ([`legacy_checksum`]): these layouts did
-//! not change with checkpoint format 5. `FileStore` writes checkpoints to
-//! a log since format 5 (`store/log.rs`) and only reads checkpoint files.
+//! The checksum is FNV-1a ([`legacy_checksum`]): the layout did not change
+//! with checkpoint format 5. `FileStore` writes checkpoints to a log since
+//! format 5 (`store/log.rs`) and only reads checkpoint files.
 //!
 //! [`legacy_checksum`]: super::record::legacy_checksum
 
 use super::record::{Checkpoint, CheckpointMeta, legacy_checksum as checksum};
 use crate::checkpoint::codec;
 use crate::store::StoreError;
-use crate::thread::Thread;
 
 /// Start of a checkpoint file.
 pub(crate) const CHECKPOINT_MAGIC: &[u8; 8] = b"TRPCKPT1";
-/// Start of a thread record.
-pub(crate) const THREAD_MAGIC: &[u8; 8] = b"TRPTHRD1";
 /// Bytes before a checkpoint file's header.
 pub(crate) const CHECKPOINT_PREFIX: usize = 20;
 /// Largest header accepted: metadata is small, so a bigger length means a
 /// damaged file, and allocating it could exhaust memory.
 pub(crate) const MAX_HEADER: usize = 1 << 20;
-
-const THREAD_PREFIX: usize = 20;
-
-/// The version of a thread record's body: a [`Thread`]'s encoding, which
-/// checkpoint format 5 left as format 4 had it.
-pub(crate) const THREAD_FORMAT_VERSION: u32 = 4;
 
 /// The header bytes of a checkpoint file (everything before the payload):
 /// files of this layout are read, no longer written (tests write them).
@@ -154,66 +145,9 @@ pub(crate) fn decode_checkpoint_file(bytes: &[u8], what: &str) -> Result<Checkpo
     Ok(cp)
 }
 
-/// Encodes a thread as a stored record.
-pub(crate) fn encode_thread(thread: &Thread, conversation: &str) -> Result<Vec<u8>, StoreError> {
-    let body = codec::encode(thread).map_err(|source| StoreError::Encode {
-        what: format!("thread of conversation '{conversation}'"),
-        source,
-    })?;
-    let mut out = Vec::with_capacity(THREAD_PREFIX + body.len());
-    out.extend_from_slice(THREAD_MAGIC);
-    out.extend_from_slice(&THREAD_FORMAT_VERSION.to_le_bytes());
-    out.extend_from_slice(&checksum(&body).to_le_bytes());
-    out.extend_from_slice(&body);
-    Ok(out)
-}
-
-/// Decodes a stored thread record; `what` names its file or row in errors.
-pub(crate) fn decode_thread(bytes: &[u8], what: &str) -> Result<Thread, StoreError> {
-    if bytes.len() < THREAD_PREFIX {
-        return Err(StoreError::corrupt(
-            what,
-            format!(
-                "truncated: {} bytes, shorter than the record header",
-                bytes.len()
-            ),
-        ));
-    }
-    if &bytes[..8] != THREAD_MAGIC {
-        return Err(StoreError::corrupt(
-            what,
-            "not a troupe thread record (bad magic bytes)",
-        ));
-    }
-    let mut version = [0u8; 4];
-    version.copy_from_slice(&bytes[8..12]);
-    let version = u32::from_le_bytes(version);
-    let mut sum = [0u8; 8];
-    sum.copy_from_slice(&bytes[12..20]);
-    let sum = u64::from_le_bytes(sum);
-    let body = &bytes[THREAD_PREFIX..];
-    let actual = checksum(body);
-    // Checked before the version: damage can look like any version.
-    if actual != sum {
-        return Err(StoreError::corrupt(
-            what,
-            format!("checksum is {actual:016x}, the record says {sum:016x} (truncated or damaged)"),
-        ));
-    }
-    if version != THREAD_FORMAT_VERSION {
-        return Err(StoreError::UnsupportedVersion {
-            what: what.to_string(),
-            found: version,
-            expected: THREAD_FORMAT_VERSION,
-        });
-    }
-    codec::decode(body).map_err(|e| StoreError::corrupt(what, format!("{e}")))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::Message;
 
     #[test]
     fn checkpoint_file_round_trips_and_damage_is_caught() {
@@ -230,21 +164,6 @@ mod tests {
             bad[i] ^= 0x01;
             let e = decode_checkpoint_file(&bad, "f").unwrap_err();
             assert!(e.is_corrupt(), "byte {i}: {e}");
-        }
-    }
-
-    #[test]
-    fn thread_record_round_trips_and_damage_is_caught() {
-        let t = Thread::from_messages([Message::user("hello"), Message::text("a", "hi")]);
-        let rec = encode_thread(&t, "c").unwrap();
-        assert_eq!(decode_thread(&rec, "c").unwrap(), t);
-        for cut in 0..rec.len() {
-            assert!(decode_thread(&rec[..cut], "c").is_err());
-        }
-        for i in 0..rec.len() {
-            let mut bad = rec.clone();
-            bad[i] ^= 0x80;
-            assert!(decode_thread(&bad, "c").is_err(), "byte {i}");
         }
     }
 }

@@ -49,6 +49,7 @@ mod snapshot_oracle;
 pub(crate) mod snapshot_refs;
 pub(crate) mod snapshot_restore;
 pub(crate) mod snapshot_value;
+pub(crate) mod thread_record;
 
 #[cfg(feature = "fuzzing")]
 pub use delta::{ChainPayload, Folded, ID_RUNS_VERSION, ThreadOp, ThreadPath};

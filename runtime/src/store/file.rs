@@ -22,9 +22,9 @@ use super::lineage::{self, Lineage};
 use super::log::{self, Log};
 use super::save_errors::SaveErrors;
 use super::traits::{CheckpointStore, ThreadStore};
-use crate::checkpoint::files::{decode_thread, encode_thread};
 use crate::checkpoint::log_record::encode_record;
 use crate::checkpoint::record::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
+use crate::checkpoint::thread_record::{decode_thread, encode_thread};
 use crate::thread::Thread;
 
 const CHECKPOINT_EXT: &str = ".ckpt";

@@ -93,7 +93,11 @@ mod sqlite_lineage;
 #[cfg(feature = "sqlite")]
 mod sqlite_rows;
 #[cfg(feature = "sqlite")]
+mod sqlite_threads;
+#[cfg(feature = "sqlite")]
 mod sqlite_wal;
+#[cfg(feature = "sqlite")]
+mod thread_cache;
 mod traits;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod unix_time;

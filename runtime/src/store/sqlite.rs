@@ -2,15 +2,15 @@
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use async_trait::async_trait;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, params};
 
 use super::chain::{keep_bases_before_delete, keep_bases_before_prune};
 use super::durability::Durability;
 use super::error::StoreError;
-use super::key::{check_conversation_id, check_run_id};
+use super::key::check_run_id;
 use super::lineage::Lineage;
 use super::save_errors::SaveErrors;
 use super::sqlite_gate::Gate;
@@ -19,11 +19,9 @@ use super::sqlite_rows::{
     BUSY_TIMEOUT, META_COLUMNS, MetaRow, insert, insert_row, read_checkpoint, row_what, sql_error,
 };
 use super::sqlite_wal::{WalCopies, copy};
-use super::traits::{CheckpointStore, ThreadStore};
-use super::unix_time::to_unix;
-use crate::checkpoint::files::{decode_thread, encode_thread};
+use super::thread_cache::ThreadCache;
+use super::traits::CheckpointStore;
 use crate::checkpoint::record::{Checkpoint, CheckpointId, CheckpointKind, CheckpointMeta};
-use crate::thread::Thread;
 
 /// Version of the tables below, kept in SQLite's `user_version`.
 const SCHEMA_VERSION: u32 = 1;
@@ -70,9 +68,12 @@ CREATE TABLE IF NOT EXISTS threads (
 /// process being killed; the WAL is flushed at checkpoints of the WAL, so
 /// power loss may lose the last commits); with [`Durability::Fsync`]
 /// `synchronous=FULL` flushes the WAL on every commit. At `NORMAL`, a
-/// checkpoint of up to 64 KiB is committed on the calling thread when the
-/// connection is free and no other process holds the lock (a write into
-/// the WAL, nothing waited for); otherwise on the blocking pool. Every
+/// checkpoint or a conversation of up to 64 KiB, and a run's lease, are
+/// committed on the calling thread when the connection is free and no
+/// other process holds the lock (a write into the WAL, nothing waited
+/// for); otherwise on the blocking pool. The last 64 conversations loaded
+/// or saved are kept decoded, and a load is answered from them while no
+/// other connection has written to the database (`PRAGMA data_version`). Every
 /// ~4 MiB committed, the WAL is copied into the database on the blocking
 /// pool when the saves pause (a run waiting on its model, between runs),
 /// or at once if they have not by the time the WAL holds 64 MiB: first
@@ -94,6 +95,9 @@ pub struct SqliteStore {
     /// The queue of operations for the connection: one on the blocking
     /// pool at a time (`sqlite_gate`).
     gate: Gate,
+    /// The conversations read or written last, decoded
+    /// (`thread_cache`).
+    threads: Arc<ThreadCache>,
 }
 
 impl SqliteStore {
@@ -155,6 +159,7 @@ impl SqliteStore {
             wal: Arc::new(WalCopies::new()),
             path: None,
             gate: Gate::new(),
+            threads: Arc::default(),
         })
     }
 
@@ -201,9 +206,31 @@ impl SqliteStore {
         &self.gate
     }
 
+    /// The one text column `query` selects, every row.
+    pub(super) async fn strings(&self, query: &'static str) -> Result<Vec<String>, StoreError> {
+        self.with_conn(move |conn, db| {
+            let err = sql_error(db);
+            let mut stmt = conn.prepare_cached(query).map_err(&err)?;
+            let rows = stmt.query_map([], |r| r.get(0)).map_err(&err)?;
+            rows.collect::<Result<Vec<String>, _>>().map_err(&err)
+        })
+        .await
+    }
+
+    /// The conversations kept decoded, for `sqlite_threads`.
+    pub(super) fn thread_cache(&self) -> &Arc<ThreadCache> {
+        &self.threads
+    }
+
+    /// The connection, if no one holds it now (for work small enough to
+    /// do on the calling thread).
+    pub(super) fn try_connection(&self) -> Option<std::sync::MutexGuard<'_, Connection>> {
+        self.conn.try_lock().ok()
+    }
+
     /// Runs `f` with the connection on the blocking pool, after the
     /// operations queued before it.
-    async fn with_conn<T: Send + 'static>(
+    pub(super) async fn with_conn<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Connection, &str) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
@@ -223,29 +250,44 @@ impl SqliteStore {
 
 impl SqliteStore {
     /// Saves a small checkpoint at once on the calling thread if nothing
-    /// would make it wait: not [`Durability::Fsync`] (a commit is then a
-    /// write into the WAL, no flush), the connection free, the database
-    /// not locked by another process (no busy wait here: it is tried once)
-    /// and no WAL checkpoint due (those, which flush, run on the blocking
-    /// pool). `None` when it was not tried or the database was busy: the
-    /// caller saves on the blocking pool.
+    /// would make it wait (see [`SqliteStore::write_here`]). `None` when it
+    /// was not tried or the database was busy: the caller saves on the
+    /// blocking pool.
     fn save_here(&self, checkpoint: &Checkpoint) -> Option<Result<(), StoreError>> {
-        if self.durability == Durability::Fsync || checkpoint.payload.len() > INLINE_SAVE {
+        let bytes = checkpoint.payload.len();
+        let saved = self.write_here(bytes, |conn| {
+            insert_row(conn, &checkpoint.meta(), &checkpoint.payload)
+        })?;
+        if saved.is_ok() {
+            self.committed(bytes);
+        }
+        Some(saved)
+    }
+
+    /// Runs a small write (`bytes` long) at once on the calling thread if
+    /// nothing would make it wait: not [`Durability::Fsync`] (a commit is
+    /// then a write into the WAL, no flush), the connection free, the
+    /// database not locked by another process (no busy wait here: it is
+    /// tried once) and no WAL checkpoint due (those, which flush, run on
+    /// the blocking pool). `None` when it was not tried or the database
+    /// was busy: the caller writes on the blocking pool.
+    pub(super) fn write_here<T>(
+        &self,
+        bytes: usize,
+        write: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
+    ) -> Option<Result<T, StoreError>> {
+        if self.durability == Durability::Fsync || bytes > INLINE_SAVE {
             return None;
         }
         let mut conn = self.conn.try_lock().ok()?;
         let db = &*self.db;
-        let saved = conn
+        let written = conn
             .busy_timeout(Duration::ZERO)
-            .and_then(|()| insert_row(&mut conn, &checkpoint.meta(), &checkpoint.payload));
+            .and_then(|()| write(&mut conn));
         let restored = conn.busy_timeout(BUSY_TIMEOUT).map_err(sql_error(db));
-        match saved {
+        match written {
             Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => None,
-            Ok(()) => {
-                drop(conn);
-                self.committed(checkpoint.payload.len());
-                Some(restored)
-            }
+            Ok(value) => Some(restored.map(|()| value)),
             Err(e) => Some(Err(sql_error(db)(e))),
         }
     }
@@ -253,7 +295,7 @@ impl SqliteStore {
     /// Counts a commit of `bytes`; when that makes a copy of the WAL into
     /// the database due, starts it (on the blocking pool, made once the
     /// saves pause or the WAL has reached its bound: see `sqlite_wal`).
-    fn committed(&self, bytes: usize) {
+    pub(super) fn committed(&self, bytes: usize) {
         if self.wal.wrote(bytes) {
             copy(&self.wal, &self.conn, self.path.as_ref());
         }
@@ -448,94 +490,16 @@ impl CheckpointStore for SqliteStore {
     }
 
     async fn runs(&self) -> Result<Vec<String>, StoreError> {
-        self.with_conn(|conn, db| {
-            let err = sql_error(db);
-            // BINARY collation compares UTF-8 bytes: the same order as Rust.
-            let mut stmt = conn
-                .prepare_cached("SELECT DISTINCT run_id FROM checkpoints ORDER BY run_id")
-                .map_err(&err)?;
-            let rows = stmt.query_map([], |r| r.get(0)).map_err(&err)?;
-            rows.collect::<Result<Vec<String>, _>>().map_err(&err)
-        })
-        .await
-    }
-}
-
-#[async_trait]
-impl ThreadStore for SqliteStore {
-    async fn load_thread(&self, conversation: &str) -> Result<Option<Thread>, StoreError> {
-        check_conversation_id(conversation)?;
-        let conversation = conversation.to_string();
-        self.with_conn(move |conn, db| {
-            let record: Option<Vec<u8>> = conn
-                .prepare_cached("SELECT record FROM threads WHERE conversation = ?1")
-                .and_then(|mut s| s.query_row(params![conversation], |r| r.get(0)))
-                .optional()
-                .map_err(sql_error(db))?;
-            record
-                .map(|r| {
-                    decode_thread(
-                        &r,
-                        &format!("conversation '{conversation}' in SQLite database '{db}'"),
-                    )
-                })
-                .transpose()
-        })
-        .await
-    }
-
-    async fn save_thread(&self, conversation: &str, thread: &Thread) -> Result<(), StoreError> {
-        check_conversation_id(conversation)?;
-        // Encoded here, not in the blocking task, so the thread is not cloned.
-        let record = encode_thread(thread, conversation)?;
-        let conversation = conversation.to_string();
-        let now = to_unix(SystemTime::now()).0;
-        let bytes = record.len();
-        self.with_conn(move |conn, db| {
-            conn.prepare_cached(
-                "INSERT OR REPLACE INTO threads (conversation, record, updated_secs) \
-                 VALUES (?1, ?2, ?3)",
-            )
-            .and_then(|mut s| s.execute(params![conversation, record, now]))
-            .map_err(sql_error(db))?;
-            Ok(())
-        })
-        .await?;
-        self.committed(bytes);
-        Ok(())
-    }
-
-    async fn delete_thread(&self, conversation: &str) -> Result<bool, StoreError> {
-        check_conversation_id(conversation)?;
-        let conversation = conversation.to_string();
-        self.with_conn(move |conn, db| {
-            let n = conn
-                .execute(
-                    "DELETE FROM threads WHERE conversation = ?1",
-                    params![conversation],
-                )
-                .map_err(sql_error(db))?;
-            Ok(n > 0)
-        })
-        .await
-    }
-
-    async fn conversations(&self) -> Result<Vec<String>, StoreError> {
-        self.with_conn(|conn, db| {
-            let err = sql_error(db);
-            let mut stmt = conn
-                .prepare_cached("SELECT conversation FROM threads ORDER BY conversation")
-                .map_err(&err)?;
-            let rows = stmt.query_map([], |r| r.get(0)).map_err(&err)?;
-            rows.collect::<Result<Vec<String>, _>>().map_err(&err)
-        })
-        .await
+        // BINARY collation compares UTF-8 bytes: the same order as Rust.
+        self.strings("SELECT DISTINCT run_id FROM checkpoints ORDER BY run_id")
+            .await
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::ThreadStore;
 
     #[tokio::test]
     async fn a_damaged_row_is_reported_as_corrupt_naming_it() {

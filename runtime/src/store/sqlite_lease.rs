@@ -5,7 +5,10 @@
 //! (the holder hung, or its machine went away), or at once when its holder
 //! is a process of this host that has ended (`kill -9` leaves the row
 //! behind). Taking a lease is one `BEGIN IMMEDIATE` transaction: read the
-//! row, refuse or replace it, so two processes never both take it. Every
+//! row, refuse or replace it, so two processes never both take it. It is
+//! made on the calling thread when the connection is free and no other
+//! process holds the database's lock (a few small writes into the WAL),
+//! else on the blocking pool, where it may wait for that lock. Every
 //! row carries a token of its own, so a holder whose lease was taken over
 //! neither renews nor deletes its successor's.
 //!
@@ -15,7 +18,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -27,7 +30,7 @@ use super::lease::{
 };
 use super::sqlite::SqliteStore;
 use super::sqlite_gate::Gate;
-use super::sqlite_rows::sql_error;
+use super::sqlite_rows::{BUSY_TIMEOUT, sql_error};
 
 const TABLE: &str = "
 CREATE TABLE IF NOT EXISTS run_leases (
@@ -53,13 +56,17 @@ impl RunLeases for SqliteStore {
             run_id: run_id.to_string(),
             token: new_token(),
         };
-        let taken = {
-            let lease = lease.clone();
-            let holder = holder.clone();
-            let gate = lease.gate.clone();
-            gate.run(move || lease.take(&holder))
-                .await
-                .map_err(StoreError::from)?
+        // On this thread when nothing makes it wait, else on the pool.
+        let taken = match lease.take_now(&holder) {
+            Some(taken) => taken,
+            None => {
+                let lease = lease.clone();
+                let holder = holder.clone();
+                let gate = lease.gate.clone();
+                gate.run(move || lease.take(&holder))
+                    .await
+                    .map_err(StoreError::from)?
+            }
         };
         taken?;
         let beats = {
@@ -104,30 +111,49 @@ struct Row {
 impl Row {
     /// Takes the row for `holder` unless a live holder has it.
     fn take(&self, holder: &LeaseHolder) -> Result<(), LeaseError> {
-        let err = sql_error(&self.db);
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(&err)?;
-        tx.prepare_cached(TABLE.trim())
-            .and_then(|mut s| s.execute([]))
-            .map_err(&err)?;
+        self.take_on(&mut conn, holder)
+            .map_err(sql_error(&self.db))?
+    }
+
+    /// [`Row::take`] on the calling thread, if nothing makes it wait: the
+    /// connection free and the database not locked by another process
+    /// (tried once, no busy wait). `None` when it was not: the caller
+    /// takes it on the blocking pool.
+    fn take_now(&self, holder: &LeaseHolder) -> Option<Result<(), LeaseError>> {
+        let mut conn = self.conn.try_lock().ok()?;
+        conn.busy_timeout(Duration::ZERO).ok()?;
+        let taken = self.take_on(&mut conn, holder);
+        let restored = conn.busy_timeout(BUSY_TIMEOUT);
+        match (taken, restored) {
+            (Err(e), _) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => None,
+            (Err(e), _) | (Ok(_), Err(e)) => Some(Err(sql_error(&self.db)(e).into())),
+            (Ok(taken), Ok(())) => Some(taken),
+        }
+    }
+
+    /// Takes the row in one `BEGIN IMMEDIATE` transaction on `conn`: the
+    /// outer error is SQLite's, the inner a live holder's.
+    fn take_on(
+        &self,
+        conn: &mut Connection,
+        holder: &LeaseHolder,
+    ) -> rusqlite::Result<Result<(), LeaseError>> {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.prepare_cached(TABLE.trim())?.execute([])?;
         let row = tx
             .prepare_cached(
                 "SELECT pid, host, since_secs, beat_secs FROM run_leases WHERE run_id = ?1",
-            )
-            .and_then(|mut s| {
-                s.query_row([&self.run_id], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, i64>(2)?,
-                        r.get::<_, i64>(3)?,
-                    ))
-                })
+            )?
+            .query_row([&self.run_id], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, i64>(3)?,
+                ))
             })
-            .optional()
-            .map_err(&err)?;
+            .optional()?;
         let now = unix_secs(SystemTime::now());
         if let Some((pid, host, since, beat)) = row {
             let other = LeaseHolder {
@@ -137,29 +163,26 @@ impl Row {
             };
             let stale = now.saturating_sub(beat) > secs(STALE_AFTER);
             if !stale && !other.is_dead_here() {
-                return Err(LeaseError::Held {
+                return Ok(Err(LeaseError::Held {
                     run_id: self.run_id.clone(),
                     holder: Some(other),
-                });
+                }));
             }
         }
         tx.prepare_cached(
             "INSERT OR REPLACE INTO run_leases (run_id, token, pid, host, since_secs, beat_secs) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )
-        .and_then(|mut s| {
-            s.execute(params![
-                self.run_id,
-                self.token,
-                i64::from(holder.pid),
-                holder.host,
-                unix_secs(holder.since),
-                now
-            ])
-        })
-        .map_err(&err)?;
-        tx.commit().map_err(&err)?;
-        Ok(())
+        )?
+        .execute(params![
+            self.run_id,
+            self.token,
+            i64::from(holder.pid),
+            holder.host,
+            unix_secs(holder.since),
+            now
+        ])?;
+        tx.commit()?;
+        Ok(Ok(()))
     }
 
     /// Renews the heartbeat (of this row only: a successor's is not ours);
@@ -300,5 +323,29 @@ mod tests {
         let err = store.acquire("run-4").await.unwrap_err();
         assert!(err.to_string().contains("pid 1 on elsewhere"), "{err}");
         drop(two);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_lease_waits_while_another_process_holds_the_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.db");
+        let store = SqliteStore::open(&path).unwrap();
+        // Another writer holds the database's write lock: the lease is
+        // not taken on the calling thread, nor refused as busy, but waits
+        // on the blocking pool.
+        let blocker = Connection::open(&path).unwrap();
+        blocker.execute_batch("BEGIN IMMEDIATE;").unwrap();
+        let waiting = {
+            let store = store.clone();
+            tokio::spawn(async move { store.acquire("run-1").await.map(drop) })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert!(
+            !waiting.is_finished(),
+            "the lease did not wait for the lock"
+        );
+        blocker.execute_batch("COMMIT;").unwrap();
+        waiting.await.unwrap().unwrap();
+        assert_eq!(holder_row(&store, "run-1"), None, "dropped with its row");
     }
 }

@@ -5,5 +5,5 @@
 
 pub(super) use super::super::chain::{keep_bases_before_delete, keep_bases_before_prune};
 pub(super) use super::super::unix_time::{from_unix, to_unix};
-pub(super) use crate::checkpoint::files::{decode_thread, encode_thread};
 pub(super) use crate::checkpoint::record::{DELTA_TAG, FIRST_CHAINED_VERSION};
+pub(super) use crate::checkpoint::thread_record::{decode_thread, encode_thread};
