@@ -102,7 +102,13 @@ fn encode_body(
                 .all(|(a, b)| Arc::ptr_eq(a, b))
     });
     let (mut bytes, from) = match kept {
-        Some(b) => (b.bytes.clone(), b.messages.len()),
+        Some(b) => {
+            // Room for the new messages too, so they do not move it.
+            let new = messages.len() - b.messages.len();
+            let mut bytes = Vec::with_capacity(b.bytes.len() + new * 128);
+            bytes.extend_from_slice(&b.bytes);
+            (bytes, b.messages.len())
+        }
         None => (Vec::new(), 0),
     };
     for m in &messages[from..] {
