@@ -222,12 +222,6 @@ impl SqliteStore {
         &self.threads
     }
 
-    /// The connection, if no one holds it now (for work small enough to
-    /// do on the calling thread).
-    pub(super) fn try_connection(&self) -> Option<std::sync::MutexGuard<'_, Connection>> {
-        self.conn.try_lock().ok()
-    }
-
     /// Runs `f` with the connection on the blocking pool, after the
     /// operations queued before it.
     pub(super) async fn with_conn<T: Send + 'static>(
@@ -279,13 +273,24 @@ impl SqliteStore {
         if self.durability == Durability::Fsync || bytes > INLINE_SAVE {
             return None;
         }
+        self.here(write)
+    }
+
+    /// Runs `f` at once on the calling thread if the connection is free
+    /// and the database not locked by another process (tried once: no
+    /// busy wait here). `None` when it was not: the caller goes to the
+    /// blocking pool.
+    pub(super) fn here<T>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
+    ) -> Option<Result<T, StoreError>> {
         let mut conn = self.conn.try_lock().ok()?;
         let db = &*self.db;
-        let written = conn
+        let done = conn
             .busy_timeout(Duration::ZERO)
-            .and_then(|()| write(&mut conn));
+            .and_then(|()| f(&mut conn));
         let restored = conn.busy_timeout(BUSY_TIMEOUT).map_err(sql_error(db));
-        match written {
+        match done {
             Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => None,
             Ok(value) => Some(restored.map(|()| value)),
             Err(e) => Some(Err(sql_error(db)(e))),

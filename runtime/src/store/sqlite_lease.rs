@@ -18,7 +18,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -30,7 +30,7 @@ use super::lease::{
 };
 use super::sqlite::SqliteStore;
 use super::sqlite_gate::Gate;
-use super::sqlite_rows::{BUSY_TIMEOUT, sql_error};
+use super::sqlite_rows::sql_error;
 
 const TABLE: &str = "
 CREATE TABLE IF NOT EXISTS run_leases (
@@ -57,8 +57,8 @@ impl RunLeases for SqliteStore {
             token: new_token(),
         };
         // On this thread when nothing makes it wait, else on the pool.
-        let taken = match lease.take_now(&holder) {
-            Some(taken) => taken,
+        let taken = match self.write_here(0, |conn| lease.take_on(conn, &holder)) {
+            Some(taken) => taken.map_err(LeaseError::from).and_then(|held| held),
             None => {
                 let lease = lease.clone();
                 let holder = holder.clone();
@@ -114,22 +114,6 @@ impl Row {
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         self.take_on(&mut conn, holder)
             .map_err(sql_error(&self.db))?
-    }
-
-    /// [`Row::take`] on the calling thread, if nothing makes it wait: the
-    /// connection free and the database not locked by another process
-    /// (tried once, no busy wait). `None` when it was not: the caller
-    /// takes it on the blocking pool.
-    fn take_now(&self, holder: &LeaseHolder) -> Option<Result<(), LeaseError>> {
-        let mut conn = self.conn.try_lock().ok()?;
-        conn.busy_timeout(Duration::ZERO).ok()?;
-        let taken = self.take_on(&mut conn, holder);
-        let restored = conn.busy_timeout(BUSY_TIMEOUT);
-        match (taken, restored) {
-            (Err(e), _) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => None,
-            (Err(e), _) | (Ok(_), Err(e)) => Some(Err(sql_error(&self.db)(e).into())),
-            (Ok(taken), Ok(())) => Some(taken),
-        }
     }
 
     /// Takes the row in one `BEGIN IMMEDIATE` transaction on `conn`: the

@@ -9,7 +9,7 @@
 //! (`thread_record`), and commits a record of up to 64 KiB on the calling
 //! thread as a small checkpoint is (`SqliteStore::write_here`).
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, params};
@@ -17,11 +17,11 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::error::StoreError;
 use super::key::check_conversation_id;
 use super::sqlite::SqliteStore;
-use super::sqlite_rows::{BUSY_TIMEOUT, sql_error};
+use super::sqlite_rows::sql_error;
 use super::thread_cache::ThreadCache;
 use super::traits::ThreadStore;
 use super::unix_time::to_unix;
-use crate::checkpoint::thread_record::{decode_thread, encode_thread_after};
+use crate::checkpoint::thread_record::{EncodedThread, decode_thread, encode_thread_after};
 use crate::thread::Thread;
 
 /// The database's `data_version`: another value than last time means
@@ -33,19 +33,27 @@ fn data_version(conn: &Connection) -> rusqlite::Result<i64> {
 
 impl SqliteStore {
     /// `conversation`'s thread from the cache, read on the calling thread:
-    /// `None` when the connection is busy, the database is locked, or the
-    /// cache does not have it (the caller then reads the row).
+    /// `None` when the connection is busy, the database is locked (a read
+    /// waits on another process only while it recovers the WAL: then the
+    /// blocking pool waits, not this thread), or the cache does not have
+    /// it (the caller then reads the row).
     fn cached_here(&self, conversation: &str) -> Option<Thread> {
         let cache = self.thread_cache();
-        let conn = self.try_connection()?;
-        // A read may wait on another process only while it recovers the
-        // WAL: then the blocking pool waits, not this thread.
-        conn.busy_timeout(Duration::ZERO).ok()?;
-        let version = data_version(&conn);
-        conn.busy_timeout(BUSY_TIMEOUT).ok()?;
-        cache.at_version(version.ok()?);
-        cache.get(conversation)
+        self.here(|conn| kept(conn, cache, conversation))?
+            .ok()
+            .flatten()
     }
+}
+
+/// The thread the cache keeps for `conversation`, once `data_version`
+/// says it is still true; the connection held.
+fn kept(
+    conn: &Connection,
+    cache: &ThreadCache,
+    conversation: &str,
+) -> rusqlite::Result<Option<Thread>> {
+    cache.at_version(data_version(conn)?);
+    Ok(cache.get(conversation))
 }
 
 /// Reads `conversation`'s row (or the cache, if it is still true), the
@@ -57,8 +65,7 @@ fn load(
     conversation: &str,
 ) -> Result<Option<Thread>, StoreError> {
     let err = sql_error(db);
-    cache.at_version(data_version(conn).map_err(&err)?);
-    if let Some(thread) = cache.get(conversation) {
+    if let Some(thread) = kept(conn, cache, conversation).map_err(&err)? {
         return Ok(Some(thread));
     }
     let record: Option<Vec<u8>> = conn
@@ -77,18 +84,39 @@ fn load(
     Ok(Some(thread))
 }
 
-/// Writes `conversation`'s row.
+/// What the cache keeps of a thread saved: the thread and its record's
+/// encodings.
+type Keep = Option<(Thread, EncodedThread)>;
+
+/// Writes `conversation`'s row and, the connection held, changes the
+/// cache with it: `keep` is kept when the row is written (and left where
+/// it is when it is not, for another try), the entry forgotten when not.
 fn write_row(
     conn: &Connection,
+    cache: &ThreadCache,
     conversation: &str,
     record: &[u8],
-    now: i64,
+    keep: &mut Keep,
 ) -> rusqlite::Result<()> {
-    conn.prepare_cached(
-        "INSERT OR REPLACE INTO threads (conversation, record, updated_secs) VALUES (?1, ?2, ?3)",
-    )?
-    .execute(params![conversation, record, now])
-    .map(drop)
+    let now = to_unix(SystemTime::now()).0;
+    let written = conn
+        .prepare_cached(
+            "INSERT OR REPLACE INTO threads (conversation, record, updated_secs) \
+             VALUES (?1, ?2, ?3)",
+        )
+        .and_then(|mut s| s.execute(params![conversation, record, now]));
+    match written {
+        Ok(_) => {
+            if let Some((thread, encoded)) = keep.take() {
+                cache.put(conversation, thread, Some(encoded), record.len());
+            }
+            Ok(())
+        }
+        Err(e) => {
+            cache.forget(conversation);
+            Err(e)
+        }
+    }
 }
 
 #[async_trait]
@@ -112,52 +140,22 @@ impl ThreadStore for SqliteStore {
         let cache = self.thread_cache().clone();
         let before = cache.encoded(conversation);
         let (record, encoded) = encode_thread_after(thread, conversation, before.as_deref())?;
-        drop(before);
-        let kept = thread.clone();
-        let now = to_unix(SystemTime::now()).0;
+        let mut keep = Some((thread.clone(), encoded));
         let bytes = record.len();
         // A small record is written at once when nothing makes it wait.
-        // The cache changes with the row, the connection held.
-        let mut keep = Some((kept, encoded));
-        let here = self.write_here(bytes, |conn| {
-            let saved = write_row(conn, conversation, &record, now);
-            match (&saved, keep.take()) {
-                (Ok(()), Some((kept, encoded))) => {
-                    cache.put(conversation, kept, Some(encoded), bytes)
-                }
-                (Err(_), taken) => {
-                    cache.forget(conversation);
-                    // Kept for the blocking pool if the database was busy.
-                    keep = taken;
-                }
-                (Ok(()), None) => {}
+        match self.write_here(bytes, |conn| {
+            write_row(conn, &cache, conversation, &record, &mut keep)
+        }) {
+            Some(written) => written?,
+            None => {
+                let conversation = conversation.to_string();
+                self.with_conn(move |conn, db| {
+                    write_row(conn, &cache, &conversation, &record, &mut keep)
+                        .map_err(sql_error(db))
+                })
+                .await?
             }
-            saved
-        });
-        match here {
-            Some(Ok(())) => {
-                self.committed(bytes);
-                return Ok(());
-            }
-            Some(Err(e)) => return Err(e),
-            None => {}
         }
-        let conversation = conversation.to_string();
-        self.with_conn(move |conn, db| {
-            match write_row(conn, &conversation, &record, now) {
-                Ok(()) => {
-                    if let Some((kept, encoded)) = keep {
-                        cache.put(&conversation, kept, Some(encoded), bytes);
-                    }
-                }
-                Err(e) => {
-                    cache.forget(&conversation);
-                    return Err(sql_error(db)(e));
-                }
-            }
-            Ok(())
-        })
-        .await?;
         self.committed(bytes);
         Ok(())
     }
@@ -240,7 +238,7 @@ mod tests {
             let (store, thread) = (store.clone(), thread.clone());
             tokio::spawn(async move { store.save_thread("c", &thread).await })
         };
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         assert!(!waiting.is_finished(), "the save did not wait for the lock");
         blocker.execute_batch("COMMIT;").unwrap();
         waiting.await.unwrap().unwrap();
