@@ -91,6 +91,8 @@ mod sqlite_lease;
 #[cfg(feature = "sqlite")]
 mod sqlite_lineage;
 #[cfg(feature = "sqlite")]
+mod sqlite_release;
+#[cfg(feature = "sqlite")]
 mod sqlite_rows;
 #[cfg(feature = "sqlite")]
 mod sqlite_threads;

@@ -15,6 +15,7 @@ use super::lineage::Lineage;
 use super::save_errors::SaveErrors;
 use super::sqlite_gate::Gate;
 use super::sqlite_lineage;
+use super::sqlite_release::Releases;
 use super::sqlite_rows::{
     BUSY_TIMEOUT, META_COLUMNS, MetaRow, insert, insert_row, read_checkpoint, row_what, sql_error,
 };
@@ -98,6 +99,9 @@ pub struct SqliteStore {
     /// The conversations read or written last, decoded
     /// (`thread_cache`).
     threads: Arc<ThreadCache>,
+    /// Run leases given back whose rows are still to delete
+    /// (`sqlite_release`).
+    releases: Arc<Releases>,
 }
 
 impl SqliteStore {
@@ -160,6 +164,7 @@ impl SqliteStore {
             path: None,
             gate: Gate::new(),
             threads: Arc::default(),
+            releases: Arc::default(),
         })
     }
 
@@ -198,6 +203,11 @@ impl SqliteStore {
     /// (`sqlite_lease.rs`), which keep their rows in the same database.
     pub(super) fn shared_connection(&self) -> (Arc<Mutex<Connection>>, Arc<str>) {
         (self.conn.clone(), self.db.clone())
+    }
+
+    /// The leases given back whose rows are still to delete.
+    pub(super) fn releases(&self) -> &Arc<Releases> {
+        &self.releases
     }
 
     /// The queue in front of the connection, for the leases and the

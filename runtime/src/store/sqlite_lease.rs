@@ -10,7 +10,9 @@
 //! process holds the database's lock (a few small writes into the WAL),
 //! else on the blocking pool, where it may wait for that lock. Every
 //! row carries a token of its own, so a holder whose lease was taken over
-//! neither renews nor deletes its successor's.
+//! neither renews nor deletes its successor's. A lease given back has its
+//! row deleted by the store's next lease taken, in that one's commit, or
+//! within a few milliseconds (`sqlite_release`).
 //!
 //! The table is created when the first lease is taken; databases written
 //! before it keep their schema version (a reader that does not know the
@@ -30,6 +32,7 @@ use super::lease::{
 };
 use super::sqlite::SqliteStore;
 use super::sqlite_gate::Gate;
+use super::sqlite_release::{RELEASE_AFTER, Releases};
 use super::sqlite_rows::sql_error;
 
 const TABLE: &str = "
@@ -53,6 +56,7 @@ impl RunLeases for SqliteStore {
             conn,
             db,
             gate: self.gate().clone(),
+            releases: self.releases().clone(),
             run_id: run_id.to_string(),
             token: new_token(),
         };
@@ -104,6 +108,8 @@ struct Row {
     db: Arc<str>,
     /// The store's queue for its connection.
     gate: Gate,
+    /// The store's leases given back, rows still to delete.
+    releases: Arc<Releases>,
     run_id: String,
     token: String,
 }
@@ -125,6 +131,26 @@ impl Row {
     ) -> rusqlite::Result<Result<(), LeaseError>> {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.prepare_cached(TABLE.trim())?.execute([])?;
+        // The leases this store gave back go in this commit (this run's
+        // own, given back a moment ago, among them).
+        let released = self.releases.delete_on(&tx)?;
+        let taken = self.take_in(&tx, holder);
+        match taken.and_then(|held| tx.commit().map(|()| held)) {
+            Ok(held) => Ok(held),
+            Err(e) => {
+                self.releases.restore(released);
+                Err(e)
+            }
+        }
+    }
+
+    /// Reads the row and, unless a live holder has it, writes ours in
+    /// transaction `tx` (not committed).
+    fn take_in(
+        &self,
+        tx: &Connection,
+        holder: &LeaseHolder,
+    ) -> rusqlite::Result<Result<(), LeaseError>> {
         let row = tx
             .prepare_cached(
                 "SELECT pid, host, since_secs, beat_secs FROM run_leases WHERE run_id = ?1",
@@ -165,7 +191,6 @@ impl Row {
             unix_secs(holder.since),
             now
         ])?;
-        tx.commit()?;
         Ok(Ok(()))
     }
 
@@ -184,6 +209,15 @@ impl Row {
             })
             .map_err(sql_error(&self.db))?;
         Ok(renewed == 1)
+    }
+
+    /// Deletes the rows of the leases the store gave back.
+    fn release_given_back(&self) -> Result<(), StoreError> {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        self.releases
+            .delete_on(&conn)
+            .map(drop)
+            .map_err(sql_error(&self.db))
     }
 
     /// Deletes the row (if it is still this one).
@@ -207,7 +241,51 @@ impl Drop for Held {
         self.beats.abort();
         // Best effort: a row left behind names this process, which is
         // then dead (or its heartbeat stale), so it is taken over.
-        let _ = self.row.release();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            let _ = self.row.release();
+            return;
+        };
+        // Deleted with the next lease taken, or soon (`sqlite_release`).
+        let row = &self.row;
+        if row.releases.give_back(&row.run_id, &row.token) {
+            let flush = Flush(Some(row.clone()));
+            runtime.spawn(async move {
+                tokio::time::sleep(RELEASE_AFTER).await;
+                flush.run().await;
+            });
+        }
+    }
+}
+
+/// Deletes the rows of the leases its store gave back: on the blocking
+/// pool once [`RELEASE_AFTER`] has passed ([`Flush::run`]), or wherever it
+/// is dropped before that (its task dropped as the runtime shuts down), so
+/// none is left behind by a process that ends normally.
+struct Flush(Option<Row>);
+
+impl Flush {
+    async fn run(mut self) {
+        let Some(row) = self.0.take() else {
+            return;
+        };
+        row.releases.unschedule();
+        // Most often a lease taken meanwhile deleted them: the connection
+        // is then left to the saves.
+        if row.releases.is_empty() {
+            return;
+        }
+        let gate = row.gate.clone();
+        self.0 = Some(row);
+        let _ = gate.run(move || drop(self)).await;
+    }
+}
+
+impl Drop for Flush {
+    fn drop(&mut self) {
+        if let Some(row) = self.0.take() {
+            row.releases.unschedule();
+            let _ = row.release_given_back();
+        }
     }
 }
 
@@ -231,6 +309,7 @@ fn new_token() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::{Duration, Instant};
 
     fn holder_row(store: &SqliteStore, run_id: &str) -> Option<(i64, String)> {
         let (conn, _) = store.shared_connection();
@@ -256,8 +335,17 @@ mod tests {
             matches!(&err, LeaseError::Held { holder: Some(h), .. } if h.pid == std::process::id()),
             "{err}"
         );
+        // Given back: the row is deleted soon after (no lease is taken
+        // meanwhile), and then another store takes the run.
         drop(lease);
-        assert_eq!(holder_row(&store, "run-1"), None);
+        let given_back = Instant::now();
+        while holder_row(&store, "run-1").is_some() {
+            assert!(
+                given_back.elapsed() < Duration::from_secs(5),
+                "never deleted"
+            );
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
         let _taken = other.acquire("run-1").await.unwrap();
 
         // A row left by a process that ended is taken over at once.
@@ -294,6 +382,7 @@ mod tests {
             conn: store.shared_connection().0,
             db: store.shared_connection().1,
             gate: store.gate().clone(),
+            releases: store.releases().clone(),
             run_id: "run-1".into(),
             token: "not-the-holder".into(),
         };
@@ -307,6 +396,47 @@ mod tests {
         let err = store.acquire("run-4").await.unwrap_err();
         assert!(err.to_string().contains("pid 1 on elsewhere"), "{err}");
         drop(two);
+    }
+
+    #[tokio::test]
+    async fn a_lease_given_back_is_deleted_by_the_next_lease_taken() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("runs.db")).unwrap();
+        let first = store.acquire("run-1").await.unwrap();
+        let token = holder_row(&store, "run-1").unwrap().1;
+        drop(first);
+        // Until it is deleted, the row is there, but the run is free to
+        // this store: taking it again replaces the row (no `Held`).
+        assert_eq!(holder_row(&store, "run-1").unwrap().1, token);
+        let again = store.acquire("run-1").await.unwrap();
+        let retaken = holder_row(&store, "run-1").unwrap().1;
+        assert_ne!(retaken, token);
+        // Another run's lease taken deletes the rows given back in its
+        // own commit; the task that would have deleted them finds none.
+        drop(again);
+        let _two = store.acquire("run-2").await.unwrap();
+        assert_eq!(holder_row(&store, "run-1"), None);
+        tokio::time::sleep(RELEASE_AFTER * 4).await;
+        assert!(
+            holder_row(&store, "run-2").is_some(),
+            "the other lease stays"
+        );
+    }
+
+    #[test]
+    fn a_lease_given_back_as_its_runtime_ends_is_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("runs.db")).unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        // The task that deletes the row has not run when the runtime
+        // ends (a CLI run returning): its drop deletes it.
+        runtime.block_on(async { drop(store.acquire("run-1").await.unwrap()) });
+        assert!(holder_row(&store, "run-1").is_some());
+        drop(runtime);
+        assert_eq!(holder_row(&store, "run-1"), None);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -330,6 +460,7 @@ mod tests {
         );
         blocker.execute_batch("COMMIT;").unwrap();
         waiting.await.unwrap().unwrap();
+        tokio::time::sleep(RELEASE_AFTER * 20).await;
         assert_eq!(holder_row(&store, "run-1"), None, "dropped with its row");
     }
 }
