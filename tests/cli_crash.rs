@@ -170,33 +170,30 @@ fn kill_9_inside_megabyte_writes_of_a_dir_store_loses_and_repeats_nothing() {
     );
 }
 
+/// Writes the config into `dir` and runs it uninterrupted as run `id`;
+/// how long that took.
+fn clean_run(dir: &Path, store: &str, size: usize, id: &str) -> Duration {
+    std::fs::write(dir.join("crash.yaml"), config(store, size)).expect("write config");
+    let timed = Instant::now();
+    let out = run(dir, &["run", "-q", "--run-id", id, "crash.yaml", "go"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    timed.elapsed()
+}
+
 /// `kills` runs with messages of `size` bytes in a `store`, each killed at
 /// a random point and resumed; then every check of the module doc.
 fn campaign(store: &str, kills: usize, size: usize) {
     let started = Instant::now();
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("crash.yaml"), config(store, size)).expect("write config");
-    let timed = Instant::now();
-    let clean = run(
-        dir.path(),
-        &["run", "-q", "--run-id", "clean", "crash.yaml", "go"],
-    );
-    assert_eq!(clean.status.code(), Some(0), "{}", text(&clean.stderr));
-    let cold = timed.elapsed();
+    let cold = clean_run(dir.path(), store, size, "clean");
     // The first run also pays for a cold start (the binary read from disk,
     // the store created): on CI it took 1.4 s where the next took 0.8, and
     // most kills then fell after their run had ended. A second run, in a
     // directory of its own, times a warm one.
     let scratch = tempfile::tempdir().expect("tempdir");
-    std::fs::write(scratch.path().join("crash.yaml"), config(store, size)).expect("write config");
-    let timed = Instant::now();
-    let warm = run(
-        scratch.path(),
-        &["run", "-q", "--run-id", "warm", "crash.yaml", "go"],
-    );
-    assert_eq!(warm.status.code(), Some(0), "{}", text(&warm.stderr));
+    let warm = clean_run(scratch.path(), store, size, "warm");
     // Kills spread over a whole run, however long its messages make it.
-    let window = WINDOW_MS.max(cold.min(timed.elapsed()).as_millis() as u64);
+    let window = WINDOW_MS.max(cold.min(warm).as_millis() as u64);
 
     let mut rng = Rng(0x5eed_cafe_f00d_d00d);
     let mut tally = Tally::default();
